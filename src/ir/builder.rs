@@ -1,0 +1,520 @@
+//! The builder: the one way nodes come into being, for Rust users and for the language alike.
+//!
+//! Every node passes through [`Graph::add`], which folds constants, applies algebraic
+//! identities that cannot change a finite result, resolves if-statements whose guard is a
+//! compile-time constant, and interns the node so that a repeated subexpression is stored
+//! once. Dead nodes are dropped by [`Builder::finish`].
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ops;
+
+use super::dist::Dist;
+use super::error::IrError;
+use super::node::{Binary, Node, NodeId, Unary};
+use super::ops::{binary_value, unary_value};
+use super::program::{Program, Span};
+
+/// Default bound on the number of nodes a builder accepts (see [`Builder::with_node_limit`]).
+pub const DEFAULT_NODE_LIMIT: usize = 10_000_000;
+
+/// The growing DAG behind a [`Builder`].
+#[derive(Debug, Default)]
+pub(crate) struct Graph {
+    pub(crate) nodes: Vec<Node>,
+    interned: HashMap<Node, NodeId>,
+    pub(crate) param_names: Vec<String>,
+    pub(crate) latent_names: Vec<String>,
+    /// Source span of each `If` node (by node id), where the front end gave one.
+    pub(crate) if_spans: HashMap<NodeId, Span>,
+    current_span: Option<Span>,
+    next_if: u32,
+    limit: usize,
+    overflowed: bool,
+}
+
+impl Graph {
+    fn node(&self, id: NodeId) -> Node {
+        self.nodes[id.index()]
+    }
+
+    fn constant_of(&self, id: NodeId) -> Option<f64> {
+        self.node(id).as_const()
+    }
+
+    fn intern(&mut self, node: Node) -> NodeId {
+        if let Some(&id) = self.interned.get(&node) {
+            return id;
+        }
+        if self.nodes.len() >= self.limit {
+            // Keep going without growing: the error is reported by `finish`, and the caller
+            // (e.g. a runaway loop in the language) stops at its next check of `overflowed`.
+            self.overflowed = true;
+            return NodeId(0);
+        }
+        let id = NodeId(self.nodes.len() as u32);
+        self.nodes.push(node);
+        self.interned.insert(node, id);
+        id
+    }
+
+    fn constant(&mut self, c: f64) -> NodeId {
+        self.intern(Node::Const(c))
+    }
+
+    /// Adds a node after simplifying it; returns the id of an equivalent node.
+    pub(crate) fn add(&mut self, node: Node) -> NodeId {
+        match node {
+            Node::Unary(op, a) => {
+                if let Some(x) = self.constant_of(a) {
+                    return self.constant(unary_value(op, x));
+                }
+                match (op, self.node(a)) {
+                    (Unary::Neg, Node::Unary(Unary::Neg, inner)) => return inner,
+                    (Unary::Powi(1), _) => return a,
+                    (Unary::Powi(0), _) => return self.constant(1.0),
+                    _ => {}
+                }
+                self.intern(node)
+            }
+            Node::Binary(op, a, b) => self.add_binary(op, a, b),
+            Node::If { guard, then_, else_, .. } => {
+                if let Some(g) = self.constant_of(guard) {
+                    return if g < 0.0 { then_ } else { else_ };
+                }
+                if then_ == else_ {
+                    return then_;
+                }
+                let probe = Node::If { guard, then_, else_, index: 0 };
+                if let Some(&id) = self.interned.get(&probe) {
+                    return id;
+                }
+                let index = self.next_if;
+                let id = self.intern(Node::If { guard, then_, else_, index });
+                if !self.overflowed {
+                    self.next_if += 1;
+                    if let Some(span) = self.current_span {
+                        self.if_spans.insert(id, span);
+                    }
+                }
+                id
+            }
+            _ => self.intern(node),
+        }
+    }
+
+    fn add_binary(&mut self, op: Binary, a: NodeId, b: NodeId) -> NodeId {
+        let (ca, cb) = (self.constant_of(a), self.constant_of(b));
+        if let (Some(x), Some(y)) = (ca, cb) {
+            return self.constant(binary_value(op, x, y));
+        }
+        // Identities that hold for every finite value of the other operand. Multiplying by a
+        // constant zero gives zero even if the other side is infinite: a branch weighted by
+        // zero contributes nothing, which is the meaning the language wants.
+        match (op, ca, cb) {
+            (Binary::Add, Some(z), _) if z == 0.0 => return b,
+            (Binary::Add | Binary::Sub, _, Some(z)) if z == 0.0 => return a,
+            (Binary::Sub, Some(z), _) if z == 0.0 => return self.add(Node::Unary(Unary::Neg, b)),
+            (Binary::Mul, Some(o), _) if o == 1.0 => return b,
+            (Binary::Mul | Binary::Div, _, Some(o)) if o == 1.0 => return a,
+            (Binary::Mul, Some(z), _) | (Binary::Mul, _, Some(z)) if z == 0.0 => {
+                return self.constant(0.0);
+            }
+            (Binary::Mul, Some(m), _) if m == -1.0 => return self.add(Node::Unary(Unary::Neg, b)),
+            (Binary::Mul, _, Some(m)) if m == -1.0 => return self.add(Node::Unary(Unary::Neg, a)),
+            _ => {}
+        }
+        // Addition and multiplication commute exactly in IEEE arithmetic, so a canonical
+        // operand order lets `a + b` and `b + a` share one node.
+        let (a, b) = if matches!(op, Binary::Add | Binary::Mul) && b < a { (b, a) } else { (a, b) };
+        self.intern(Node::Binary(op, a, b))
+    }
+}
+
+/// Builds a program node by node. Nodes are handed out as [`Var`]s, which support the usual
+/// arithmetic operators, so a model reads like the formula it implements:
+///
+/// ```
+/// use dsgd::ir::Builder;
+/// let b = Builder::new();
+/// let theta = b.param("theta");
+/// let z = b.latent("z");
+/// let f = -0.5 * z.powi(2) + b.if_lt(z, b.constant(0.0), b.constant(0.0), b.constant(1.0));
+/// let program = b.finish(&[f]).unwrap();
+/// assert_eq!(program.if_count(), 1);
+/// # let _ = theta;
+/// ```
+#[derive(Debug)]
+pub struct Builder {
+    g: RefCell<Graph>,
+}
+
+/// A node handle tied to its builder; `Copy`, and combined with operators.
+#[derive(Copy, Clone, Debug)]
+pub struct Var<'b> {
+    builder: &'b Builder,
+    id: NodeId,
+}
+
+impl<'b> Var<'b> {
+    /// The node this handle refers to.
+    pub fn id(self) -> NodeId {
+        self.id
+    }
+
+    /// The builder this handle belongs to.
+    pub fn builder(self) -> &'b Builder {
+        self.builder
+    }
+
+    /// The constant value of this node, if it folded to a constant.
+    pub fn as_const(self) -> Option<f64> {
+        self.builder.g.borrow().constant_of(self.id)
+    }
+
+    fn unary(self, op: Unary) -> Var<'b> {
+        self.builder.unary(op, self)
+    }
+
+    pub fn exp(self) -> Var<'b> {
+        self.unary(Unary::Exp)
+    }
+    pub fn ln(self) -> Var<'b> {
+        self.unary(Unary::Log)
+    }
+    pub fn ln_1p(self) -> Var<'b> {
+        self.unary(Unary::Log1p)
+    }
+    pub fn exp_m1(self) -> Var<'b> {
+        self.unary(Unary::Expm1)
+    }
+    pub fn sqrt(self) -> Var<'b> {
+        self.unary(Unary::Sqrt)
+    }
+    pub fn softplus(self) -> Var<'b> {
+        self.unary(Unary::Softplus)
+    }
+    pub fn sigmoid(self) -> Var<'b> {
+        self.unary(Unary::Sigmoid)
+    }
+    pub fn tanh(self) -> Var<'b> {
+        self.unary(Unary::Tanh)
+    }
+    pub fn sin(self) -> Var<'b> {
+        self.unary(Unary::Sin)
+    }
+    pub fn cos(self) -> Var<'b> {
+        self.unary(Unary::Cos)
+    }
+    pub fn lgamma(self) -> Var<'b> {
+        self.unary(Unary::Lgamma)
+    }
+    pub fn probit(self) -> Var<'b> {
+        self.unary(Unary::Probit)
+    }
+    pub fn normal_cdf(self) -> Var<'b> {
+        self.unary(Unary::NormalCdf)
+    }
+    pub fn powi(self, n: i32) -> Var<'b> {
+        self.unary(Unary::Powi(n))
+    }
+    /// `self^e`; an exponent that is a compile-time integer becomes `powi`.
+    pub fn pow(self, e: Var<'b>) -> Var<'b> {
+        self.builder.pow(self, e)
+    }
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Builder {
+    pub fn new() -> Builder {
+        Self::with_node_limit(DEFAULT_NODE_LIMIT)
+    }
+
+    /// A builder that refuses programs of more than `limit` nodes (after simplification).
+    pub fn with_node_limit(limit: usize) -> Builder {
+        Builder { g: RefCell::new(Graph { limit, ..Graph::default() }) }
+    }
+
+    fn wrap(&self, id: NodeId) -> Var<'_> {
+        Var { builder: self, id }
+    }
+
+    /// Declares the next parameter theta_k.
+    pub fn param(&self, name: &str) -> Var<'_> {
+        let mut g = self.g.borrow_mut();
+        let k = g.param_names.len() as u32;
+        g.param_names.push(name.to_string());
+        let id = g.add(Node::Param(k));
+        drop(g);
+        self.wrap(id)
+    }
+
+    /// Declares the next latent variable z_i.
+    pub fn latent(&self, name: &str) -> Var<'_> {
+        let mut g = self.g.borrow_mut();
+        let i = g.latent_names.len() as u32;
+        g.latent_names.push(name.to_string());
+        let id = g.add(Node::Latent(i));
+        drop(g);
+        self.wrap(id)
+    }
+
+    /// The already declared parameter number `index`.
+    pub fn param_at(&self, index: usize) -> Result<Var<'_>, IrError> {
+        let count = self.param_count();
+        if index >= count {
+            return Err(IrError::ParamOutOfRange { index, count });
+        }
+        let id = self.g.borrow_mut().add(Node::Param(index as u32));
+        Ok(self.wrap(id))
+    }
+
+    /// The already declared latent number `index`.
+    pub fn latent_at(&self, index: usize) -> Result<Var<'_>, IrError> {
+        let count = self.latent_count();
+        if index >= count {
+            return Err(IrError::LatentOutOfRange { index, count });
+        }
+        let id = self.g.borrow_mut().add(Node::Latent(index as u32));
+        Ok(self.wrap(id))
+    }
+
+    /// A handle for a raw node id, checked to belong to this builder.
+    pub fn var(&self, id: NodeId) -> Result<Var<'_>, IrError> {
+        let count = self.node_count();
+        if id.index() >= count {
+            return Err(IrError::NodeOutOfRange { node: id.to_string(), count });
+        }
+        Ok(self.wrap(id))
+    }
+
+    pub fn param_count(&self) -> usize {
+        self.g.borrow().param_names.len()
+    }
+
+    pub fn latent_count(&self) -> usize {
+        self.g.borrow().latent_names.len()
+    }
+
+    /// Nodes created so far (including ones that may turn out dead).
+    pub fn node_count(&self) -> usize {
+        self.g.borrow().nodes.len()
+    }
+
+    /// Whether the node limit was hit; the builder then hands out placeholder nodes and
+    /// [`Builder::finish`] fails. Long-running front ends poll this to stop early.
+    pub fn overflowed(&self) -> bool {
+        self.g.borrow().overflowed
+    }
+
+    /// The source span recorded on if-statements created from now on (`None` for none).
+    pub fn set_span(&self, span: Option<Span>) {
+        self.g.borrow_mut().current_span = span;
+    }
+
+    pub fn constant(&self, c: f64) -> Var<'_> {
+        let id = self.g.borrow_mut().constant(c);
+        self.wrap(id)
+    }
+
+    pub fn unary<'b>(&'b self, op: Unary, a: Var<'b>) -> Var<'b> {
+        let id = self.g.borrow_mut().add(Node::Unary(op, a.id));
+        self.wrap(id)
+    }
+
+    pub fn binary<'b>(&'b self, op: Binary, a: Var<'b>, b: Var<'b>) -> Var<'b> {
+        let id = self.g.borrow_mut().add(Node::Binary(op, a.id, b.id));
+        self.wrap(id)
+    }
+
+    /// `a^e`; a compile-time integer exponent becomes `powi`, which is defined for `a < 0`.
+    pub fn pow<'b>(&'b self, a: Var<'b>, e: Var<'b>) -> Var<'b> {
+        match e.as_const() {
+            Some(n) if n == n.trunc() && n.abs() <= 64.0 => self.unary(Unary::Powi(n as i32), a),
+            _ => self.binary(Binary::Pow, a, e),
+        }
+    }
+
+    /// The if-statement `if guard < 0 then then_ else else_`.
+    pub fn if_neg<'b>(&'b self, guard: Var<'b>, then_: Var<'b>, else_: Var<'b>) -> Var<'b> {
+        let id = self.g.borrow_mut().add(Node::If {
+            guard: guard.id,
+            then_: then_.id,
+            else_: else_.id,
+            index: 0,
+        });
+        self.wrap(id)
+    }
+
+    /// `if a < b then t else e` (guard `a - b`).
+    pub fn if_lt<'b>(&'b self, a: Var<'b>, b: Var<'b>, t: Var<'b>, e: Var<'b>) -> Var<'b> {
+        self.if_neg(a - b, t, e)
+    }
+
+    /// `if a > b then t else e` (guard `b - a`).
+    pub fn if_gt<'b>(&'b self, a: Var<'b>, b: Var<'b>, t: Var<'b>, e: Var<'b>) -> Var<'b> {
+        self.if_neg(b - a, t, e)
+    }
+
+    /// `|x| = if x < 0 then -x else x` (derivative +1 at 0).
+    pub fn abs<'b>(&'b self, x: Var<'b>) -> Var<'b> {
+        self.if_neg(x, -x, x)
+    }
+
+    /// `max(a, b) = if a < b then b else a`.
+    pub fn max<'b>(&'b self, a: Var<'b>, b: Var<'b>) -> Var<'b> {
+        self.if_lt(a, b, b, a)
+    }
+
+    /// `min(a, b) = if a < b then a else b`.
+    pub fn min<'b>(&'b self, a: Var<'b>, b: Var<'b>) -> Var<'b> {
+        self.if_lt(a, b, a, b)
+    }
+
+    /// `relu(x) = if x < 0 then 0 else x`.
+    pub fn relu<'b>(&'b self, x: Var<'b>) -> Var<'b> {
+        self.if_neg(x, self.constant(0.0), x)
+    }
+
+    /// `step(x) = if x < 0 then 0 else 1` (so `step(0) = 1`).
+    pub fn step<'b>(&'b self, x: Var<'b>) -> Var<'b> {
+        self.if_neg(x, self.constant(0.0), self.constant(1.0))
+    }
+
+    /// Applies a built-in function by its language name, checking the number of arguments.
+    pub fn apply<'b>(&'b self, name: &str, args: &[Var<'b>]) -> Result<Var<'b>, IrError> {
+        let unary = |op| -> Result<Var<'b>, IrError> {
+            check_arity(name, "1", args.len() == 1, args.len())?;
+            Ok(self.unary(op, args[0]))
+        };
+        match name {
+            "exp" => unary(Unary::Exp),
+            "log" => unary(Unary::Log),
+            "log1p" => unary(Unary::Log1p),
+            "expm1" => unary(Unary::Expm1),
+            "sqrt" => unary(Unary::Sqrt),
+            "softplus" => unary(Unary::Softplus),
+            "sigmoid" => unary(Unary::Sigmoid),
+            "tanh" => unary(Unary::Tanh),
+            "sin" => unary(Unary::Sin),
+            "cos" => unary(Unary::Cos),
+            "lgamma" => unary(Unary::Lgamma),
+            "probit" => unary(Unary::Probit),
+            "normal_cdf" => unary(Unary::NormalCdf),
+            "abs" | "relu" | "step" => {
+                check_arity(name, "1", args.len() == 1, args.len())?;
+                Ok(match name {
+                    "abs" => self.abs(args[0]),
+                    "relu" => self.relu(args[0]),
+                    _ => self.step(args[0]),
+                })
+            }
+            "max" | "min" => {
+                check_arity(name, "2", args.len() == 2, args.len())?;
+                Ok(if name == "max" { self.max(args[0], args[1]) } else { self.min(args[0], args[1]) })
+            }
+            "pow" => {
+                check_arity(name, "2", args.len() == 2, args.len())?;
+                Ok(self.pow(args[0], args[1]))
+            }
+            "sum" | "mean" => {
+                check_arity(name, "at least 1", !args.is_empty(), args.len())?;
+                let total = self.sum(args);
+                Ok(if name == "sum" { total } else { total / args.len() as f64 })
+            }
+            _ => Err(IrError::UnknownFunction(name.to_string())),
+        }
+    }
+
+    /// The sum of `terms` (0 for none), added left to right.
+    pub fn sum<'b>(&'b self, terms: &[Var<'b>]) -> Var<'b> {
+        let mut total = self.constant(0.0);
+        for &t in terms {
+            total = total + t;
+        }
+        total
+    }
+
+    /// The log-density of `dist` with arguments `args` at `x`, expanded into primitives.
+    pub fn log_density<'b>(&'b self, dist: Dist, x: Var<'b>, args: &[Var<'b>]) -> Result<Var<'b>, IrError> {
+        check_arity(dist.name(), &dist.arity().to_string(), args.len() == dist.arity(), args.len())?;
+        Ok(dist.log_density(self, x, args))
+    }
+
+    /// Ends building: keeps the nodes the outputs depend on, numbers the if-statements
+    /// densely in arena order, and returns the finished program. `outputs[0]` is the
+    /// program's objective; further outputs are kept alive for whoever needs them (e.g. the
+    /// location and scale expressions of a user family).
+    ///
+    /// The builder is left empty afterwards (handles into it become invalid).
+    pub fn finish(&self, outputs: &[Var<'_>]) -> Result<Program, IrError> {
+        let ids: Vec<NodeId> = outputs.iter().map(|v| v.id).collect();
+        self.finish_ids(&ids)
+    }
+
+    /// [`Builder::finish`] with raw node ids (checked).
+    pub fn finish_ids(&self, outputs: &[NodeId]) -> Result<Program, IrError> {
+        let limit = self.g.borrow().limit;
+        let g = self.g.replace(Graph { limit, ..Graph::default() });
+        if g.overflowed {
+            return Err(IrError::TooLarge { limit: g.limit });
+        }
+        if outputs.is_empty() {
+            return Err(IrError::NoOutput);
+        }
+        if let Some(bad) = outputs.iter().find(|id| id.index() >= g.nodes.len()) {
+            return Err(IrError::NodeOutOfRange { node: bad.to_string(), count: g.nodes.len() });
+        }
+        Ok(Program::from_graph(g, outputs))
+    }
+}
+
+fn check_arity(name: &str, expected: &str, ok: bool, found: usize) -> Result<(), IrError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(IrError::Arity { name: name.to_string(), expected: expected.to_string(), found })
+    }
+}
+
+macro_rules! binary_operator {
+    ($trait:ident, $method:ident, $op:expr) => {
+        impl<'b> ops::$trait<Var<'b>> for Var<'b> {
+            type Output = Var<'b>;
+            fn $method(self, rhs: Var<'b>) -> Var<'b> {
+                self.builder.binary($op, self, rhs)
+            }
+        }
+        impl<'b> ops::$trait<f64> for Var<'b> {
+            type Output = Var<'b>;
+            fn $method(self, rhs: f64) -> Var<'b> {
+                let c = self.builder.constant(rhs);
+                self.builder.binary($op, self, c)
+            }
+        }
+        impl<'b> ops::$trait<Var<'b>> for f64 {
+            type Output = Var<'b>;
+            fn $method(self, rhs: Var<'b>) -> Var<'b> {
+                let c = rhs.builder.constant(self);
+                rhs.builder.binary($op, c, rhs)
+            }
+        }
+    };
+}
+
+binary_operator!(Add, add, Binary::Add);
+binary_operator!(Sub, sub, Binary::Sub);
+binary_operator!(Mul, mul, Binary::Mul);
+binary_operator!(Div, div, Binary::Div);
+
+impl<'b> ops::Neg for Var<'b> {
+    type Output = Var<'b>;
+    fn neg(self) -> Var<'b> {
+        self.unary(Unary::Neg)
+    }
+}

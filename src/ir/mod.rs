@@ -1,0 +1,23 @@
+//! The intermediate representation: a DAG of the paper's calculus over parameters and
+//! latent variables, the builder that makes one, and its static analyses.
+//!
+//! Architecture invariant: nothing here draws random numbers, reads files or prints. A
+//! node refers only to earlier nodes, so arena order is a topological order.
+
+mod analysis;
+mod builder;
+mod dist;
+mod error;
+mod model;
+mod node;
+mod ops;
+mod program;
+
+pub use analysis::{AffineGuard, Analysis, GuardInfo, NotAffine, UnsafeReason, analyse, nesting_depths};
+pub use builder::{Builder, DEFAULT_NODE_LIMIT, Var};
+pub use dist::Dist;
+pub use error::IrError;
+pub use model::{LatentKind, LatentSpec, Mode, Model, ParamSpec};
+pub use node::{Binary, Branch, Node, NodeId, Unary};
+pub use ops::{binary_derivatives, binary_value, unary_derivative, unary_value};
+pub use program::{Program, Semantics, Span};

@@ -1,0 +1,201 @@
+//! The nodes of the IR: inputs, constants, primitive operations and if-statements.
+//!
+//! A node refers only to nodes created before it, so the arena order of a
+//! [`Program`](super::Program) is a topological order; passes and the tape rely on that and
+//! never sort. Non-smooth built-ins (`abs`, `max`, ...) and log-densities are not nodes: the
+//! builder expands them into these primitives, so every kink is an `If` that smoothing sees.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+/// A handle to a node of one program or builder. Printed as `%7`, the same in IR dumps,
+/// error messages and tests.
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct NodeId(pub(crate) u32);
+
+impl NodeId {
+    /// The position of the node in its arena.
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "%{}", self.0)
+    }
+}
+
+/// Operations of one argument.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Unary {
+    Neg,
+    Exp,
+    Log,
+    Log1p,
+    Expm1,
+    Sqrt,
+    Softplus,
+    Sigmoid,
+    Tanh,
+    Sin,
+    Cos,
+    Lgamma,
+    /// The normal quantile `Phi^{-1}`.
+    Probit,
+    /// The standard normal CDF `Phi`.
+    NormalCdf,
+    /// `x^n` for a compile-time integer `n` (defined for negative `x`, unlike `Pow`).
+    Powi(i32),
+}
+
+/// Operations of two arguments.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Binary {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    /// `x^y = exp(y ln x)`, for `x > 0` (use `Powi` for integer exponents).
+    Pow,
+}
+
+/// Which branch of an if-statement. `Then` is taken when the guard is negative.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum Branch {
+    Then,
+    Else,
+}
+
+/// One node of the DAG.
+#[derive(Copy, Clone, Debug)]
+pub enum Node {
+    Const(f64),
+    /// The `k`-th parameter theta_k (shared by every sample of a batch).
+    Param(u32),
+    /// The `i`-th latent variable z_i (one value per sample).
+    Latent(u32),
+    Unary(Unary, NodeId),
+    Binary(Binary, NodeId, NodeId),
+    /// `if guard < 0 then then_ else else_`; `index` numbers the if-statements of a program
+    /// densely from 0 in arena order.
+    If { guard: NodeId, then_: NodeId, else_: NodeId, index: u32 },
+}
+
+impl Node {
+    /// The nodes this node reads, in a fixed order (guard, then, else for `If`).
+    pub fn operands(&self) -> impl Iterator<Item = NodeId> + '_ {
+        let (arr, n): ([NodeId; 3], usize) = match *self {
+            Node::Const(_) | Node::Param(_) | Node::Latent(_) => ([NodeId(0); 3], 0),
+            Node::Unary(_, a) => ([a, a, a], 1),
+            Node::Binary(_, a, b) => ([a, b, b], 2),
+            Node::If { guard, then_, else_, .. } => ([guard, then_, else_], 3),
+        };
+        arr.into_iter().take(n)
+    }
+
+    /// The same node with every operand passed through `f` (used when renumbering).
+    pub(crate) fn map_operands(self, mut f: impl FnMut(NodeId) -> NodeId) -> Node {
+        match self {
+            Node::Const(_) | Node::Param(_) | Node::Latent(_) => self,
+            Node::Unary(op, a) => Node::Unary(op, f(a)),
+            Node::Binary(op, a, b) => Node::Binary(op, f(a), f(b)),
+            Node::If { guard, then_, else_, index } => {
+                Node::If { guard: f(guard), then_: f(then_), else_: f(else_), index }
+            }
+        }
+    }
+
+    /// The constant value, if this node is a constant.
+    pub fn as_const(&self) -> Option<f64> {
+        match *self {
+            Node::Const(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// Structural identity used for common-subexpression elimination: constants compare by bit
+/// pattern, and if-statements ignore their index (the same `If` built twice is one node).
+impl PartialEq for Node {
+    fn eq(&self, other: &Self) -> bool {
+        match (*self, *other) {
+            (Node::Const(a), Node::Const(b)) => a.to_bits() == b.to_bits(),
+            (Node::Param(a), Node::Param(b)) => a == b,
+            (Node::Latent(a), Node::Latent(b)) => a == b,
+            (Node::Unary(o, a), Node::Unary(p, b)) => o == p && a == b,
+            (Node::Binary(o, a, b), Node::Binary(p, c, d)) => o == p && a == c && b == d,
+            (
+                Node::If { guard: g, then_: t, else_: e, .. },
+                Node::If { guard: g2, then_: t2, else_: e2, .. },
+            ) => g == g2 && t == t2 && e == e2,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Node {}
+
+impl Hash for Node {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match *self {
+            Node::Const(c) => c.to_bits().hash(state),
+            Node::Param(k) | Node::Latent(k) => k.hash(state),
+            Node::Unary(op, a) => (op, a).hash(state),
+            Node::Binary(op, a, b) => (op, a, b).hash(state),
+            Node::If { guard, then_, else_, .. } => (guard, then_, else_).hash(state),
+        }
+    }
+}
+
+impl fmt::Display for Unary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            Unary::Neg => "neg",
+            Unary::Exp => "exp",
+            Unary::Log => "log",
+            Unary::Log1p => "log1p",
+            Unary::Expm1 => "expm1",
+            Unary::Sqrt => "sqrt",
+            Unary::Softplus => "softplus",
+            Unary::Sigmoid => "sigmoid",
+            Unary::Tanh => "tanh",
+            Unary::Sin => "sin",
+            Unary::Cos => "cos",
+            Unary::Lgamma => "lgamma",
+            Unary::Probit => "probit",
+            Unary::NormalCdf => "normal_cdf",
+            Unary::Powi(n) => return write!(f, "powi{n}"),
+        };
+        f.write_str(name)
+    }
+}
+
+impl fmt::Display for Binary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Binary::Add => "add",
+            Binary::Sub => "sub",
+            Binary::Mul => "mul",
+            Binary::Div => "div",
+            Binary::Pow => "pow",
+        })
+    }
+}
+
+impl fmt::Display for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Node::Const(c) => write!(f, "const {c:?}"),
+            Node::Param(k) => write!(f, "param {k}"),
+            Node::Latent(i) => write!(f, "latent {i}"),
+            Node::Unary(op, a) => write!(f, "{op} {a}"),
+            Node::Binary(op, a, b) => write!(f, "{op} {a}, {b}"),
+            Node::If { guard, then_, else_, index } => {
+                write!(f, "if#{index} {guard} < 0 then {then_} else {else_}")
+            }
+        }
+    }
+}

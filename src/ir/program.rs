@@ -1,0 +1,232 @@
+//! A finished program: the live nodes in topological order, its outputs and its metadata.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use super::builder::Graph;
+use super::node::{Branch, Node, NodeId};
+use super::ops::{binary_value, unary_value};
+use crate::special::sigmoid;
+
+/// A byte range in the source text a node came from (the language sets it; the builder API
+/// leaves it empty).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Span {
+    pub start: u32,
+    pub end: u32,
+}
+
+/// How if-statements are interpreted (DESIGN.md section 1).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Semantics {
+    /// The branch is chosen by the sign of the guard.
+    Crisp,
+    /// `sigma(-F/eta) G + sigma(F/eta) H`.
+    Smoothed { eta: f64 },
+    /// Crisp, except that if-statement `index` takes `branch` whatever its guard.
+    Forced { index: u32, branch: Branch },
+}
+
+/// A DAG of the paper's calculus, in topological order, with no dead nodes.
+#[derive(Clone, Debug)]
+pub struct Program {
+    nodes: Vec<Node>,
+    outputs: Vec<NodeId>,
+    param_names: Vec<String>,
+    latent_names: Vec<String>,
+    /// The node of each if-statement, by if-index.
+    if_nodes: Vec<NodeId>,
+    /// The source span of each if-statement, by if-index.
+    if_spans: Vec<Option<Span>>,
+}
+
+impl Program {
+    /// Dead-code elimination and renumbering of a finished graph.
+    pub(crate) fn from_graph(g: Graph, outputs: &[NodeId]) -> Program {
+        let mut live = vec![false; g.nodes.len()];
+        for &o in outputs {
+            live[o.index()] = true;
+        }
+        for i in (0..g.nodes.len()).rev() {
+            if live[i] {
+                for op in g.nodes[i].operands() {
+                    live[op.index()] = true;
+                }
+            }
+        }
+        let mut new_id = vec![NodeId(u32::MAX); g.nodes.len()];
+        let mut nodes = Vec::with_capacity(live.iter().filter(|&&l| l).count());
+        let mut if_nodes = Vec::new();
+        let mut if_spans = Vec::new();
+        for (i, node) in g.nodes.iter().enumerate() {
+            if !live[i] {
+                continue;
+            }
+            let id = NodeId(nodes.len() as u32);
+            new_id[i] = id;
+            let mut node = node.map_operands(|op| new_id[op.index()]);
+            if let Node::If { ref mut index, .. } = node {
+                *index = if_nodes.len() as u32;
+                if_nodes.push(id);
+                if_spans.push(g.if_spans.get(&NodeId(i as u32)).copied());
+            }
+            nodes.push(node);
+        }
+        Program {
+            nodes,
+            outputs: outputs.iter().map(|o| new_id[o.index()]).collect(),
+            param_names: g.param_names,
+            latent_names: g.latent_names,
+            if_nodes,
+            if_spans,
+        }
+    }
+
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    pub fn node(&self, id: NodeId) -> Node {
+        self.nodes[id.index()]
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The outputs given to `finish`; `outputs()[0]` is the objective.
+    pub fn outputs(&self) -> &[NodeId] {
+        &self.outputs
+    }
+
+    pub fn output(&self) -> NodeId {
+        self.outputs[0]
+    }
+
+    pub fn param_count(&self) -> usize {
+        self.param_names.len()
+    }
+
+    pub fn latent_count(&self) -> usize {
+        self.latent_names.len()
+    }
+
+    pub fn param_names(&self) -> &[String] {
+        &self.param_names
+    }
+
+    pub fn latent_names(&self) -> &[String] {
+        &self.latent_names
+    }
+
+    /// Number of if-statements (after unrolling and simplification).
+    pub fn if_count(&self) -> usize {
+        self.if_nodes.len()
+    }
+
+    /// The node of if-statement `index`.
+    pub fn if_node(&self, index: usize) -> NodeId {
+        self.if_nodes[index]
+    }
+
+    /// Where if-statement `index` came from in the source, if known.
+    pub fn if_span(&self, index: usize) -> Option<Span> {
+        self.if_spans[index]
+    }
+
+    /// Which nodes each node depends on transitively is expensive to store; this answers the
+    /// cheaper question of which nodes are reachable from `roots`.
+    pub fn reachable_from(&self, roots: &[NodeId]) -> Vec<bool> {
+        let mut live = vec![false; self.nodes.len()];
+        for &r in roots {
+            live[r.index()] = true;
+        }
+        for i in (0..self.nodes.len()).rev() {
+            if live[i] {
+                for op in self.nodes[i].operands() {
+                    live[op.index()] = true;
+                }
+            }
+        }
+        live
+    }
+
+    /// Reference interpreter: the value of every node for one sample. Slow and simple, it is
+    /// the oracle the tape is tested against.
+    pub fn evaluate_all(&self, semantics: Semantics, params: &[f64], latents: &[f64]) -> Vec<f64> {
+        let mut v = Vec::with_capacity(self.nodes.len());
+        for node in &self.nodes {
+            let x = match *node {
+                Node::Const(c) => c,
+                Node::Param(k) => params[k as usize],
+                Node::Latent(i) => latents[i as usize],
+                Node::Unary(op, a) => unary_value(op, v[a.index()]),
+                Node::Binary(op, a, b) => binary_value(op, v[a.index()], v[b.index()]),
+                Node::If { guard, then_, else_, index } => {
+                    let (g, t, e) = (v[guard.index()], v[then_.index()], v[else_.index()]);
+                    match semantics {
+                        Semantics::Forced { index: k, branch } if k == index => match branch {
+                            Branch::Then => t,
+                            Branch::Else => e,
+                        },
+                        Semantics::Crisp | Semantics::Forced { .. } => {
+                            if g < 0.0 { t } else { e }
+                        }
+                        Semantics::Smoothed { eta } => {
+                            let wt = sigmoid(-g / eta);
+                            let we = sigmoid(g / eta);
+                            let tt = if wt == 0.0 { 0.0 } else { wt * t };
+                            let ee = if we == 0.0 { 0.0 } else { we * e };
+                            tt + ee
+                        }
+                    }
+                }
+            };
+            v.push(x);
+        }
+        v
+    }
+
+    /// The value of output `k` for one sample (reference interpreter).
+    pub fn evaluate(&self, semantics: Semantics, params: &[f64], latents: &[f64]) -> f64 {
+        self.evaluate_all(semantics, params, latents)[self.output().index()]
+    }
+
+    /// Index of a parameter by name.
+    pub fn param_index(&self, name: &str) -> Option<usize> {
+        self.param_names.iter().position(|n| n == name)
+    }
+
+    /// Index of a latent by name.
+    pub fn latent_index(&self, name: &str) -> Option<usize> {
+        self.latent_names.iter().position(|n| n == name)
+    }
+
+    /// Count of node kinds, for summaries (`const`, `if`, ...).
+    pub fn kind_counts(&self) -> HashMap<&'static str, usize> {
+        let mut m = HashMap::new();
+        for n in &self.nodes {
+            let k = match n {
+                Node::Const(_) => "const",
+                Node::Param(_) => "param",
+                Node::Latent(_) => "latent",
+                Node::Unary(..) => "unary",
+                Node::Binary(..) => "binary",
+                Node::If { .. } => "if",
+            };
+            *m.entry(k).or_insert(0) += 1;
+        }
+        m
+    }
+}
+
+/// The textual IR: one node a line, `%3 = add %1, %2`, outputs last.
+impl fmt::Display for Program {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, node) in self.nodes.iter().enumerate() {
+            writeln!(f, "%{i} = {node}")?;
+        }
+        let outs: Vec<String> = self.outputs.iter().map(|o| o.to_string()).collect();
+        write!(f, "output {}", outs.join(", "))
+    }
+}

@@ -1,0 +1,9 @@
+//! `dsgd`: gradient-based optimisation and variational inference for programs that branch.
+//!
+//! The layers, each depending only on those above it (see `ARCHITECTURE.md`):
+//! [`ir`] (the DAG and its analyses), [`lang`] (text to IR), [`eval`] (the batched tape),
+//! [`family`], [`estimate`], [`optim`] and [`experiment`].
+
+pub mod eval;
+pub mod ir;
+pub mod special;

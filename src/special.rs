@@ -1,0 +1,151 @@
+//! Special functions with the numerical care the smoothing needs.
+//!
+//! Smoothing evaluates `sigma(F / eta)` for `|F / eta|` in the thousands, and the models take
+//! logarithms of densities far in their tails, so the textbook forms (`1 / (1 + exp(-x))`,
+//! `ln(1 + exp(x))`) overflow or cancel. Everything here is finite wherever the true value is
+//! representable. `statrs`'s `erf` is only accurate to about 1e-10, so the normal CDF uses `libm`.
+
+use std::f64::consts::{PI, SQRT_2};
+
+/// `ln(2 pi) / 2`, the normalising constant of the standard normal log-density.
+pub const HALF_LN_2PI: f64 = 0.918_938_533_204_672_8;
+
+/// The logistic function, stable for any `x`: it never evaluates `exp` of a positive number.
+#[inline]
+pub fn sigmoid(x: f64) -> f64 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+
+/// `ln(1 + exp(x))` without overflow for large `x` or loss of precision for very negative `x`.
+#[inline]
+pub fn softplus(x: f64) -> f64 {
+    x.max(0.0) + (-x.abs()).exp().ln_1p()
+}
+
+/// The inverse of [`softplus`]: `ln(exp(y) - 1)`, used to store a guide's standard deviation.
+pub fn softplus_inv(y: f64) -> f64 {
+    if y > 30.0 { y + (-(-y).exp()).ln_1p() } else { y.exp_m1().ln() }
+}
+
+/// `ln(sigmoid(x))`, stable for any `x`.
+#[inline]
+pub fn log_sigmoid(x: f64) -> f64 {
+    -softplus(-x)
+}
+
+/// The standard normal CDF `Phi(x)`, accurate to about 1e-16 relative.
+#[inline]
+pub fn normal_cdf(x: f64) -> f64 {
+    0.5 * libm::erfc(-x / SQRT_2)
+}
+
+/// The standard normal density `phi(x)`.
+#[inline]
+pub fn normal_pdf(x: f64) -> f64 {
+    (-0.5 * x * x - HALF_LN_2PI).exp()
+}
+
+/// The normal quantile `Phi^{-1}(p)`: NaN outside `[0, 1]`, infinite at the ends.
+pub fn probit(p: f64) -> f64 {
+    if !(0.0..=1.0).contains(&p) {
+        return f64::NAN;
+    }
+    if p == 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if p == 1.0 {
+        return f64::INFINITY;
+    }
+    -SQRT_2 * statrs::function::erf::erfc_inv(2.0 * p)
+}
+
+/// `ln |Gamma(x)|`.
+#[inline]
+pub fn lgamma(x: f64) -> f64 {
+    libm::lgamma_r(x).0
+}
+
+/// The digamma function, the derivative of [`lgamma`].
+pub fn digamma(x: f64) -> f64 {
+    if x.is_nan() || x == f64::NEG_INFINITY {
+        return f64::NAN;
+    }
+    if x <= 0.0 && x == x.floor() {
+        return f64::NAN;
+    }
+    if x < 0.0 {
+        // Reflection: psi(1 - x) - psi(x) = pi cot(pi x).
+        return digamma(1.0 - x) - PI / (PI * x).tan();
+    }
+    let mut x = x;
+    let mut acc = 0.0;
+    while x < 10.0 {
+        acc -= 1.0 / x;
+        x += 1.0;
+    }
+    let inv = 1.0 / x;
+    let inv2 = inv * inv;
+    // Asymptotic series sum B_2k / (2k x^2k); with x >= 10 the first omitted term is < 1e-17.
+    const COEFFS: [f64; 7] = [
+        1.0 / 12.0,
+        -1.0 / 120.0,
+        1.0 / 252.0,
+        -1.0 / 240.0,
+        1.0 / 132.0,
+        -691.0 / 32760.0,
+        1.0 / 12.0,
+    ];
+    let series = COEFFS.iter().rev().fold(0.0, |acc, &c| acc * inv2 + c) * inv2;
+    acc + x.ln() - 0.5 * inv - series
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sigmoid_is_finite_and_exact_at_extremes() {
+        assert_eq!(sigmoid(1000.0), 1.0);
+        assert_eq!(sigmoid(-1000.0), 0.0);
+        assert!((sigmoid(0.0) - 0.5).abs() < 1e-16);
+        assert!((sigmoid(-40.0) - 4.248354255291589e-18).abs() < 1e-30);
+    }
+
+    #[test]
+    fn softplus_and_log_sigmoid_are_stable() {
+        assert_eq!(softplus(800.0), 800.0);
+        assert!((softplus(-800.0)).abs() < 1e-300);
+        assert!((log_sigmoid(-800.0) + 800.0).abs() < 1e-12);
+        assert!((softplus_inv(softplus(0.3)) - 0.3).abs() < 1e-14);
+        assert!((softplus_inv(softplus(40.0)) - 40.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn probit_inverts_normal_cdf() {
+        for &p in &[1e-300, 1e-10, 0.025, 0.3, 0.5, 0.9, 1.0 - 1e-10] {
+            let x = probit(p);
+            assert!(((normal_cdf(x) - p) / p).abs() < 1e-12, "p = {p}");
+        }
+        assert!((probit(0.975) - 1.959_963_984_540_054).abs() < 1e-14);
+        assert!(probit(1.5).is_nan());
+    }
+
+    #[test]
+    fn digamma_matches_known_values() {
+        // psi(1) = -gamma (Euler-Mascheroni), psi(0.5) = -gamma - 2 ln 2.
+        let euler = 0.577_215_664_901_532_9;
+        assert!((digamma(1.0) + euler).abs() < 4e-15);
+        assert!((digamma(0.5) + euler + 2.0 * 2f64.ln()).abs() < 4e-15);
+        assert!((digamma(100.0) - 4.600_161_852_738_087).abs() < 1e-14);
+        assert!((digamma(-0.5) - 0.036_489_973_978_576_52).abs() < 1e-13);
+        // Central difference of lgamma.
+        let h = 1e-6;
+        let fd = (lgamma(3.7 + h) - lgamma(3.7 - h)) / (2.0 * h);
+        assert!((digamma(3.7) - fd).abs() < 1e-8);
+    }
+}
