@@ -7,3 +7,7 @@
 pub mod eval;
 pub mod ir;
 pub mod special;
+pub mod estimate;
+pub mod experiment;
+pub mod family;
+pub mod optim;

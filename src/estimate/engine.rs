@@ -1,0 +1,175 @@
+//! The batch driver: draws noise, runs an estimator over fixed-size chunks of lanes (in
+//! parallel when there are several), and averages.
+//!
+//! Chunks are [`CHUNK`] lanes whatever the number of threads, each lane's noise comes from
+//! its own stream, and the mean is summed serially in lane order, so results are identical
+//! bit for bit with one thread or many. After the first batch of a given size nothing is
+//! allocated.
+
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+
+use super::{Context, Estimator, Problem, Purpose, Scratch, StreamKey};
+use crate::eval::CHUNK;
+use crate::family::{FamilyError, FamilyState};
+
+/// An estimator bound to a problem, with the buffers for its batches.
+#[derive(Debug)]
+pub struct Engine {
+    problem: Problem,
+    estimator: Box<dyn Estimator>,
+    state: FamilyState,
+    scratch: Vec<Mutex<Scratch>>,
+    grads: Vec<f64>,
+    values: Vec<f64>,
+    crisp: Vec<f64>,
+    mean: Vec<f64>,
+    batch: usize,
+    want_crisp: bool,
+}
+
+/// The first non-finite quantity of a batch, for error messages.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NonFinite {
+    /// `f` itself (e.g. a log-density of `-inf`) at sample `lane`.
+    Value { lane: usize, value: f64 },
+    /// Component `component` of the mean gradient.
+    Gradient { component: usize, value: f64 },
+}
+
+impl Engine {
+    /// An engine with one scratch per thread of the current rayon pool.
+    pub fn new(problem: Problem, estimator: Box<dyn Estimator>) -> Engine {
+        let threads = rayon::current_num_threads().max(1);
+        let scratch = (0..threads).map(|_| Mutex::new(problem.scratch())).collect();
+        Engine {
+            state: problem.family().state(),
+            mean: vec![0.0; problem.dim()],
+            problem,
+            estimator,
+            scratch,
+            grads: Vec::new(),
+            values: Vec::new(),
+            crisp: Vec::new(),
+            batch: 0,
+            want_crisp: false,
+        }
+    }
+
+    pub fn problem(&self) -> &Problem {
+        &self.problem
+    }
+
+    pub fn estimator(&self) -> &dyn Estimator {
+        self.estimator.as_ref()
+    }
+
+    /// The family evaluated at the last `theta`.
+    pub fn family_state(&self) -> &FamilyState {
+        &self.state
+    }
+
+    /// Draws `batch` samples for `(seed, iteration, purpose)` at `theta` and computes their
+    /// gradient samples and `f` values (and the crisp `f` if `want_crisp`).
+    pub fn evaluate(
+        &mut self,
+        theta: &[f64],
+        seed: u64,
+        iteration: u64,
+        purpose: Purpose,
+        batch: usize,
+        want_crisp: bool,
+    ) -> Result<(), FamilyError> {
+        self.state.update(self.problem.family(), theta)?;
+        let d = self.problem.dim();
+        self.batch = batch;
+        self.grads.resize(batch * d, 0.0);
+        self.values.resize(batch, 0.0);
+        self.crisp.resize(batch, 0.0);
+        self.want_crisp = want_crisp;
+        let key = StreamKey::new(seed, iteration, purpose);
+        let (problem, estimator, state) = (&self.problem, self.estimator.as_ref(), &self.state);
+        let scratch = &self.scratch;
+        let crisp_differs = estimator.semantics(iteration) != crate::ir::Semantics::Crisp;
+        let run = |c: usize, grads: &mut [f64], values: &mut [f64], crisp: &mut [f64]| {
+            let slot = rayon::current_thread_index().unwrap_or(0) % scratch.len();
+            let mut guard = scratch[slot].lock().unwrap_or_else(|e| e.into_inner());
+            let sc = &mut *guard;
+            let first = c * CHUNK;
+            let w = values.len();
+            problem.draw(state, key, first, w, sc);
+            let cx = Context { problem, state, theta, iteration, key, first };
+            estimator.chunk(&cx, sc, grads, values);
+            if want_crisp {
+                if crisp_differs {
+                    problem.crisp_values(state, theta, sc, crisp);
+                } else {
+                    crisp.copy_from_slice(values);
+                }
+            }
+        };
+        let chunks = batch.div_ceil(CHUNK);
+        if chunks <= 1 || d == 0 || rayon::current_num_threads() <= 1 {
+            for c in 0..chunks {
+                let r = c * CHUNK..((c + 1) * CHUNK).min(batch);
+                run(
+                    c,
+                    &mut self.grads[r.start * d..r.end * d],
+                    &mut self.values[r.clone()],
+                    &mut self.crisp[r],
+                );
+            }
+        } else {
+            self.grads
+                .par_chunks_mut(CHUNK * d)
+                .zip(self.values.par_chunks_mut(CHUNK))
+                .zip(self.crisp.par_chunks_mut(CHUNK))
+                .enumerate()
+                .for_each(|(c, ((g, v), cr))| run(c, g, v, cr));
+        }
+        self.mean.fill(0.0);
+        for l in 0..batch {
+            for (m, g) in self.mean.iter_mut().zip(&self.grads[l * d..(l + 1) * d]) {
+                *m += g;
+            }
+        }
+        let inv = 1.0 / batch as f64;
+        for m in &mut self.mean {
+            *m *= inv;
+        }
+        Ok(())
+    }
+
+    /// The batch-mean gradient of the last [`Engine::evaluate`].
+    pub fn mean_gradient(&self) -> &[f64] {
+        &self.mean
+    }
+
+    /// The per-sample gradients of the last batch, sample-major (`[l * dim + p]`).
+    pub fn sample_gradients(&self) -> &[f64] {
+        &self.grads[..self.batch * self.problem.dim()]
+    }
+
+    /// `f` per sample under the estimator's semantics.
+    pub fn values(&self) -> &[f64] {
+        &self.values[..self.batch]
+    }
+
+    /// Crisp `f` per sample (empty unless asked for).
+    pub fn crisp_values(&self) -> &[f64] {
+        if self.want_crisp { &self.crisp[..self.batch] } else { &[] }
+    }
+
+    /// The first non-finite value or mean-gradient component of the last batch.
+    pub fn first_non_finite(&self) -> Option<NonFinite> {
+        if let Some((lane, &value)) = self.values().iter().enumerate().find(|(_, v)| !v.is_finite()) {
+            return Some(NonFinite::Value { lane, value });
+        }
+        self.mean
+            .iter()
+            .enumerate()
+            .find(|(_, v)| !v.is_finite())
+            .map(|(component, &value)| NonFinite::Gradient { component, value })
+    }
+}

@@ -1,0 +1,147 @@
+//! Gradient estimators of `grad_theta E_{z ~ q_theta}[f(theta, z)]` (DESIGN.md section 2).
+//!
+//! Every estimator produces one gradient sample per lane from the noise drawn for it; the
+//! [`Engine`] drives batches, threads and averaging. Estimators never print and never draw
+//! their own Gaussian noise (the engine does), so all five see the same `z` for the same key.
+
+mod engine;
+mod lyy18;
+mod pathwise;
+mod problem;
+mod rng;
+mod schedule;
+mod score;
+
+pub use engine::{Engine, NonFinite};
+pub use lyy18::Lyy18;
+pub use pathwise::Pathwise;
+pub use problem::{Problem, Scratch};
+pub use rng::{Channel, Purpose, SampleRng, StreamKey};
+pub use schedule::{K_MATCH, Schedule};
+pub use score::Score;
+
+use std::fmt;
+use std::str::FromStr;
+
+use thiserror::Error;
+
+use crate::family::FamilyState;
+use crate::ir::Semantics;
+
+/// The estimators `dsgd` offers.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum EstimatorKind {
+    /// Reparameterisation on smoothed(eta_k), eta_k tightened each iteration.
+    Dsgd,
+    /// Reparameterisation on smoothed(eta), fixed eta.
+    Fixed,
+    /// Reparameterisation, crisp (biased at discontinuities).
+    Reparam,
+    /// Score function plus the direct derivative, crisp.
+    Score,
+    /// Reparameterisation plus the boundary term of Lee, Yu and Yang (2018).
+    Lyy18,
+}
+
+impl EstimatorKind {
+    pub const ALL: [EstimatorKind; 5] = [
+        EstimatorKind::Dsgd,
+        EstimatorKind::Fixed,
+        EstimatorKind::Reparam,
+        EstimatorKind::Score,
+        EstimatorKind::Lyy18,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EstimatorKind::Dsgd => "dsgd",
+            EstimatorKind::Fixed => "fixed",
+            EstimatorKind::Reparam => "reparam",
+            EstimatorKind::Score => "score",
+            EstimatorKind::Lyy18 => "lyy18",
+        }
+    }
+
+    /// Whether the estimator smooths (and so reads `eta`).
+    pub fn uses_eta(self) -> bool {
+        matches!(self, EstimatorKind::Dsgd | EstimatorKind::Fixed)
+    }
+}
+
+impl fmt::Display for EstimatorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for EstimatorKind {
+    type Err = EstimateError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        EstimatorKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s.to_ascii_lowercase())
+            .ok_or_else(|| EstimateError::UnknownEstimator(s.to_string()))
+    }
+}
+
+/// Why an estimator cannot be set up.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum EstimateError {
+    #[error("unknown estimator `{0}` (expected one of dsgd, fixed, reparam, score, lyy18)")]
+    UnknownEstimator(String),
+    #[error("eta must be positive and finite, got {0}")]
+    BadEta(f64),
+    #[error("eta decay must be non-negative and finite, got {0}")]
+    BadDecay(f64),
+    #[error("LYY18 does not apply to this model: the guard of if-statement #{index}{at} is not affine ({reason})")]
+    NotAffine { index: usize, at: String, reason: String },
+}
+
+/// Everything a gradient sample depends on besides its own noise.
+#[derive(Copy, Clone, Debug)]
+pub struct Context<'a> {
+    pub problem: &'a Problem,
+    pub state: &'a FamilyState,
+    pub theta: &'a [f64],
+    /// Zero-based optimisation iteration (selects eta_k).
+    pub iteration: u64,
+    pub key: StreamKey,
+    /// Index of the first lane of the chunk within the batch.
+    pub first: usize,
+}
+
+/// One gradient estimator.
+pub trait Estimator: Send + Sync + fmt::Debug {
+    fn kind(&self) -> EstimatorKind;
+
+    /// The semantics this estimator differentiates at iteration `k`.
+    fn semantics(&self, k: u64) -> Semantics;
+
+    /// Gradient samples for the `scratch.w` lanes drawn in `scratch`: `grads[l * dim + p]`,
+    /// and `f` under [`Estimator::semantics`] in `values[l]`.
+    fn chunk(&self, cx: &Context<'_>, scratch: &mut Scratch, grads: &mut [f64], values: &mut [f64]);
+}
+
+/// Builds an estimator for `problem`. `eta` is the accuracy at iteration 4000 (DSGD) or the
+/// fixed accuracy (Fixed); `decay` defaults to `1 / (2 l)` from the nesting depth `l`.
+pub fn build(
+    kind: EstimatorKind,
+    problem: &Problem,
+    eta: f64,
+    decay: Option<f64>,
+) -> Result<Box<dyn Estimator>, EstimateError> {
+    if kind.uses_eta() && !(eta > 0.0 && eta.is_finite()) {
+        return Err(EstimateError::BadEta(eta));
+    }
+    let decay = decay.unwrap_or_else(|| problem.analysis().default_eta_decay());
+    if !(decay >= 0.0 && decay.is_finite()) {
+        return Err(EstimateError::BadDecay(decay));
+    }
+    Ok(match kind {
+        EstimatorKind::Dsgd => Box::new(Pathwise::new(kind, Schedule::Tightening { eta, decay })),
+        EstimatorKind::Fixed => Box::new(Pathwise::new(kind, Schedule::Constant { eta })),
+        EstimatorKind::Reparam => Box::new(Pathwise::new(kind, Schedule::Crisp)),
+        EstimatorKind::Score => Box::new(Score),
+        EstimatorKind::Lyy18 => Box::new(Lyy18::new(problem)?),
+    })
+}

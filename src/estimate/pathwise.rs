@@ -1,0 +1,56 @@
+//! The reparameterisation estimator and its smoothed variants (Reparam, Fixed, DSGD): the
+//! gradient of `f(theta, phi_theta(s))` under a schedule's semantics.
+
+use super::{Context, Estimator, EstimatorKind, Schedule, Scratch};
+use crate::ir::Semantics;
+
+/// `grad_theta f(theta, phi_theta(s))` under `schedule.semantics(k)`.
+#[derive(Clone, Debug)]
+pub struct Pathwise {
+    kind: EstimatorKind,
+    schedule: Schedule,
+}
+
+impl Pathwise {
+    pub fn new(kind: EstimatorKind, schedule: Schedule) -> Pathwise {
+        Pathwise { kind, schedule }
+    }
+
+    pub fn schedule(&self) -> Schedule {
+        self.schedule
+    }
+}
+
+impl Estimator for Pathwise {
+    fn kind(&self) -> EstimatorKind {
+        self.kind
+    }
+
+    fn semantics(&self, k: u64) -> Semantics {
+        self.schedule.semantics(k)
+    }
+
+    fn chunk(&self, cx: &Context<'_>, scratch: &mut Scratch, grads: &mut [f64], values: &mut [f64]) {
+        pathwise_chunk(cx, self.semantics(cx.iteration), scratch, grads, values);
+    }
+}
+
+/// The pathwise gradient samples under `semantics` (shared with LYY18).
+pub(super) fn pathwise_chunk(
+    cx: &Context<'_>,
+    semantics: Semantics,
+    scratch: &mut Scratch,
+    grads: &mut [f64],
+    values: &mut [f64],
+) {
+    let p = cx.problem;
+    let w = scratch.w;
+    let m = p.family.model_param_count();
+    let n = p.family.latent_count();
+    scratch.grad.resize(&p.tape, w);
+    p.tape.gradient(&mut scratch.ws, semantics, &cx.theta[..m], &scratch.z[..n * w], &mut scratch.grad);
+    let logp = std::mem::take(&mut scratch.grad.value);
+    p.f_values(cx.state, scratch, &logp, values);
+    scratch.grad.value = logp;
+    p.pathwise_rows(cx.state, scratch, grads);
+}

@@ -1,0 +1,182 @@
+//! A model made ready for estimation: its family, the compiled objective and its analysis,
+//! plus the per-thread scratch memory and the pathwise gradient assembly all estimators share.
+
+use super::rng::{Channel, StreamKey};
+use crate::eval::{BatchGradient, CHUNK, Tape, Workspace};
+use crate::family::{Family, FamilyError, FamilyState};
+use crate::ir::{Analysis, Mode, Model, Program, analyse};
+
+/// A model compiled for estimation. `f(theta, z)` is output 0 of the program plus, in
+/// variational mode, `-log q_theta(z)` of the non-fixed latents (the ELBO integrand).
+#[derive(Clone, Debug)]
+pub struct Problem {
+    name: String,
+    mode: Mode,
+    objective_sign: f64,
+    program: Program,
+    pub(crate) family: Family,
+    pub(crate) tape: Tape,
+    pub(crate) analysis: Analysis,
+}
+
+impl Problem {
+    pub fn new(model: &Model) -> Result<Problem, FamilyError> {
+        let family = Family::new(model)?;
+        Ok(Problem {
+            name: model.name.clone(),
+            mode: model.mode,
+            objective_sign: model.objective_sign(),
+            program: model.program.clone(),
+            tape: Tape::compile(&model.program, 0),
+            analysis: analyse(&model.program),
+            family,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// `-1` when the program said `minimize` (the maximised `f` is then `-E`).
+    pub fn objective_sign(&self) -> f64 {
+        self.objective_sign
+    }
+
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    pub fn family(&self) -> &Family {
+        &self.family
+    }
+
+    pub fn analysis(&self) -> &Analysis {
+        &self.analysis
+    }
+
+    /// The dimension of `theta`.
+    pub fn dim(&self) -> usize {
+        self.family.dim()
+    }
+
+    /// Scratch memory for one thread.
+    pub fn scratch(&self) -> Scratch {
+        let n = self.family.latent_count();
+        Scratch {
+            ws: self.tape.workspace(),
+            grad: BatchGradient::new(&self.tape, CHUNK),
+            s: vec![0.0; n * CHUNK],
+            z: vec![0.0; n * CHUNK],
+            point: vec![0.0; n],
+            out: vec![0.0; CHUNK],
+            w: 0,
+        }
+    }
+
+    /// Draws the noise of lanes `first..first + w` into `scratch` and sets `z = phi_theta(s)`.
+    pub fn draw(&self, state: &FamilyState, key: StreamKey, first: usize, w: usize, scratch: &mut Scratch) {
+        let n = self.family.latent_count();
+        scratch.w = w;
+        let mut rng = key.rng(Channel::Noise);
+        for l in 0..w {
+            let r = rng.lane(first + l);
+            for i in 0..n {
+                scratch.s[i * w + l] = r.normal();
+            }
+        }
+        state.reparameterise(&scratch.s, &mut scratch.z, w);
+    }
+
+    /// `f` for the drawn lanes from the program's values `logp`: adds `-log q(z)` in
+    /// variational mode.
+    pub(crate) fn f_values(&self, state: &FamilyState, scratch: &Scratch, logp: &[f64], out: &mut [f64]) {
+        let w = scratch.w;
+        let c = state.entropy_const();
+        for (l, o) in out[..w].iter_mut().enumerate() {
+            *o = logp[l];
+        }
+        if self.family.in_entropy.iter().any(|&e| e) {
+            for (l, o) in out[..w].iter_mut().enumerate() {
+                let mut sq = 0.0;
+                for i in 0..self.family.latent_count() {
+                    if self.family.in_entropy[i] {
+                        let s = scratch.s[i * w + l];
+                        sq += s * s;
+                    }
+                }
+                *o += c + 0.5 * sq;
+            }
+        }
+    }
+
+    /// Crisp `f` at the drawn lanes (into `out[..w]`).
+    pub fn crisp_values(&self, state: &FamilyState, theta: &[f64], scratch: &mut Scratch, out: &mut [f64]) {
+        let w = scratch.w;
+        let m = self.family.model_param_count();
+        let n = self.family.latent_count();
+        self.tape.forward(
+            &mut scratch.ws,
+            crate::ir::Semantics::Crisp,
+            &theta[..m],
+            &scratch.z[..n * w],
+            &mut scratch.out[..w],
+        );
+        let logp = std::mem::take(&mut scratch.out);
+        self.f_values(state, scratch, &logp, out);
+        scratch.out = logp;
+    }
+
+    /// The pathwise (reparameterisation) gradient of `f(theta, phi_theta(s))` per lane from
+    /// the tape's per-sample gradient in `scratch.grad`: direct parameter derivatives, plus
+    /// `df/dz_i * (d loc_i + s_i d scale_i)`, plus `d ln scale_i` for latents in the entropy.
+    /// Rows are sample-major: `grads[l * dim + p]`.
+    pub(crate) fn pathwise_rows(&self, state: &FamilyState, scratch: &Scratch, grads: &mut [f64]) {
+        let w = scratch.w;
+        let d = self.dim();
+        let m = self.family.model_param_count();
+        let g = &scratch.grad;
+        for l in 0..w {
+            let row = &mut grads[l * d..(l + 1) * d];
+            row.fill(0.0);
+            for (k, r) in row[..m].iter_mut().enumerate() {
+                *r = g.params[k * w + l];
+            }
+        }
+        for i in 0..self.family.latent_count() {
+            let entropy = self.family.in_entropy[i];
+            let inv_scale = 1.0 / state.scale(i);
+            for (p, dl, ds) in state.jacobian(i) {
+                for l in 0..w {
+                    let dz = g.latents[i * w + l];
+                    let s = scratch.s[i * w + l];
+                    let mut v = dz * (dl + s * ds);
+                    if dz == 0.0 {
+                        v = 0.0;
+                    }
+                    if entropy {
+                        v += ds * inv_scale;
+                    }
+                    grads[l * d + p] += v;
+                }
+            }
+        }
+    }
+}
+
+/// One thread's scratch memory: the tape workspace, per-sample tape gradients, the noise
+/// `s` and latents `z` of up to [`CHUNK`] lanes (latent-major), and room for one point.
+#[derive(Clone, Debug)]
+pub struct Scratch {
+    pub(crate) ws: Workspace,
+    pub(crate) grad: BatchGradient,
+    pub(crate) s: Vec<f64>,
+    pub(crate) z: Vec<f64>,
+    pub(crate) point: Vec<f64>,
+    pub(crate) out: Vec<f64>,
+    /// Lanes currently drawn.
+    pub(crate) w: usize,
+}

@@ -1,0 +1,56 @@
+//! Accuracy schedules: which semantics an estimator differentiates at iteration `k`.
+//!
+//! DSGD tightens the smoothing as `eta_k = eta * (k_match / (k + 1))^decay` with
+//! `k_match = 4000`, so `--eta` is the accuracy at iteration 4000 and also the constant that
+//! Fixed uses (the paper's `eta / eta_4000` column).
+
+use crate::ir::Semantics;
+
+/// The iteration at which DSGD's accuracy equals `--eta`.
+pub const K_MATCH: f64 = 4000.0;
+
+/// How the accuracy coefficient evolves.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Schedule {
+    /// No smoothing: crisp if-statements.
+    Crisp,
+    /// Smoothed at one `eta` throughout.
+    Constant { eta: f64 },
+    /// `eta_k = eta * (K_MATCH / (k + 1))^decay`.
+    Tightening { eta: f64, decay: f64 },
+}
+
+impl Schedule {
+    /// The accuracy coefficient at zero-based iteration `k`, if smoothed.
+    pub fn eta(&self, k: u64) -> Option<f64> {
+        match *self {
+            Schedule::Crisp => None,
+            Schedule::Constant { eta } => Some(eta),
+            Schedule::Tightening { eta, decay } => Some(eta * (K_MATCH / (k as f64 + 1.0)).powf(decay)),
+        }
+    }
+
+    /// The semantics at iteration `k`.
+    pub fn semantics(&self, k: u64) -> Semantics {
+        match self.eta(k) {
+            Some(eta) => Semantics::Smoothed { eta },
+            None => Semantics::Crisp,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tightening_matches_eta_at_iteration_4000() {
+        let s = Schedule::Tightening { eta: 0.1, decay: 0.5 };
+        assert!((s.eta(3999).unwrap() - 0.1).abs() < 1e-15);
+        // eta_0 = 0.1 * sqrt(4000)
+        assert!((s.eta(0).unwrap() - 0.1 * 4000f64.sqrt()).abs() < 1e-12);
+        assert!(s.eta(20_000).unwrap() < s.eta(19_999).unwrap());
+        assert_eq!(Schedule::Constant { eta: 0.3 }.eta(123), Some(0.3));
+        assert_eq!(Schedule::Crisp.semantics(5), Semantics::Crisp);
+    }
+}

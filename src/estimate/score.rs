@@ -1,0 +1,62 @@
+//! The score-function estimator: `f * grad_theta log q_theta(z) + grad_theta f(theta, z)` at
+//! fixed `z`, crisp. Unbiased whatever the discontinuities, but its variance grows with `|f|`.
+
+use super::{Context, Estimator, EstimatorKind, Scratch};
+use crate::ir::Semantics;
+
+/// The score-function (REINFORCE) estimator, without a baseline as in the paper.
+#[derive(Clone, Debug)]
+pub struct Score;
+
+impl Estimator for Score {
+    fn kind(&self) -> EstimatorKind {
+        EstimatorKind::Score
+    }
+
+    fn semantics(&self, _k: u64) -> Semantics {
+        Semantics::Crisp
+    }
+
+    fn chunk(&self, cx: &Context<'_>, scratch: &mut Scratch, grads: &mut [f64], values: &mut [f64]) {
+        let p = cx.problem;
+        let fam = &p.family;
+        let w = scratch.w;
+        let d = p.dim();
+        let m = fam.model_param_count();
+        let n = fam.latent_count();
+        let params = &cx.theta[..m];
+        let z = &scratch.z[..n * w];
+        // Only the model's own parameters need the tape's reverse sweep; without them the
+        // direct derivative of log p is zero and a forward pass suffices.
+        if m > 0 {
+            scratch.grad.resize(&p.tape, w);
+            p.tape.gradient(&mut scratch.ws, Semantics::Crisp, params, z, &mut scratch.grad);
+            scratch.out[..w].copy_from_slice(&scratch.grad.value[..w]);
+        } else {
+            p.tape.forward(&mut scratch.ws, Semantics::Crisp, params, z, &mut scratch.out[..w]);
+        }
+        let logp = std::mem::take(&mut scratch.out);
+        p.f_values(cx.state, scratch, &logp, values);
+        scratch.out = logp;
+        for l in 0..w {
+            let row = &mut grads[l * d..(l + 1) * d];
+            row.fill(0.0);
+            for (k, r) in row[..m].iter_mut().enumerate() {
+                *r = scratch.grad.params[k * w + l];
+            }
+        }
+        // d log N(z | loc, scale) = (s / scale) d loc + ((s^2 - 1) / scale) d scale at fixed z.
+        // In variational mode f contains -log q(z), whose direct derivative is the negative.
+        for i in 0..n {
+            let inv = 1.0 / cx.state.scale(i);
+            let entropy = if fam.in_entropy(i) { 1.0 } else { 0.0 };
+            for (q, dl, ds) in cx.state.jacobian(i) {
+                for l in 0..w {
+                    let s = scratch.s[i * w + l];
+                    let score = inv * (s * dl + (s * s - 1.0) * ds);
+                    grads[l * d + q] += (values[l] - entropy) * score;
+                }
+            }
+        }
+    }
+}

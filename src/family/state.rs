@@ -1,0 +1,164 @@
+//! A family evaluated at one `theta`: locations, scales and their sparse Jacobians.
+//!
+//! Computed once per iteration, then shared read-only by every sample of the batch. The
+//! buffers are allocated when the state is made and reused by [`FamilyState::update`].
+
+use super::{Family, FamilyError, Role, Source};
+use crate::eval::{BatchGradient, Tape, Workspace};
+use crate::special::{HALF_LN_2PI, sigmoid, softplus};
+
+/// `loc`, `scale` of every latent at one `theta`, with `d loc / d theta` and
+/// `d scale / d theta` stored sparsely per latent (a guided latent has two entries).
+#[derive(Clone, Debug)]
+pub struct FamilyState {
+    loc: Vec<f64>,
+    scale: Vec<f64>,
+    /// Entries of latent `i` are `start[i]..start[i + 1]`.
+    start: Vec<usize>,
+    param: Vec<u32>,
+    dloc: Vec<f64>,
+    dscale: Vec<f64>,
+    /// `sum_i (ln scale_i + ln(2 pi) / 2)` over the latents whose `-log q` is in the objective.
+    entropy_const: f64,
+    tape_value: Vec<f64>,
+    tape_grad: Vec<f64>,
+    workspaces: Vec<Workspace>,
+    grads: Vec<BatchGradient>,
+    zeros: Vec<f64>,
+}
+
+impl FamilyState {
+    pub(super) fn new(family: &Family) -> FamilyState {
+        let m = family.model_param_count();
+        let mut start = vec![0];
+        let mut param = Vec::new();
+        for role in &family.roles {
+            match *role {
+                Role::Guided { mu, rho } => param.extend([mu as u32, rho as u32]),
+                Role::Fixed { .. } => {}
+                Role::User { .. } => param.extend(0..m as u32),
+            }
+            start.push(param.len());
+        }
+        let n = family.roles.len();
+        let entries = param.len();
+        let t = family.tapes.len();
+        FamilyState {
+            loc: vec![0.0; n],
+            scale: vec![1.0; n],
+            start,
+            param,
+            dloc: vec![0.0; entries],
+            dscale: vec![0.0; entries],
+            entropy_const: 0.0,
+            tape_value: vec![0.0; t],
+            tape_grad: vec![0.0; t * m],
+            workspaces: family.tapes.iter().map(Tape::workspace).collect(),
+            grads: family.tapes.iter().map(|tp| BatchGradient::new(tp, 1)).collect(),
+            zeros: vec![0.0; n],
+        }
+    }
+
+    /// Evaluates the family at `theta`. Fails when a scale is not positive and finite or a
+    /// location is not finite, naming the latent.
+    pub fn update(&mut self, family: &Family, theta: &[f64]) -> Result<(), FamilyError> {
+        let m = family.model_param_count();
+        let params = &theta[..m];
+        for (t, tape) in family.tapes.iter().enumerate() {
+            let g = &mut self.grads[t];
+            tape.gradient(&mut self.workspaces[t], crate::ir::Semantics::Crisp, params, &self.zeros, g);
+            self.tape_value[t] = g.value[0];
+            for k in 0..m {
+                self.tape_grad[t * m + k] = g.params[k];
+            }
+        }
+        let mut entropy = 0.0;
+        for (i, role) in family.roles.iter().enumerate() {
+            let e = self.start[i];
+            let (loc, scale) = match *role {
+                Role::Guided { mu, rho } => {
+                    self.dloc[e] = 1.0;
+                    self.dscale[e] = 0.0;
+                    self.dloc[e + 1] = 0.0;
+                    self.dscale[e + 1] = sigmoid(theta[rho]);
+                    (theta[mu], softplus(theta[rho]))
+                }
+                Role::Fixed { loc, scale } => (loc, scale),
+                Role::User { ref loc, ref scale } => {
+                    let l = self.source(loc, m, e, true);
+                    let s = self.source(scale, m, e, false);
+                    (l, s)
+                }
+            };
+            let name = || family.latent_names.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
+            if !loc.is_finite() {
+                return Err(FamilyError::BadLocation { latent: name(), value: loc });
+            }
+            if !(scale > 0.0 && scale.is_finite()) {
+                return Err(FamilyError::BadScale { latent: name(), value: scale });
+            }
+            self.loc[i] = loc;
+            self.scale[i] = scale;
+            if family.in_entropy[i] {
+                entropy += scale.ln() + HALF_LN_2PI;
+            }
+        }
+        self.entropy_const = entropy;
+        Ok(())
+    }
+
+    /// The value of a user location or scale, writing its derivatives into the Jacobian.
+    fn source(&mut self, src: &Source, m: usize, e: usize, is_loc: bool) -> f64 {
+        let dest = if is_loc { &mut self.dloc } else { &mut self.dscale };
+        match *src {
+            Source::Const(c) => {
+                dest[e..e + m].fill(0.0);
+                c
+            }
+            Source::Tape(t) => {
+                dest[e..e + m].copy_from_slice(&self.tape_grad[t * m..(t + 1) * m]);
+                self.tape_value[t]
+            }
+        }
+    }
+
+    pub fn loc(&self, i: usize) -> f64 {
+        self.loc[i]
+    }
+
+    pub fn scale(&self, i: usize) -> f64 {
+        self.scale[i]
+    }
+
+    /// The non-zero pattern of latent `i`'s Jacobian: `(theta index, d loc, d scale)`.
+    pub fn jacobian(&self, i: usize) -> impl Iterator<Item = (usize, f64, f64)> + '_ {
+        let r = self.start[i]..self.start[i + 1];
+        self.param[r.clone()]
+            .iter()
+            .zip(&self.dloc[r.clone()])
+            .zip(&self.dscale[r])
+            .map(|((&p, &dl), &ds)| (p as usize, dl, ds))
+    }
+
+    /// `sum_i (ln scale_i + ln(2 pi)/2)` over the latents in the entropy: with
+    /// `0.5 * sum s_i^2` added it is `-log q(z)`.
+    pub fn entropy_const(&self) -> f64 {
+        self.entropy_const
+    }
+
+    /// `z = loc + scale * s` for `w` samples stored latent-major.
+    pub fn reparameterise(&self, s: &[f64], z: &mut [f64], w: usize) {
+        for i in 0..self.loc.len() {
+            let (l, sc) = (self.loc[i], self.scale[i]);
+            for (zz, &ss) in z[i * w..(i + 1) * w].iter_mut().zip(&s[i * w..(i + 1) * w]) {
+                *zz = l + sc * ss;
+            }
+        }
+    }
+
+    /// The marginal density `q_i(x)` of latent `i`.
+    pub fn marginal_density(&self, i: usize, x: f64) -> f64 {
+        let u = (x - self.loc[i]) / self.scale[i];
+        (-0.5 * u * u - HALF_LN_2PI).exp() / self.scale[i]
+    }
+}
