@@ -16,7 +16,10 @@ const STATIONARY: f64 = 0.3722;
 fn sgd_config(kind: EstimatorKind, seed: u64) -> RunConfig {
     RunConfig {
         estimator: kind,
-        eta: 0.1,
+        // At eta = 0.1 the schedule starts so smooth (eta_0 = 6.3) that with steps 0.5 / k
+        // the iterate still lags the moving smoothed optimum at 20,000 steps (0.355 +- 0.003
+        // over ten seeds); at 0.02 it reaches 0.372.
+        eta: 0.02,
         iterations: 20_000,
         batch: 16,
         optimizer: OptimizerConfig::Sgd(SgdConfig { lr: 0.5, power: 1.0 }),
@@ -37,7 +40,7 @@ fn example_converges_where_the_paper_says() {
         (EstimatorKind::Reparam, 0.0, 0.02),
     ];
     for (kind, target, tol) in cases {
-        for seed in [1, 2] {
+        for seed in [0, 1, 2] {
             let report = run(&example(), &sgd_config(kind, seed), &mut []).unwrap();
             let theta = report.theta[0];
             assert!((theta - target).abs() < tol, "{kind} seed {seed}: theta = {theta}, want {target}");
@@ -49,7 +52,7 @@ fn example_converges_where_the_paper_says() {
 
 #[test]
 fn trajectory_rows_are_logged_every_n_and_at_the_end() {
-    let cfg = RunConfig { iterations: 250, log_every: 100, log_samples: 200, ..sgd_config(EstimatorKind::Dsgd, 0) };
+    let cfg = RunConfig { iterations: 250, log_every: 100, log_samples: 200, eta: 0.1, ..sgd_config(EstimatorKind::Dsgd, 0) };
     let r = run(&example(), &cfg, &mut []).unwrap();
     let iters: Vec<u64> = r.trajectory.iter().map(|row| row.iter).collect();
     assert_eq!(iters, [0, 100, 200, 250]);

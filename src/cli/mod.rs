@@ -1,13 +1,25 @@
 //! One module per subcommand; each turns its arguments into library calls and prints.
 
+mod diagnose;
+mod load;
+mod run;
+
 use std::process::ExitCode;
 
 use clap::Subcommand;
 
 #[derive(Subcommand, Debug)]
-pub enum Command {}
+pub enum Command {
+    /// Optimise a model with one estimator; print or save the trajectory.
+    Run(run::RunArgs),
+    /// Check automatic gradients against central finite differences.
+    Diagnose(diagnose::DiagnoseArgs),
+}
 
 /// Runs one subcommand.
 pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
-    match command {}
+    match command {
+        Command::Run(args) => run::run(args),
+        Command::Diagnose(args) => diagnose::diagnose(args),
+    }
 }

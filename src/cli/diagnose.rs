@@ -1,0 +1,75 @@
+//! `dsgd diagnose`: automatic gradients versus central finite differences.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Args;
+use dsgd::experiment::diagnose::{DiagnoseConfig, diagnose as check};
+
+use super::load::load_model;
+
+#[derive(Args, Debug)]
+pub struct DiagnoseArgs {
+    /// A model file (`.dsgd`) or the name of a built-in model.
+    model: String,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Random points to check at.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..1000))]
+    points: u64,
+    /// Seed of the random points.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Accuracy coefficient of the smoothed check.
+    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true, value_parser = positive)]
+    eta: f64,
+    /// Largest acceptable relative error.
+    #[arg(long, default_value_t = 1e-4, allow_negative_numbers = true, value_parser = positive)]
+    tolerance: f64,
+}
+
+fn positive(s: &str) -> Result<f64, String> {
+    let x: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if x > 0.0 && x.is_finite() { Ok(x) } else { Err(format!("must be positive and finite, got {s}")) }
+}
+
+/// Exit status 1 when a block fails the tolerance.
+pub fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
+    let model = load_model(&args.model)?;
+    let config = DiagnoseConfig {
+        points: args.points as usize,
+        seed: args.seed,
+        eta: args.eta,
+        tolerance: args.tolerance,
+        ..DiagnoseConfig::default()
+    };
+    let report = check(&model, &config)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        writeln!(
+            out,
+            "{}: {} points, smoothed at eta {}, tolerance {:e}",
+            report.model, report.points, report.eta, report.tolerance
+        )?;
+        writeln!(out, "{:<9} {:<7} {:>8} {:>8} {:>12}  {:<20} result", "semantics", "block", "compared", "skipped", "worst error", "component")?;
+        for b in &report.blocks {
+            writeln!(
+                out,
+                "{:<9} {:<7} {:>8} {:>8} {:>12.3e}  {:<20} {}",
+                b.semantics,
+                b.block,
+                b.compared,
+                b.skipped,
+                b.worst_relative_error,
+                b.worst_component.as_deref().unwrap_or("-"),
+                if b.passed { "ok" } else { "FAIL" }
+            )?;
+        }
+        writeln!(out, "{}", if report.passed { "passed" } else { "FAILED" })?;
+    }
+    out.flush()?;
+    Ok(if report.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}

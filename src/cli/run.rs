@@ -1,0 +1,232 @@
+//! `dsgd run`: one optimisation run of a model with one estimator.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use dsgd::estimate::EstimatorKind;
+use dsgd::experiment::observe::Observer;
+use dsgd::experiment::report::{RunReport, StopReason};
+use dsgd::experiment::run::{OnNonFinite, RunConfig, run as run_model};
+use dsgd::optim::{AdamConfig, OptimizerConfig, SgdConfig};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::load::load_model;
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// A model file (`.dsgd`) or the name of a built-in model.
+    model: String,
+    /// The gradient estimator.
+    #[arg(long, value_enum, default_value_t = EstimatorArg::Dsgd)]
+    estimator: EstimatorArg,
+    /// Smoothing accuracy: DSGD reaches it at iteration 4000; Fixed uses it throughout.
+    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true, value_parser = positive)]
+    eta: f64,
+    /// DSGD's decay in eta_k = eta (4000 / (k + 1))^decay [default: 1 / (2 * nesting depth)].
+    #[arg(long, allow_negative_numbers = true, value_parser = non_negative)]
+    eta_decay: Option<f64>,
+    /// Optimisation steps.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    iters: u64,
+    /// Gradient samples averaged per step.
+    #[arg(long, default_value_t = 16, value_parser = at_least::<1>)]
+    batch: usize,
+    /// The optimiser.
+    #[arg(long, value_enum, default_value_t = OptimizerArg::Adam)]
+    optimizer: OptimizerArg,
+    /// Step size: Adam's (default 0.0015) or SGD's gamma_0 in gamma_0 / k^p (default 0.5).
+    #[arg(long, allow_negative_numbers = true, value_parser = positive)]
+    lr: Option<f64>,
+    /// SGD's p in gamma_0 / k^p.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, value_parser = non_negative)]
+    sgd_power: f64,
+    /// Random seed; the run is a pure function of it.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Measure the objective and the gradient variance every N iterations.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    log_every: u64,
+    /// Fresh samples per measurement.
+    #[arg(long, default_value_t = 1000, value_parser = at_least::<2>)]
+    log_samples: usize,
+    /// Write run.json and trajectory.csv into this directory.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Worker threads [default: all cores]; results do not depend on it.
+    #[arg(long, value_parser = at_least::<1>)]
+    threads: Option<usize>,
+    /// What to do when the objective or a gradient is NaN or infinite.
+    #[arg(long, value_enum, default_value_t = OnNonFiniteArg::Stop)]
+    on_nonfinite: OnNonFiniteArg,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum EstimatorArg {
+    Dsgd,
+    Fixed,
+    Reparam,
+    Score,
+    Lyy18,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum OptimizerArg {
+    Adam,
+    Sgd,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum OnNonFiniteArg {
+    /// End the run and report the trajectory so far.
+    Stop,
+    /// Skip non-finite steps and keep going.
+    Continue,
+}
+
+fn positive(s: &str) -> Result<f64, String> {
+    let x: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if x > 0.0 && x.is_finite() { Ok(x) } else { Err(format!("must be positive and finite, got {s}")) }
+}
+
+fn non_negative(s: &str) -> Result<f64, String> {
+    let x: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if x >= 0.0 && x.is_finite() { Ok(x) } else { Err(format!("must be non-negative and finite, got {s}")) }
+}
+
+fn at_least<const N: usize>(s: &str) -> Result<usize, String> {
+    let x: usize = s.parse().map_err(|_| format!("`{s}` is not a whole number"))?;
+    if x >= N { Ok(x) } else { Err(format!("must be at least {N}, got {s}")) }
+}
+
+impl RunArgs {
+    /// The validated run settings (clap has checked each value's range).
+    fn config(&self) -> RunConfig {
+        RunConfig {
+            estimator: match self.estimator {
+                EstimatorArg::Dsgd => EstimatorKind::Dsgd,
+                EstimatorArg::Fixed => EstimatorKind::Fixed,
+                EstimatorArg::Reparam => EstimatorKind::Reparam,
+                EstimatorArg::Score => EstimatorKind::Score,
+                EstimatorArg::Lyy18 => EstimatorKind::Lyy18,
+            },
+            eta: self.eta,
+            eta_decay: self.eta_decay,
+            iterations: self.iters,
+            batch: self.batch,
+            optimizer: match self.optimizer {
+                OptimizerArg::Adam => {
+                    let d = AdamConfig::default();
+                    OptimizerConfig::Adam(AdamConfig { lr: self.lr.unwrap_or(d.lr), ..d })
+                }
+                OptimizerArg::Sgd => {
+                    let d = SgdConfig::default();
+                    OptimizerConfig::Sgd(SgdConfig { lr: self.lr.unwrap_or(d.lr), power: self.sgd_power })
+                }
+            },
+            seed: self.seed,
+            log_every: self.log_every,
+            log_samples: self.log_samples,
+            on_nonfinite: match self.on_nonfinite {
+                OnNonFiniteArg::Stop => OnNonFinite::Stop,
+                OnNonFiniteArg::Continue => OnNonFinite::Continue,
+            },
+            threads: self.threads,
+        }
+    }
+}
+
+/// A progress bar on stderr, drawn only when stderr is a terminal.
+struct Progress {
+    bar: ProgressBar,
+}
+
+impl Progress {
+    fn new(total: u64) -> Progress {
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} iterations  {msg}") {
+            bar.set_style(style);
+        }
+        Progress { bar }
+    }
+}
+
+impl Observer for Progress {
+    fn iteration(&mut self, done: u64) {
+        if done % 50 == 0 {
+            self.bar.set_position(done);
+        }
+    }
+
+    fn logged(&mut self, row: &dsgd::experiment::report::TrajectoryRow) {
+        self.bar.set_message(format!("objective {:.4}", row.elbo));
+    }
+
+    fn finished(&mut self, _report: &RunReport) {
+        self.bar.finish_and_clear();
+    }
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let model = load_model(&args.model)?;
+    let config = args.config();
+    let mut progress = std::io::stderr().is_terminal().then(|| Progress::new(config.iterations));
+    let mut observers: Vec<&mut dyn Observer> = Vec::new();
+    if let Some(p) = progress.as_mut() {
+        observers.push(p);
+    }
+    let report = run_model(&model, &config, &mut observers)?;
+    let written = match &args.out {
+        Some(dir) => report.write_to(dir).with_context(|| format!("writing results to {}", dir.display()))?,
+        None => Vec::new(),
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", report.to_json())?;
+    } else {
+        write_summary(&mut out, &report, &written)?;
+    }
+    out.flush()?;
+    match (report.stop_reason, &report.stop_message) {
+        (StopReason::NonFinite, Some(msg)) => {
+            eprintln!("error: run stopped {msg}");
+            Ok(ExitCode::from(1))
+        }
+        (_, Some(msg)) => {
+            eprintln!("warning: {} non-finite step(s) skipped; first {msg}", report.skipped_steps);
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}
+
+fn write_summary(out: &mut impl Write, r: &RunReport, written: &[PathBuf]) -> std::io::Result<()> {
+    let mut est = r.estimator.clone();
+    if let Some(eta) = r.eta {
+        est += &format!(" (eta {eta}");
+        if let Some(d) = r.eta_decay {
+            est += &format!(", decay {d}");
+        }
+        est += ")";
+    }
+    writeln!(out, "{}: {est}, {} lr {}, batch {}, seed {}", r.model, r.optimizer, r.lr, r.batch, r.seed)?;
+    let what = if r.mode == "variational" { "ELBO" } else { "objective" };
+    writeln!(
+        out,
+        "{} of {} iterations in {:.2} s ({}); final {what} {:.6}",
+        r.iterations, r.iterations_requested, r.seconds, r.stop_reason, r.final_elbo
+    )?;
+    let width = r.theta_names.iter().map(String::len).max().unwrap_or(0);
+    for (name, value) in r.theta_names.iter().zip(&r.theta) {
+        writeln!(out, "  {name:<width$}  {value:.6}")?;
+    }
+    for path in written {
+        writeln!(out, "wrote {}", path.display())?;
+    }
+    Ok(())
+}
