@@ -4,10 +4,10 @@
 //! [`ir`] (the DAG and its analyses), [`lang`] (text to IR), [`eval`] (the batched tape),
 //! [`family`], [`estimate`], [`optim`] and [`experiment`].
 
-pub mod eval;
-pub mod ir;
-pub mod special;
 pub mod estimate;
+pub mod eval;
 pub mod experiment;
 pub mod family;
+pub mod ir;
 pub mod optim;
+pub mod special;

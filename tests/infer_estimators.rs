@@ -86,13 +86,21 @@ fn vi_lyy18_and_score_match_the_closed_form_elbo_gradient() {
             let mut e = engine(&model, kind, 0.1);
             let (m, se) = gradient_mean(&mut e, &theta, 20, BATCH);
             for p in 0..4 {
-                assert_within(&format!("{kind} a={a:?} component {p}"), m[p], se[p], truth[p]);
+                assert_within(
+                    &format!("{kind} a={a:?} component {p}"),
+                    m[p],
+                    se[p],
+                    truth[p],
+                );
             }
         }
         // Reparam misses the jump in the mu direction.
         let mut e = engine(&model, EstimatorKind::Reparam, 0.1);
         let (m, se) = gradient_mean(&mut e, &theta, 10, BATCH);
-        assert!((m[0] - truth[0]).abs() > 10.0 * se[0], "reparam should be biased for a={a:?}");
+        assert!(
+            (m[0] - truth[0]).abs() > 10.0 * se[0],
+            "reparam should be biased for a={a:?}"
+        );
     }
 }
 
@@ -104,7 +112,12 @@ fn vi_small_eta_smoothing_is_nearly_unbiased() {
     let mut e = engine(&vi_step(a, c), EstimatorKind::Fixed, 0.01);
     let (m, se) = gradient_mean(&mut e, &theta, 20, BATCH);
     for p in 0..4 {
-        assert!((m[p] - truth[p]).abs() < 4.0 * se[p] + 0.01, "component {p}: {} vs {}", m[p], truth[p]);
+        assert!(
+            (m[p] - truth[p]).abs() < 4.0 * se[p] + 0.01,
+            "component {p}: {} vs {}",
+            m[p],
+            truth[p]
+        );
     }
 }
 
@@ -116,7 +129,11 @@ fn lyy18_refuses_a_non_affine_guard_by_name() {
     let msg = err.to_string();
     assert!(msg.contains("#0") && msg.contains("non-linear"), "{msg}");
     // The other estimators accept it.
-    for kind in [EstimatorKind::Dsgd, EstimatorKind::Score, EstimatorKind::Reparam] {
+    for kind in [
+        EstimatorKind::Dsgd,
+        EstimatorKind::Score,
+        EstimatorKind::Reparam,
+    ] {
         assert!(estimate::build(kind, &problem, 0.1, None).is_ok());
     }
 }
@@ -129,7 +146,10 @@ fn bad_eta_and_names_are_rejected() {
         EstimateError::BadEta(-1.0)
     );
     assert!("foo".parse::<EstimatorKind>().is_err());
-    assert_eq!("LYY18".parse::<EstimatorKind>().unwrap(), EstimatorKind::Lyy18);
+    assert_eq!(
+        "LYY18".parse::<EstimatorKind>().unwrap(),
+        EstimatorKind::Lyy18
+    );
 }
 
 #[test]
@@ -138,7 +158,9 @@ fn default_decay_comes_from_the_nesting_depth() {
     let problem = Problem::new(&example()).unwrap();
     let est = estimate::build(EstimatorKind::Dsgd, &problem, 0.1, None).unwrap();
     match est.semantics(0) {
-        dsgd::ir::Semantics::Smoothed { eta } => assert!((eta - 0.1 * 4000f64.sqrt()).abs() < 1e-12),
+        dsgd::ir::Semantics::Smoothed { eta } => {
+            assert!((eta - 0.1 * 4000f64.sqrt()).abs() < 1e-12)
+        }
         other => panic!("dsgd should smooth, got {other:?}"),
     }
 }

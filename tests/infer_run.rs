@@ -22,7 +22,10 @@ fn sgd_config(kind: EstimatorKind, seed: u64) -> RunConfig {
         eta: 0.02,
         iterations: 20_000,
         batch: 16,
-        optimizer: OptimizerConfig::Sgd(SgdConfig { lr: 0.5, power: 1.0 }),
+        optimizer: OptimizerConfig::Sgd(SgdConfig {
+            lr: 0.5,
+            power: 1.0,
+        }),
         seed,
         log_every: 5_000,
         log_samples: 1000,
@@ -43,7 +46,10 @@ fn example_converges_where_the_paper_says() {
         for seed in [0, 1, 2] {
             let report = run(&example(), &sgd_config(kind, seed), &mut []).unwrap();
             let theta = report.theta[0];
-            assert!((theta - target).abs() < tol, "{kind} seed {seed}: theta = {theta}, want {target}");
+            assert!(
+                (theta - target).abs() < tol,
+                "{kind} seed {seed}: theta = {theta}, want {target}"
+            );
             assert_eq!(report.stop_reason, StopReason::Completed);
             assert_eq!(report.iterations, 20_000);
         }
@@ -52,13 +58,23 @@ fn example_converges_where_the_paper_says() {
 
 #[test]
 fn trajectory_rows_are_logged_every_n_and_at_the_end() {
-    let cfg = RunConfig { iterations: 250, log_every: 100, log_samples: 200, eta: 0.1, ..sgd_config(EstimatorKind::Dsgd, 0) };
+    let cfg = RunConfig {
+        iterations: 250,
+        log_every: 100,
+        log_samples: 200,
+        eta: 0.1,
+        ..sgd_config(EstimatorKind::Dsgd, 0)
+    };
     let r = run(&example(), &cfg, &mut []).unwrap();
     let iters: Vec<u64> = r.trajectory.iter().map(|row| row.iter).collect();
     assert_eq!(iters, [0, 100, 200, 250]);
     // At theta = 1 the objective is E[-z^2/2 + [z >= 0]] = -(1 + 1)/2 + Phi(1) = -0.1587.
     let first = &r.trajectory[0];
-    assert!((first.elbo - (-1.0 + dsgd::special::normal_cdf(1.0))).abs() < 0.1, "{}", first.elbo);
+    assert!(
+        (first.elbo - (-1.0 + dsgd::special::normal_cdf(1.0))).abs() < 0.1,
+        "{}",
+        first.elbo
+    );
     assert!(first.var_component > 0.0 && first.var_norm > 0.0);
     // DSGD logs the accuracy it used: eta_0 = 0.1 * sqrt(4000).
     assert!((first.eta.unwrap() - 0.1 * 4000f64.sqrt()).abs() < 1e-9);
@@ -69,7 +85,12 @@ fn trajectory_rows_are_logged_every_n_and_at_the_end() {
 #[test]
 fn one_dimensional_variance_measures_agree() {
     // With a single component, var_component is the variance of g and var_norm that of |g|.
-    let cfg = RunConfig { iterations: 1, log_every: 1, log_samples: 5000, ..sgd_config(EstimatorKind::Reparam, 3) };
+    let cfg = RunConfig {
+        iterations: 1,
+        log_every: 1,
+        log_samples: 5000,
+        ..sgd_config(EstimatorKind::Reparam, 3)
+    };
     let r = run(&example(), &cfg, &mut []).unwrap();
     // Reparam's sample is -z with z ~ N(1, 1): variance 1.
     let v = r.trajectory[0].var_component;
@@ -88,18 +109,51 @@ fn results_do_not_depend_on_the_thread_count() {
         log_samples: 300,
         ..RunConfig::default()
     };
-    let one = run(&model, &RunConfig { threads: Some(1), ..base.clone() }, &mut []).unwrap();
-    let two = run(&model, &RunConfig { threads: Some(2), ..base.clone() }, &mut []).unwrap();
+    let one = run(
+        &model,
+        &RunConfig {
+            threads: Some(1),
+            ..base.clone()
+        },
+        &mut [],
+    )
+    .unwrap();
+    let two = run(
+        &model,
+        &RunConfig {
+            threads: Some(2),
+            ..base.clone()
+        },
+        &mut [],
+    )
+    .unwrap();
     assert_eq!(one.theta, two.theta);
     assert_eq!(one.trajectory, two.trajectory);
-    let other_seed = run(&model, &RunConfig { seed: 1, threads: Some(2), ..base }, &mut []).unwrap();
+    let other_seed = run(
+        &model,
+        &RunConfig {
+            seed: 1,
+            threads: Some(2),
+            ..base
+        },
+        &mut [],
+    )
+    .unwrap();
     assert_ne!(one.theta, other_seed.theta);
 }
 
 #[test]
 fn vi_dsgd_improves_the_elbo() {
     let model = vi_step([1.0, -2.0], 0.5);
-    let cfg = RunConfig { iterations: 2000, log_every: 1000, optimizer: OptimizerConfig::Adam(dsgd::optim::AdamConfig { lr: 0.01, ..Default::default() }), ..RunConfig::default() };
+    let cfg = RunConfig {
+        iterations: 2000,
+        log_every: 1000,
+        optimizer: OptimizerConfig::Adam(dsgd::optim::AdamConfig {
+            lr: 0.01,
+            ..Default::default()
+        }),
+        ..RunConfig::default()
+    };
     let r = run(&model, &cfg, &mut []).unwrap();
     let first = r.trajectory.first().unwrap().elbo;
     assert!(r.final_elbo > first + 0.1, "{first} -> {}", r.final_elbo);
@@ -111,20 +165,35 @@ fn vi_dsgd_improves_the_elbo() {
 fn exponential_prior() -> Model {
     let b = Builder::new();
     let z = b.latent("z");
-    let f = b.log_density(Dist::Exponential, z, &[b.constant(1.0)]).unwrap();
+    let f = b
+        .log_density(Dist::Exponential, z, &[b.constant(1.0)])
+        .unwrap();
     let program = b.finish(&[f]).unwrap();
     Model {
         name: "expo".into(),
         mode: Mode::Variational,
         program,
-        latents: vec![LatentSpec { name: "z".into(), kind: LatentKind::Guided { init_mean: 1.0, init_std: 1.0 }, span: None }],
+        latents: vec![LatentSpec {
+            name: "z".into(),
+            kind: LatentKind::Guided {
+                init_mean: 1.0,
+                init_std: 1.0,
+            },
+            span: None,
+        }],
         params: vec![],
     }
 }
 
 #[test]
 fn a_non_finite_objective_stops_the_run_naming_the_iteration() {
-    let cfg = RunConfig { estimator: EstimatorKind::Reparam, iterations: 500, log_every: 100, log_samples: 100, ..RunConfig::default() };
+    let cfg = RunConfig {
+        estimator: EstimatorKind::Reparam,
+        iterations: 500,
+        log_every: 100,
+        log_samples: 100,
+        ..RunConfig::default()
+    };
     let r = run(&exponential_prior(), &cfg, &mut []).unwrap();
     assert_eq!(r.stop_reason, StopReason::NonFinite);
     let msg = r.stop_message.clone().unwrap();
@@ -133,7 +202,10 @@ fn a_non_finite_objective_stops_the_run_naming_the_iteration() {
     assert_eq!(r.trajectory.len(), 1);
     assert!(r.to_json().contains("\"final_elbo\": null"));
 
-    let cont = RunConfig { on_nonfinite: OnNonFinite::Continue, ..cfg };
+    let cont = RunConfig {
+        on_nonfinite: OnNonFinite::Continue,
+        ..cfg
+    };
     let r = run(&exponential_prior(), &cont, &mut []).unwrap();
     assert_eq!(r.stop_reason, StopReason::Completed);
     assert_eq!(r.iterations, 500);
@@ -144,35 +216,76 @@ fn a_non_finite_objective_stops_the_run_naming_the_iteration() {
 #[test]
 fn invalid_settings_are_refused() {
     for cfg in [
-        RunConfig { eta: -1.0, ..RunConfig::default() },
-        RunConfig { iterations: 0, ..RunConfig::default() },
-        RunConfig { batch: 0, ..RunConfig::default() },
-        RunConfig { log_samples: 1, ..RunConfig::default() },
-        RunConfig { eta_decay: Some(f64::NAN), ..RunConfig::default() },
+        RunConfig {
+            eta: -1.0,
+            ..RunConfig::default()
+        },
+        RunConfig {
+            iterations: 0,
+            ..RunConfig::default()
+        },
+        RunConfig {
+            batch: 0,
+            ..RunConfig::default()
+        },
+        RunConfig {
+            log_samples: 1,
+            ..RunConfig::default()
+        },
+        RunConfig {
+            eta_decay: Some(f64::NAN),
+            ..RunConfig::default()
+        },
     ] {
         let err = run(&example(), &cfg, &mut []).unwrap_err();
         assert!(err.to_string().starts_with("invalid setting"), "{err}");
     }
-    let cfg = RunConfig { estimator: EstimatorKind::Lyy18, ..RunConfig::default() };
+    let cfg = RunConfig {
+        estimator: EstimatorKind::Lyy18,
+        ..RunConfig::default()
+    };
     let err = run(&infer_common::vi_nonaffine(), &cfg, &mut []).unwrap_err();
     assert!(err.to_string().contains("not affine"), "{err}");
 }
 
 #[test]
 fn reports_are_written_atomically_as_json_and_csv() {
-    let cfg = RunConfig { iterations: 200, log_every: 100, log_samples: 50, ..RunConfig::default() };
+    let cfg = RunConfig {
+        iterations: 200,
+        log_every: 100,
+        log_samples: 50,
+        ..RunConfig::default()
+    };
     let r = run(&example(), &cfg, &mut []).unwrap();
     let dir = std::env::temp_dir().join(format!("dsgd-infer-run-{}", std::process::id()));
     let files = r.write_to(&dir).unwrap();
     assert_eq!(files.len(), 2);
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
-    for key in ["model", "estimator", "eta", "seed", "iterations", "final_elbo", "theta", "trajectory", "seconds"] {
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    for key in [
+        "model",
+        "estimator",
+        "eta",
+        "seed",
+        "iterations",
+        "final_elbo",
+        "theta",
+        "trajectory",
+        "seconds",
+    ] {
         assert!(json.get(key).is_some(), "missing {key}");
     }
     let csv = std::fs::read_to_string(dir.join("trajectory.csv")).unwrap();
-    assert!(csv.starts_with("iter,elbo,var_component,var_norm,eta\n"), "{csv}");
+    assert!(
+        csv.starts_with("iter,elbo,var_component,var_norm,eta\n"),
+        "{csv}"
+    );
     assert_eq!(csv.lines().count(), 1 + 3);
-    let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().contains(".tmp")).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+        .collect();
     assert!(leftovers.is_empty());
     std::fs::remove_dir_all(&dir).unwrap();
 }

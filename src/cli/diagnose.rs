@@ -31,7 +31,11 @@ pub struct DiagnoseArgs {
 
 fn positive(s: &str) -> Result<f64, String> {
     let x: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
-    if x > 0.0 && x.is_finite() { Ok(x) } else { Err(format!("must be positive and finite, got {s}")) }
+    if x > 0.0 && x.is_finite() {
+        Ok(x)
+    } else {
+        Err(format!("must be positive and finite, got {s}"))
+    }
 }
 
 /// Exit status 1 when a block fails the tolerance.
@@ -54,7 +58,11 @@ pub fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
             "{}: {} points, smoothed at eta {}, tolerance {:e}",
             report.model, report.points, report.eta, report.tolerance
         )?;
-        writeln!(out, "{:<9} {:<7} {:>8} {:>8} {:>12}  {:<20} result", "semantics", "block", "compared", "skipped", "worst error", "component")?;
+        writeln!(
+            out,
+            "{:<9} {:<7} {:>8} {:>8} {:>12}  {:<20} result",
+            "semantics", "block", "compared", "skipped", "worst error", "component"
+        )?;
         for b in &report.blocks {
             writeln!(
                 out,
@@ -71,5 +79,9 @@ pub fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
         writeln!(out, "{}", if report.passed { "passed" } else { "FAILED" })?;
     }
     out.flush()?;
-    Ok(if report.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if report.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -11,9 +11,13 @@ pub fn load_model(spec: &str) -> anyhow::Result<Model> {
         return example().context("building the built-in model `example`");
     }
     if std::path::Path::new(spec).exists() {
-        bail!("cannot load `{spec}`: this build reads no model files yet (built-in models: example)");
+        bail!(
+            "cannot load `{spec}`: this build reads no model files yet (built-in models: example)"
+        );
     }
-    bail!("model `{spec}` not found: no such file, and not a built-in model (built-in models: example)")
+    bail!(
+        "model `{spec}` not found: no such file, and not a built-in model (built-in models: example)"
+    )
 }
 
 /// Example 1.1: `param theta = 1; z ~ Normal(theta, 1); maximize -z^2/2 + [z >= 0]`.
@@ -29,7 +33,14 @@ fn example() -> anyhow::Result<Model> {
         name: "example".into(),
         mode: Mode::Objective { minimize: false },
         program,
-        latents: vec![LatentSpec { name: "z".into(), kind: LatentKind::Family { loc, scale }, span: None }],
-        params: vec![ParamSpec { name: "theta".into(), init: 1.0 }],
+        latents: vec![LatentSpec {
+            name: "z".into(),
+            kind: LatentKind::Family { loc, scale },
+            span: None,
+        }],
+        params: vec![ParamSpec {
+            name: "theta".into(),
+            init: 1.0,
+        }],
     })
 }

@@ -91,17 +91,31 @@ enum OnNonFiniteArg {
 
 fn positive(s: &str) -> Result<f64, String> {
     let x: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
-    if x > 0.0 && x.is_finite() { Ok(x) } else { Err(format!("must be positive and finite, got {s}")) }
+    if x > 0.0 && x.is_finite() {
+        Ok(x)
+    } else {
+        Err(format!("must be positive and finite, got {s}"))
+    }
 }
 
 fn non_negative(s: &str) -> Result<f64, String> {
     let x: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
-    if x >= 0.0 && x.is_finite() { Ok(x) } else { Err(format!("must be non-negative and finite, got {s}")) }
+    if x >= 0.0 && x.is_finite() {
+        Ok(x)
+    } else {
+        Err(format!("must be non-negative and finite, got {s}"))
+    }
 }
 
 fn at_least<const N: usize>(s: &str) -> Result<usize, String> {
-    let x: usize = s.parse().map_err(|_| format!("`{s}` is not a whole number"))?;
-    if x >= N { Ok(x) } else { Err(format!("must be at least {N}, got {s}")) }
+    let x: usize = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a whole number"))?;
+    if x >= N {
+        Ok(x)
+    } else {
+        Err(format!("must be at least {N}, got {s}"))
+    }
 }
 
 impl RunArgs {
@@ -122,11 +136,17 @@ impl RunArgs {
             optimizer: match self.optimizer {
                 OptimizerArg::Adam => {
                     let d = AdamConfig::default();
-                    OptimizerConfig::Adam(AdamConfig { lr: self.lr.unwrap_or(d.lr), ..d })
+                    OptimizerConfig::Adam(AdamConfig {
+                        lr: self.lr.unwrap_or(d.lr),
+                        ..d
+                    })
                 }
                 OptimizerArg::Sgd => {
                     let d = SgdConfig::default();
-                    OptimizerConfig::Sgd(SgdConfig { lr: self.lr.unwrap_or(d.lr), power: self.sgd_power })
+                    OptimizerConfig::Sgd(SgdConfig {
+                        lr: self.lr.unwrap_or(d.lr),
+                        power: self.sgd_power,
+                    })
                 }
             },
             seed: self.seed,
@@ -175,14 +195,18 @@ impl Observer for Progress {
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let model = load_model(&args.model)?;
     let config = args.config();
-    let mut progress = std::io::stderr().is_terminal().then(|| Progress::new(config.iterations));
+    let mut progress = std::io::stderr()
+        .is_terminal()
+        .then(|| Progress::new(config.iterations));
     let mut observers: Vec<&mut dyn Observer> = Vec::new();
     if let Some(p) = progress.as_mut() {
         observers.push(p);
     }
     let report = run_model(&model, &config, &mut observers)?;
     let written = match &args.out {
-        Some(dir) => report.write_to(dir).with_context(|| format!("writing results to {}", dir.display()))?,
+        Some(dir) => report
+            .write_to(dir)
+            .with_context(|| format!("writing results to {}", dir.display()))?,
         None => Vec::new(),
     };
     let mut out = std::io::stdout().lock();
@@ -198,7 +222,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(1))
         }
         (_, Some(msg)) => {
-            eprintln!("warning: {} non-finite step(s) skipped; first {msg}", report.skipped_steps);
+            eprintln!(
+                "warning: {} non-finite step(s) skipped; first {msg}",
+                report.skipped_steps
+            );
             Ok(ExitCode::SUCCESS)
         }
         _ => Ok(ExitCode::SUCCESS),
@@ -214,8 +241,16 @@ fn write_summary(out: &mut impl Write, r: &RunReport, written: &[PathBuf]) -> st
         }
         est += ")";
     }
-    writeln!(out, "{}: {est}, {} lr {}, batch {}, seed {}", r.model, r.optimizer, r.lr, r.batch, r.seed)?;
-    let what = if r.mode == "variational" { "ELBO" } else { "objective" };
+    writeln!(
+        out,
+        "{}: {est}, {} lr {}, batch {}, seed {}",
+        r.model, r.optimizer, r.lr, r.batch, r.seed
+    )?;
+    let what = if r.mode == "variational" {
+        "ELBO"
+    } else {
+        "objective"
+    };
     writeln!(
         out,
         "{} of {} iterations in {:.2} s ({}); final {what} {:.6}",

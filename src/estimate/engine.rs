@@ -42,7 +42,9 @@ impl Engine {
     /// An engine with one scratch per thread of the current rayon pool.
     pub fn new(problem: Problem, estimator: Box<dyn Estimator>) -> Engine {
         let threads = rayon::current_num_threads().max(1);
-        let scratch = (0..threads).map(|_| Mutex::new(problem.scratch())).collect();
+        let scratch = (0..threads)
+            .map(|_| Mutex::new(problem.scratch()))
+            .collect();
         Engine {
             state: problem.family().state(),
             mean: vec![0.0; problem.dim()],
@@ -99,7 +101,14 @@ impl Engine {
             let first = c * CHUNK;
             let w = values.len();
             problem.draw(state, key, first, w, sc);
-            let cx = Context { problem, state, theta, iteration, key, first };
+            let cx = Context {
+                problem,
+                state,
+                theta,
+                iteration,
+                key,
+                first,
+            };
             estimator.chunk(&cx, sc, grads, values);
             if want_crisp {
                 if crisp_differs {
@@ -158,12 +167,21 @@ impl Engine {
 
     /// Crisp `f` per sample (empty unless asked for).
     pub fn crisp_values(&self) -> &[f64] {
-        if self.want_crisp { &self.crisp[..self.batch] } else { &[] }
+        if self.want_crisp {
+            &self.crisp[..self.batch]
+        } else {
+            &[]
+        }
     }
 
     /// The first non-finite value or mean-gradient component of the last batch.
     pub fn first_non_finite(&self) -> Option<NonFinite> {
-        if let Some((lane, &value)) = self.values().iter().enumerate().find(|(_, v)| !v.is_finite()) {
+        if let Some((lane, &value)) = self
+            .values()
+            .iter()
+            .enumerate()
+            .find(|(_, v)| !v.is_finite())
+        {
             return Some(NonFinite::Value { lane, value });
         }
         self.mean

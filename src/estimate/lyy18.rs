@@ -25,8 +25,14 @@ impl Lyy18 {
     pub fn new(problem: &Problem) -> Result<Lyy18, EstimateError> {
         let analysis = problem.analysis();
         if let Some((g, why)) = analysis.first_non_affine() {
-            let at = g.span.map_or(String::new(), |s| format!(" (source bytes {}..{})", s.start, s.end));
-            return Err(EstimateError::NotAffine { index: g.index, at, reason: why.to_string() });
+            let at = g.span.map_or(String::new(), |s| {
+                format!(" (source bytes {}..{})", s.start, s.end)
+            });
+            return Err(EstimateError::NotAffine {
+                index: g.index,
+                at,
+                reason: why.to_string(),
+            });
         }
         let guards = analysis
             .guards
@@ -46,7 +52,13 @@ impl Estimator for Lyy18 {
         Semantics::Crisp
     }
 
-    fn chunk(&self, cx: &Context<'_>, scratch: &mut Scratch, grads: &mut [f64], values: &mut [f64]) {
+    fn chunk(
+        &self,
+        cx: &Context<'_>,
+        scratch: &mut Scratch,
+        grads: &mut [f64],
+        values: &mut [f64],
+    ) {
         pathwise_chunk(cx, Semantics::Crisp, scratch, grads, values);
         let big_k = self.guards.len();
         if big_k == 0 {
@@ -89,7 +101,8 @@ impl Estimator for Lyy18 {
             let index = k as u32;
             let mut f = |branch| {
                 let sem = Semantics::Forced { index, branch };
-                p.tape.forward(&mut scratch.ws, sem, params, &scratch.point, &mut out);
+                p.tape
+                    .forward(&mut scratch.ws, sem, params, &scratch.point, &mut out);
                 out[0]
             };
             let diff = f(Branch::Else) - f(Branch::Then);

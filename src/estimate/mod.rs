@@ -93,8 +93,14 @@ pub enum EstimateError {
     BadEta(f64),
     #[error("eta decay must be non-negative and finite, got {0}")]
     BadDecay(f64),
-    #[error("LYY18 does not apply to this model: the guard of if-statement #{index}{at} is not affine ({reason})")]
-    NotAffine { index: usize, at: String, reason: String },
+    #[error(
+        "LYY18 does not apply to this model: the guard of if-statement #{index}{at} is not affine ({reason})"
+    )]
+    NotAffine {
+        index: usize,
+        at: String,
+        reason: String,
+    },
 }
 
 /// Everything a gradient sample depends on besides its own noise.

@@ -30,7 +30,13 @@ impl Estimator for Pathwise {
         self.schedule.semantics(k)
     }
 
-    fn chunk(&self, cx: &Context<'_>, scratch: &mut Scratch, grads: &mut [f64], values: &mut [f64]) {
+    fn chunk(
+        &self,
+        cx: &Context<'_>,
+        scratch: &mut Scratch,
+        grads: &mut [f64],
+        values: &mut [f64],
+    ) {
         pathwise_chunk(cx, self.semantics(cx.iteration), scratch, grads, values);
     }
 }
@@ -48,7 +54,13 @@ pub(super) fn pathwise_chunk(
     let m = p.family.model_param_count();
     let n = p.family.latent_count();
     scratch.grad.resize(&p.tape, w);
-    p.tape.gradient(&mut scratch.ws, semantics, &cx.theta[..m], &scratch.z[..n * w], &mut scratch.grad);
+    p.tape.gradient(
+        &mut scratch.ws,
+        semantics,
+        &cx.theta[..m],
+        &scratch.z[..n * w],
+        &mut scratch.grad,
+    );
     let logp = std::mem::take(&mut scratch.grad.value);
     p.f_values(cx.state, scratch, &logp, values);
     scratch.grad.value = logp;

@@ -78,7 +78,14 @@ impl Problem {
     }
 
     /// Draws the noise of lanes `first..first + w` into `scratch` and sets `z = phi_theta(s)`.
-    pub fn draw(&self, state: &FamilyState, key: StreamKey, first: usize, w: usize, scratch: &mut Scratch) {
+    pub fn draw(
+        &self,
+        state: &FamilyState,
+        key: StreamKey,
+        first: usize,
+        w: usize,
+        scratch: &mut Scratch,
+    ) {
         let n = self.family.latent_count();
         scratch.w = w;
         let mut rng = key.rng(Channel::Noise);
@@ -93,7 +100,13 @@ impl Problem {
 
     /// `f` for the drawn lanes from the program's values `logp`: adds `-log q(z)` in
     /// variational mode.
-    pub(crate) fn f_values(&self, state: &FamilyState, scratch: &Scratch, logp: &[f64], out: &mut [f64]) {
+    pub(crate) fn f_values(
+        &self,
+        state: &FamilyState,
+        scratch: &Scratch,
+        logp: &[f64],
+        out: &mut [f64],
+    ) {
         let w = scratch.w;
         let c = state.entropy_const();
         for (l, o) in out[..w].iter_mut().enumerate() {
@@ -114,7 +127,13 @@ impl Problem {
     }
 
     /// Crisp `f` at the drawn lanes (into `out[..w]`).
-    pub fn crisp_values(&self, state: &FamilyState, theta: &[f64], scratch: &mut Scratch, out: &mut [f64]) {
+    pub fn crisp_values(
+        &self,
+        state: &FamilyState,
+        theta: &[f64],
+        scratch: &mut Scratch,
+        out: &mut [f64],
+    ) {
         let w = scratch.w;
         let m = self.family.model_param_count();
         let n = self.family.latent_count();

@@ -51,7 +51,11 @@ pub enum Channel {
 
 impl StreamKey {
     pub fn new(seed: u64, iteration: u64, purpose: Purpose) -> StreamKey {
-        StreamKey { seed, iteration, purpose }
+        StreamKey {
+            seed,
+            iteration,
+            purpose,
+        }
     }
 
     /// A generator for `channel`; position it on a sample with [`SampleRng::lane`].
@@ -65,7 +69,9 @@ impl StreamKey {
             Channel::Choice => 1,
         };
         key[24..].copy_from_slice(&ch.to_le_bytes());
-        SampleRng { rng: ChaCha8Rng::from_seed(key) }
+        SampleRng {
+            rng: ChaCha8Rng::from_seed(key),
+        }
     }
 }
 

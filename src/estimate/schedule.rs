@@ -26,7 +26,9 @@ impl Schedule {
         match *self {
             Schedule::Crisp => None,
             Schedule::Constant { eta } => Some(eta),
-            Schedule::Tightening { eta, decay } => Some(eta * (K_MATCH / (k as f64 + 1.0)).powf(decay)),
+            Schedule::Tightening { eta, decay } => {
+                Some(eta * (K_MATCH / (k as f64 + 1.0)).powf(decay))
+            }
         }
     }
 
@@ -45,7 +47,10 @@ mod tests {
 
     #[test]
     fn tightening_matches_eta_at_iteration_4000() {
-        let s = Schedule::Tightening { eta: 0.1, decay: 0.5 };
+        let s = Schedule::Tightening {
+            eta: 0.1,
+            decay: 0.5,
+        };
         assert!((s.eta(3999).unwrap() - 0.1).abs() < 1e-15);
         // eta_0 = 0.1 * sqrt(4000)
         assert!((s.eta(0).unwrap() - 0.1 * 4000f64.sqrt()).abs() < 1e-12);

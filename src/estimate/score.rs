@@ -17,7 +17,13 @@ impl Estimator for Score {
         Semantics::Crisp
     }
 
-    fn chunk(&self, cx: &Context<'_>, scratch: &mut Scratch, grads: &mut [f64], values: &mut [f64]) {
+    fn chunk(
+        &self,
+        cx: &Context<'_>,
+        scratch: &mut Scratch,
+        grads: &mut [f64],
+        values: &mut [f64],
+    ) {
         let p = cx.problem;
         let fam = &p.family;
         let w = scratch.w;
@@ -30,10 +36,22 @@ impl Estimator for Score {
         // direct derivative of log p is zero and a forward pass suffices.
         if m > 0 {
             scratch.grad.resize(&p.tape, w);
-            p.tape.gradient(&mut scratch.ws, Semantics::Crisp, params, z, &mut scratch.grad);
+            p.tape.gradient(
+                &mut scratch.ws,
+                Semantics::Crisp,
+                params,
+                z,
+                &mut scratch.grad,
+            );
             scratch.out[..w].copy_from_slice(&scratch.grad.value[..w]);
         } else {
-            p.tape.forward(&mut scratch.ws, Semantics::Crisp, params, z, &mut scratch.out[..w]);
+            p.tape.forward(
+                &mut scratch.ws,
+                Semantics::Crisp,
+                params,
+                z,
+                &mut scratch.out[..w],
+            );
         }
         let logp = std::mem::take(&mut scratch.out);
         p.f_values(cx.state, scratch, &logp, values);

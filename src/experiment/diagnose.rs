@@ -30,7 +30,13 @@ pub struct DiagnoseConfig {
 
 impl Default for DiagnoseConfig {
     fn default() -> Self {
-        DiagnoseConfig { points: 3, seed: 0, eta: 0.1, tolerance: 1e-4, spread: 0.3 }
+        DiagnoseConfig {
+            points: 3,
+            seed: 0,
+            eta: 0.1,
+            tolerance: 1e-4,
+            spread: 0.3,
+        }
     }
 }
 
@@ -61,6 +67,9 @@ pub struct DiagnoseReport {
     pub passed: bool,
 }
 
+/// Per (semantics, block): compared, skipped, worst error, worst component.
+type Tally = (usize, usize, f64, Option<String>);
+
 /// Checks `model`'s gradients at `config.points` random points.
 pub fn diagnose(model: &Model, config: &DiagnoseConfig) -> Result<DiagnoseReport, FamilyError> {
     let problem = Problem::new(model)?;
@@ -70,9 +79,11 @@ pub fn diagnose(model: &Model, config: &DiagnoseConfig) -> Result<DiagnoseReport
     let mut probe = fam.state();
     let mut scratch = problem.scratch();
     let mut ad = vec![0.0; d];
-    let sems = [("crisp", Semantics::Crisp), ("smoothed", Semantics::Smoothed { eta: config.eta })];
-    // (semantics, block) -> (compared, skipped, worst error, worst component)
-    let mut acc: BTreeMap<(usize, Block), (usize, usize, f64, Option<String>)> = BTreeMap::new();
+    let sems = [
+        ("crisp", Semantics::Crisp),
+        ("smoothed", Semantics::Smoothed { eta: config.eta }),
+    ];
+    let mut acc: BTreeMap<(usize, Block), Tally> = BTreeMap::new();
     let mut taken = 0;
     let mut attempt = 0u64;
     while taken < config.points && attempt < 4 * config.points as u64 + 4 {
@@ -92,7 +103,13 @@ pub fn diagnose(model: &Model, config: &DiagnoseConfig) -> Result<DiagnoseReport
         let s: Vec<f64> = scratch.s[..n].to_vec();
         for (si, &(_, sem)) in sems.iter().enumerate() {
             scratch.grad.resize(&problem.tape, 1);
-            problem.tape.gradient(&mut scratch.ws, sem, &theta[..m], &scratch.z[..n], &mut scratch.grad);
+            problem.tape.gradient(
+                &mut scratch.ws,
+                sem,
+                &theta[..m],
+                &scratch.z[..n],
+                &mut scratch.grad,
+            );
             problem.pathwise_rows(&state, &scratch, &mut ad);
             for p in 0..d {
                 let h = 1e-5 * theta[p].abs().max(1.0);
@@ -101,7 +118,9 @@ pub fn diagnose(model: &Model, config: &DiagnoseConfig) -> Result<DiagnoseReport
                 let plus = reference_f(&problem, &mut probe, &t, &s, sem);
                 t[p] = theta[p] - h;
                 let minus = reference_f(&problem, &mut probe, &t, &s, sem);
-                let entry = acc.entry((si, fam.blocks()[p])).or_insert((0, 0, 0.0, None));
+                let entry = acc
+                    .entry((si, fam.blocks()[p]))
+                    .or_insert((0, 0, 0.0, None));
                 let (Some((fp, gp)), Some((fm, gm))) = (plus, minus) else {
                     entry.1 += 1;
                     continue;
@@ -123,15 +142,17 @@ pub fn diagnose(model: &Model, config: &DiagnoseConfig) -> Result<DiagnoseReport
     }
     let blocks: Vec<BlockResult> = acc
         .into_iter()
-        .map(|((si, block), (compared, skipped, worst, comp))| BlockResult {
-            semantics: sems[si].0.to_string(),
-            block: block.name().to_string(),
-            compared,
-            skipped,
-            worst_relative_error: worst,
-            worst_component: comp,
-            passed: worst <= config.tolerance,
-        })
+        .map(
+            |((si, block), (compared, skipped, worst, comp))| BlockResult {
+                semantics: sems[si].0.to_string(),
+                block: block.name().to_string(),
+                compared,
+                skipped,
+                worst_relative_error: worst,
+                worst_component: comp,
+                passed: worst <= config.tolerance,
+            },
+        )
         .collect();
     Ok(DiagnoseReport {
         model: problem.name().to_string(),
@@ -155,11 +176,16 @@ fn reference_f(
     let fam = problem.family();
     state.update(fam, theta).ok()?;
     let n = fam.latent_count();
-    let z: Vec<f64> = (0..n).map(|i| state.loc(i) + state.scale(i) * s[i]).collect();
+    let z: Vec<f64> = (0..n)
+        .map(|i| state.loc(i) + state.scale(i) * s[i])
+        .collect();
     let program = problem.program();
     let vals = program.evaluate_all(sem, &theta[..fam.model_param_count()], &z);
     let mut f = vals[program.output().index()];
-    let sq: f64 = (0..n).filter(|&i| fam.in_entropy(i)).map(|i| s[i] * s[i]).sum();
+    let sq: f64 = (0..n)
+        .filter(|&i| fam.in_entropy(i))
+        .map(|i| s[i] * s[i])
+        .sum();
     if (0..n).any(|i| fam.in_entropy(i)) {
         f += state.entropy_const() + 0.5 * sq;
     }

@@ -95,7 +95,9 @@ impl RunReport {
         if self.trajectory.is_empty() {
             w.write_record(["iter", "elbo", "var_component", "var_norm", "eta"])?;
         }
-        let bytes = w.into_inner().map_err(|e| csv::Error::from(e.into_error()))?;
+        let bytes = w
+            .into_inner()
+            .map_err(|e| csv::Error::from(e.into_error()))?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
@@ -114,7 +116,10 @@ impl RunReport {
 /// Writes `bytes` to a temporary file beside `path` and renames it into place, so a reader
 /// never sees a half-written file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;

@@ -83,10 +83,10 @@ impl RunConfig {
         if !(self.eta > 0.0 && self.eta.is_finite()) {
             return bad(format!("eta must be positive and finite, got {}", self.eta));
         }
-        if let Some(d) = self.eta_decay
-            && !(d >= 0.0 && d.is_finite())
-        {
-            return bad(format!("eta decay must be non-negative and finite, got {d}"));
+        if let Some(d) = self.eta_decay.filter(|d| !(*d >= 0.0 && d.is_finite())) {
+            return bad(format!(
+                "eta decay must be non-negative and finite, got {d}"
+            ));
         }
         if self.iterations == 0 {
             return bad("iterations must be at least 1".into());
@@ -98,16 +98,26 @@ impl RunConfig {
             return bad("log-every must be at least 1".into());
         }
         if self.log_samples < 2 {
-            return bad(format!("log-samples must be at least 2 (variances need two), got {}", self.log_samples));
+            return bad(format!(
+                "log-samples must be at least 2 (variances need two), got {}",
+                self.log_samples
+            ));
         }
         let lr = self.optimizer.lr();
         if !(lr > 0.0 && lr.is_finite()) {
-            return bad(format!("the learning rate must be positive and finite, got {lr}"));
+            return bad(format!(
+                "the learning rate must be positive and finite, got {lr}"
+            ));
         }
-        if let OptimizerConfig::Sgd(c) = self.optimizer
-            && !(c.power >= 0.0 && c.power.is_finite())
-        {
-            return bad(format!("the SGD power must be non-negative and finite, got {}", c.power));
+        let power = match self.optimizer {
+            OptimizerConfig::Sgd(c) => c.power,
+            OptimizerConfig::Adam(_) => 1.0,
+        };
+        if !(power >= 0.0 && power.is_finite()) {
+            return bad(format!(
+                "the SGD power must be non-negative and finite, got {}",
+                power
+            ));
         }
         if self.threads == Some(0) {
             return bad("threads must be at least 1".into());
@@ -117,7 +127,11 @@ impl RunConfig {
 }
 
 /// Runs `config` on `model`, reporting to `observers`.
-pub fn run(model: &Model, config: &RunConfig, observers: &mut [&mut dyn Observer]) -> Result<RunReport, RunError> {
+pub fn run(
+    model: &Model,
+    config: &RunConfig,
+    observers: &mut [&mut dyn Observer],
+) -> Result<RunReport, RunError> {
     config.validate()?;
     match config.threads {
         Some(n) => {
@@ -131,10 +145,16 @@ pub fn run(model: &Model, config: &RunConfig, observers: &mut [&mut dyn Observer
     }
 }
 
-fn run_in_pool(model: &Model, config: &RunConfig, observers: &mut [&mut dyn Observer]) -> Result<RunReport, RunError> {
+fn run_in_pool(
+    model: &Model,
+    config: &RunConfig,
+    observers: &mut [&mut dyn Observer],
+) -> Result<RunReport, RunError> {
     let clock = Instant::now();
     let problem = Problem::new(model)?;
-    let decay = config.eta_decay.unwrap_or_else(|| problem.analysis().default_eta_decay());
+    let decay = config
+        .eta_decay
+        .unwrap_or_else(|| problem.analysis().default_eta_decay());
     let estimator = estimate::build(config.estimator, &problem, config.eta, Some(decay))?;
     let mut engine = Engine::new(problem, estimator);
     let mut runner = Runner::new(&mut engine, config);
@@ -142,7 +162,15 @@ fn run_in_pool(model: &Model, config: &RunConfig, observers: &mut [&mut dyn Obse
         o.started(config.iterations);
     }
     runner.go(observers);
-    let Runner { theta, trajectory, stop, message, skipped, done, .. } = runner;
+    let Runner {
+        theta,
+        trajectory,
+        stop,
+        message,
+        skipped,
+        done,
+        ..
+    } = runner;
     let problem = engine.problem();
     let kind = config.estimator;
     let report = RunReport {
@@ -217,10 +245,15 @@ impl<'a> Runner<'a> {
             if k % cfg.log_every == 0 && !self.measure(k, observers) {
                 return;
             }
-            let step = self.engine.evaluate(&self.theta, cfg.seed, k, Purpose::Step, cfg.batch, false);
+            let step =
+                self.engine
+                    .evaluate(&self.theta, cfg.seed, k, Purpose::Step, cfg.batch, false);
             let problem = match step {
                 Err(e) => Some(format!("at iteration {k}: {e}")),
-                Ok(()) => self.engine.first_non_finite().map(|nf| self.describe(k, nf)),
+                Ok(()) => self
+                    .engine
+                    .first_non_finite()
+                    .map(|nf| self.describe(k, nf)),
             };
             match problem {
                 Some(msg) if cfg.on_nonfinite == OnNonFinite::Stop => {
@@ -252,7 +285,11 @@ impl<'a> Runner<'a> {
         match nf {
             NonFinite::Value { lane, value } => format!(
                 "at iteration {k}: the objective (log-density{}) is {value} at sample {lane}",
-                if self.engine.problem().mode() == Mode::Variational { " minus log q" } else { "" }
+                if self.engine.problem().mode() == Mode::Variational {
+                    " minus log q"
+                } else {
+                    ""
+                }
             ),
             NonFinite::Gradient { component, value } => format!(
                 "at iteration {k}: the gradient with respect to {} is {value}",
@@ -266,7 +303,10 @@ impl<'a> Runner<'a> {
     fn measure(&mut self, k: u64, observers: &mut [&mut dyn Observer]) -> bool {
         let cfg = self.config;
         let n = cfg.log_samples;
-        if let Err(e) = self.engine.evaluate(&self.theta, cfg.seed, k, Purpose::Measure, n, true) {
+        if let Err(e) = self
+            .engine
+            .evaluate(&self.theta, cfg.seed, k, Purpose::Measure, n, true)
+        {
             let msg = format!("at iteration {k}: {e}");
             if cfg.on_nonfinite == OnNonFinite::Stop {
                 self.fail(msg);
@@ -286,7 +326,13 @@ impl<'a> Runner<'a> {
         }
         let var_component = if d == 0 { 0.0 } else { var_sum / d as f64 };
         self.norms.clear();
-        self.norms.extend((0..n).map(|l| g[l * d..(l + 1) * d].iter().map(|x| x * x).sum::<f64>().sqrt()));
+        self.norms.extend((0..n).map(|l| {
+            g[l * d..(l + 1) * d]
+                .iter()
+                .map(|x| x * x)
+                .sum::<f64>()
+                .sqrt()
+        }));
         let var_norm = sample_variance(self.norms.iter().copied());
         let eta = self.engine.estimator().semantics(k);
         let row = TrajectoryRow {

@@ -21,11 +21,15 @@ use crate::special::softplus_inv;
 pub enum FamilyError {
     #[error("the {what} of latent `{latent}` is not an output of the program")]
     NotAnOutput { latent: String, what: &'static str },
-    #[error("the {what} of latent `{latent}` depends on a latent variable; it may depend on parameters only")]
+    #[error(
+        "the {what} of latent `{latent}` depends on a latent variable; it may depend on parameters only"
+    )]
     DependsOnLatent { latent: String, what: &'static str },
     #[error("the guide of latent `{latent}` has initial std {std}; it must be positive and finite")]
     BadInitStd { latent: String, std: f64 },
-    #[error("the scale of latent `{latent}` is {value} at the current parameters; it must be positive and finite")]
+    #[error(
+        "the scale of latent `{latent}` is {value} at the current parameters; it must be positive and finite"
+    )]
     BadScale { latent: String, value: f64 },
     #[error("the location of latent `{latent}` is {value} at the current parameters")]
     BadLocation { latent: String, value: f64 },
@@ -95,7 +99,10 @@ impl Family {
         let program = &model.program;
         let n = program.latent_count();
         if model.latents.len() != n {
-            return Err(FamilyError::LatentCount { expected: n, found: model.latents.len() });
+            return Err(FamilyError::LatentCount {
+                expected: n,
+                found: model.latents.len(),
+            });
         }
         let m = program.param_count();
         let mut names: Vec<String> = program.param_names().to_vec();
@@ -110,9 +117,15 @@ impl Family {
         let variational = model.mode == Mode::Variational;
         for spec in &model.latents {
             let role = match spec.kind {
-                LatentKind::Guided { init_mean, init_std } => {
-                    if !(init_std > 0.0 && init_std.is_finite()) || !init_mean.is_finite() {
-                        return Err(FamilyError::BadInitStd { latent: spec.name.clone(), std: init_std });
+                LatentKind::Guided {
+                    init_mean,
+                    init_std,
+                } => {
+                    if !(init_std > 0.0 && init_std.is_finite() && init_mean.is_finite()) {
+                        return Err(FamilyError::BadInitStd {
+                            latent: spec.name.clone(),
+                            std: init_std,
+                        });
                     }
                     let mu = names.len();
                     names.push(format!("mu[{}]", spec.name));
@@ -128,7 +141,10 @@ impl Family {
                     let mut source = |node: NodeId, what: &'static str| {
                         family_source(model, node, &spec.name, what, &mut tapes, &mut tape_outputs)
                     };
-                    Role::User { loc: source(loc, "location")?, scale: source(scale, "scale")? }
+                    Role::User {
+                        loc: source(loc, "location")?,
+                        scale: source(scale, "scale")?,
+                    }
                 }
             };
             in_entropy.push(variational && !matches!(role, Role::Fixed { .. }));
@@ -203,7 +219,10 @@ fn family_source(
 ) -> Result<Source, FamilyError> {
     let program = &model.program;
     let Some(output) = program.outputs().iter().position(|&o| o == node) else {
-        return Err(FamilyError::NotAnOutput { latent: latent.to_string(), what });
+        return Err(FamilyError::NotAnOutput {
+            latent: latent.to_string(),
+            what,
+        });
     };
     if let Node::Const(c) = program.node(node) {
         return Ok(Source::Const(c));
@@ -215,7 +234,10 @@ fn family_source(
         .zip(&live)
         .any(|(n, &l)| l && matches!(n, Node::Latent(_)));
     if reads_latent {
-        return Err(FamilyError::DependsOnLatent { latent: latent.to_string(), what });
+        return Err(FamilyError::DependsOnLatent {
+            latent: latent.to_string(),
+            what,
+        });
     }
     if let Some(t) = tape_outputs.iter().position(|&o| o == node) {
         return Ok(Source::Tape(t));

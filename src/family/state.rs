@@ -54,7 +54,11 @@ impl FamilyState {
             tape_value: vec![0.0; t],
             tape_grad: vec![0.0; t * m],
             workspaces: family.tapes.iter().map(Tape::workspace).collect(),
-            grads: family.tapes.iter().map(|tp| BatchGradient::new(tp, 1)).collect(),
+            grads: family
+                .tapes
+                .iter()
+                .map(|tp| BatchGradient::new(tp, 1))
+                .collect(),
             zeros: vec![0.0; n],
         }
     }
@@ -66,7 +70,13 @@ impl FamilyState {
         let params = &theta[..m];
         for (t, tape) in family.tapes.iter().enumerate() {
             let g = &mut self.grads[t];
-            tape.gradient(&mut self.workspaces[t], crate::ir::Semantics::Crisp, params, &self.zeros, g);
+            tape.gradient(
+                &mut self.workspaces[t],
+                crate::ir::Semantics::Crisp,
+                params,
+                &self.zeros,
+                g,
+            );
             self.tape_value[t] = g.value[0];
             for k in 0..m {
                 self.tape_grad[t * m + k] = g.params[k];
@@ -90,12 +100,24 @@ impl FamilyState {
                     (l, s)
                 }
             };
-            let name = || family.latent_names.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
+            let name = || {
+                family
+                    .latent_names
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| format!("#{i}"))
+            };
             if !loc.is_finite() {
-                return Err(FamilyError::BadLocation { latent: name(), value: loc });
+                return Err(FamilyError::BadLocation {
+                    latent: name(),
+                    value: loc,
+                });
             }
             if !(scale > 0.0 && scale.is_finite()) {
-                return Err(FamilyError::BadScale { latent: name(), value: scale });
+                return Err(FamilyError::BadScale {
+                    latent: name(),
+                    value: scale,
+                });
             }
             self.loc[i] = loc;
             self.scale[i] = scale;
@@ -109,7 +131,11 @@ impl FamilyState {
 
     /// The value of a user location or scale, writing its derivatives into the Jacobian.
     fn source(&mut self, src: &Source, m: usize, e: usize, is_loc: bool) -> f64 {
-        let dest = if is_loc { &mut self.dloc } else { &mut self.dscale };
+        let dest = if is_loc {
+            &mut self.dloc
+        } else {
+            &mut self.dscale
+        };
         match *src {
             Source::Const(c) => {
                 dest[e..e + m].fill(0.0);

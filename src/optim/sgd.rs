@@ -14,7 +14,10 @@ pub struct SgdConfig {
 
 impl Default for SgdConfig {
     fn default() -> Self {
-        SgdConfig { lr: 0.5, power: 1.0 }
+        SgdConfig {
+            lr: 0.5,
+            power: 1.0,
+        }
     }
 }
 
@@ -51,7 +54,10 @@ mod tests {
 
     #[test]
     fn steps_follow_gamma0_over_k() {
-        let mut s = Sgd::new(SgdConfig { lr: 0.5, power: 1.0 });
+        let mut s = Sgd::new(SgdConfig {
+            lr: 0.5,
+            power: 1.0,
+        });
         let mut x = [0.0];
         s.step(&mut x, &[1.0]); // + 0.5 / 1
         s.step(&mut x, &[1.0]); // + 0.5 / 2

@@ -20,8 +20,15 @@ pub fn example() -> Model {
         name: "example".into(),
         mode: Mode::Objective { minimize: false },
         program,
-        latents: vec![LatentSpec { name: "z".into(), kind: LatentKind::Family { loc, scale }, span: None }],
-        params: vec![ParamSpec { name: "theta".into(), init: 1.0 }],
+        latents: vec![LatentSpec {
+            name: "z".into(),
+            kind: LatentKind::Family { loc, scale },
+            span: None,
+        }],
+        params: vec![ParamSpec {
+            name: "theta".into(),
+            init: 1.0,
+        }],
     }
 }
 
@@ -42,8 +49,22 @@ pub fn vi_step(a: [f64; 2], c: f64) -> Model {
         mode: Mode::Variational,
         program,
         latents: vec![
-            LatentSpec { name: "z1".into(), kind: LatentKind::Guided { init_mean: 0.3, init_std: 0.8 }, span: None },
-            LatentSpec { name: "z2".into(), kind: LatentKind::Guided { init_mean: -0.2, init_std: 1.3 }, span: None },
+            LatentSpec {
+                name: "z1".into(),
+                kind: LatentKind::Guided {
+                    init_mean: 0.3,
+                    init_std: 0.8,
+                },
+                span: None,
+            },
+            LatentSpec {
+                name: "z2".into(),
+                kind: LatentKind::Guided {
+                    init_mean: -0.2,
+                    init_std: 1.3,
+                },
+                span: None,
+            },
         ],
         params: vec![],
     }
@@ -78,25 +99,43 @@ pub fn vi_nonaffine() -> Model {
         + b.log_density(Dist::Normal, z2, &[zero, one]).unwrap();
     let f = prior + b.if_neg(z1 * z2, zero, one);
     let program = b.finish(&[f]).unwrap();
-    let guided = LatentKind::Guided { init_mean: 0.0, init_std: 1.0 };
+    let guided = LatentKind::Guided {
+        init_mean: 0.0,
+        init_std: 1.0,
+    };
     Model {
         name: "nonaffine".into(),
         mode: Mode::Variational,
         program,
         latents: vec![
-            LatentSpec { name: "z1".into(), kind: guided, span: None },
-            LatentSpec { name: "z2".into(), kind: guided, span: None },
+            LatentSpec {
+                name: "z1".into(),
+                kind: guided,
+                span: None,
+            },
+            LatentSpec {
+                name: "z2".into(),
+                kind: guided,
+                span: None,
+            },
         ],
         params: vec![],
     }
 }
 
 /// Mean and standard error of each gradient component over `batches` batches of `batch`.
-pub fn gradient_mean(engine: &mut Engine, theta: &[f64], batches: u64, batch: usize) -> (Vec<f64>, Vec<f64>) {
+pub fn gradient_mean(
+    engine: &mut Engine,
+    theta: &[f64],
+    batches: u64,
+    batch: usize,
+) -> (Vec<f64>, Vec<f64>) {
     let d = theta.len();
     let (mut sum, mut sq) = (vec![0.0; d], vec![0.0; d]);
     for it in 0..batches {
-        engine.evaluate(theta, 7, it, Purpose::Other(0), batch, false).unwrap();
+        engine
+            .evaluate(theta, 7, it, Purpose::Other(0), batch, false)
+            .unwrap();
         let g = engine.sample_gradients();
         for l in 0..batch {
             for p in 0..d {

@@ -1,0 +1,170 @@
+//! `dsgd run` and `dsgd diagnose` through the built binary: results, reproducibility across
+//! thread counts, and one clear line with a non-zero exit for every bad option.
+
+use std::process::{Command, Output};
+
+fn dsgd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dsgd"))
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap()
+}
+
+fn json_without_timing(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v.as_object_mut()
+        .unwrap()
+        .remove("seconds")
+        .expect("seconds field");
+    v
+}
+
+#[test]
+fn same_seed_same_json_with_one_and_two_threads() {
+    let base = [
+        "run",
+        "example",
+        "--json",
+        "--iters",
+        "300",
+        "--batch",
+        "70",
+        "--log-every",
+        "100",
+        "--log-samples",
+        "300",
+    ];
+    let one = dsgd(&[&base[..], &["--seed", "5", "--threads", "1"]].concat());
+    let two = dsgd(&[&base[..], &["--seed", "5", "--threads", "2"]].concat());
+    let (a, b) = (json_without_timing(&one), json_without_timing(&two));
+    assert_eq!(
+        serde_json::to_string(&a).unwrap(),
+        serde_json::to_string(&b).unwrap()
+    );
+    let other = json_without_timing(&dsgd(&[&base[..], &["--seed", "6"]].concat()));
+    assert_ne!(a["theta"], other["theta"]);
+    for key in [
+        "model",
+        "estimator",
+        "eta",
+        "seed",
+        "iterations",
+        "final_elbo",
+        "theta",
+        "trajectory",
+    ] {
+        assert!(a.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(a["trajectory"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn example_through_the_cli_reaches_the_stationary_point() {
+    // LYY18 with the paper's SGD schedule gamma_k = 0.5 / k.
+    let out = dsgd(&[
+        "run",
+        "example",
+        "--estimator",
+        "lyy18",
+        "--optimizer",
+        "sgd",
+        "--lr",
+        "0.5",
+        "--iters",
+        "20000",
+        "--log-every",
+        "20000",
+        "--json",
+    ]);
+    let v = json_without_timing(&out);
+    let theta = v["theta"][0].as_f64().unwrap();
+    assert!((theta - 0.3722).abs() < 0.02, "{theta}");
+    assert_eq!(v["optimizer"], "sgd");
+    assert_eq!(v["lr"], 0.5);
+}
+
+#[test]
+fn run_writes_json_and_csv_and_a_summary() {
+    let dir = std::env::temp_dir().join(format!("dsgd-infer-cli-{}", std::process::id()));
+    let out = dsgd(&[
+        "run",
+        "example",
+        "--iters",
+        "200",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("example: dsgd (eta 0.1, decay 0.5), adam lr 0.0015"),
+        "{text}"
+    );
+    assert!(
+        text.contains("theta") && text.contains("run.json"),
+        "{text}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(json["iterations"], 200);
+    assert!(
+        std::fs::read_to_string(dir.join("trajectory.csv"))
+            .unwrap()
+            .lines()
+            .count()
+            == 4
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_options_give_one_clear_line_and_a_non_zero_exit() {
+    let cases: [(&[&str], &str); 7] = [
+        (&["run", "example", "--eta", "-1"], "--eta"),
+        (&["run", "example", "--estimator", "foo"], "--estimator"),
+        (&["run", "example", "--iters", "0"], "--iters"),
+        (&["run", "example", "--batch", "0"], "--batch"),
+        (&["run", "example", "--lr", "0"], "--lr"),
+        (&["run", "no/such/model.dsgd"], "no/such/model.dsgd"),
+        (&["diagnose", "no/such/model.dsgd"], "no/such/model.dsgd"),
+    ];
+    for (args, needle) in cases {
+        let out = dsgd(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(
+            matches!(out.status.code(), Some(1) | Some(2)),
+            "{args:?}: {:?}",
+            out.status
+        );
+        let first = err.lines().next().unwrap_or("");
+        assert!(
+            first.starts_with("error: ") && first.contains(needle),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn diagnose_passes_on_the_example() {
+    let out = dsgd(&["diagnose", "example", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["passed"], true);
+    let blocks = v["blocks"].as_array().unwrap();
+    assert_eq!(blocks.len(), 2);
+    for b in blocks {
+        assert!(b["worst_relative_error"].as_f64().unwrap() < 1e-6, "{b}");
+    }
+}
