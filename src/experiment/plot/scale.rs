@@ -106,7 +106,8 @@ impl YScale {
     }
 }
 
-/// `Auto`'s rule: compare the largest magnitude with the most quiet series' typical magnitude.
+/// `Auto`'s rule: compare the largest magnitude with the quietest series' typical small
+/// magnitude (its 10th percentile of `|y|`: for an ELBO trajectory, about where it settles).
 fn auto_scale(series: &[Series]) -> ResolvedScale {
     let mut max_abs: f64 = 0.0;
     let mut quiet = f64::INFINITY;
@@ -122,21 +123,27 @@ fn auto_scale(series: &[Series]) -> ResolvedScale {
         }
         mags.sort_by(f64::total_cmp);
         max_abs = max_abs.max(mags[mags.len() - 1]);
-        let median = mags[mags.len() / 2];
-        if median > 0.0 {
-            quiet = quiet.min(median);
+        let low = mags[mags.len() / 10];
+        if low > 0.0 {
+            quiet = quiet.min(low);
         }
     }
     if quiet.is_finite() && max_abs > AUTO_SYMLOG_RATIO * quiet {
-        // A power of ten at or below the quiet series' magnitude keeps them at least one
-        // decade out of the linear band, where they are still spread logarithmically.
-        let linthresh = 10f64.powf(quiet.log10().floor());
+        // A power of ten at or below the quiet magnitude keeps those series out of the linear
+        // band, where they are still spread logarithmically; but no more than
+        // `MAX_SYMLOG_DECADES` decades below the largest value, or data crossing zero would
+        // spend the axis on decades of near-zero noise.
+        let floor = max_abs * 10f64.powi(-MAX_SYMLOG_DECADES);
+        let linthresh = 10f64.powf(quiet.max(floor).log10().floor());
         if let Ok(s) = SymLog::new(linthresh) {
             return ResolvedScale::SymLog(s);
         }
     }
     ResolvedScale::Linear
 }
+
+/// The most decades `Auto` lets a symlog axis span above its linear band.
+pub const MAX_SYMLOG_DECADES: i32 = 6;
 
 /// The symmetric-log transform `t = sign(y) * log10(1 + |y| / linthresh)`.
 ///

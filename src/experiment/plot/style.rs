@@ -158,7 +158,7 @@ pub fn dash(points: &[(f64, f64)], pattern: &[f64]) -> Vec<Vec<(f64, f64)>> {
             vec![points.to_vec()]
         };
     }
-    if pattern.is_empty() || pattern.iter().any(|l| !(*l > 0.0)) {
+    if pattern.is_empty() || pattern.iter().any(|l| l.is_nan() || *l <= 0.0) {
         return vec![points.to_vec()];
     }
     let mut pieces = Vec::new();
