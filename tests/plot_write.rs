@@ -215,3 +215,32 @@ fn failed_render_keeps_the_previous_files() {
     assert_eq!(fs::read(dir.path().join("fig.svg")).unwrap(), before);
     assert_eq!(dir.entries(), ["fig.png", "fig.svg"]);
 }
+
+fn any_value() -> impl proptest::strategy::Strategy<Value = f64> {
+    use proptest::prelude::*;
+    prop_oneof![
+        4 => -1e3f64..1e3,
+        1 => -1e300f64..1e300,
+        1 => Just(f64::MAX),
+        1 => Just(-f64::MAX),
+        1 => Just(f64::NAN),
+        1 => Just(f64::INFINITY),
+        1 => Just(0.0),
+        1 => Just(5e-324),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+    #[test]
+    fn rendering_arbitrary_data_never_panics(
+        points in proptest::collection::vec((any_value(), any_value()), 0..12),
+        scale in 0usize..4,
+    ) {
+        let mut plot = LinePlot::new("fuzz", "x", "y");
+        plot.series = vec![Series::new("s", "dsgd", "0.1", points)];
+        plot.y_scale = [YScale::Auto, YScale::Linear, YScale::SymLog { linthresh: 1.0 }, YScale::Clip { lo: -1.0, hi: 1.0 }][scale];
+        let svg = dsgd::experiment::plot::render_svg(&plot, 400, 300);
+        proptest::prop_assert!(svg.is_ok(), "{:?}", svg.err());
+    }
+}

@@ -242,7 +242,10 @@ struct Metrics {
 
 impl Metrics {
     fn for_size(width: u32, height: u32) -> Self {
-        let s = (f64::from(height.min(width * 3 / 4)) / 600.0).clamp(0.5, 3.0);
+        // Square-root scaling: small figures keep legible text, large ones do not shout.
+        let s = (f64::from(height.min(width * 3 / 4)) / 600.0)
+            .sqrt()
+            .clamp(0.6, 2.5);
         Metrics {
             title: 22.0 * s,
             label: 15.0 * s,
@@ -267,7 +270,10 @@ where
     root.fill(&WHITE).map_err(render_error)?;
 
     let title_font = (FONT_FAMILY, m.title).into_font();
-    let body = root.titled(&plot.title, title_font).map_err(render_error)?;
+    let body = root
+        .margin((m.title * 0.4).round() as u32, 0, 0, 0)
+        .titled(&plot.title, title_font)
+        .map_err(render_error)?;
 
     let assignment = assign(&plot.series);
     let entries = legend_entries(plot, &assignment.colours, &assignment.styles);

@@ -218,6 +218,9 @@ impl SymLog {
             if lo <= 0.0 && hi >= 0.0 {
                 ticks.push(0.0);
             }
+            if ticks.len() < 2 {
+                ticks = linear_ticks(lo, hi, max_ticks);
+            }
         } else {
             ticks = linear_ticks(lo, hi, max_ticks);
         }
@@ -235,6 +238,11 @@ pub fn linear_ticks(lo: f64, hi: f64, max_ticks: usize) -> Vec<f64> {
     let step = nice_step((hi - lo) / max_ticks.max(2) as f64);
     let start = (lo / step).ceil() as i64;
     let end = (hi / step).floor() as i64;
+    // `step >= (hi - lo) / max_ticks` bounds the count; the check guards against saturated
+    // casts at extreme magnitudes all the same.
+    if end.saturating_sub(start) > 4 * max_ticks as i64 + 4 {
+        return vec![lo, hi];
+    }
     (start..=end)
         .map(|i| {
             let v = i as f64 * step;
