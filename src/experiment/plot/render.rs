@@ -256,7 +256,107 @@ impl Metrics {
     }
 }
 
-/// Draws the whole plot onto `root` (which must be white-fillable and at least 200x200).
+/// Splits a series into runs of drawable points (clamped for a clipped axis), breaking the
+/// line at each non-finite point.
+fn finite_runs(points: &[(f64, f64)], scale: ResolvedScale) -> Vec<Vec<(f64, f64)>> {
+    let mut runs = Vec::new();
+    let mut run: Vec<(f64, f64)> = Vec::new();
+    for &(x, y) in points {
+        let y = match scale {
+            ResolvedScale::Clip { lo, hi } => y.clamp(lo, hi),
+            _ => y,
+        };
+        if x.is_finite() && y.is_finite() {
+            run.push((x, y));
+        } else if !run.is_empty() {
+            runs.push(std::mem::take(&mut run));
+        }
+    }
+    if !run.is_empty() {
+        runs.push(run);
+    }
+    runs
+}
+
+/// The legend's geometry, shared by the width estimate and the drawing.
+struct LegendLayout<'a> {
+    font: FontDesc<'a>,
+    sample_len: u32,
+    pad: u32,
+    line_h: i32,
+}
+
+impl LegendLayout<'_> {
+    fn new(m: &Metrics) -> Self {
+        LegendLayout {
+            font: (FONT_FAMILY, m.legend).into_font(),
+            sample_len: (m.legend * 2.6).round() as u32,
+            pad: (m.legend * 0.8).round() as u32,
+            line_h: (m.legend * 1.6).round() as i32,
+        }
+    }
+
+    /// Width of the legend column (0 without entries), at most two fifths of the image.
+    fn width<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        entries: &[Entry],
+    ) -> Result<u32, PlotError> {
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        let style = self.font.clone().into_text_style(root);
+        let mut text_w = 0u32;
+        for e in entries {
+            let (w, _) = root
+                .estimate_text_size(&e.label, &style)
+                .map_err(render_error)?;
+            text_w = text_w.max(w);
+        }
+        let (width, _) = root.dim_in_pixel();
+        Ok((self.sample_len + text_w + 3 * self.pad).min(width * 2 / 5))
+    }
+
+    /// Draws the entries from the top of `area`; those that do not fit are counted instead.
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        area: &DrawingArea<DB, Shift>,
+        entries: &[Entry],
+        top_margin: i32,
+        line_width: u32,
+    ) -> Result<(), PlotError> {
+        let (lx, ly) = area.get_base_pixel();
+        let (_, area_h) = area.dim_in_pixel();
+        let top = ly + top_margin + self.line_h / 2;
+        let fit = ((area_h as i32 - 2 * self.line_h) / self.line_h).max(1) as usize;
+        let shown = entries.len().min(fit);
+        let text_style = self
+            .font
+            .clone()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        let x0 = f64::from(lx) + f64::from(self.pad / 2);
+        let x1 = x0 + f64::from(self.sample_len);
+        for (k, e) in entries.iter().take(shown).enumerate() {
+            let y = top + k as i32 * self.line_h;
+            let sample = [(x0, f64::from(y)), (x1, f64::from(y))];
+            stroke(root, &sample, e.colour, e.style, line_width)?;
+            let text_pos = (x1.round() as i32 + self.pad as i32 / 2, y);
+            root.draw(&Text::new(e.label.clone(), text_pos, text_style.clone()))
+                .map_err(render_error)?;
+        }
+        if shown < entries.len() {
+            let y = top + shown as i32 * self.line_h;
+            let text = format!("… and {} more", entries.len() - shown);
+            root.draw(&Text::new(text, (x0.round() as i32, y), text_style))
+                .map_err(render_error)?;
+        }
+        Ok(())
+    }
+}
+
+/// Draws the whole plot onto `root`: title, legend column, axes and mesh, zero line, series.
 pub fn render<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     plot: &LinePlot,
@@ -277,52 +377,34 @@ where
 
     let assignment = assign(&plot.series);
     let entries = legend_entries(plot, &assignment.colours, &assignment.styles);
-    let legend_font = (FONT_FAMILY, m.legend).into_font();
-    let sample_len = (m.legend * 2.6).round() as u32;
-    let pad = (m.legend * 0.8).round() as u32;
-    let mut text_w = 0u32;
-    for e in &entries {
-        let (w, _) = root
-            .estimate_text_size(&e.label, &legend_font.clone().into_text_style(root))
-            .map_err(render_error)?;
-        text_w = text_w.max(w);
-    }
-    let legend_w = if entries.is_empty() {
-        0
-    } else {
-        (sample_len + text_w + 3 * pad).min(width * 2 / 5)
-    };
+    let legend = LegendLayout::new(&m);
+    let legend_w = legend.width(root, &entries)?;
     let (main, legend_area) = body.split_horizontally(width - legend_w);
 
     let (x_axis, y_axis) = axes(plot, scale);
     let label_font = (FONT_FAMILY, m.label).into_font();
+    let label_style = label_font.clone().into_text_style(root);
     let mut tick_w = 0u32;
     for t in &y_axis.ticks {
         let (w, _) = root
-            .estimate_text_size(
-                &y_axis.format_ext(t),
-                &label_font.clone().into_text_style(root),
-            )
+            .estimate_text_size(&y_axis.format_ext(t), &label_style)
             .map_err(render_error)?;
         tick_w = tick_w.max(w);
     }
-    let y_area = tick_w + (m.desc * 2.4).round() as u32;
-    let x_area = (m.label * 1.6 + m.desc * 1.8).round() as u32;
-    let y_desc = plot.y_axis_label()?;
-
+    let margin = (m.label * 0.7).round() as u32;
     let mut chart = ChartBuilder::on(&main)
-        .margin((m.label * 0.7).round() as u32)
+        .margin(margin)
         // The last x tick label is centred on the right edge: leave room for half of it.
         .margin_right((m.label * 2.6).round() as u32)
-        .x_label_area_size(x_area)
-        .y_label_area_size(y_area)
+        .x_label_area_size((m.label * 1.6 + m.desc * 1.8).round() as u32)
+        .y_label_area_size(tick_w + (m.desc * 2.4).round() as u32)
         .build_cartesian_2d(x_axis.clone(), y_axis.clone())
         .map_err(render_error)?;
     chart
         .configure_mesh()
         .x_desc(plot.x_label.as_str())
-        .y_desc(y_desc)
-        .label_style(label_font.clone())
+        .y_desc(plot.y_axis_label()?)
+        .label_style(label_font)
         .axis_desc_style((FONT_FAMILY, m.desc))
         .bold_line_style(RGBColor(225, 225, 225))
         .x_labels(x_axis.ticks.len().max(2))
@@ -330,76 +412,24 @@ where
         .draw()
         .map_err(render_error)?;
 
-    let to_px = |x: f64, y: f64| {
+    let to_px = |(x, y): (f64, f64)| {
         let (px, py) = chart.backend_coord(&(x, y));
         (f64::from(px), f64::from(py))
     };
 
     // A zero line helps reading signs (gradients) and symlog axes.
     if y_axis.lo_t < 0.0 && y_axis.hi_t > 0.0 {
-        let a = to_px(x_axis.lo_t, 0.0);
-        let b = to_px(x_axis.hi_t, 0.0);
-        stroke(root, &[a, b], (150, 150, 150), LineStyle::Solid, 1)?;
+        let ends = [to_px((x_axis.lo_t, 0.0)), to_px((x_axis.hi_t, 0.0))];
+        stroke(root, &ends, (150, 150, 150), LineStyle::Solid, 1)?;
     }
 
     for (i, s) in plot.series.iter().enumerate() {
-        let mut run: Vec<(f64, f64)> = Vec::new();
-        let mut runs = Vec::new();
-        for &(x, y) in &s.points {
-            let y = match scale {
-                ResolvedScale::Clip { lo, hi } => y.clamp(lo, hi),
-                _ => y,
-            };
-            if x.is_finite() && y.is_finite() {
-                run.push(to_px(x, y));
-            } else if !run.is_empty() {
-                runs.push(std::mem::take(&mut run));
-            }
-        }
-        if !run.is_empty() {
-            runs.push(run);
-        }
-        for r in &runs {
-            stroke(root, r, assignment.colours[i], assignment.styles[i], m.line)?;
+        for run in finite_runs(&s.points, scale) {
+            let pixels: Vec<(f64, f64)> = run.into_iter().map(to_px).collect();
+            let (colour, style) = (assignment.colours[i], assignment.styles[i]);
+            stroke(root, &pixels, colour, style, m.line)?;
         }
     }
 
-    if !entries.is_empty() {
-        let (lx, ly) = legend_area.get_base_pixel();
-        let line_h = (m.legend * 1.6).round() as i32;
-        let top = ly + (m.label * 0.7).round() as i32;
-        let (_, legend_h) = legend_area.dim_in_pixel();
-        let fit = ((legend_h as i32 - 2 * line_h) / line_h).max(1) as usize;
-        let shown = entries.len().min(fit);
-        for (k, e) in entries.iter().take(shown).enumerate() {
-            let y = top + line_h / 2 + k as i32 * line_h;
-            let x0 = f64::from(lx as u32 + pad / 2);
-            let x1 = x0 + f64::from(sample_len);
-            stroke(
-                root,
-                &[(x0, f64::from(y)), (x1, f64::from(y))],
-                e.colour,
-                e.style,
-                m.line,
-            )?;
-            let text_pos = (x1.round() as i32 + pad as i32 / 2, y);
-            let style = legend_font
-                .clone()
-                .color(&BLACK)
-                .pos(Pos::new(HPos::Left, VPos::Center));
-            root.draw(&Text::new(e.label.clone(), text_pos, style))
-                .map_err(render_error)?;
-        }
-        if shown < entries.len() {
-            let y = top + line_h / 2 + shown as i32 * line_h;
-            let style = legend_font
-                .clone()
-                .color(&BLACK)
-                .pos(Pos::new(HPos::Left, VPos::Center));
-            let text = format!("… and {} more", entries.len() - shown);
-            root.draw(&Text::new(text, (lx + pad as i32 / 2, y), style))
-                .map_err(render_error)?;
-        }
-    }
-    Ok(())
+    legend.draw(root, &legend_area, &entries, margin as i32, m.line)
 }
