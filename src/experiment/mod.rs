@@ -1,9 +1,11 @@
-//! Experiments: optimisation runs, their measurements and reports, gradient diagnostics.
+//! Experiments: runs, logging, tables, figures and reports (DESIGN.md section 5).
 //!
 //! Only this layer (and the binary) touches the file system; estimators and optimisers
 //! report through the [`observe::Observer`] hooks and return values.
 
 pub mod diagnose;
+pub mod figure1a;
 pub mod observe;
+pub mod plot;
 pub mod report;
 pub mod run;
