@@ -15,7 +15,8 @@ use serde::Serialize;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TrajectoryRow {
     pub iter: u64,
-    /// Mean crisp `f` over the fresh samples (the ELBO, or the user's objective `E`).
+    /// Mean crisp `f` over the fresh samples: the ELBO, or in objective mode the user's `E`
+    /// (for `minimize E` this is `E` itself, not the maximised `-E`).
     pub elbo: f64,
     /// Mean over components of the per-component sample variance (ddof 1).
     pub var_component: f64,

@@ -283,12 +283,14 @@ impl<'a> Runner<'a> {
 
     fn describe(&self, k: u64, nf: NonFinite) -> String {
         match nf {
+            // The guide's -log q is finite for finite noise, so a non-finite ELBO sample
+            // comes from the model's log-density.
             NonFinite::Value { lane, value } => format!(
-                "at iteration {k}: the objective (log-density{}) is {value} at sample {lane}",
+                "at iteration {k}: {} is {value} at gradient sample {lane}",
                 if self.engine.problem().mode() == Mode::Variational {
-                    " minus log q"
+                    "the log-density log p(x, z)"
                 } else {
-                    ""
+                    "the objective"
                 }
             ),
             NonFinite::Gradient { component, value } => format!(
