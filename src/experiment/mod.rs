@@ -6,6 +6,7 @@
 pub mod diagnose;
 pub mod figure1a;
 pub mod observe;
+pub mod paper;
 pub mod plot;
 pub mod report;
 pub mod run;
