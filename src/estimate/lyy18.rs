@@ -25,13 +25,10 @@ impl Lyy18 {
     pub fn new(problem: &Problem) -> Result<Lyy18, EstimateError> {
         let analysis = problem.analysis();
         if let Some((g, why)) = analysis.first_non_affine() {
-            let at = g.span.map_or(String::new(), |s| {
-                format!(" (source bytes {}..{})", s.start, s.end)
-            });
             return Err(EstimateError::NotAffine {
                 index: g.index,
-                at,
-                reason: why.to_string(),
+                span: g.span,
+                reason: why,
             });
         }
         let guards = analysis

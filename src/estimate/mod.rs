@@ -26,7 +26,7 @@ use std::str::FromStr;
 use thiserror::Error;
 
 use crate::family::FamilyState;
-use crate::ir::Semantics;
+use crate::ir::{NotAffine, Semantics};
 
 /// The estimators `dsgd` offers.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -94,12 +94,14 @@ pub enum EstimateError {
     #[error("eta decay must be non-negative and finite, got {0}")]
     BadDecay(f64),
     #[error(
-        "LYY18 does not apply to this model: the guard of if-statement #{index}{at} is not affine ({reason})"
+        "LYY18 does not apply to this model: the guard of if-statement #{index}{} is not affine ({reason})",
+        span.map_or(String::new(), |s| format!(" (source bytes {}..{})", s.start, s.end))
     )]
     NotAffine {
         index: usize,
-        at: String,
-        reason: String,
+        /// Where the if-statement is in the source, for front ends that can show it.
+        span: Option<crate::ir::Span>,
+        reason: NotAffine,
     },
 }
 

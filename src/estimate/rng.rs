@@ -98,3 +98,33 @@ impl SampleRng {
         self.rng.random_range(0..n as u64) as usize
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn draws(key: StreamKey, channel: Channel, lane: usize) -> [f64; 4] {
+        let mut rng = key.rng(channel);
+        let r = rng.lane(lane);
+        [r.normal(), r.normal(), r.normal(), r.normal()]
+    }
+
+    #[test]
+    fn a_lane_stream_depends_only_on_its_key_and_index() {
+        let key = StreamKey::new(3, 17, Purpose::Step);
+        // Visiting other lanes first does not change lane 5's numbers.
+        let mut rng = key.rng(Channel::Noise);
+        rng.lane(9).normal();
+        rng.lane(2).normal();
+        let r = rng.lane(5);
+        let again = [r.normal(), r.normal(), r.normal(), r.normal()];
+        assert_eq!(again, draws(key, Channel::Noise, 5));
+        // Every other coordinate of the key changes them.
+        let base = draws(key, Channel::Noise, 5);
+        assert_ne!(base, draws(key, Channel::Noise, 6));
+        assert_ne!(base, draws(key, Channel::Choice, 5));
+        assert_ne!(base, draws(StreamKey::new(4, 17, Purpose::Step), Channel::Noise, 5));
+        assert_ne!(base, draws(StreamKey::new(3, 18, Purpose::Step), Channel::Noise, 5));
+        assert_ne!(base, draws(StreamKey::new(3, 17, Purpose::Measure), Channel::Noise, 5));
+    }
+}
