@@ -50,7 +50,10 @@ impl Graph {
             // Keep going without growing: the error is reported by `finish`, and the caller
             // (e.g. a runaway loop in the language) stops at its next check of `overflowed`.
             self.overflowed = true;
-            return NodeId(0);
+            // The placeholder must exist, or folding would index an empty arena (limit 0).
+            if !self.nodes.is_empty() {
+                return NodeId(0);
+            }
         }
         let id = NodeId(self.nodes.len() as u32);
         self.nodes.push(node);
