@@ -126,6 +126,33 @@ mod tests {
     }
 
     #[test]
+    fn smoothing_weights_are_stable_for_huge_guard_over_eta() {
+        // sigma(F / eta) for F = +-1 and eta down to 1e-300 (and beyond: F / eta = +-inf).
+        for eta in [1.0, 1e-3, 1e-10, 1e-300, 0.0] {
+            let (hi, lo) = (sigmoid(1.0 / eta), sigmoid(-1.0 / eta));
+            assert!(hi.is_finite() && lo.is_finite() && hi + lo == 1.0, "eta {eta}: {hi} {lo}");
+            assert!(softplus(1.0 / eta) >= 1.0 / eta && softplus(-1.0 / eta) >= 0.0);
+            assert!(log_sigmoid(-1.0 / eta) <= -1.0 / eta);
+        }
+        assert_eq!(sigmoid(f64::INFINITY), 1.0);
+        assert_eq!(sigmoid(f64::NEG_INFINITY), 0.0);
+        assert_eq!(softplus(f64::NEG_INFINITY), 0.0);
+        assert_eq!(log_sigmoid(f64::INFINITY), 0.0);
+        // Deep tails keep full relative accuracy: sigma(-x) = exp(-x) / (1 + exp(-x)).
+        for x in [40.0f64, 300.0, 700.0] {
+            let tail = (-x).exp();
+            assert!((sigmoid(-x) / tail - 1.0).abs() < 1e-15, "sigmoid(-{x})");
+            assert!((softplus(-x) / tail - 1.0).abs() < 1e-15, "softplus(-{x})");
+            assert!((log_sigmoid(x) / -tail - 1.0).abs() < 1e-15, "log_sigmoid({x})");
+            assert_eq!(log_sigmoid(-x), -x - tail);
+        }
+        // softplus(x) - softplus(-x) = x across the range.
+        for x in [-50.0, -3.0, -1e-8, 0.0, 0.7, 20.0, 37.0] {
+            assert!((softplus(x) - softplus(-x) - x).abs() < 1e-15 * x.abs().max(1.0), "x {x}");
+        }
+    }
+
+    #[test]
     fn probit_inverts_normal_cdf() {
         for &p in &[1e-300, 1e-10, 0.025, 0.3, 0.5, 0.9, 1.0 - 1e-10] {
             let x = probit(p);
