@@ -21,6 +21,15 @@ pub fn sigmoid(x: f64) -> f64 {
     }
 }
 
+/// `(sigmoid(x), sigmoid(-x))` from one `exp`, bit for bit equal to two [`sigmoid`] calls:
+/// the two weights of a smoothed if-statement.
+#[inline]
+pub fn sigmoid_pair(x: f64) -> (f64, f64) {
+    let e = (-x.abs()).exp();
+    let (big, small) = (1.0 / (1.0 + e), e / (1.0 + e));
+    if x >= 0.0 { (big, small) } else { (small, big) }
+}
+
 /// `ln(1 + exp(x))` without overflow for large `x` or loss of precision for very negative `x`.
 #[inline]
 pub fn softplus(x: f64) -> f64 {
@@ -114,6 +123,16 @@ mod tests {
         assert_eq!(sigmoid(-1000.0), 0.0);
         assert!((sigmoid(0.0) - 0.5).abs() < 1e-16);
         assert!((sigmoid(-40.0) - 4.248354255291589e-18).abs() < 1e-30);
+    }
+
+    #[test]
+    fn sigmoid_pair_equals_two_sigmoids_bit_for_bit() {
+        let xs = [0.0, -0.0, 1e-300, -1e-300, 0.3, -0.3, 2.5, -7.0, 36.0, -745.5, 800.0, f64::INFINITY, f64::NEG_INFINITY];
+        for x in xs {
+            let (a, b) = sigmoid_pair(x);
+            assert_eq!((a.to_bits(), b.to_bits()), (sigmoid(x).to_bits(), sigmoid(-x).to_bits()), "x = {x}");
+        }
+        assert!(sigmoid_pair(f64::NAN).0.is_nan() && sigmoid_pair(f64::NAN).1.is_nan());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! "strong zero" that keeps crisp and smoothed if-statements from leaking NaN.
 
 use crate::ir::{Binary, Unary, binary_derivatives, binary_value, unary_derivative, unary_value};
-use crate::special::sigmoid;
+use crate::special::sigmoid_pair;
 
 /// Calls `$m!(op)` with `op` a constant expression in every arm, so that the closures built
 /// from it specialise to one straight-line loop per operation.
@@ -185,8 +185,7 @@ pub fn select_reverse(
 /// exactly zero contributes exactly zero (even if it is infinite).
 pub fn smooth_forward(g: &[f64], t: &[f64], e: &[f64], out: &mut [f64], eta: f64) {
     for l in 0..out.len() {
-        let wt = sigmoid(-g[l] / eta);
-        let we = sigmoid(g[l] / eta);
+        let (we, wt) = sigmoid_pair(g[l] / eta);
         let tt = if wt == 0.0 { 0.0 } else { wt * t[l] };
         let ee = if we == 0.0 { 0.0 } else { we * e[l] };
         out[l] = tt + ee;
@@ -208,8 +207,7 @@ pub fn smooth_reverse(
 ) {
     for l in 0..ad.len() {
         let d = ad[l];
-        let wt = sigmoid(-g[l] / eta);
-        let we = sigmoid(g[l] / eta);
+        let (we, wt) = sigmoid_pair(g[l] / eta);
         if let Some(at) = ad_t.as_deref_mut() {
             let c = d * wt;
             at[l] += if d == 0.0 || wt == 0.0 { 0.0 } else { c };
