@@ -101,19 +101,40 @@ pub fn binary_reverse(
     mut ad_a: Option<&mut [f64]>,
     mut ad_b: Option<&mut [f64]>,
 ) {
+    let n = ad.len();
+    let (a, b, v) = (&a[..n], &b[..n], &v[..n]);
+    // One loop per combination of active operands, so that the loops carry no `Option`
+    // test and the partial derivative nobody needs is never computed.
     macro_rules! run {
         ($o:expr) => {
-            for l in 0..ad.len() {
-                let d = ad[l];
-                let (da, db) = binary_derivatives($o, a[l], b[l], v[l]);
-                if let Some(ga) = ad_a.as_deref_mut() {
-                    let c = d * da;
-                    ga[l] += if d == 0.0 { 0.0 } else { c };
+            match (ad_a.as_deref_mut(), ad_b.as_deref_mut()) {
+                (Some(ga), Some(gb)) => {
+                    let (ga, gb) = (&mut ga[..n], &mut gb[..n]);
+                    for l in 0..n {
+                        let d = ad[l];
+                        let (da, db) = binary_derivatives($o, a[l], b[l], v[l]);
+                        let (ca, cb) = (d * da, d * db);
+                        ga[l] += if d == 0.0 { 0.0 } else { ca };
+                        gb[l] += if d == 0.0 { 0.0 } else { cb };
+                    }
                 }
-                if let Some(gb) = ad_b.as_deref_mut() {
-                    let c = d * db;
-                    gb[l] += if d == 0.0 { 0.0 } else { c };
+                (Some(ga), None) => {
+                    let ga = &mut ga[..n];
+                    for l in 0..n {
+                        let d = ad[l];
+                        let c = d * binary_derivatives($o, a[l], b[l], v[l]).0;
+                        ga[l] += if d == 0.0 { 0.0 } else { c };
+                    }
                 }
+                (None, Some(gb)) => {
+                    let gb = &mut gb[..n];
+                    for l in 0..n {
+                        let d = ad[l];
+                        let c = d * binary_derivatives($o, a[l], b[l], v[l]).1;
+                        gb[l] += if d == 0.0 { 0.0 } else { c };
+                    }
+                }
+                (None, None) => {}
             }
         };
     }
