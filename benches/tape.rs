@@ -14,7 +14,9 @@ const STEPS: usize = 20;
 
 /// `log N(x | loc, scale)`.
 fn normal<'b>(x: Var<'b>, loc: Var<'b>, scale: Var<'b>) -> Var<'b> {
-    x.builder().log_density(Dist::Normal, x, &[loc, scale]).expect("Normal takes two arguments")
+    x.builder()
+        .log_density(Dist::Normal, x, &[loc, scale])
+        .expect("Normal takes two arguments")
 }
 
 /// The shape of the paper's `temperature` model (DESIGN.md section 7) with synthetic
@@ -60,14 +62,20 @@ fn bench_gradient(c: &mut Criterion) {
         program.node_count(),
         program.if_count()
     ));
-    let params: Vec<f64> = (0..program.param_count()).map(|k| if k % 2 == 0 { 20.0 } else { 0.5 }).collect();
+    let params: Vec<f64> = (0..program.param_count())
+        .map(|k| if k % 2 == 0 { 20.0 } else { 0.5 })
+        .collect();
     for batch in [16usize, 1000] {
         // Latent-major inputs spread over both sides of every guard.
         let latents: Vec<f64> = (0..program.latent_count() * batch)
             .map(|n| {
                 let (i, lane) = (n / batch, n % batch);
                 let wiggle = ((lane * 7919 + i * 104_729) % 1000) as f64 / 1000.0 - 0.5;
-                if i % 2 == 1 { 0.5 + wiggle } else { 20.0 + 6.0 * wiggle }
+                if i % 2 == 1 {
+                    0.5 + wiggle
+                } else {
+                    20.0 + 6.0 * wiggle
+                }
             })
             .collect();
         let mut ws = tape.workspace();
@@ -75,7 +83,13 @@ fn bench_gradient(c: &mut Criterion) {
         group.throughput(Throughput::Elements(batch as u64));
         group.bench_with_input(BenchmarkId::from_parameter(batch), &batch, |bench, _| {
             bench.iter(|| {
-                tape.gradient(&mut ws, Semantics::Smoothed { eta: 0.1 }, &params, black_box(&latents), &mut grad);
+                tape.gradient(
+                    &mut ws,
+                    Semantics::Smoothed { eta: 0.1 },
+                    &params,
+                    black_box(&latents),
+                    &mut grad,
+                );
                 black_box(grad.value[0])
             })
         });

@@ -38,7 +38,11 @@ pub fn softplus(x: f64) -> f64 {
 
 /// The inverse of [`softplus`]: `ln(exp(y) - 1)`, used to store a guide's standard deviation.
 pub fn softplus_inv(y: f64) -> f64 {
-    if y > 30.0 { y + (-(-y).exp()).ln_1p() } else { y.exp_m1().ln() }
+    if y > 30.0 {
+        y + (-(-y).exp()).ln_1p()
+    } else {
+        y.exp_m1().ln()
+    }
 }
 
 /// `ln(sigmoid(x))`, stable for any `x`.
@@ -127,10 +131,28 @@ mod tests {
 
     #[test]
     fn sigmoid_pair_equals_two_sigmoids_bit_for_bit() {
-        let xs = [0.0, -0.0, 1e-300, -1e-300, 0.3, -0.3, 2.5, -7.0, 36.0, -745.5, 800.0, f64::INFINITY, f64::NEG_INFINITY];
+        let xs = [
+            0.0,
+            -0.0,
+            1e-300,
+            -1e-300,
+            0.3,
+            -0.3,
+            2.5,
+            -7.0,
+            36.0,
+            -745.5,
+            800.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ];
         for x in xs {
             let (a, b) = sigmoid_pair(x);
-            assert_eq!((a.to_bits(), b.to_bits()), (sigmoid(x).to_bits(), sigmoid(-x).to_bits()), "x = {x}");
+            assert_eq!(
+                (a.to_bits(), b.to_bits()),
+                (sigmoid(x).to_bits(), sigmoid(-x).to_bits()),
+                "x = {x}"
+            );
         }
         assert!(sigmoid_pair(f64::NAN).0.is_nan() && sigmoid_pair(f64::NAN).1.is_nan());
     }
@@ -149,7 +171,10 @@ mod tests {
         // sigma(F / eta) for F = +-1 and eta down to 1e-300 (and beyond: F / eta = +-inf).
         for eta in [1.0, 1e-3, 1e-10, 1e-300, 0.0] {
             let (hi, lo) = (sigmoid(1.0 / eta), sigmoid(-1.0 / eta));
-            assert!(hi.is_finite() && lo.is_finite() && hi + lo == 1.0, "eta {eta}: {hi} {lo}");
+            assert!(
+                hi.is_finite() && lo.is_finite() && hi + lo == 1.0,
+                "eta {eta}: {hi} {lo}"
+            );
             assert!(softplus(1.0 / eta) >= 1.0 / eta && softplus(-1.0 / eta) >= 0.0);
             assert!(log_sigmoid(-1.0 / eta) <= -1.0 / eta);
         }
@@ -162,12 +187,18 @@ mod tests {
             let tail = (-x).exp();
             assert!((sigmoid(-x) / tail - 1.0).abs() < 1e-15, "sigmoid(-{x})");
             assert!((softplus(-x) / tail - 1.0).abs() < 1e-15, "softplus(-{x})");
-            assert!((log_sigmoid(x) / -tail - 1.0).abs() < 1e-15, "log_sigmoid({x})");
+            assert!(
+                (log_sigmoid(x) / -tail - 1.0).abs() < 1e-15,
+                "log_sigmoid({x})"
+            );
             assert_eq!(log_sigmoid(-x), -x - tail);
         }
         // softplus(x) - softplus(-x) = x across the range.
         for x in [-50.0, -3.0, -1e-8, 0.0, 0.7, 20.0, 37.0] {
-            assert!((softplus(x) - softplus(-x) - x).abs() < 1e-15 * x.abs().max(1.0), "x {x}");
+            assert!(
+                (softplus(x) - softplus(-x) - x).abs() < 1e-15 * x.abs().max(1.0),
+                "x {x}"
+            );
         }
     }
 

@@ -40,7 +40,9 @@ fn affine_guards_have_exact_coefficients() {
     let z = [0.3, -1.7, 2.9];
     let all = p.evaluate_all(Semantics::Crisp, &[], &z);
     for (g, form) in a.guards.iter().zip(&forms) {
-        let Node::If { guard, .. } = p.node(g.node) else { panic!("not an if") };
+        let Node::If { guard, .. } = p.node(g.node) else {
+            panic!("not an if")
+        };
         assert!((form.value(&z) - all[guard.index()]).abs() < 1e-14);
     }
 }
@@ -84,7 +86,10 @@ fn non_affine_guards_are_rejected_with_the_reason() {
     assert_eq!(safety(8), None);
     assert!(!a.all_affine());
     assert!(!a.safe());
-    assert_eq!(a.first_non_affine().map(|(g, r)| (g.index, r)), Some((0, NotAffine::Nonlinear)));
+    assert_eq!(
+        a.first_non_affine().map(|(g, r)| (g.index, r)),
+        Some((0, NotAffine::Nonlinear))
+    );
     // Guards' own depths: plain guards 0, the sum of steps and the nested guard 1.
     let depths: Vec<u32> = a.guards.iter().map(|g| g.guard_depth).collect();
     assert_eq!(depths, vec![0, 0, 0, 0, 1, 0, 0, 0, 1]);

@@ -28,7 +28,11 @@ fn program(with_nan: bool) -> Program {
     let e = pos(z[1]).pow(z[0].tanh()) + pos(d).ln_1p() + (z[2] * 0.3).exp() + z[1].powi(3);
     let inner = b.if_neg(z[0] - z[1], a, c);
     let nested = b.if_neg(inner + 0.2 * d, e, -d);
-    let untaken_nan = if with_nan { b.if_neg(z[2], (-z[2]).ln(), z[2].ln()) } else { z[2].sin() };
+    let untaken_nan = if with_nan {
+        b.if_neg(z[2], (-z[2]).ln(), z[2].ln())
+    } else {
+        z[2].sin()
+    };
     let sugar = b.max(z[0], z[3]) + b.abs(z[1]) + b.relu(z[2] - th) + b.step(z[3]);
     let f = nested + 0.5 * untaken_nan * th + sugar + b.min(e, d);
     b.finish(&[f]).unwrap()
@@ -39,7 +43,9 @@ fn latents(n: usize, batch: usize) -> Vec<f64> {
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
     (0..n * batch)
         .map(|_| {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
             let u = (state >> 11) as f64 / (1u64 << 53) as f64;
             let x = 6.0 * u - 3.0;
             if x.abs() < 1e-3 { 0.5 } else { x }
@@ -62,8 +68,20 @@ fn batch_equals_per_sample_bit_for_bit_in_every_semantics() {
         runs.push((&smooth, Semantics::Smoothed { eta }));
     }
     for k in 0..crisp.if_count() as u32 {
-        runs.push((&crisp, Semantics::Forced { index: k, branch: Branch::Then }));
-        runs.push((&crisp, Semantics::Forced { index: k, branch: Branch::Else }));
+        runs.push((
+            &crisp,
+            Semantics::Forced {
+                index: k,
+                branch: Branch::Then,
+            },
+        ));
+        runs.push((
+            &crisp,
+            Semantics::Forced {
+                index: k,
+                branch: Branch::Else,
+            },
+        ));
     }
     let params = [0.7, -1.3];
     let n = crisp.latent_count();
@@ -77,19 +95,39 @@ fn batch_equals_per_sample_bit_for_bit_in_every_semantics() {
         tape.gradient(&mut ws, sem, &params, &zs, &mut whole);
         let mut forward = vec![0.0; BATCH];
         tape.forward(&mut ws, sem, &params, &zs, &mut forward);
-        assert_eq!(bits(&forward), bits(&whole.value), "{sem:?}: forward vs gradient values");
+        assert_eq!(
+            bits(&forward),
+            bits(&whole.value),
+            "{sem:?}: forward vs gradient values"
+        );
         let mut one = BatchGradient::new(&tape, 1);
         for lane in 0..BATCH {
             let z: Vec<f64> = (0..n).map(|i| zs[i * BATCH + lane]).collect();
             tape.gradient(&mut ws, sem, &params, &z, &mut one);
             let reference = p.evaluate(sem, &params, &z);
-            assert_eq!(whole.value[lane].to_bits(), reference.to_bits(), "{sem:?} lane {lane}: value");
-            assert_eq!(one.value[0].to_bits(), reference.to_bits(), "{sem:?} lane {lane}: batch of 1");
+            assert_eq!(
+                whole.value[lane].to_bits(),
+                reference.to_bits(),
+                "{sem:?} lane {lane}: value"
+            );
+            assert_eq!(
+                one.value[0].to_bits(),
+                reference.to_bits(),
+                "{sem:?} lane {lane}: batch of 1"
+            );
             for i in 0..n {
-                assert_eq!(whole.latent(i, lane).to_bits(), one.latent(i, 0).to_bits(), "{sem:?} lane {lane} z{i}");
+                assert_eq!(
+                    whole.latent(i, lane).to_bits(),
+                    one.latent(i, 0).to_bits(),
+                    "{sem:?} lane {lane} z{i}"
+                );
             }
             for k in 0..params.len() {
-                assert_eq!(whole.param(k, lane).to_bits(), one.param(k, 0).to_bits(), "{sem:?} lane {lane} p{k}");
+                assert_eq!(
+                    whole.param(k, lane).to_bits(),
+                    one.param(k, 0).to_bits(),
+                    "{sem:?} lane {lane} p{k}"
+                );
             }
             let all_finite = whole.value[lane].is_finite()
                 && (0..n).all(|i| whole.latent(i, lane).is_finite())

@@ -12,12 +12,24 @@ fn out_of_range_inputs_are_errors() {
     let _theta = b.param("theta");
     let _z = b.latent("z");
     assert!(b.param_at(0).is_ok());
-    assert_eq!(b.param_at(1).err(), Some(IrError::ParamOutOfRange { index: 1, count: 1 }));
+    assert_eq!(
+        b.param_at(1).err(),
+        Some(IrError::ParamOutOfRange { index: 1, count: 1 })
+    );
     assert!(b.latent_at(0).is_ok());
-    assert_eq!(b.latent_at(7).err(), Some(IrError::LatentOutOfRange { index: 7, count: 1 }));
+    assert_eq!(
+        b.latent_at(7).err(),
+        Some(IrError::LatentOutOfRange { index: 7, count: 1 })
+    );
     let empty = Builder::new();
-    assert_eq!(empty.param_at(0).err(), Some(IrError::ParamOutOfRange { index: 0, count: 0 }));
-    assert_eq!(empty.latent_at(0).err(), Some(IrError::LatentOutOfRange { index: 0, count: 0 }));
+    assert_eq!(
+        empty.param_at(0).err(),
+        Some(IrError::ParamOutOfRange { index: 0, count: 0 })
+    );
+    assert_eq!(
+        empty.latent_at(0).err(),
+        Some(IrError::LatentOutOfRange { index: 0, count: 0 })
+    );
 }
 
 #[test]
@@ -29,9 +41,15 @@ fn foreign_node_ids_are_errors() {
     let z = small.latent("z");
     assert!(small.var(z.id()).is_ok());
     let err = small.var(far).err().expect("a node id beyond this builder");
-    assert!(matches!(err, IrError::NodeOutOfRange { count: 1, .. }), "{err:?}");
+    assert!(
+        matches!(err, IrError::NodeOutOfRange { count: 1, .. }),
+        "{err:?}"
+    );
     assert!(err.to_string().contains(&far.to_string()), "{err}");
-    let err = small.finish_ids(&[far]).err().expect("finishing with a foreign id");
+    let err = small
+        .finish_ids(&[far])
+        .err()
+        .expect("finishing with a foreign id");
     assert!(matches!(err, IrError::NodeOutOfRange { .. }), "{err:?}");
 }
 
@@ -40,23 +58,49 @@ fn arity_mismatches_and_unknown_functions_are_errors() {
     let b = Builder::new();
     let z = b.latent("z");
     let w = b.latent("w");
-    for (name, args) in [("exp", vec![]), ("log", vec![z, w]), ("max", vec![z]), ("pow", vec![z, w, z]), ("abs", vec![])] {
-        let err = b.apply(name, &args).err().unwrap_or_else(|| panic!("{name} with {} args", args.len()));
+    for (name, args) in [
+        ("exp", vec![]),
+        ("log", vec![z, w]),
+        ("max", vec![z]),
+        ("pow", vec![z, w, z]),
+        ("abs", vec![]),
+    ] {
+        let err = b
+            .apply(name, &args)
+            .err()
+            .unwrap_or_else(|| panic!("{name} with {} args", args.len()));
         match err {
-            IrError::Arity { name: n, found, .. } => assert_eq!((n.as_str(), found), (name, args.len())),
+            IrError::Arity { name: n, found, .. } => {
+                assert_eq!((n.as_str(), found), (name, args.len()))
+            }
             other => panic!("{name}: {other:?}"),
         }
     }
-    assert!(matches!(b.apply("sum", &[]), Err(IrError::Arity { found: 0, .. })));
-    assert_eq!(b.apply("lgama", &[z]).err(), Some(IrError::UnknownFunction("lgama".into())));
+    assert!(matches!(
+        b.apply("sum", &[]),
+        Err(IrError::Arity { found: 0, .. })
+    ));
+    assert_eq!(
+        b.apply("lgama", &[z]).err(),
+        Some(IrError::UnknownFunction("lgama".into()))
+    );
     // The right arities work and mean what they say.
     let m = b.apply("mean", &[z, w]).unwrap();
     let mx = b.apply("max", &[z, w]).unwrap();
     for dist in Dist::ALL {
         let wrong = vec![z; dist.arity() + 1];
-        let err = b.log_density(dist, w, &wrong).err().expect("too many arguments");
-        assert!(matches!(err, IrError::Arity { found, .. } if found == dist.arity() + 1), "{dist}: {err:?}");
-        let err = b.log_density(dist, w, &wrong[..dist.arity() - 1]).err().expect("too few");
+        let err = b
+            .log_density(dist, w, &wrong)
+            .err()
+            .expect("too many arguments");
+        assert!(
+            matches!(err, IrError::Arity { found, .. } if found == dist.arity() + 1),
+            "{dist}: {err:?}"
+        );
+        let err = b
+            .log_density(dist, w, &wrong[..dist.arity() - 1])
+            .err()
+            .expect("too few");
         assert!(matches!(err, IrError::Arity { .. }), "{dist}: {err:?}");
     }
     let p = b.finish(&[m + mx]).unwrap();
@@ -69,7 +113,10 @@ fn a_program_without_output_is_an_error() {
     let b = Builder::new();
     let _z = b.latent("z");
     assert_eq!(b.finish(&[]).err(), Some(IrError::NoOutput));
-    assert_eq!(Builder::new().finish_ids(&[]).err(), Some(IrError::NoOutput));
+    assert_eq!(
+        Builder::new().finish_ids(&[]).err(),
+        Some(IrError::NoOutput)
+    );
 }
 
 #[test]
@@ -84,7 +131,11 @@ fn the_node_limit_is_an_error_not_a_panic() {
         }
         let f = b.if_neg(x, z.exp(), theta.ln());
         assert!(b.overflowed(), "limit {limit}");
-        assert_eq!(b.finish(&[f]).err(), Some(IrError::TooLarge { limit }), "limit {limit}");
+        assert_eq!(
+            b.finish(&[f]).err(),
+            Some(IrError::TooLarge { limit }),
+            "limit {limit}"
+        );
     }
     // Within the limit nothing changes: z, theta, mul, exp are 4 nodes.
     let b = Builder::with_node_limit(4);

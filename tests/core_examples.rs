@@ -17,8 +17,17 @@ fn grad_at(p: &Program, sem: Semantics, params: &[f64], z: &[f64]) -> (f64, Vec<
     let mut g = BatchGradient::new(&tape, 1);
     tape.gradient(&mut ws, sem, params, z, &mut g);
     let reference = p.evaluate(sem, params, z);
-    assert_eq!(g.value[0].to_bits(), reference.to_bits(), "tape {} vs reference {}", g.value[0], reference);
-    (g.value[0], g.latents.iter().chain(&g.params).copied().collect())
+    assert_eq!(
+        g.value[0].to_bits(),
+        reference.to_bits(),
+        "tape {} vs reference {}",
+        g.value[0],
+        reference
+    );
+    (
+        g.value[0],
+        g.latents.iter().chain(&g.params).copied().collect(),
+    )
 }
 
 fn close(a: f64, b: f64, tol: f64) -> bool {
@@ -54,7 +63,12 @@ fn f1_crisp_values_and_gradients() {
     assert_eq!(p.if_count(), 1);
     assert_eq!(analyse(&p).nesting_depth, 1);
     // F1(z) = -z^2/2 + [z >= 0], F1'(z) = -z away from 0.
-    for (z, value, slope) in [(-1.0, -0.5, 1.0), (0.5, 0.875, -0.5), (0.0, 1.0, 0.0), (2.0, -1.0, -2.0)] {
+    for (z, value, slope) in [
+        (-1.0, -0.5, 1.0),
+        (0.5, 0.875, -0.5),
+        (0.0, 1.0, 0.0),
+        (2.0, -1.0, -2.0),
+    ] {
         let (v, g) = grad_at(&p, Semantics::Crisp, &[], &[z]);
         assert_eq!(v, value, "F1({z})");
         assert_eq!(g, vec![slope], "F1'({z})");
@@ -88,9 +102,18 @@ fn f1_smoothed_tends_to_crisp_as_eta_shrinks() {
             let smooth = p.evaluate(Semantics::Smoothed { eta }, &[], &[z]);
             let err = (smooth - crisp).abs();
             // |F1_eta(z) - F1(z)| = sigma(-|z| / eta) <= exp(-|z| / eta).
-            assert!(err <= (-z.abs() / eta).exp() + 1e-15, "z {z} eta {eta}: error {err}");
-            assert!(close(err, sigmoid(-z.abs() / eta), 1e-12) || err < 1e-15, "z {z} eta {eta}");
-            assert!(err <= last, "not monotone at z {z}, eta {eta}: {err} > {last}");
+            assert!(
+                err <= (-z.abs() / eta).exp() + 1e-15,
+                "z {z} eta {eta}: error {err}"
+            );
+            assert!(
+                close(err, sigmoid(-z.abs() / eta), 1e-12) || err < 1e-15,
+                "z {z} eta {eta}"
+            );
+            assert!(
+                err <= last,
+                "not monotone at z {z}, eta {eta}: {err} > {last}"
+            );
             last = err;
         }
         assert!(last < 1e-15, "z {z}: final error {last}");
@@ -104,7 +127,12 @@ fn f2_crisp_and_smoothed_values_and_depth() {
     let a = analyse(&p);
     assert_eq!(a.nesting_depth, 2);
     assert_eq!(a.default_eta_decay(), 0.25);
-    for (z, value) in [([1.0, 0.0], 1.0), ([0.0, 0.0], 0.0), ([1.0, 1.0], 0.0), ([0.5, 0.5], 1.0)] {
+    for (z, value) in [
+        ([1.0, 0.0], 1.0),
+        ([0.0, 0.0], 0.0),
+        ([1.0, 1.0], 0.0),
+        ([0.5, 0.5], 1.0),
+    ] {
         let (v, g) = grad_at(&p, Semantics::Crisp, &[], &z);
         assert_eq!(v, value, "F2({z:?})");
         assert_eq!(g, vec![0.0, 0.0], "crisp F2 is flat almost everywhere");
@@ -114,10 +142,20 @@ fn f2_crisp_and_smoothed_values_and_depth() {
     let (v, _) = grad_at(&p, Semantics::Smoothed { eta: 1.0 }, &[], &[1.0, 0.0]);
     assert!(close(v, 0.371_912_060_249_523_2, 1e-15), "{v}");
     // Forcing the outer if-statement (index 2, last in arena order) overrides its guard.
-    let then = Semantics::Forced { index: 2, branch: Branch::Then };
+    let then = Semantics::Forced {
+        index: 2,
+        branch: Branch::Then,
+    };
     assert_eq!(grad_at(&p, then, &[], &[1.0, 0.0]).0, 0.0);
-    let inner = Semantics::Forced { index: 1, branch: Branch::Then };
-    assert_eq!(grad_at(&p, inner, &[], &[1.0, 0.0]).0, 0.0, "forcing s2 = 0 makes the sum too small");
+    let inner = Semantics::Forced {
+        index: 1,
+        branch: Branch::Then,
+    };
+    assert_eq!(
+        grad_at(&p, inner, &[], &[1.0, 0.0]).0,
+        0.0,
+        "forcing s2 = 0 makes the sum too small"
+    );
 }
 
 #[test]
@@ -149,7 +187,10 @@ fn crisp_if_does_not_leak_log_of_nonpositive_from_the_untaken_branch() {
         assert_eq!((v, g[0]), (z * z, 2.0 * z));
     }
     // Forcing the finite branch against the guard is just as clean.
-    let forced = Semantics::Forced { index: 0, branch: Branch::Then };
+    let forced = Semantics::Forced {
+        index: 0,
+        branch: Branch::Then,
+    };
     let (v, g) = grad_at(&p, forced, &[], &[0.0]);
     assert_eq!((v, g[0]), (0.0, 0.0));
 }
@@ -166,7 +207,11 @@ fn crisp_if_does_not_leak_division_by_zero_or_sqrt_of_negative() {
     let (v, g) = grad_at(&p, Semantics::Crisp, &[], &[0.5]);
     // d/dz [z^2 + sqrt z + log1p(z - 1)] = 2z + 1/(2 sqrt z) + 1/z.
     assert!(close(v, 0.25 + 0.5f64.sqrt() + (-0.5f64).ln_1p(), 1e-15));
-    assert!(close(g[0], 1.0 + 0.5 / 0.5f64.sqrt() + 2.0, 1e-15), "{}", g[0]);
+    assert!(
+        close(g[0], 1.0 + 0.5 / 0.5f64.sqrt() + 2.0, 1e-15),
+        "{}",
+        g[0]
+    );
     let (v, g) = grad_at(&p, Semantics::Crisp, &[], &[-0.25]);
     assert!(close(v, -4.0 + 0.5, 1e-15));
     // d/dz [1/z + sqrt(-z)] = -1/z^2 - 1/(2 sqrt(-z)).

@@ -51,8 +51,22 @@ struct Case {
 }
 
 fn step() -> impl Strategy<Value = Step> {
-    (0..KINDS, 0..64usize, 0..64usize, 0..64usize, 0..64usize, -1.5..1.5f64)
-        .prop_map(|(kind, a, b, c, d, konst)| Step { kind, a, b, c, d, konst })
+    (
+        0..KINDS,
+        0..64usize,
+        0..64usize,
+        0..64usize,
+        0..64usize,
+        -1.5..1.5f64,
+    )
+        .prop_map(|(kind, a, b, c, d, konst)| Step {
+            kind,
+            a,
+            b,
+            c,
+            d,
+            konst,
+        })
 }
 
 fn case() -> impl Strategy<Value = Case> {
@@ -64,14 +78,16 @@ fn case() -> impl Strategy<Value = Case> {
         0..64usize,
         any::<bool>(),
     )
-        .prop_map(|(steps, latents, params, eta, forced_index, forced_then)| Case {
-            steps,
-            latents,
-            params,
-            eta,
-            forced_index,
-            forced_then,
-        })
+        .prop_map(
+            |(steps, latents, params, eta, forced_index, forced_then)| Case {
+                steps,
+                latents,
+                params,
+                eta,
+                forced_index,
+                forced_then,
+            },
+        )
 }
 
 /// `softplus(x) + 0.1`: positive, for the ops defined on the positive half-line.
@@ -133,7 +149,8 @@ fn build(steps: &[Step]) -> Program {
         made.push(node);
     }
     let out = b.sum(&made);
-    b.finish(&[out]).expect("a generated program is well formed")
+    b.finish(&[out])
+        .expect("a generated program is well formed")
 }
 
 /// Counts of what the property test did, asserted on at the end.
@@ -150,8 +167,16 @@ struct Tally {
 }
 
 fn semantics_of(c: &Case, p: &Program) -> [(&'static str, Semantics); 3] {
-    let index = if p.if_count() == 0 { 0 } else { (c.forced_index % p.if_count()) as u32 };
-    let branch = if c.forced_then { Branch::Then } else { Branch::Else };
+    let index = if p.if_count() == 0 {
+        0
+    } else {
+        (c.forced_index % p.if_count()) as u32
+    };
+    let branch = if c.forced_then {
+        Branch::Then
+    } else {
+        Branch::Else
+    };
     [
         ("crisp", Semantics::Crisp),
         ("smoothed", Semantics::Smoothed { eta: c.eta }),
@@ -180,7 +205,10 @@ fn check(c: &Case, p: &Program, sem: Semantics) -> Result<(&'static str, f64), S
         return Ok(("non_finite", 0.0));
     }
     if g.value[0].to_bits() != reference.to_bits() {
-        return Err(format!("tape value {} != reference {}", g.value[0], reference));
+        return Err(format!(
+            "tape value {} != reference {}",
+            g.value[0], reference
+        ));
     }
     if !matches!(sem, Semantics::Smoothed { .. }) {
         // Keep crisp points off the guards' boundaries: a jump within the stencil is no
@@ -212,17 +240,25 @@ fn check(c: &Case, p: &Program, sem: Semantics) -> Result<(&'static str, f64), S
         };
         fds.push((g.param(k, 0), richardson(&f, c.params[k], h)));
     }
-    if fds.iter().any(|&(ad, (fd, est))| !ad.is_finite() || !fd.is_finite() || !est.is_finite()) {
+    if fds
+        .iter()
+        .any(|&(ad, (fd, est))| !ad.is_finite() || !fd.is_finite() || !est.is_finite())
+    {
         return Ok(("non_finite", 0.0));
     }
-    if fds.iter().any(|&(_, (fd, est))| est > 1e-8 * fd.abs().max(1.0)) {
+    if fds
+        .iter()
+        .any(|&(_, (fd, est))| est > 1e-8 * fd.abs().max(1.0))
+    {
         return Ok(("ill_conditioned", 0.0));
     }
     let mut worst: f64 = 0.0;
     for (j, &(ad, (fd, _))) in fds.iter().enumerate() {
         let rel = (ad - fd).abs() / ad.abs().max(1.0);
         if rel > 1e-6 {
-            return Err(format!("input {j}: AD {ad} vs FD {fd} (relative error {rel:e})\n{p}"));
+            return Err(format!(
+                "input {j}: AD {ad} vs FD {fd} (relative error {rel:e})\n{p}"
+            ));
         }
         worst = worst.max(rel);
     }
@@ -277,13 +313,22 @@ fn tape_gradients_match_finite_differences_in_every_semantics() {
     let total = CASES as usize;
     for name in ["crisp", "smoothed", "forced"] {
         let checked = t.checked.get(name).copied().unwrap_or(0);
-        assert!(checked >= total * 7 / 10, "only {checked} of {total} {name} cases compared: {t:?}");
+        assert!(
+            checked >= total * 7 / 10,
+            "only {checked} of {total} {name} cases compared: {t:?}"
+        );
         let non_finite = t.non_finite.get(name).copied().unwrap_or(0);
-        assert!(non_finite <= total / 100, "{non_finite} non-finite {name} cases: {t:?}");
+        assert!(
+            non_finite <= total / 100,
+            "{non_finite} non-finite {name} cases: {t:?}"
+        );
     }
     // Smoothing makes every program smooth: almost nothing may be skipped there.
     let smooth_skipped = total - t.checked.get("smoothed").copied().unwrap_or(0);
-    assert!(smooth_skipped <= total / 20, "{smooth_skipped} smoothed cases skipped: {t:?}");
+    assert!(
+        smooth_skipped <= total / 20,
+        "{smooth_skipped} smoothed cases skipped: {t:?}"
+    );
     let mut names: Vec<String> = [
         Unary::Neg,
         Unary::Exp,
@@ -305,13 +350,32 @@ fn tape_gradients_match_finite_differences_in_every_semantics() {
     .collect();
     names.push("powi".into());
     names.extend(
-        [Binary::Add, Binary::Sub, Binary::Mul, Binary::Div, Binary::Pow].iter().map(|o| o.to_string()),
+        [
+            Binary::Add,
+            Binary::Sub,
+            Binary::Mul,
+            Binary::Div,
+            Binary::Pow,
+        ]
+        .iter()
+        .map(|o| o.to_string()),
     );
     for op in names {
         let n = t.ops_checked.get(&op).copied().unwrap_or(0);
-        assert!(n >= 50, "op {op} occurred in only {n} checked programs: {t:?}");
+        assert!(
+            n >= 50,
+            "op {op} occurred in only {n} checked programs: {t:?}"
+        );
     }
-    assert!(t.ifs_checked >= total, "if-statements in {} checked cases", t.ifs_checked);
-    assert!(t.nested_guards_checked >= total / 2, "nested guards in {} checked cases", t.nested_guards_checked);
+    assert!(
+        t.ifs_checked >= total,
+        "if-statements in {} checked cases",
+        t.ifs_checked
+    );
+    assert!(
+        t.nested_guards_checked >= total / 2,
+        "nested guards in {} checked cases",
+        t.nested_guards_checked
+    );
     assert!(t.max_rel_error < 1e-6);
 }

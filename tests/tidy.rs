@@ -7,7 +7,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = fs::read_dir(dir).expect("readable source directory").map(|e| e.unwrap().path()).collect();
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .expect("readable source directory")
+        .map(|e| e.unwrap().path())
+        .collect();
     entries.sort();
     for path in entries {
         if path.is_dir() {
@@ -23,7 +26,12 @@ fn every_source_file_starts_with_a_module_doc() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
-    assert!(files.len() >= 10, "found only {} files under {}", files.len(), src.display());
+    assert!(
+        files.len() >= 10,
+        "found only {} files under {}",
+        files.len(),
+        src.display()
+    );
     let missing: Vec<String> = files
         .iter()
         .filter(|f| {
@@ -32,5 +40,8 @@ fn every_source_file_starts_with_a_module_doc() {
         })
         .map(|f| f.strip_prefix(&src).unwrap_or(f).display().to_string())
         .collect();
-    assert!(missing.is_empty(), "files without a leading `//!` doc comment: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "files without a leading `//!` doc comment: {missing:?}"
+    );
 }

@@ -81,19 +81,34 @@ impl Graph {
                 self.intern(node)
             }
             Node::Binary(op, a, b) => self.add_binary(op, a, b),
-            Node::If { guard, then_, else_, .. } => {
+            Node::If {
+                guard,
+                then_,
+                else_,
+                ..
+            } => {
                 if let Some(g) = self.constant_of(guard) {
                     return if g < 0.0 { then_ } else { else_ };
                 }
                 if then_ == else_ {
                     return then_;
                 }
-                let probe = Node::If { guard, then_, else_, index: 0 };
+                let probe = Node::If {
+                    guard,
+                    then_,
+                    else_,
+                    index: 0,
+                };
                 if let Some(&id) = self.interned.get(&probe) {
                     return id;
                 }
                 let index = self.next_if;
-                let id = self.intern(Node::If { guard, then_, else_, index });
+                let id = self.intern(Node::If {
+                    guard,
+                    then_,
+                    else_,
+                    index,
+                });
                 if !self.overflowed {
                     self.next_if += 1;
                     if let Some(span) = self.current_span {
@@ -129,7 +144,11 @@ impl Graph {
         }
         // Addition and multiplication commute exactly in IEEE arithmetic, so a canonical
         // operand order lets `a + b` and `b + a` share one node.
-        let (a, b) = if matches!(op, Binary::Add | Binary::Mul) && b < a { (b, a) } else { (a, b) };
+        let (a, b) = if matches!(op, Binary::Add | Binary::Mul) && b < a {
+            (b, a)
+        } else {
+            (a, b)
+        };
         self.intern(Node::Binary(op, a, b))
     }
 }
@@ -240,7 +259,12 @@ impl Builder {
 
     /// A builder that refuses programs of more than `limit` nodes (after simplification).
     pub fn with_node_limit(limit: usize) -> Builder {
-        Builder { g: RefCell::new(Graph { limit, ..Graph::default() }) }
+        Builder {
+            g: RefCell::new(Graph {
+                limit,
+                ..Graph::default()
+            }),
+        }
     }
 
     fn wrap(&self, id: NodeId) -> Var<'_> {
@@ -291,7 +315,10 @@ impl Builder {
     pub fn var(&self, id: NodeId) -> Result<Var<'_>, IrError> {
         let count = self.node_count();
         if id.index() >= count {
-            return Err(IrError::NodeOutOfRange { node: id.to_string(), count });
+            return Err(IrError::NodeOutOfRange {
+                node: id.to_string(),
+                count,
+            });
         }
         Ok(self.wrap(id))
     }
@@ -419,7 +446,11 @@ impl Builder {
             }
             "max" | "min" => {
                 check_arity(name, "2", args.len() == 2, args.len())?;
-                Ok(if name == "max" { self.max(args[0], args[1]) } else { self.min(args[0], args[1]) })
+                Ok(if name == "max" {
+                    self.max(args[0], args[1])
+                } else {
+                    self.min(args[0], args[1])
+                })
             }
             "pow" => {
                 check_arity(name, "2", args.len() == 2, args.len())?;
@@ -428,7 +459,11 @@ impl Builder {
             "sum" | "mean" => {
                 check_arity(name, "at least 1", !args.is_empty(), args.len())?;
                 let total = self.sum(args);
-                Ok(if name == "sum" { total } else { total / args.len() as f64 })
+                Ok(if name == "sum" {
+                    total
+                } else {
+                    total / args.len() as f64
+                })
             }
             _ => Err(IrError::UnknownFunction(name.to_string())),
         }
@@ -444,8 +479,18 @@ impl Builder {
     }
 
     /// The log-density of `dist` with arguments `args` at `x`, expanded into primitives.
-    pub fn log_density<'b>(&'b self, dist: Dist, x: Var<'b>, args: &[Var<'b>]) -> Result<Var<'b>, IrError> {
-        check_arity(dist.name(), &dist.arity().to_string(), args.len() == dist.arity(), args.len())?;
+    pub fn log_density<'b>(
+        &'b self,
+        dist: Dist,
+        x: Var<'b>,
+        args: &[Var<'b>],
+    ) -> Result<Var<'b>, IrError> {
+        check_arity(
+            dist.name(),
+            &dist.arity().to_string(),
+            args.len() == dist.arity(),
+            args.len(),
+        )?;
         Ok(dist.log_density(self, x, args))
     }
 
@@ -463,7 +508,10 @@ impl Builder {
     /// [`Builder::finish`] with raw node ids (checked).
     pub fn finish_ids(&self, outputs: &[NodeId]) -> Result<Program, IrError> {
         let limit = self.g.borrow().limit;
-        let g = self.g.replace(Graph { limit, ..Graph::default() });
+        let g = self.g.replace(Graph {
+            limit,
+            ..Graph::default()
+        });
         if g.overflowed {
             return Err(IrError::TooLarge { limit: g.limit });
         }
@@ -471,7 +519,10 @@ impl Builder {
             return Err(IrError::NoOutput);
         }
         if let Some(bad) = outputs.iter().find(|id| id.index() >= g.nodes.len()) {
-            return Err(IrError::NodeOutOfRange { node: bad.to_string(), count: g.nodes.len() });
+            return Err(IrError::NodeOutOfRange {
+                node: bad.to_string(),
+                count: g.nodes.len(),
+            });
         }
         Ok(Program::from_graph(g, outputs))
     }
@@ -481,7 +532,11 @@ fn check_arity(name: &str, expected: &str, ok: bool, found: usize) -> Result<(),
     if ok {
         Ok(())
     } else {
-        Err(IrError::Arity { name: name.to_string(), expected: expected.to_string(), found })
+        Err(IrError::Arity {
+            name: name.to_string(),
+            expected: expected.to_string(),
+            found,
+        })
     }
 }
 
