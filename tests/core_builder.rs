@@ -40,7 +40,7 @@ fn foreign_node_ids_are_errors() {
     let small = Builder::new();
     let z = small.latent("z");
     assert!(small.var(z.id()).is_ok());
-    let err = small.var(far).err().expect("a node id beyond this builder");
+    let err = small.var(far).expect_err("a node id beyond this builder");
     assert!(
         matches!(err, IrError::NodeOutOfRange { count: 1, .. }),
         "{err:?}"
@@ -48,8 +48,7 @@ fn foreign_node_ids_are_errors() {
     assert!(err.to_string().contains(&far.to_string()), "{err}");
     let err = small
         .finish_ids(&[far])
-        .err()
-        .expect("finishing with a foreign id");
+        .expect_err("finishing with a foreign id");
     assert!(matches!(err, IrError::NodeOutOfRange { .. }), "{err:?}");
 }
 
@@ -91,16 +90,14 @@ fn arity_mismatches_and_unknown_functions_are_errors() {
         let wrong = vec![z; dist.arity() + 1];
         let err = b
             .log_density(dist, w, &wrong)
-            .err()
-            .expect("too many arguments");
+            .expect_err("too many arguments");
         assert!(
             matches!(err, IrError::Arity { found, .. } if found == dist.arity() + 1),
             "{dist}: {err:?}"
         );
         let err = b
             .log_density(dist, w, &wrong[..dist.arity() - 1])
-            .err()
-            .expect("too few");
+            .expect_err("too few");
         assert!(matches!(err, IrError::Arity { .. }), "{dist}: {err:?}");
     }
     let p = b.finish(&[m + mx]).unwrap();

@@ -130,16 +130,16 @@ impl Graph {
         // constant zero gives zero even if the other side is infinite: a branch weighted by
         // zero contributes nothing, which is the meaning the language wants.
         match (op, ca, cb) {
-            (Binary::Add, Some(z), _) if z == 0.0 => return b,
-            (Binary::Add | Binary::Sub, _, Some(z)) if z == 0.0 => return a,
-            (Binary::Sub, Some(z), _) if z == 0.0 => return self.add(Node::Unary(Unary::Neg, b)),
-            (Binary::Mul, Some(o), _) if o == 1.0 => return b,
-            (Binary::Mul | Binary::Div, _, Some(o)) if o == 1.0 => return a,
-            (Binary::Mul, Some(z), _) | (Binary::Mul, _, Some(z)) if z == 0.0 => {
+            (Binary::Add, Some(0.0), _) => return b,
+            (Binary::Add | Binary::Sub, _, Some(0.0)) => return a,
+            (Binary::Sub, Some(0.0), _) => return self.add(Node::Unary(Unary::Neg, b)),
+            (Binary::Mul, Some(1.0), _) => return b,
+            (Binary::Mul | Binary::Div, _, Some(1.0)) => return a,
+            (Binary::Mul, Some(0.0), _) | (Binary::Mul, _, Some(0.0)) => {
                 return self.constant(0.0);
             }
-            (Binary::Mul, Some(m), _) if m == -1.0 => return self.add(Node::Unary(Unary::Neg, b)),
-            (Binary::Mul, _, Some(m)) if m == -1.0 => return self.add(Node::Unary(Unary::Neg, a)),
+            (Binary::Mul, Some(-1.0), _) => return self.add(Node::Unary(Unary::Neg, b)),
+            (Binary::Mul, _, Some(-1.0)) => return self.add(Node::Unary(Unary::Neg, a)),
             _ => {}
         }
         // Addition and multiplication commute exactly in IEEE arithmetic, so a canonical
