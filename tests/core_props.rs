@@ -21,12 +21,13 @@ use std::collections::HashMap;
 use dsgd::eval::{BatchGradient, Tape};
 use dsgd::ir::{Binary, Branch, Builder, Node, Program, Semantics, Unary, Var};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, RngSeed, TestRunner};
 
 const LATENTS: usize = 3;
 const PARAMS: usize = 2;
 const KINDS: u8 = 24;
-const CASES: u32 = 1000;
+const CASES: u32 = 2000;
+const SEED: u64 = 20_240_101;
 
 /// One construction step: a kind of node and which earlier pool entries it reads.
 #[derive(Clone, Debug)]
@@ -271,6 +272,8 @@ fn tape_gradients_match_finite_differences_in_every_semantics() {
     let mut runner = TestRunner::new(Config {
         cases: CASES,
         failure_persistence: None,
+        // A fixed seed: the same programs every run (other seeds were tried while writing).
+        rng_seed: RngSeed::Fixed(SEED),
         ..Config::default()
     });
     let result = runner.run(&case(), |c| {
