@@ -53,6 +53,52 @@ fn foreign_node_ids_are_errors() {
 }
 
 #[test]
+fn handles_mixed_across_builders_are_errors_at_finish() {
+    // Operators cannot return errors: the builder remembers the foreign handle instead.
+    let big = Builder::new();
+    let x = big.latent("x");
+    let far = x.exp() + x.sin() * x.cos();
+    let b = Builder::new();
+    let z = b.latent("z");
+    let mixed = z * far + 1.0; // `far` is out of range here
+    let err = b.finish(&[mixed]).expect_err("a foreign operand");
+    // z, the placeholder, z * placeholder, 1, the sum: 5 nodes.
+    assert_eq!(
+        err,
+        IrError::NodeOutOfRange {
+            node: far.id().to_string(),
+            count: 5
+        }
+    );
+    // In range but from another builder: still caught.
+    let b = Builder::new();
+    let z = b.latent("z");
+    let exp = b.if_neg(z, x, z.exp()); // `x` is node %0 of `big`
+    assert!(matches!(
+        b.finish(&[exp]),
+        Err(IrError::NodeOutOfRange { .. })
+    ));
+    let b = Builder::new();
+    let _z = b.latent("z");
+    assert!(matches!(
+        b.finish(&[x]),
+        Err(IrError::NodeOutOfRange { .. })
+    ));
+    // A handle kept past `finish` (which empties the builder) is caught too.
+    let b = Builder::new();
+    let z = b.latent("z");
+    let w = b.latent("w");
+    let first = (z * w).exp();
+    assert!(b.finish(&[first]).is_ok());
+    let _fresh = b.latent("z");
+    let stale = first.sin();
+    assert!(matches!(
+        b.finish(&[stale]),
+        Err(IrError::NodeOutOfRange { .. })
+    ));
+}
+
+#[test]
 fn arity_mismatches_and_unknown_functions_are_errors() {
     let b = Builder::new();
     let z = b.latent("z");
