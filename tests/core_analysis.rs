@@ -123,3 +123,32 @@ fn nesting_depth_follows_the_paper() {
     assert_eq!((a.nesting_depth, a.if_count()), (0, 0));
     assert_eq!(a.default_eta_decay(), 0.5);
 }
+
+#[test]
+fn deep_guards_do_not_overflow_the_stack() {
+    // A guard summing 20,000 terms, analysed on a test thread's small stack.
+    let b = Builder::new();
+    let z = b.latent("z");
+    let w = b.latent("w");
+    let mut sum = z;
+    let mut expected = 1.0;
+    for k in 0..20_000u32 {
+        let c = f64::from(k % 7 + 1);
+        sum = sum + z * c;
+        expected += c;
+    }
+    let deep_sum = b.if_neg(sum - w, z, w);
+    // Guards nested 20,000 deep: each guard is the previous if-statement.
+    let mut g = z;
+    for _ in 0..20_000 {
+        g = b.if_neg(g, z - 1.0, w + 1.0);
+    }
+    let p = b.finish(&[deep_sum + g]).unwrap();
+    let a = analyse(&p);
+    assert_eq!(a.if_count(), 20_001);
+    assert_eq!(a.nesting_depth, 20_000);
+    let first = a.guards[0].affine.clone().unwrap();
+    assert_eq!(first.coefficients, vec![(0, expected), (1, -1.0)]);
+    assert_eq!(a.guards[20_000].affine, Err(NotAffine::ContainsIf));
+    assert!(a.safe(), "ifs of safe guards are safe");
+}
