@@ -5,5 +5,6 @@
 //! [`family`], [`estimate`], [`optim`] and [`experiment`].
 
 pub mod eval;
+pub mod experiment;
 pub mod ir;
 pub mod special;

@@ -1,0 +1,5 @@
+//! Experiments: runs, logging, tables, figures and reports (DESIGN.md section 5).
+
+pub mod figure1a;
+pub mod paper;
+pub mod plot;
