@@ -178,7 +178,7 @@ impl Progress {
 
 impl Observer for Progress {
     fn iteration(&mut self, done: u64) {
-        if done % 50 == 0 {
+        if done.is_multiple_of(50) {
             self.bar.set_position(done);
         }
     }

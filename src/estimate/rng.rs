@@ -123,8 +123,17 @@ mod tests {
         let base = draws(key, Channel::Noise, 5);
         assert_ne!(base, draws(key, Channel::Noise, 6));
         assert_ne!(base, draws(key, Channel::Choice, 5));
-        assert_ne!(base, draws(StreamKey::new(4, 17, Purpose::Step), Channel::Noise, 5));
-        assert_ne!(base, draws(StreamKey::new(3, 18, Purpose::Step), Channel::Noise, 5));
-        assert_ne!(base, draws(StreamKey::new(3, 17, Purpose::Measure), Channel::Noise, 5));
+        assert_ne!(
+            base,
+            draws(StreamKey::new(4, 17, Purpose::Step), Channel::Noise, 5)
+        );
+        assert_ne!(
+            base,
+            draws(StreamKey::new(3, 18, Purpose::Step), Channel::Noise, 5)
+        );
+        assert_ne!(
+            base,
+            draws(StreamKey::new(3, 17, Purpose::Measure), Channel::Noise, 5)
+        );
     }
 }

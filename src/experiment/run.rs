@@ -242,7 +242,7 @@ impl<'a> Runner<'a> {
         let cfg = self.config;
         let mut optimizer = cfg.optimizer.build(self.theta.len());
         for k in 0..cfg.iterations {
-            if k % cfg.log_every == 0 && !self.measure(k, observers) {
+            if k.is_multiple_of(cfg.log_every) && !self.measure(k, observers) {
                 return;
             }
             let step =
