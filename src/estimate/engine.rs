@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use super::{Context, Estimator, Problem, Purpose, Scratch, StreamKey};
+use super::{Context, Estimator, Problem, Scratch, StreamKey};
 use crate::eval::CHUNK;
 use crate::family::{FamilyError, FamilyState};
 
@@ -72,17 +72,17 @@ impl Engine {
         &self.state
     }
 
-    /// Draws `batch` samples for `(seed, iteration, purpose)` at `theta` and computes their
-    /// gradient samples and `f` values (and the crisp `f` if `want_crisp`).
+    /// Draws `batch` samples of `key`'s streams at `theta` and computes their gradient
+    /// samples and `f` values (and the crisp `f` if `want_crisp`). The estimator's semantics
+    /// is the one of `key.iteration`.
     pub fn evaluate(
         &mut self,
         theta: &[f64],
-        seed: u64,
-        iteration: u64,
-        purpose: Purpose,
+        key: StreamKey,
         batch: usize,
         want_crisp: bool,
     ) -> Result<(), FamilyError> {
+        let iteration = key.iteration;
         self.state.update(self.problem.family(), theta)?;
         let d = self.problem.dim();
         self.batch = batch;
@@ -90,7 +90,6 @@ impl Engine {
         self.values.resize(batch, 0.0);
         self.crisp.resize(batch, 0.0);
         self.want_crisp = want_crisp;
-        let key = StreamKey::new(seed, iteration, purpose);
         let (problem, estimator, state) = (&self.problem, self.estimator.as_ref(), &self.state);
         let scratch = &self.scratch;
         let crisp_differs = estimator.semantics(iteration) != crate::ir::Semantics::Crisp;
@@ -143,7 +142,7 @@ impl Engine {
                 *m += g;
             }
         }
-        let inv = 1.0 / batch as f64;
+        let inv = if batch == 0 { 0.0 } else { 1.0 / batch as f64 };
         for m in &mut self.mean {
             *m *= inv;
         }

@@ -11,7 +11,9 @@ use thiserror::Error;
 
 use super::observe::Observer;
 use super::report::{RunReport, StopReason, TrajectoryRow};
-use crate::estimate::{self, Engine, EstimateError, EstimatorKind, NonFinite, Problem, Purpose};
+use crate::estimate::{
+    self, Engine, EstimateError, EstimatorKind, NonFinite, Problem, Purpose, StreamKey,
+};
 use crate::family::FamilyError;
 use crate::ir::{Mode, Model};
 use crate::optim::OptimizerConfig;
@@ -245,9 +247,12 @@ impl<'a> Runner<'a> {
             if k.is_multiple_of(cfg.log_every) && !self.measure(k, observers) {
                 return;
             }
-            let step =
-                self.engine
-                    .evaluate(&self.theta, cfg.seed, k, Purpose::Step, cfg.batch, false);
+            let step = self.engine.evaluate(
+                &self.theta,
+                StreamKey::new(cfg.seed, k, Purpose::Step),
+                cfg.batch,
+                false,
+            );
             let problem = match step {
                 Err(e) => Some(format!("at iteration {k}: {e}")),
                 Ok(()) => self
@@ -305,10 +310,12 @@ impl<'a> Runner<'a> {
     fn measure(&mut self, k: u64, observers: &mut [&mut dyn Observer]) -> bool {
         let cfg = self.config;
         let n = cfg.log_samples;
-        if let Err(e) = self
-            .engine
-            .evaluate(&self.theta, cfg.seed, k, Purpose::Measure, n, true)
-        {
+        if let Err(e) = self.engine.evaluate(
+            &self.theta,
+            StreamKey::new(cfg.seed, k, Purpose::Measure),
+            n,
+            true,
+        ) {
             let msg = format!("at iteration {k}: {e}");
             if cfg.on_nonfinite == OnNonFinite::Stop {
                 self.fail(msg);

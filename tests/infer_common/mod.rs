@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use dsgd::estimate::{Engine, Purpose};
+use dsgd::estimate::{Engine, Purpose, StreamKey};
 use dsgd::ir::{Builder, Dist, LatentKind, LatentSpec, Mode, Model, ParamSpec};
 
 /// Example 1.1 in objective mode: `param theta = 1; z ~ Normal(theta, 1);
@@ -134,7 +134,12 @@ pub fn gradient_mean(
     let (mut sum, mut sq) = (vec![0.0; d], vec![0.0; d]);
     for it in 0..batches {
         engine
-            .evaluate(theta, 7, it, Purpose::Other(0), batch, false)
+            .evaluate(
+                theta,
+                StreamKey::new(7, it, Purpose::Other(0)),
+                batch,
+                false,
+            )
             .unwrap();
         let g = engine.sample_gradients();
         for l in 0..batch {
