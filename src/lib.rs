@@ -5,5 +5,8 @@
 //! [`family`], [`estimate`], [`optim`] and [`experiment`].
 
 pub mod eval;
+pub mod experiment;
 pub mod ir;
+pub mod lang;
+pub mod models;
 pub mod special;

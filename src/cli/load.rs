@@ -1,0 +1,46 @@
+//! Finding a model from the command line: a path to a `.dsgd` file or a built-in name.
+
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use dsgd::ir::Model;
+use dsgd::lang::{CompileOptions, compile_source};
+use dsgd::models;
+
+/// A model and the text it was compiled from (for locating spans in reports).
+pub struct Loaded {
+    pub model: Model,
+    /// The file name used in messages (`temperature.dsgd` for a built-in).
+    pub file: String,
+    pub source: String,
+}
+
+/// Loads `spec`: an existing path is compiled; otherwise a built-in of that name.
+#[allow(dead_code, reason = "the entry point of the run/compare/bench subcommands")]
+pub fn load_model(spec: &str) -> anyhow::Result<Model> {
+    load(spec).map(|l| l.model)
+}
+
+/// [`load_model`], keeping the source.
+pub fn load(spec: &str) -> anyhow::Result<Loaded> {
+    let path = Path::new(spec);
+    if path.is_file() {
+        let source = std::fs::read_to_string(path).with_context(|| format!("cannot read model file `{spec}`"))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let model = compile_source(spec, &source, base, &CompileOptions::default())
+            .map_err(|e| anyhow::anyhow!("cannot compile `{spec}`\n{e}"))?;
+        return Ok(Loaded { model, file: spec.to_string(), source });
+    }
+    if let Some(result) = models::builtin(spec) {
+        let model = result.map_err(|e| anyhow::anyhow!("cannot compile built-in model `{spec}`\n{e}"))?;
+        let source = models::builtin_source(spec).unwrap_or_default().to_string();
+        return Ok(Loaded { model, file: format!("{spec}.dsgd"), source });
+    }
+    if path.exists() {
+        bail!("`{spec}` is not a file");
+    }
+    bail!(
+        "no model `{spec}`: not a file, and not a built-in model (built-ins: {})",
+        models::builtin_names().join(", ")
+    )
+}

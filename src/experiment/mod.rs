@@ -1,0 +1,3 @@
+//! Experiments: runs, reports and their serialisable outputs.
+
+pub mod check;
