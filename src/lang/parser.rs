@@ -307,7 +307,7 @@ impl<'t> Parser<'t> {
                 Tok::Caret => (7, true),
                 _ => break,
             };
-            if bp < min_bp || (bp == min_bp && !right_assoc) {
+            if bp < min_bp {
                 break;
             }
             let op_tok = self.bump().clone();

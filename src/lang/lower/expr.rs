@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::super::ast::{BinOp, CmpOp, Expr, ExprKind, Ident, InitKey};
+use super::super::ast::{BinOp, Block, CmpOp, Expr, ExprKind, Ident, InitKey};
 use super::super::data;
 use super::super::diagnostic::Diag;
 use super::value::Cond;
@@ -243,7 +243,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             self.call_depth += 1;
             let frame = std::mem::replace(&mut self.frame, vec![scope]);
             let hint = self.name_hint.take();
-            let r = self.block(&f.body, f.body.tail.is_some());
+            let r = self.block(&f.body, gives_value(&f.body));
             self.name_hint = hint;
             self.frame = frame;
             self.call_depth -= 1;
@@ -406,6 +406,18 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         }
         self.latents.push(PendingLatent { name, kind, span });
         Ok(Value::Num(z))
+    }
+}
+
+/// Whether a block ends in an expression that has a value: a function whose body ends in
+/// an if-statement without values is called for its effects.
+fn gives_value(b: &Block) -> bool {
+    match b.tail.as_deref() {
+        None => false,
+        Some(Expr { kind: ExprKind::If { then_, else_, .. }, .. }) => {
+            gives_value(then_) && else_.as_ref().is_some_and(gives_value)
+        }
+        Some(_) => true,
     }
 }
 
