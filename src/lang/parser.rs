@@ -257,8 +257,7 @@ impl<'t> Parser<'t> {
             match self.peek() {
                 Tok::RBrace => break,
                 Tok::Eof => {
-                    return Err(Diag::new(self.span(), "unexpected end of file", "`}` to close the block")
-                        .with_note(format!("the block starts at byte {}", start.start)));
+                    return Err(Diag::new(start, "this `{` is never closed", "a matching `}` before the end of the file"));
                 }
                 Tok::Let | Tok::Const | Tok::Data | Tok::Param | Tok::Fn | Tok::Observe | Tok::Factor
                 | Tok::Maximize | Tok::Minimize | Tok::For => stmts.push(self.statement(false)?),

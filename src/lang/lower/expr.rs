@@ -238,6 +238,9 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     span,
                     format!("function calls nest deeper than {} levels", self.opts.max_call_depth),
                     "recursion that ends at compile time (a condition on constants that stops it)",
+                )
+                .with_note(
+                    "an `if` whose condition depends on a latent or parameter does not stop recursion: both branches are compiled",
                 ));
             }
             self.call_depth += 1;
