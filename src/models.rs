@@ -54,12 +54,29 @@ const BUILTINS: &[Builtin] = &[
 
 /// The data files the built-in models read, by the path written in their sources.
 const DATA: &[(&str, &str)] = &[
-    ("data/temperature_tcl.csv", include_str!("../models/data/temperature_tcl.csv")),
-    ("data/textmsg_counts.csv", include_str!("../models/data/textmsg_counts.csv")),
-    ("data/influenza_mortality.csv", include_str!("../models/data/influenza_mortality.csv")),
+    (
+        "data/temperature_tcl.csv",
+        include_str!("../models/data/temperature_tcl.csv"),
+    ),
+    (
+        "data/textmsg_counts.csv",
+        include_str!("../models/data/textmsg_counts.csv"),
+    ),
+    (
+        "data/influenza_mortality.csv",
+        include_str!("../models/data/influenza_mortality.csv"),
+    ),
 ];
 
-const NAMES: &[&str] = &["example", "temperature", "xornet", "walk", "cheating", "textmsg", "influenza"];
+const NAMES: &[&str] = &[
+    "example",
+    "temperature",
+    "xornet",
+    "walk",
+    "cheating",
+    "textmsg",
+    "influenza",
+];
 
 /// Reads the embedded data files.
 struct Embedded;
@@ -68,7 +85,10 @@ impl Resolver for Embedded {
     fn read(&self, path: &str) -> Result<String, String> {
         let files: HashMap<&str, &str> = DATA.iter().copied().collect();
         let key = path.trim_start_matches("./");
-        files.get(key).map(|s| s.to_string()).ok_or_else(|| "no such embedded data file".to_string())
+        files
+            .get(key)
+            .map(|s| s.to_string())
+            .ok_or_else(|| "no such embedded data file".to_string())
     }
 }
 

@@ -3,7 +3,11 @@
 use std::process::{Command, Output};
 
 fn dsgd(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dsgd")).args(args).env("RUST_BACKTRACE", "0").output().expect("runs")
+    Command::new(env!("CARGO_BIN_EXE_dsgd"))
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("runs")
 }
 
 fn stdout(o: &Output) -> String {
@@ -48,13 +52,20 @@ fn check_a_file_names_unsafe_guards_by_location() {
     let dir = std::env::temp_dir().join(format!("dsgd-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("m.dsgd");
-    std::fs::write(&file, "param t = 0;\nlet z = sample Normal(t, 1);\nmaximize if t < 0 { z } else { 0 };\n").unwrap();
+    std::fs::write(
+        &file,
+        "param t = 0;\nlet z = sample Normal(t, 1);\nmaximize if t < 0 { z } else { 0 };\n",
+    )
+    .unwrap();
     let o = dsgd(&["check", file.to_str().unwrap(), "--json"]);
     assert!(o.status.success());
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["safe"], false);
     let g = &v["unsafe_guards"][0];
-    assert!(g["location"].as_str().unwrap().ends_with("m.dsgd:3:10"), "{g}");
+    assert!(
+        g["location"].as_str().unwrap().ends_with("m.dsgd:3:10"),
+        "{g}"
+    );
     assert_eq!(g["reason"], "it does not depend on any latent variable");
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -80,7 +91,10 @@ fn check_unknown_model_is_one_clear_line() {
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("no model `no-such-model`") && err.contains("temperature"), "{err}");
+    assert!(
+        err.contains("no model `no-such-model`") && err.contains("temperature"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -90,6 +104,9 @@ fn models_lists_every_builtin() {
     let out = stdout(&o);
     assert_eq!(out.lines().count(), dsgd::models::builtin_names().len());
     for name in dsgd::models::builtin_names() {
-        assert!(out.lines().any(|l| l.starts_with(name)), "{name} missing:\n{out}");
+        assert!(
+            out.lines().any(|l| l.starts_with(name)),
+            "{name} missing:\n{out}"
+        );
     }
 }

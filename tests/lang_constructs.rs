@@ -14,15 +14,20 @@ fn compile(src: &str) -> Model {
 }
 
 fn compile_in(src: &str, dir: &Path) -> Model {
-    compile_source("test.dsgd", src, dir, &CompileOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+    compile_source("test.dsgd", src, dir, &CompileOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Deterministic points in `[lo, hi)` (a small LCG: the test needs spread, not quality).
 fn points(n: usize, lo: f64, hi: f64, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
         })
         .collect()
@@ -62,7 +67,11 @@ fn same_model(m: &Model, lo: f64, hi: f64, build: impl for<'b> FnOnce(&'b Builde
     let p = &m.program;
     assert_eq!(p.latent_count(), hand.latent_count(), "latents");
     assert_eq!(p.param_count(), hand.param_count(), "params");
-    assert_eq!(p.if_count(), hand.if_count(), "if-statements\n{p}\n---\n{hand}");
+    assert_eq!(
+        p.if_count(),
+        hand.if_count(),
+        "if-statements\n{p}\n---\n{hand}"
+    );
     let latents = points(p.latent_count() * LANES, lo, hi, 1);
     let params = points(p.param_count(), lo, hi, 2);
     for sem in [Semantics::Crisp, Semantics::Smoothed { eta: 0.3 }] {
@@ -75,7 +84,8 @@ fn same_model(m: &Model, lo: f64, hi: f64, build: impl for<'b> FnOnce(&'b Builde
 }
 
 fn normal_lp<'b>(b: &'b Builder, x: Var<'b>, loc: Var<'b>, scale: f64) -> Var<'b> {
-    b.log_density(Dist::Normal, x, &[loc, b.constant(scale)]).unwrap()
+    b.log_density(Dist::Normal, x, &[loc, b.constant(scale)])
+        .unwrap()
 }
 
 #[test]
@@ -96,20 +106,30 @@ fn comments_literals_and_arithmetic() {
 #[test]
 fn precedence_and_associativity() {
     // -z^2 is -(z^2); 2^3^2 = 2^9; a - b - c = (a - b) - c; a / b / c = (a / b) / c.
-    same("let z = sample Normal(0, 1);\nfactor -z^2 + 2^3^2 - z - 1 - 2 + z / 2 / 4;", -1.0, 1.0, |b| {
-        let z = b.latent("z");
-        let prior = normal_lp(b, z, b.constant(0.0), 1.0);
-        prior + (-(z.powi(2)) + 512.0 - z - 1.0 - 2.0 + z / 2.0 / 4.0)
-    });
+    same(
+        "let z = sample Normal(0, 1);\nfactor -z^2 + 2^3^2 - z - 1 - 2 + z / 2 / 4;",
+        -1.0,
+        1.0,
+        |b| {
+            let z = b.latent("z");
+            let prior = normal_lp(b, z, b.constant(0.0), 1.0);
+            prior + (-(z.powi(2)) + 512.0 - z - 1.0 - 2.0 + z / 2.0 / 4.0)
+        },
+    );
 }
 
 #[test]
 fn power_with_integer_and_real_exponents() {
-    same("let z = sample Normal(0, 1);\nfactor z^3 + z^0.5 + 2^z + z^-1;", 0.2, 0.9, |b| {
-        let z = b.latent("z");
-        let prior = normal_lp(b, z, b.constant(0.0), 1.0);
-        prior + (z.powi(3) + z.pow(b.constant(0.5)) + b.constant(2.0).pow(z) + z.powi(-1))
-    });
+    same(
+        "let z = sample Normal(0, 1);\nfactor z^3 + z^0.5 + 2^z + z^-1;",
+        0.2,
+        0.9,
+        |b| {
+            let z = b.latent("z");
+            let prior = normal_lp(b, z, b.constant(0.0), 1.0);
+            prior + (z.powi(3) + z.pow(b.constant(0.5)) + b.constant(2.0).pow(z) + z.powi(-1))
+        },
+    );
 }
 
 #[test]
@@ -130,7 +150,10 @@ fn data_from_csv_by_column_name() {
     let dir = std::env::temp_dir().join(format!("dsgd-lang-csv-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("d")).unwrap();
     std::fs::write(dir.join("d/obs.csv"), "t,y\n0,1.5\n1, -2\n").unwrap();
-    let m = compile_in("data y = csv(\"d/obs.csv\", \"y\");\nlet z = sample Normal(0, 1);\nfor i in 0..2 { observe y[i] ~ Normal(z, 1); }", &dir);
+    let m = compile_in(
+        "data y = csv(\"d/obs.csv\", \"y\");\nlet z = sample Normal(0, 1);\nfor i in 0..2 { observe y[i] ~ Normal(z, 1); }",
+        &dir,
+    );
     same_model(&m, -1.0, 1.0, |b| {
         let z = b.latent("z");
         let prior = normal_lp(b, z, b.constant(0.0), 1.0);
@@ -141,11 +164,16 @@ fn data_from_csv_by_column_name() {
 
 #[test]
 fn let_and_reassignment() {
-    same("let z = sample Normal(0, 1);\nlet a = z * 2;\na = a + 1;\nlet a = a * a;\nfactor a;", -1.0, 1.0, |b| {
-        let z = b.latent("z");
-        let a = z * 2.0 + 1.0;
-        normal_lp(b, z, b.constant(0.0), 1.0) + a * a
-    });
+    same(
+        "let z = sample Normal(0, 1);\nlet a = z * 2;\na = a + 1;\nlet a = a * a;\nfactor a;",
+        -1.0,
+        1.0,
+        |b| {
+            let z = b.latent("z");
+            let a = z * 2.0 + 1.0;
+            normal_lp(b, z, b.constant(0.0), 1.0) + a * a
+        },
+    );
 }
 
 #[test]
@@ -235,7 +263,13 @@ fn sample_in_a_branch_keeps_the_latent() {
         },
     );
     assert_eq!(m.latents.len(), 2);
-    assert_eq!(m.latents[1].kind, LatentKind::Guided { init_mean: 1.0, init_std: 1.0 });
+    assert_eq!(
+        m.latents[1].kind,
+        LatentKind::Guided {
+            init_mean: 1.0,
+            init_std: 1.0
+        }
+    );
 }
 
 #[test]
@@ -247,7 +281,8 @@ fn else_if_chains() {
         |b| {
             let z = b.latent("z");
             let c = |x: f64| b.constant(x);
-            normal_lp(b, z, c(0.0), 1.0) + b.if_neg(z + 0.5, c(1.0), b.if_neg(z - 0.5, c(2.0), c(3.0)))
+            normal_lp(b, z, c(0.0), 1.0)
+                + b.if_neg(z + 0.5, c(1.0), b.if_neg(z - 0.5, c(2.0), c(3.0)))
         },
     );
 }
@@ -264,7 +299,11 @@ fn for_loops_unroll_with_constant_guards_resolved() {
             normal_lp(b, z, b.constant(0.0), 1.0) + (-2.0 + 2.0 * z + 3.0 * z)
         },
     );
-    assert_eq!(m.program.if_count(), 0, "constant guards are not if-statements");
+    assert_eq!(
+        m.program.if_count(),
+        0,
+        "constant guards are not if-statements"
+    );
 }
 
 #[test]
@@ -276,7 +315,11 @@ fn arrays_comprehensions_indexing_and_element_assignment() {
         1.0,
         |b| {
             let zs: Vec<Var> = (0..3).map(|i| b.latent(&format!("zs[{i}]"))).collect();
-            let prior = b.sum(&zs.iter().map(|&z| normal_lp(b, z, b.constant(0.0), 1.0)).collect::<Vec<_>>());
+            let prior = b.sum(
+                &zs.iter()
+                    .map(|&z| normal_lp(b, z, b.constant(0.0), 1.0))
+                    .collect::<Vec<_>>(),
+            );
             prior + (b.sum(&zs) + zs[2] * 2.0 + 3.0 + (zs[0] + zs[1]) / 2.0)
         },
     );
@@ -372,55 +415,105 @@ fn every_distribution<'b>(b: &'b Builder) -> Var<'b> {
 
 #[test]
 fn sample_priors_of_other_distributions() {
-    let m = same("let z = sample Exponential(2);\nlet w = sample Logistic(1, 2);", 0.1, 0.9, |b| {
-        let z = b.latent("z");
-        let w = b.latent("w");
-        b.log_density(Dist::Exponential, z, &[b.constant(2.0)]).unwrap()
-            + b.log_density(Dist::Logistic, w, &[b.constant(1.0), b.constant(2.0)]).unwrap()
-    });
-    assert_eq!(m.latents[1].kind, LatentKind::Guided { init_mean: 1.0, init_std: 1.0 });
+    let m = same(
+        "let z = sample Exponential(2);\nlet w = sample Logistic(1, 2);",
+        0.1,
+        0.9,
+        |b| {
+            let z = b.latent("z");
+            let w = b.latent("w");
+            b.log_density(Dist::Exponential, z, &[b.constant(2.0)])
+                .unwrap()
+                + b.log_density(Dist::Logistic, w, &[b.constant(1.0), b.constant(2.0)])
+                    .unwrap()
+        },
+    );
+    assert_eq!(
+        m.latents[1].kind,
+        LatentKind::Guided {
+            init_mean: 1.0,
+            init_std: 1.0
+        }
+    );
 }
 
 #[test]
 fn param_and_maximize() {
-    let m = same("param theta = 0.5;\nlet z = sample Normal(theta, 2);\nmaximize -(z - 1)^2;", -1.0, 1.0, |b| {
-        let _theta = b.param("theta");
-        let z = b.latent("z");
-        -(z - 1.0).powi(2)
-    });
+    let m = same(
+        "param theta = 0.5;\nlet z = sample Normal(theta, 2);\nmaximize -(z - 1)^2;",
+        -1.0,
+        1.0,
+        |b| {
+            let _theta = b.param("theta");
+            let z = b.latent("z");
+            -(z - 1.0).powi(2)
+        },
+    );
     assert_eq!(m.mode, Mode::Objective { minimize: false });
     assert_eq!(m.params[0].init, 0.5);
-    let LatentKind::Family { loc, scale } = m.latents[0].kind else { panic!("family latent") };
+    let LatentKind::Family { loc, scale } = m.latents[0].kind else {
+        panic!("family latent")
+    };
     let v = m.program.evaluate_all(Semantics::Crisp, &[0.25], &[0.0]);
     assert_eq!((v[loc.index()], v[scale.index()]), (0.25, 2.0));
 }
 
 #[test]
 fn minimize_negates_and_terms_add() {
-    let m = same("param a = 1;\nparam b = 2;\nminimize (a - 3)^2;\nminimize b^2;", -1.0, 1.0, |b| {
-        let a = b.param("a");
-        let bb = b.param("b");
-        -((a - 3.0).powi(2) + bb.powi(2))
-    });
+    let m = same(
+        "param a = 1;\nparam b = 2;\nminimize (a - 3)^2;\nminimize b^2;",
+        -1.0,
+        1.0,
+        |b| {
+            let a = b.param("a");
+            let bb = b.param("b");
+            -((a - 3.0).powi(2) + bb.powi(2))
+        },
+    );
     assert_eq!(m.mode, Mode::Objective { minimize: true });
     assert_eq!(m.objective_sign(), -1.0);
 }
 
 #[test]
 fn fixed_latents_contribute_nothing() {
-    let m = same("let c = sample Flat();\nlet u = sample Normal(0, 1) fixed;\nfactor if u >= c { 1 } else { 0 };", -1.0, 1.0, |b| {
-        let c = b.latent("c");
-        let u = b.latent("u");
-        b.if_neg(u - c, b.constant(0.0), b.constant(1.0))
-    });
-    assert_eq!(m.latents[1].kind, LatentKind::Fixed { loc: 0.0, scale: 1.0 });
-    assert_eq!(m.latents[0].kind, LatentKind::Guided { init_mean: 0.0, init_std: 1.0 });
+    let m = same(
+        "let c = sample Flat();\nlet u = sample Normal(0, 1) fixed;\nfactor if u >= c { 1 } else { 0 };",
+        -1.0,
+        1.0,
+        |b| {
+            let c = b.latent("c");
+            let u = b.latent("u");
+            b.if_neg(u - c, b.constant(0.0), b.constant(1.0))
+        },
+    );
+    assert_eq!(
+        m.latents[1].kind,
+        LatentKind::Fixed {
+            loc: 0.0,
+            scale: 1.0
+        }
+    );
+    assert_eq!(
+        m.latents[0].kind,
+        LatentKind::Guided {
+            init_mean: 0.0,
+            init_std: 1.0
+        }
+    );
 }
 
 #[test]
 fn objective_program_with_a_fixed_latent() {
-    let m = compile("param t = 0;\nlet u = sample Normal(0, 1) fixed;\nlet z = sample Normal(t, 1);\nmaximize z * u;");
-    assert_eq!(m.latents[0].kind, LatentKind::Fixed { loc: 0.0, scale: 1.0 });
+    let m = compile(
+        "param t = 0;\nlet u = sample Normal(0, 1) fixed;\nlet z = sample Normal(t, 1);\nmaximize z * u;",
+    );
+    assert_eq!(
+        m.latents[0].kind,
+        LatentKind::Fixed {
+            loc: 0.0,
+            scale: 1.0
+        }
+    );
     assert!(matches!(m.latents[1].kind, LatentKind::Family { .. }));
 }
 
@@ -433,9 +526,18 @@ fn guide_initialisation() {
     assert_eq!(
         kinds,
         vec![
-            LatentKind::Guided { init_mean: 2.0, init_std: 0.5 },
-            LatentKind::Guided { init_mean: 0.0, init_std: std::f64::consts::LN_2 },
-            LatentKind::Guided { init_mean: 0.0, init_std: 1.0 },
+            LatentKind::Guided {
+                init_mean: 2.0,
+                init_std: 0.5
+            },
+            LatentKind::Guided {
+                init_mean: 0.0,
+                init_std: std::f64::consts::LN_2
+            },
+            LatentKind::Guided {
+                init_mean: 0.0,
+                init_std: 1.0
+            },
         ]
     );
     assert_eq!(m.mode, Mode::Variational);
@@ -443,15 +545,24 @@ fn guide_initialisation() {
 
 #[test]
 fn latents_are_named_after_their_variable_and_loop_indices() {
-    let m = compile("let z = sample Normal(0, 1);\nfor i in 0..2 { let w = sample Normal(0, 1); }\nlet v = [sample Normal(0, 1) for j in 0..2];");
+    let m = compile(
+        "let z = sample Normal(0, 1);\nfor i in 0..2 { let w = sample Normal(0, 1); }\nlet v = [sample Normal(0, 1) for j in 0..2];",
+    );
     let names: Vec<&str> = m.latents.iter().map(|l| l.name.as_str()).collect();
     assert_eq!(names, vec!["z", "w[0]", "w[1]", "v[0]", "v[1]"]);
 }
 
 #[test]
 fn shared_subexpressions_are_stored_once() {
-    let m = compile("let z = sample Normal(0, 1);\nlet a = exp(z) * exp(z);\nlet b = exp(z) + exp(z);\nfactor a + b;");
-    let exps = m.program.nodes().iter().filter(|n| matches!(n, dsgd::ir::Node::Unary(dsgd::ir::Unary::Exp, _))).count();
+    let m = compile(
+        "let z = sample Normal(0, 1);\nlet a = exp(z) * exp(z);\nlet b = exp(z) + exp(z);\nfactor a + b;",
+    );
+    let exps = m
+        .program
+        .nodes()
+        .iter()
+        .filter(|n| matches!(n, dsgd::ir::Node::Unary(dsgd::ir::Unary::Exp, _)))
+        .count();
     assert_eq!(exps, 1);
 }
 
@@ -459,7 +570,9 @@ fn shared_subexpressions_are_stored_once() {
 fn if_statements_record_their_source_span() {
     let src = "let z = sample Normal(0, 1);\nfactor if z < 0 { 1 } else { 2 };\nfactor abs(z - 1);";
     let m = compile(src);
-    let spans: Vec<&str> =
-        (0..m.program.if_count()).map(|k| m.program.if_span(k).unwrap()).map(|s| &src[s.start as usize..s.end as usize]).collect();
+    let spans: Vec<&str> = (0..m.program.if_count())
+        .map(|k| m.program.if_span(k).unwrap())
+        .map(|s| &src[s.start as usize..s.end as usize])
+        .collect();
     assert_eq!(spans, vec!["if z < 0 { 1 } else { 2 }", "abs(z - 1)"]);
 }

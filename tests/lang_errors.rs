@@ -105,7 +105,11 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
     let src = format!("factor {}1{};", "(".repeat(100_000), ")".repeat(100_000));
     let text = error(&src);
     assert!(text.contains("nests deeper than"), "{text}");
-    let blocks = format!("{}factor 1;{}", "if 1 < 2 { ".repeat(5000), "}".repeat(5000));
+    let blocks = format!(
+        "{}factor 1;{}",
+        "if 1 < 2 { ".repeat(5000),
+        "}".repeat(5000)
+    );
     assert!(error(&blocks).contains("nests deeper than"));
     let unary = format!("factor {}1;", "-".repeat(100_000));
     assert!(error(&unary).contains("nests deeper than"));
@@ -113,7 +117,10 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
 
 #[test]
 fn too_large_program_is_refused() {
-    let opts = CompileOptions { node_limit: 1000, ..CompileOptions::default() };
+    let opts = CompileOptions {
+        node_limit: 1000,
+        ..CompileOptions::default()
+    };
     let src = "let z = sample Normal(0, 1);\nlet s = 0;\nfor i in 0..100000 { s = s + exp(z * i); }\nfactor s;";
     let text = error_with(src, &opts);
     insta::assert_snapshot!("too_large_program", text, src);
@@ -121,7 +128,10 @@ fn too_large_program_is_refused() {
 
 #[test]
 fn too_much_work_is_refused() {
-    let opts = CompileOptions { step_limit: 100_000, ..CompileOptions::default() };
+    let opts = CompileOptions {
+        step_limit: 100_000,
+        ..CompileOptions::default()
+    };
     let src = "let s = 0;\nfor i in 0..1000000000000 { s = s + 1; }\nfactor s;";
     let text = error_with(src, &opts);
     assert!(text.contains("more than 100000 steps"), "{text}");

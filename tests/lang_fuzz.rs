@@ -9,13 +9,21 @@ struct OneFile;
 
 impl Resolver for OneFile {
     fn read(&self, path: &str) -> Result<String, String> {
-        if path == "d.csv" { Ok("a,b\n1,2\n3,x\n".to_string()) } else { Err("not found".to_string()) }
+        if path == "d.csv" {
+            Ok("a,b\n1,2\n3,x\n".to_string())
+        } else {
+            Err("not found".to_string())
+        }
     }
 }
 
 /// Small limits keep every case fast; the limits themselves are what is being exercised.
 fn opts() -> CompileOptions {
-    CompileOptions { node_limit: 20_000, step_limit: 200_000, max_call_depth: 200 }
+    CompileOptions {
+        node_limit: 20_000,
+        step_limit: 200_000,
+        max_call_depth: 200,
+    }
 }
 
 fn compile_anything(src: &str) {
@@ -33,11 +41,72 @@ fn compile_anything(src: &str) {
 }
 
 const VOCAB: &[&str] = &[
-    "let", "const", "data", "param", "fn", "for", "in", "if", "else", "sample", "observe", "factor",
-    "maximize", "minimize", "fixed", "init", "(", ")", "{", "}", "[", "]", ",", ";", "=", "~", "+", "-",
-    "*", "/", "^", "<", "<=", ">", ">=", "==", "!=", "&&", "||", "!", "..", "0", "1", "2.5", "1e3", "z",
-    "x", "i", "f", "Normal", "Flat", "Poisson", "exp", "abs", "sum", "len", "csv", "\"d.csv\"", "\"a\"",
-    "\"b\"", "mean", "std", "rho", "// c\n", "/*", "*/",
+    "let",
+    "const",
+    "data",
+    "param",
+    "fn",
+    "for",
+    "in",
+    "if",
+    "else",
+    "sample",
+    "observe",
+    "factor",
+    "maximize",
+    "minimize",
+    "fixed",
+    "init",
+    "(",
+    ")",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    ";",
+    "=",
+    "~",
+    "+",
+    "-",
+    "*",
+    "/",
+    "^",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "==",
+    "!=",
+    "&&",
+    "||",
+    "!",
+    "..",
+    "0",
+    "1",
+    "2.5",
+    "1e3",
+    "z",
+    "x",
+    "i",
+    "f",
+    "Normal",
+    "Flat",
+    "Poisson",
+    "exp",
+    "abs",
+    "sum",
+    "len",
+    "csv",
+    "\"d.csv\"",
+    "\"a\"",
+    "\"b\"",
+    "mean",
+    "std",
+    "rho",
+    "// c\n",
+    "/*",
+    "*/",
 ];
 
 /// Fragments that form valid statements, so that random sequences reach the lowering.

@@ -30,9 +30,14 @@ fn unrolled_size_is_linear_in_the_loop_bound() {
 #[test]
 fn huge_unrolling_is_refused_early() {
     // 10^12 iterations of non-trivial work: stopped by the node limit after a few thousand.
-    let opts = CompileOptions { node_limit: 5_000, ..CompileOptions::default() };
+    let opts = CompileOptions {
+        node_limit: 5_000,
+        ..CompileOptions::default()
+    };
     let src = "let z = sample Normal(0, 1);\nlet s = 0;\nfor i in 0..1000000 { for j in 0..1000000 { s = s + sin(z * i + j); } }\nfactor s;";
-    let err = compile_source("t.dsgd", src, Path::new("."), &opts).unwrap_err().to_string();
+    let err = compile_source("t.dsgd", src, Path::new("."), &opts)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("more than 5000 nodes"), "{err}");
     assert!(err.contains("t.dsgd:3:"), "{err}");
 }
@@ -40,9 +45,14 @@ fn huge_unrolling_is_refused_early() {
 #[test]
 fn exponential_recursion_is_refused_by_the_step_limit() {
     // A doubly recursive function on constants does no IR work but 2^40 calls.
-    let opts = CompileOptions { step_limit: 200_000, ..CompileOptions::default() };
+    let opts = CompileOptions {
+        step_limit: 200_000,
+        ..CompileOptions::default()
+    };
     let src = "fn f(n) { if n < 1 { 1 } else { f(n - 1) + f(n - 1) } }\nfactor f(40);";
-    let err = compile_source("t.dsgd", src, Path::new("."), &opts).unwrap_err().to_string();
+    let err = compile_source("t.dsgd", src, Path::new("."), &opts)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("more than 200000 steps"), "{err}");
 }
 

@@ -7,7 +7,9 @@ use dsgd::models::{builtin, builtin_names};
 use dsgd::special::softplus;
 
 fn model(name: &str) -> Model {
-    builtin(name).expect("a built-in").unwrap_or_else(|e| panic!("{name} does not compile:\n{e}"))
+    builtin(name)
+        .expect("a built-in")
+        .unwrap_or_else(|e| panic!("{name} does not compile:\n{e}"))
 }
 
 fn report(name: &str) -> CheckReport {
@@ -29,7 +31,11 @@ fn paper_counts() {
     assert_eq!(builtin_names().len(), expected.len());
     for (name, latents, ifs, depth, lyy18) in expected {
         let r = report(name);
-        assert_eq!((r.latents, r.if_statements, r.nesting_depth), (latents, ifs, depth), "{name}");
+        assert_eq!(
+            (r.latents, r.if_statements, r.nesting_depth),
+            (latents, ifs, depth),
+            "{name}"
+        );
         assert_eq!(r.lyy18_applicable, lyy18, "{name}");
         assert_eq!(r.lyy18_blocked_by.is_none(), lyy18, "{name}");
     }
@@ -50,13 +56,21 @@ fn example_is_safe_objective_with_one_parameter() {
 #[test]
 fn example_family_outputs_are_theta_and_one() {
     let m = model("example");
-    let LatentKind::Family { loc, scale } = m.latents[0].kind else { panic!("a family latent") };
+    let LatentKind::Family { loc, scale } = m.latents[0].kind else {
+        panic!("a family latent")
+    };
     let v = m.program.evaluate_all(Semantics::Crisp, &[0.7], &[0.3]);
     assert_eq!(v[loc.index()], 0.7);
     assert_eq!(v[scale.index()], 1.0);
     // f(z) = -z^2/2 + [z >= 0] at z = 0.3 and z = -0.3.
-    assert_eq!(m.program.evaluate(Semantics::Crisp, &[0.7], &[0.3]), -0.045 + 1.0);
-    assert_eq!(m.program.evaluate(Semantics::Crisp, &[0.7], &[-0.3]), -0.045);
+    assert_eq!(
+        m.program.evaluate(Semantics::Crisp, &[0.7], &[0.3]),
+        -0.045 + 1.0
+    );
+    assert_eq!(
+        m.program.evaluate(Semantics::Crisp, &[0.7], &[-0.3]),
+        -0.045
+    );
 }
 
 #[test]
@@ -75,9 +89,16 @@ fn paper_models_are_variational_and_safe_except_xornet() {
 }
 
 fn guide(m: &Model, name: &str) -> (f64, f64) {
-    let l = m.latents.iter().find(|l| l.name == name).unwrap_or_else(|| panic!("no latent {name}"));
+    let l = m
+        .latents
+        .iter()
+        .find(|l| l.name == name)
+        .unwrap_or_else(|| panic!("no latent {name}"));
     match l.kind {
-        LatentKind::Guided { init_mean, init_std } => (init_mean, init_std),
+        LatentKind::Guided {
+            init_mean,
+            init_std,
+        } => (init_mean, init_std),
         k => panic!("{name} is {k:?}"),
     }
 }
@@ -96,7 +117,19 @@ fn guide_initialisations_follow_design() {
 
     let c = model("cheating");
     assert_eq!(guide(&c, "c"), (0.0, softplus(1.0)));
-    let fixed = c.latents.iter().filter(|l| matches!(l.kind, LatentKind::Fixed { loc: 0.0, scale: 1.0 })).count();
+    let fixed = c
+        .latents
+        .iter()
+        .filter(|l| {
+            matches!(
+                l.kind,
+                LatentKind::Fixed {
+                    loc: 0.0,
+                    scale: 1.0
+                }
+            )
+        })
+        .count();
     assert_eq!(fixed, 300);
 
     let x = model("textmsg");
@@ -107,7 +140,12 @@ fn guide_initialisations_follow_design() {
 
     let f = model("influenza");
     for l in &f.latents {
-        assert_eq!(guide(&f, &l.name), (0.0, std::f64::consts::LN_2), "{}", l.name);
+        assert_eq!(
+            guide(&f, &l.name),
+            (0.0, std::f64::consts::LN_2),
+            "{}",
+            l.name
+        );
     }
 
     let n = model("xornet");
@@ -125,11 +163,19 @@ fn cheating_value_matches_definition() {
     z[0] = 0.1;
     let mut yes = 0.0;
     for k in 0..100 {
-        let (u, v, w) = (if k % 3 == 0 { 0.5 } else { -0.5 }, if k % 2 == 0 { 1.0 } else { -1.0 }, if k % 5 == 0 { 1.0 } else { -1.0 });
+        let (u, v, w) = (
+            if k % 3 == 0 { 0.5 } else { -0.5 },
+            if k % 2 == 0 { 1.0 } else { -1.0 },
+            if k % 5 == 0 { 1.0 } else { -1.0 },
+        );
         z[1 + 3 * k] = u;
         z[2 + 3 * k] = v;
         z[3 + 3 * k] = w;
-        let (cheat, t1, t2) = (f64::from(u >= 0.1), f64::from(v >= 0.0), f64::from(w >= 0.0));
+        let (cheat, t1, t2) = (
+            f64::from(u >= 0.1),
+            f64::from(v >= 0.0),
+            f64::from(w >= 0.0),
+        );
         yes += t1 * cheat + (1.0 - t1) * t2;
     }
     let p: f64 = yes / 100.0;

@@ -16,7 +16,10 @@ pub struct Loaded {
 }
 
 /// Loads `spec`: an existing path is compiled; otherwise a built-in of that name.
-#[allow(dead_code, reason = "the entry point of the run/compare/bench subcommands")]
+#[allow(
+    dead_code,
+    reason = "the entry point of the run/compare/bench subcommands"
+)]
 pub fn load_model(spec: &str) -> anyhow::Result<Model> {
     load(spec).map(|l| l.model)
 }
@@ -25,16 +28,26 @@ pub fn load_model(spec: &str) -> anyhow::Result<Model> {
 pub fn load(spec: &str) -> anyhow::Result<Loaded> {
     let path = Path::new(spec);
     if path.is_file() {
-        let source = std::fs::read_to_string(path).with_context(|| format!("cannot read model file `{spec}`"))?;
+        let source = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read model file `{spec}`"))?;
         let base = path.parent().unwrap_or(Path::new("."));
         let model = compile_source(spec, &source, base, &CompileOptions::default())
             .map_err(|e| anyhow::anyhow!("cannot compile `{spec}`\n{e}"))?;
-        return Ok(Loaded { model, file: spec.to_string(), source });
+        return Ok(Loaded {
+            model,
+            file: spec.to_string(),
+            source,
+        });
     }
     if let Some(result) = models::builtin(spec) {
-        let model = result.map_err(|e| anyhow::anyhow!("cannot compile built-in model `{spec}`\n{e}"))?;
+        let model =
+            result.map_err(|e| anyhow::anyhow!("cannot compile built-in model `{spec}`\n{e}"))?;
         let source = models::builtin_source(spec).unwrap_or_default().to_string();
-        return Ok(Loaded { model, file: format!("{spec}.dsgd"), source });
+        return Ok(Loaded {
+            model,
+            file: format!("{spec}.dsgd"),
+            source,
+        });
     }
     if path.exists() {
         bail!("`{spec}` is not a file");

@@ -64,8 +64,11 @@ impl CheckReport {
             location: where_(g.index, g.span),
             reason: why.to_string(),
         });
-        let fixed_latents =
-            model.latents.iter().filter(|l| matches!(l.kind, crate::ir::LatentKind::Fixed { .. })).count();
+        let fixed_latents = model
+            .latents
+            .iter()
+            .filter(|l| matches!(l.kind, crate::ir::LatentKind::Fixed { .. }))
+            .count();
         CheckReport {
             model: model.name.clone(),
             mode: match model.mode {
@@ -92,16 +95,27 @@ impl CheckReport {
 impl std::fmt::Display for CheckReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "model {} ({})", self.model, self.mode)?;
-        let fixed = if self.fixed_latents > 0 { format!(" ({} fixed)", self.fixed_latents) } else { String::new() };
+        let fixed = if self.fixed_latents > 0 {
+            format!(" ({} fixed)", self.fixed_latents)
+        } else {
+            String::new()
+        };
         writeln!(f, "  latents        {}{fixed}", self.latents)?;
         writeln!(f, "  parameters     {}", self.params)?;
         writeln!(f, "  if-statements  {}", self.if_statements)?;
         writeln!(f, "  nesting depth  {}", self.nesting_depth)?;
         writeln!(f, "  nodes          {}", self.nodes)?;
         if self.safe {
-            writeln!(f, "  safe           yes: every guard is safe, the convergence theorem applies")?;
+            writeln!(
+                f,
+                "  safe           yes: every guard is safe, the convergence theorem applies"
+            )?;
         } else {
-            writeln!(f, "  safe           no: {} unsafe guard(s)", self.unsafe_guards.len())?;
+            writeln!(
+                f,
+                "  safe           no: {} unsafe guard(s)",
+                self.unsafe_guards.len()
+            )?;
             for g in self.unsafe_guards.iter().take(10) {
                 writeln!(f, "    {}: {}", g.location, g.reason)?;
             }
@@ -109,11 +123,23 @@ impl std::fmt::Display for CheckReport {
                 writeln!(f, "    ... and {} more", self.unsafe_guards.len() - 10)?;
             }
         }
-        writeln!(f, "  affine guards  {} of {}", self.affine_guards, self.if_statements)?;
+        writeln!(
+            f,
+            "  affine guards  {} of {}",
+            self.affine_guards, self.if_statements
+        )?;
         match &self.lyy18_blocked_by {
             None => writeln!(f, "  LYY18          applicable")?,
-            Some(g) => writeln!(f, "  LYY18          not applicable: the guard at {} is not affine ({})", g.location, g.reason)?,
+            Some(g) => writeln!(
+                f,
+                "  LYY18          not applicable: the guard at {} is not affine ({})",
+                g.location, g.reason
+            )?,
         }
-        write!(f, "  eta decay      {} (default, 1 / (2 x depth))", self.default_eta_decay)
+        write!(
+            f,
+            "  eta decay      {} (default, 1 / (2 x depth))",
+            self.default_eta_decay
+        )
     }
 }

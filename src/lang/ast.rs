@@ -50,19 +50,47 @@ pub enum ExprKind {
     Var(Ident),
     Array(Vec<Expr>),
     /// `[body for var in lo..hi]`.
-    Comprehension { body: Box<Expr>, var: Ident, lo: Box<Expr>, hi: Box<Expr> },
-    Index { base: Box<Expr>, index: Box<Expr> },
-    Call { name: Ident, args: Vec<Expr> },
+    Comprehension {
+        body: Box<Expr>,
+        var: Ident,
+        lo: Box<Expr>,
+        hi: Box<Expr>,
+    },
+    Index {
+        base: Box<Expr>,
+        index: Box<Expr>,
+    },
+    Call {
+        name: Ident,
+        args: Vec<Expr>,
+    },
     Neg(Box<Expr>),
-    Binary { op: BinOp, lhs: Box<Expr>, rhs: Box<Expr> },
-    Cmp { op: CmpOp, lhs: Box<Expr>, rhs: Box<Expr> },
+    Binary {
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    Cmp {
+        op: CmpOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
     Not(Box<Expr>),
     /// `if cond { .. } else { .. }`; `else_` is `None` only in statement position.
-    If { cond: Box<Expr>, then_: Block, else_: Option<Block> },
+    If {
+        cond: Box<Expr>,
+        then_: Block,
+        else_: Option<Block>,
+    },
     /// `sample D(args) [fixed] [init(key = value, ..)]`.
-    Sample { dist: Ident, args: Vec<Expr>, fixed: Option<Span>, init: Vec<(InitKey, Span, Expr)> },
+    Sample {
+        dist: Ident,
+        args: Vec<Expr>,
+        fixed: Option<Span>,
+        init: Vec<(InitKey, Span, Expr)>,
+    },
 }
 
 /// Statements and an optional final expression (the block's value).
@@ -81,18 +109,43 @@ pub struct Stmt {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum StmtKind {
-    Let { name: Ident, value: Expr },
+    Let {
+        name: Ident,
+        value: Expr,
+    },
     /// `name[i][j] = value` (no indices for a plain re-assignment).
-    Assign { name: Ident, indices: Vec<Expr>, value: Expr },
-    Const { name: Ident, value: Expr },
-    Data { name: Ident, value: Expr },
-    Param { name: Ident, init: Expr },
+    Assign {
+        name: Ident,
+        indices: Vec<Expr>,
+        value: Expr,
+    },
+    Const {
+        name: Ident,
+        value: Expr,
+    },
+    Data {
+        name: Ident,
+        value: Expr,
+    },
+    Param {
+        name: Ident,
+        init: Expr,
+    },
     Fn(std::rc::Rc<FnDef>),
-    Observe { value: Expr, dist: Ident, args: Vec<Expr> },
+    Observe {
+        value: Expr,
+        dist: Ident,
+        args: Vec<Expr>,
+    },
     Factor(Expr),
     Maximize(Expr),
     Minimize(Expr),
-    For { var: Ident, lo: Expr, hi: Expr, body: Block },
+    For {
+        var: Ident,
+        lo: Expr,
+        hi: Expr,
+        body: Block,
+    },
     /// An expression evaluated for its effects (a call, an `if`).
     Expr(Expr),
 }
@@ -114,6 +167,9 @@ pub struct Program {
 impl StmtKind {
     /// Whether the statement makes the program an objective (rather than variational) one.
     pub fn is_objective_marker(&self) -> bool {
-        matches!(self, StmtKind::Param { .. } | StmtKind::Maximize(_) | StmtKind::Minimize(_))
+        matches!(
+            self,
+            StmtKind::Param { .. } | StmtKind::Maximize(_) | StmtKind::Minimize(_)
+        )
     }
 }

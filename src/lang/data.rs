@@ -31,19 +31,30 @@ pub(crate) struct DataError {
 }
 
 /// The numbers in column `column` of the CSV file `path` (with a header row).
-pub(crate) fn read_column(resolver: &dyn Resolver, path: &str, column: &str) -> Result<Vec<f64>, DataError> {
+pub(crate) fn read_column(
+    resolver: &dyn Resolver,
+    path: &str,
+    column: &str,
+) -> Result<Vec<f64>, DataError> {
     let text = resolver.read(path).map_err(|e| DataError {
         message: format!("cannot read data file `{path}`: {e}"),
-        expected: "a CSV file beside the model (the path is relative to the model file)".to_string(),
+        expected: "a CSV file beside the model (the path is relative to the model file)"
+            .to_string(),
         missing_column: false,
     })?;
-    let mut reader = csv::ReaderBuilder::new().has_headers(true).trim(csv::Trim::All).from_reader(text.as_bytes());
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
     let bad = |message: String| DataError {
         message,
         expected: "a CSV file with a header row and numbers below it".to_string(),
         missing_column: false,
     };
-    let headers = reader.headers().map_err(|e| bad(format!("`{path}` is not a valid CSV file: {e}")))?.clone();
+    let headers = reader
+        .headers()
+        .map_err(|e| bad(format!("`{path}` is not a valid CSV file: {e}")))?
+        .clone();
     let Some(col) = headers.iter().position(|h| h == column) else {
         let names: Vec<&str> = headers.iter().collect();
         return Err(DataError {
@@ -57,7 +68,10 @@ pub(crate) fn read_column(resolver: &dyn Resolver, path: &str, column: &str) -> 
         let record = record.map_err(|e| bad(format!("`{path}` is not a valid CSV file: {e}")))?;
         let field = record.get(col).unwrap_or("");
         let x: f64 = field.parse().map_err(|_| {
-            bad(format!("`{path}`, row {} of column `{column}`: `{field}` is not a number", row + 2))
+            bad(format!(
+                "`{path}`, row {} of column `{column}`: `{field}` is not a number",
+                row + 2
+            ))
         })?;
         out.push(x);
     }

@@ -18,7 +18,12 @@ pub struct Diag {
 
 impl Diag {
     pub fn new(span: Span, message: impl Into<String>, expected: impl Into<String>) -> Diag {
-        Diag { span, message: message.into(), expected: expected.into(), notes: Vec::new() }
+        Diag {
+            span,
+            message: message.into(),
+            expected: expected.into(),
+            notes: Vec::new(),
+        }
     }
 
     pub fn with_note(mut self, note: impl Into<String>) -> Diag {
@@ -43,13 +48,22 @@ pub fn locate(source: &str, span: Span) -> Location {
     let start = (span.start as usize).min(source.len());
     let start = floor_char_boundary(source, start);
     let line_start = source[..start].rfind('\n').map_or(0, |p| p + 1);
-    let line_end = source[start..].find('\n').map_or(source.len(), |p| start + p);
+    let line_end = source[start..]
+        .find('\n')
+        .map_or(source.len(), |p| start + p);
     let line = source[..start].matches('\n').count() + 1;
     let column = source[line_start..start].chars().count() + 1;
-    let line_text = source[line_start..line_end].trim_end_matches('\r').to_string();
+    let line_text = source[line_start..line_end]
+        .trim_end_matches('\r')
+        .to_string();
     let end = floor_char_boundary(source, (span.end as usize).clamp(start, line_end));
     let width = source[start..end].chars().count().max(1);
-    Location { line, column, line_text, width }
+    Location {
+        line,
+        column,
+        line_text,
+        width,
+    }
 }
 
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {
@@ -143,7 +157,13 @@ mod tests {
     fn locates_line_and_column_in_characters() {
         let src = "let a = 1;\nlet é = b;\n";
         let start = src.find('b').unwrap() as u32;
-        let loc = locate(src, Span { start, end: start + 1 });
+        let loc = locate(
+            src,
+            Span {
+                start,
+                end: start + 1,
+            },
+        );
         assert_eq!((loc.line, loc.column, loc.width), (2, 9, 1));
         assert_eq!(loc.line_text, "let é = b;");
     }
@@ -151,7 +171,11 @@ mod tests {
     #[test]
     fn renders_caret_under_the_span() {
         let src = "x = foo(1);";
-        let d = Diag::new(Span { start: 4, end: 7 }, "unknown function `foo`", "a built-in or a `fn`");
+        let d = Diag::new(
+            Span { start: 4, end: 7 },
+            "unknown function `foo`",
+            "a built-in or a `fn`",
+        );
         let text = CompileError::from_diag("m.dsgd", src, d).to_string();
         assert_eq!(
             text,

@@ -157,13 +157,20 @@ pub struct Token {
 }
 
 fn span(start: usize, end: usize) -> Span {
-    Span { start: start as u32, end: end as u32 }
+    Span {
+        start: start as u32,
+        end: end as u32,
+    }
 }
 
 /// Splits `src` into tokens, ending with [`Tok::Eof`]. The first malformed token is an error.
 pub fn lex(src: &str) -> Result<Vec<Token>, Diag> {
     if src.len() > u32::MAX as usize / 2 {
-        return Err(Diag::new(span(0, 0), "the source file is too large", "a file below 2 GiB"));
+        return Err(Diag::new(
+            span(0, 0),
+            "the source file is too large",
+            "a file below 2 GiB",
+        ));
     }
     let bytes = src.as_bytes();
     let mut out = Vec::new();
@@ -204,9 +211,16 @@ pub fn lex(src: &str) -> Result<Vec<Token>, Diag> {
             i = number_end(bytes, i);
             let text = &src[start..i];
             let value: f64 = text.replace('_', "").parse().map_err(|_| {
-                Diag::new(span(start, i), format!("malformed number `{text}`"), "a number such as `2`, `0.5` or `1e-3`")
+                Diag::new(
+                    span(start, i),
+                    format!("malformed number `{text}`"),
+                    "a number such as `2`, `0.5` or `1e-3`",
+                )
             })?;
-            if bytes.get(i).is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_') {
+            if bytes
+                .get(i)
+                .is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_')
+            {
                 let end = ident_end(bytes, i);
                 return Err(Diag::new(
                     span(start, end),
@@ -214,14 +228,20 @@ pub fn lex(src: &str) -> Result<Vec<Token>, Diag> {
                     "a number followed by an operator or space",
                 ));
             }
-            out.push(Token { tok: Tok::Num(value), span: span(start, i) });
+            out.push(Token {
+                tok: Tok::Num(value),
+                span: span(start, i),
+            });
             continue;
         }
         if c.is_ascii_alphabetic() || c == b'_' {
             i = ident_end(bytes, i);
             let word = &src[start..i];
             let tok = keyword(word).unwrap_or_else(|| Tok::Ident(word.to_string()));
-            out.push(Token { tok, span: span(start, i) });
+            out.push(Token {
+                tok,
+                span: span(start, i),
+            });
             continue;
         }
         if c == b'"' {
@@ -230,10 +250,17 @@ pub fn lex(src: &str) -> Result<Vec<Token>, Diag> {
                 i += 1;
             }
             if i >= bytes.len() || bytes[i] != b'"' {
-                return Err(Diag::new(span(start, i), "unterminated string", "a closing `\"` on the same line"));
+                return Err(Diag::new(
+                    span(start, i),
+                    "unterminated string",
+                    "a closing `\"` on the same line",
+                ));
             }
             i += 1;
-            out.push(Token { tok: Tok::Str(src[start + 1..i - 1].to_string()), span: span(start, i) });
+            out.push(Token {
+                tok: Tok::Str(src[start + 1..i - 1].to_string()),
+                span: span(start, i),
+            });
             continue;
         }
         let two = |a: u8, b: u8| c == a && bytes.get(i + 1) == Some(&b);
@@ -284,9 +311,15 @@ pub fn lex(src: &str) -> Result<Vec<Token>, Diag> {
             (t, 1)
         };
         i += len;
-        out.push(Token { tok, span: span(start, i) });
+        out.push(Token {
+            tok,
+            span: span(start, i),
+        });
     }
-    out.push(Token { tok: Tok::Eof, span: span(bytes.len(), bytes.len()) });
+    out.push(Token {
+        tok: Tok::Eof,
+        span: span(bytes.len(), bytes.len()),
+    });
     Ok(out)
 }
 
@@ -332,13 +365,22 @@ mod tests {
 
     #[test]
     fn range_is_not_a_fraction() {
-        assert_eq!(kinds("0..n"), vec![Tok::Num(0.0), Tok::DotDot, Tok::Ident("n".into()), Tok::Eof]);
-        assert_eq!(kinds("1.5e-3 .5"), vec![Tok::Num(1.5e-3), Tok::Num(0.5), Tok::Eof]);
+        assert_eq!(
+            kinds("0..n"),
+            vec![Tok::Num(0.0), Tok::DotDot, Tok::Ident("n".into()), Tok::Eof]
+        );
+        assert_eq!(
+            kinds("1.5e-3 .5"),
+            vec![Tok::Num(1.5e-3), Tok::Num(0.5), Tok::Eof]
+        );
     }
 
     #[test]
     fn comments_are_skipped() {
-        assert_eq!(kinds("a // x\n/* y */ b"), vec![Tok::Ident("a".into()), Tok::Ident("b".into()), Tok::Eof]);
+        assert_eq!(
+            kinds("a // x\n/* y */ b"),
+            vec![Tok::Ident("a".into()), Tok::Ident("b".into()), Tok::Eof]
+        );
     }
 
     #[test]

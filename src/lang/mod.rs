@@ -33,7 +33,11 @@ pub struct CompileOptions {
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        CompileOptions { node_limit: DEFAULT_NODE_LIMIT, step_limit: 50_000_000, max_call_depth: 1000 }
+        CompileOptions {
+            node_limit: DEFAULT_NODE_LIMIT,
+            step_limit: 50_000_000,
+            max_call_depth: 1000,
+        }
     }
 }
 
@@ -51,8 +55,15 @@ pub fn compile_file(path: &Path, opts: &CompileOptions) -> Result<Model, Compile
 }
 
 /// Compiles `source` (named `name` in messages); data files are read relative to `base_dir`.
-pub fn compile_source(name: &str, source: &str, base_dir: &Path, opts: &CompileOptions) -> Result<Model, CompileError> {
-    let resolver = FsResolver { base_dir: base_dir.to_path_buf() };
+pub fn compile_source(
+    name: &str,
+    source: &str,
+    base_dir: &Path,
+    opts: &CompileOptions,
+) -> Result<Model, CompileError> {
+    let resolver = FsResolver {
+        base_dir: base_dir.to_path_buf(),
+    };
     compile_with(name, source, &resolver, opts)
 }
 
@@ -63,7 +74,9 @@ pub fn compile_with(
     resolver: &(dyn Resolver + Sync),
     opts: &CompileOptions,
 ) -> Result<Model, CompileError> {
-    let model_name = Path::new(name).file_stem().map_or(name.to_string(), |s| s.to_string_lossy().into_owned());
+    let model_name = Path::new(name)
+        .file_stem()
+        .map_or(name.to_string(), |s| s.to_string_lossy().into_owned());
     let run = || -> Result<Model, CompileError> {
         let to_error = |d| CompileError::from_diag(name, source, d);
         let tokens = lexer::lex(source).map_err(to_error)?;
@@ -75,8 +88,18 @@ pub fn compile_with(
             .name("dsgd-compile".to_string())
             .stack_size(STACK_BYTES)
             .spawn_scoped(s, run)
-            .map_err(|e| CompileError::without_location(name, format!("cannot start the compiler thread: {e}")))?
+            .map_err(|e| {
+                CompileError::without_location(
+                    name,
+                    format!("cannot start the compiler thread: {e}"),
+                )
+            })?
             .join()
-            .unwrap_or_else(|_| Err(CompileError::without_location(name, "internal compiler error (please report)")))
+            .unwrap_or_else(|_| {
+                Err(CompileError::without_location(
+                    name,
+                    "internal compiler error (please report)",
+                ))
+            })
     })
 }

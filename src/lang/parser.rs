@@ -12,7 +12,11 @@ pub const MAX_NESTING: usize = 200;
 
 /// Parses a whole file.
 pub fn parse(tokens: &[Token]) -> Result<Program, Diag> {
-    let mut p = Parser { tokens, pos: 0, depth: 0 };
+    let mut p = Parser {
+        tokens,
+        pos: 0,
+        depth: 0,
+    };
     let mut stmts = Vec::new();
     while p.peek() != &Tok::Eof {
         stmts.push(p.statement(true)?);
@@ -27,7 +31,10 @@ struct Parser<'t> {
 }
 
 fn join(a: Span, b: Span) -> Span {
-    Span { start: a.start.min(b.start), end: a.end.max(b.end) }
+    Span {
+        start: a.start.min(b.start),
+        end: a.end.max(b.end),
+    }
 }
 
 impl<'t> Parser<'t> {
@@ -111,7 +118,10 @@ impl<'t> Parser<'t> {
         if declaration && !top {
             let d = Diag::new(
                 start,
-                format!("{} is only allowed at the top level", self.peek().describe()),
+                format!(
+                    "{} is only allowed at the top level",
+                    self.peek().describe()
+                ),
                 "a statement (`let`, `observe`, `if`, `for`, ...) inside a block",
             );
             return Err(d);
@@ -131,7 +141,11 @@ impl<'t> Parser<'t> {
                 self.expect(Tok::Assign, "after the name")?;
                 let value = self.expr()?;
                 self.semi()?;
-                if is_const { StmtKind::Const { name, value } } else { StmtKind::Data { name, value } }
+                if is_const {
+                    StmtKind::Const { name, value }
+                } else {
+                    StmtKind::Data { name, value }
+                }
             }
             Tok::Param => {
                 self.bump();
@@ -145,7 +159,10 @@ impl<'t> Parser<'t> {
             Tok::Observe => {
                 self.bump();
                 let value = self.expr()?;
-                self.expect(Tok::Tilde, "between the observed value and its distribution")?;
+                self.expect(
+                    Tok::Tilde,
+                    "between the observed value and its distribution",
+                )?;
                 let dist = self.ident("a distribution such as `Normal`")?;
                 let args = self.call_args("the distribution's arguments")?;
                 self.semi()?;
@@ -175,7 +192,10 @@ impl<'t> Parser<'t> {
                 let e = self.if_expr(true)?;
                 StmtKind::Expr(e)
             }
-            Tok::Ident(_) if matches!(self.peek_at(1), Tok::Assign | Tok::LBracket) && self.is_assignment() => {
+            Tok::Ident(_)
+                if matches!(self.peek_at(1), Tok::Assign | Tok::LBracket)
+                    && self.is_assignment() =>
+            {
                 let name = self.ident("a variable")?;
                 let mut indices = Vec::new();
                 while self.eat(&Tok::LBracket) {
@@ -187,7 +207,11 @@ impl<'t> Parser<'t> {
                 self.expect(Tok::Assign, "in the assignment")?;
                 let value = self.expr()?;
                 self.semi()?;
-                StmtKind::Assign { name, indices, value }
+                StmtKind::Assign {
+                    name,
+                    indices,
+                    value,
+                }
             }
             _ => {
                 let e = self.expr()?;
@@ -195,7 +219,10 @@ impl<'t> Parser<'t> {
                 StmtKind::Expr(e)
             }
         };
-        Ok(Stmt { kind, span: join(start, self.prev_span()) })
+        Ok(Stmt {
+            kind,
+            span: join(start, self.prev_span()),
+        })
     }
 
     /// Looks ahead over `name[..][..]` for a `=`: an indexed assignment rather than an
@@ -257,32 +284,63 @@ impl<'t> Parser<'t> {
             match self.peek() {
                 Tok::RBrace => break,
                 Tok::Eof => {
-                    return Err(Diag::new(start, "this `{` is never closed", "a matching `}` before the end of the file"));
+                    return Err(Diag::new(
+                        start,
+                        "this `{` is never closed",
+                        "a matching `}` before the end of the file",
+                    ));
                 }
-                Tok::Let | Tok::Const | Tok::Data | Tok::Param | Tok::Fn | Tok::Observe | Tok::Factor
-                | Tok::Maximize | Tok::Minimize | Tok::For => stmts.push(self.statement(false)?),
-                Tok::Ident(_) if matches!(self.peek_at(1), Tok::Assign | Tok::LBracket) && self.is_assignment() => {
+                Tok::Let
+                | Tok::Const
+                | Tok::Data
+                | Tok::Param
+                | Tok::Fn
+                | Tok::Observe
+                | Tok::Factor
+                | Tok::Maximize
+                | Tok::Minimize
+                | Tok::For => stmts.push(self.statement(false)?),
+                Tok::Ident(_)
+                    if matches!(self.peek_at(1), Tok::Assign | Tok::LBracket)
+                        && self.is_assignment() =>
+                {
                     stmts.push(self.statement(false)?)
                 }
                 _ => {
                     let s = self.span();
                     let is_if = self.peek() == &Tok::If;
-                    let e = if is_if { self.if_expr(true)? } else { self.expr()? };
+                    let e = if is_if {
+                        self.if_expr(true)?
+                    } else {
+                        self.expr()?
+                    };
                     if self.eat(&Tok::Semi) {
-                        stmts.push(Stmt { span: join(s, self.prev_span()), kind: StmtKind::Expr(e) });
+                        stmts.push(Stmt {
+                            span: join(s, self.prev_span()),
+                            kind: StmtKind::Expr(e),
+                        });
                     } else if self.peek() == &Tok::RBrace {
                         tail = Some(Box::new(e));
                     } else if is_if {
-                        stmts.push(Stmt { span: e.span, kind: StmtKind::Expr(e) });
+                        stmts.push(Stmt {
+                            span: e.span,
+                            kind: StmtKind::Expr(e),
+                        });
                     } else {
-                        return Err(self.error_here("`;` after the expression, or `}` to end the block"));
+                        return Err(
+                            self.error_here("`;` after the expression, or `}` to end the block")
+                        );
                     }
                 }
             }
         }
         self.leave();
         let end = self.bump().span;
-        Ok(Block { stmts, tail, span: join(start, end) })
+        Ok(Block {
+            stmts,
+            tail,
+            span: join(start, end),
+        })
     }
 
     fn expr(&mut self) -> Result<Expr, Diag> {
@@ -314,7 +372,12 @@ impl<'t> Parser<'t> {
             self.enter()?;
             let rhs = self.binary(next)?;
             self.leave();
-            if bp == 3 && matches!(self.peek(), Tok::Lt | Tok::Le | Tok::Gt | Tok::Ge | Tok::EqEq | Tok::Ne) {
+            if bp == 3
+                && matches!(
+                    self.peek(),
+                    Tok::Lt | Tok::Le | Tok::Gt | Tok::Ge | Tok::EqEq | Tok::Ne
+                )
+            {
                 return Err(Diag::new(
                     self.span(),
                     "comparisons cannot be chained",
@@ -326,17 +389,61 @@ impl<'t> Parser<'t> {
             let kind = match op_tok.tok {
                 Tok::OrOr => ExprKind::Or(l, r),
                 Tok::AndAnd => ExprKind::And(l, r),
-                Tok::Lt => ExprKind::Cmp { op: CmpOp::Lt, lhs: l, rhs: r },
-                Tok::Le => ExprKind::Cmp { op: CmpOp::Le, lhs: l, rhs: r },
-                Tok::Gt => ExprKind::Cmp { op: CmpOp::Gt, lhs: l, rhs: r },
-                Tok::Ge => ExprKind::Cmp { op: CmpOp::Ge, lhs: l, rhs: r },
-                Tok::EqEq => ExprKind::Cmp { op: CmpOp::Eq, lhs: l, rhs: r },
-                Tok::Ne => ExprKind::Cmp { op: CmpOp::Ne, lhs: l, rhs: r },
-                Tok::Plus => ExprKind::Binary { op: BinOp::Add, lhs: l, rhs: r },
-                Tok::Minus => ExprKind::Binary { op: BinOp::Sub, lhs: l, rhs: r },
-                Tok::Star => ExprKind::Binary { op: BinOp::Mul, lhs: l, rhs: r },
-                Tok::Slash => ExprKind::Binary { op: BinOp::Div, lhs: l, rhs: r },
-                _ => ExprKind::Binary { op: BinOp::Pow, lhs: l, rhs: r },
+                Tok::Lt => ExprKind::Cmp {
+                    op: CmpOp::Lt,
+                    lhs: l,
+                    rhs: r,
+                },
+                Tok::Le => ExprKind::Cmp {
+                    op: CmpOp::Le,
+                    lhs: l,
+                    rhs: r,
+                },
+                Tok::Gt => ExprKind::Cmp {
+                    op: CmpOp::Gt,
+                    lhs: l,
+                    rhs: r,
+                },
+                Tok::Ge => ExprKind::Cmp {
+                    op: CmpOp::Ge,
+                    lhs: l,
+                    rhs: r,
+                },
+                Tok::EqEq => ExprKind::Cmp {
+                    op: CmpOp::Eq,
+                    lhs: l,
+                    rhs: r,
+                },
+                Tok::Ne => ExprKind::Cmp {
+                    op: CmpOp::Ne,
+                    lhs: l,
+                    rhs: r,
+                },
+                Tok::Plus => ExprKind::Binary {
+                    op: BinOp::Add,
+                    lhs: l,
+                    rhs: r,
+                },
+                Tok::Minus => ExprKind::Binary {
+                    op: BinOp::Sub,
+                    lhs: l,
+                    rhs: r,
+                },
+                Tok::Star => ExprKind::Binary {
+                    op: BinOp::Mul,
+                    lhs: l,
+                    rhs: r,
+                },
+                Tok::Slash => ExprKind::Binary {
+                    op: BinOp::Div,
+                    lhs: l,
+                    rhs: r,
+                },
+                _ => ExprKind::Binary {
+                    op: BinOp::Pow,
+                    lhs: l,
+                    rhs: r,
+                },
             };
             lhs = Expr { kind, span };
         }
@@ -352,7 +459,11 @@ impl<'t> Parser<'t> {
                 let e = self.binary(6)?;
                 self.leave();
                 let span = join(start, e.span);
-                let kind = if neg { ExprKind::Neg(Box::new(e)) } else { ExprKind::Not(Box::new(e)) };
+                let kind = if neg {
+                    ExprKind::Neg(Box::new(e))
+                } else {
+                    ExprKind::Not(Box::new(e))
+                };
                 Ok(Expr { kind, span })
             }
             _ => {
@@ -364,7 +475,13 @@ impl<'t> Parser<'t> {
                     self.leave();
                     let end = self.expect(Tok::RBracket, "to close the index")?;
                     let span = join(e.span, end);
-                    e = Expr { kind: ExprKind::Index { base: Box::new(e), index: Box::new(index) }, span };
+                    e = Expr {
+                        kind: ExprKind::Index {
+                            base: Box::new(e),
+                            index: Box::new(index),
+                        },
+                        span,
+                    };
                 }
                 Ok(e)
             }
@@ -391,11 +508,17 @@ impl<'t> Parser<'t> {
         match self.peek().clone() {
             Tok::Num(x) => {
                 self.bump();
-                Ok(Expr { kind: ExprKind::Num(x), span: start })
+                Ok(Expr {
+                    kind: ExprKind::Num(x),
+                    span: start,
+                })
             }
             Tok::Str(s) => {
                 self.bump();
-                Ok(Expr { kind: ExprKind::Str(s), span: start })
+                Ok(Expr {
+                    kind: ExprKind::Str(s),
+                    span: start,
+                })
             }
             Tok::Ident(name) => {
                 self.bump();
@@ -403,9 +526,15 @@ impl<'t> Parser<'t> {
                 if self.peek() == &Tok::LParen {
                     let args = self.call_args("the arguments")?;
                     let span = join(start, self.prev_span());
-                    return Ok(Expr { kind: ExprKind::Call { name: id, args }, span });
+                    return Ok(Expr {
+                        kind: ExprKind::Call { name: id, args },
+                        span,
+                    });
                 }
-                Ok(Expr { kind: ExprKind::Var(id), span: start })
+                Ok(Expr {
+                    kind: ExprKind::Var(id),
+                    span: start,
+                })
             }
             Tok::LParen => {
                 self.bump();
@@ -419,7 +548,9 @@ impl<'t> Parser<'t> {
             Tok::LBracket => self.array(),
             Tok::If => self.if_expr(false),
             Tok::Sample => self.sample(),
-            _ => Err(self.error_here("an expression (a number, a name, `(`, `[`, `if` or `sample`)")),
+            _ => {
+                Err(self.error_here("an expression (a number, a name, `(`, `[`, `if` or `sample`)"))
+            }
         }
     }
 
@@ -437,8 +568,16 @@ impl<'t> Parser<'t> {
                 let hi = self.expr()?;
                 let end = self.expect(Tok::RBracket, "to close the array")?;
                 self.leave();
-                let kind = ExprKind::Comprehension { body: Box::new(first), var, lo: Box::new(lo), hi: Box::new(hi) };
-                return Ok(Expr { kind, span: join(start, end) });
+                let kind = ExprKind::Comprehension {
+                    body: Box::new(first),
+                    var,
+                    lo: Box::new(lo),
+                    hi: Box::new(hi),
+                };
+                return Ok(Expr {
+                    kind,
+                    span: join(start, end),
+                });
             }
             items.push(first);
             loop {
@@ -453,7 +592,10 @@ impl<'t> Parser<'t> {
             }
         }
         self.leave();
-        Ok(Expr { kind: ExprKind::Array(items), span: join(start, self.prev_span()) })
+        Ok(Expr {
+            kind: ExprKind::Array(items),
+            span: join(start, self.prev_span()),
+        })
     }
 
     /// `if c { .. } else { .. }`, with `else if` chains; `else` may be left out only in
@@ -467,7 +609,11 @@ impl<'t> Parser<'t> {
             if self.peek() == &Tok::If {
                 let inner = self.if_expr(statement)?;
                 let span = inner.span;
-                Some(Block { stmts: Vec::new(), tail: Some(Box::new(inner)), span })
+                Some(Block {
+                    stmts: Vec::new(),
+                    tail: Some(Box::new(inner)),
+                    span,
+                })
             } else {
                 Some(self.block()?)
             }
@@ -478,7 +624,14 @@ impl<'t> Parser<'t> {
         };
         self.leave();
         let span = join(start, self.prev_span());
-        Ok(Expr { kind: ExprKind::If { cond: Box::new(cond), then_, else_ }, span })
+        Ok(Expr {
+            kind: ExprKind::If {
+                cond: Box::new(cond),
+                then_,
+                else_,
+            },
+            span,
+        })
     }
 
     fn sample(&mut self) -> Result<Expr, Diag> {
@@ -520,6 +673,14 @@ impl<'t> Parser<'t> {
             }
         }
         let span = join(start, self.prev_span());
-        Ok(Expr { kind: ExprKind::Sample { dist, args, fixed, init }, span })
+        Ok(Expr {
+            kind: ExprKind::Sample {
+                dist,
+                args,
+                fixed,
+                init,
+            },
+            span,
+        })
     }
 }

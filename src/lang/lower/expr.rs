@@ -22,7 +22,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         Ok(match &e.kind {
             ExprKind::Num(x) => Value::Num(b.constant(*x)),
             ExprKind::Str(_) => {
-                return Err(Diag::new(e.span, "a string is not a value", "a number (strings are only arguments of `csv`)"));
+                return Err(Diag::new(
+                    e.span,
+                    "a string is not a value",
+                    "a number (strings are only arguments of `csv`)",
+                ));
             }
             ExprKind::Var(id) => match self.lookup(&id.name) {
                 Some(v) => v.clone(),
@@ -33,7 +37,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 for it in items {
                     let v = self.expr(it)?;
                     if let Value::Unit = v {
-                        return Err(Diag::new(it.span, "an array element has no value", "a number or an array"));
+                        return Err(Diag::new(
+                            it.span,
+                            "an array element has no value",
+                            "a number or an array",
+                        ));
                     }
                     out.push(v);
                 }
@@ -94,8 +102,15 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     "a number here; a condition goes in `if` (write `if c { 1 } else { 0 }` for its indicator)",
                 ));
             }
-            ExprKind::If { cond, then_, else_ } => self.lower_if(cond, then_, else_.as_ref(), true, e.span)?,
-            ExprKind::Sample { dist, args, fixed, init } => self.sample(dist, args, *fixed, init, e.span)?,
+            ExprKind::If { cond, then_, else_ } => {
+                self.lower_if(cond, then_, else_.as_ref(), true, e.span)?
+            }
+            ExprKind::Sample {
+                dist,
+                args,
+                fixed,
+                init,
+            } => self.sample(dist, args, *fixed, init, e.span)?,
         })
     }
 
@@ -156,7 +171,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
     pub(super) fn num(&self, v: Value<'b>, span: Span) -> Result<Var<'b>, Diag> {
         match v {
             Value::Num(x) => Ok(x),
-            other => Err(Diag::new(span, format!("expected a number, found {}", other.describe()), "a number")),
+            other => Err(Diag::new(
+                span,
+                format!("expected a number, found {}", other.describe()),
+                "a number",
+            )),
         }
     }
 
@@ -185,7 +204,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
     pub(super) fn const_int(&mut self, e: &Expr, what: &str) -> Result<i64, Diag> {
         let x = self.const_number(e, what)?;
         if x != x.trunc() || x.abs() > MAX_INT {
-            return Err(Diag::new(e.span, format!("{what} is {x}, not an integer"), "an integer"));
+            return Err(Diag::new(
+                e.span,
+                format!("{what} is {x}, not an integer"),
+                "an integer",
+            ));
         }
         Ok(x as i64)
     }
@@ -208,7 +231,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             "a variable, `const`, `data`, `param` or loop variable defined before this point",
         );
         if self.fns.contains_key(&id.name) || BUILTINS.contains(&id.name.as_str()) {
-            d.with_note(format!("`{}` is a function: call it as `{}(...)`", id.name, id.name))
+            d.with_note(format!(
+                "`{}` is a function: call it as `{}(...)`",
+                id.name, id.name
+            ))
         } else {
             d
         }
@@ -221,10 +247,18 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             if args.len() != f.params.len() {
                 return Err(Diag::new(
                     name.span,
-                    format!("function `{n}` takes {} argument(s), but {} were given", f.params.len(), args.len()),
+                    format!(
+                        "function `{n}` takes {} argument(s), but {} were given",
+                        f.params.len(),
+                        args.len()
+                    ),
                     format!(
                         "`{n}({})`",
-                        f.params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
+                        f.params
+                            .iter()
+                            .map(|p| p.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 ));
             }
@@ -254,10 +288,16 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         }
         match n {
             "len" => {
-                let [a] = args else { return Err(arity(name, "1", args.len())) };
+                let [a] = args else {
+                    return Err(arity(name, "1", args.len()));
+                };
                 match self.expr(a)? {
                     Value::Array(items) => Ok(Value::Num(b.constant(items.len() as f64))),
-                    v => Err(Diag::new(a.span, format!("`len` needs an array, found {}", v.describe()), "an array")),
+                    v => Err(Diag::new(
+                        a.span,
+                        format!("`len` needs an array, found {}", v.describe()),
+                        "an array",
+                    )),
                 }
             }
             "csv" => self.csv(name, args, span),
@@ -267,7 +307,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     Value::Array(items) => items,
                     Value::Num(x) => Rc::new(vec![Value::Num(x)]),
                     Value::Unit => {
-                        return Err(Diag::new(args[0].span, "this has no value", "a number or an array of numbers"));
+                        return Err(Diag::new(
+                            args[0].span,
+                            "this has no value",
+                            "a number or an array of numbers",
+                        ));
                     }
                 };
                 let mut xs = Vec::with_capacity(items.len());
@@ -275,16 +319,24 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     xs.push(self.num(it.clone(), args[0].span)?);
                 }
                 if xs.is_empty() {
-                    return Err(Diag::new(args[0].span, format!("`{n}` of an empty array"), "an array with elements"));
+                    return Err(Diag::new(
+                        args[0].span,
+                        format!("`{n}` of an empty array"),
+                        "an array with elements",
+                    ));
                 }
                 b.set_span(Some(span));
-                b.apply(n, &xs).map(Value::Num).map_err(|e| Diag::new(name.span, e.to_string(), "valid arguments"))
+                b.apply(n, &xs)
+                    .map(Value::Num)
+                    .map_err(|e| Diag::new(name.span, e.to_string(), "valid arguments"))
             }
             _ if BUILTINS.contains(&n) => {
                 let xs = self.num_args(args)?;
                 b.set_span(Some(span));
                 b.apply(n, &xs).map(Value::Num).map_err(|e| match e {
-                    crate::ir::IrError::Arity { expected, found, .. } => arity(name, &expected, found),
+                    crate::ir::IrError::Arity {
+                        expected, found, ..
+                    } => arity(name, &expected, found),
                     other => Diag::new(name.span, other.to_string(), "valid arguments"),
                 })
             }
@@ -308,19 +360,36 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             .iter()
             .map(|a| match &a.kind {
                 ExprKind::Str(s) => Ok(s.as_str()),
-                _ => Err(Diag::new(a.span, "`csv` takes strings", "a string in double quotes")),
+                _ => Err(Diag::new(
+                    a.span,
+                    "`csv` takes strings",
+                    "a string in double quotes",
+                )),
             })
             .collect::<Result<_, _>>()?;
         let [path, column] = strings[..] else {
-            return Err(arity(name, "2 (`csv(\"file.csv\", \"column\")`)", args.len()));
+            return Err(arity(
+                name,
+                "2 (`csv(\"file.csv\", \"column\")`)",
+                args.len(),
+            ));
         };
         let values = data::read_column(self.resolver, path, column).map_err(|msg| {
-            let arg = if msg.missing_column { args[1].span } else { args[0].span };
+            let arg = if msg.missing_column {
+                args[1].span
+            } else {
+                args[0].span
+            };
             Diag::new(arg, msg.message, msg.expected)
         })?;
         self.tick(span, values.len())?;
         let b = self.b;
-        Ok(Value::Array(Rc::new(values.into_iter().map(|x| Value::Num(b.constant(x))).collect())))
+        Ok(Value::Array(Rc::new(
+            values
+                .into_iter()
+                .map(|x| Value::Num(b.constant(x)))
+                .collect(),
+        )))
     }
 
     fn sample(
@@ -335,7 +404,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         let flat = dist.name == "Flat";
         let d = if flat {
             if !args.is_empty() {
-                return Err(Diag::new(dist.span, "`Flat` takes no arguments", "`sample Flat()`"));
+                return Err(Diag::new(
+                    dist.span,
+                    "`Flat` takes no arguments",
+                    "`sample Flat()`",
+                ));
             }
             None
         } else {
@@ -351,11 +424,19 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 InitKey::Std | InitKey::Rho => &mut guide.1,
             };
             if slot.is_some() {
-                return Err(Diag::new(*key_span, "this guide setting is given twice", "each of `mean` and `std`/`rho` at most once"));
+                return Err(Diag::new(
+                    *key_span,
+                    "this guide setting is given twice",
+                    "each of `mean` and `std`/`rho` at most once",
+                ));
             }
             let x = if *key == InitKey::Rho { softplus(x) } else { x };
             if *key != InitKey::Mean && !(x > 0.0 && x.is_finite()) {
-                return Err(Diag::new(value.span, format!("the guide's standard deviation would be {x}"), "a positive std"));
+                return Err(Diag::new(
+                    value.span,
+                    format!("the guide's standard deviation would be {x}"),
+                    "a positive std",
+                ));
             }
             *slot = Some(x);
         }
@@ -364,7 +445,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             match (d, consts.as_deref()) {
                 (Some(Dist::Normal), Some(&[loc, scale])) if scale > 0.0 => {
                     if !init.is_empty() {
-                        return Err(Diag::new(init[0].1, "a fixed latent has no guide to initialise", "no `init(..)` after `fixed`"));
+                        return Err(Diag::new(
+                            init[0].1,
+                            "a fixed latent has no guide to initialise",
+                            "no `init(..)` after `fixed`",
+                        ));
                     }
                     PendingKind::Done(LatentKind::Fixed { loc, scale })
                 }
@@ -378,7 +463,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             }
         } else if self.objective {
             match d {
-                Some(Dist::Normal) if init.is_empty() => PendingKind::Family { loc: a[0], scale: a[1] },
+                Some(Dist::Normal) if init.is_empty() => PendingKind::Family {
+                    loc: a[0],
+                    scale: a[1],
+                },
                 Some(Dist::Normal) => {
                     return Err(Diag::new(
                         init[0].1,
@@ -389,7 +477,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 _ => {
                     return Err(Diag::new(
                         dist.span,
-                        format!("latents of an objective program must be `Normal`, not `{}`", dist.name),
+                        format!(
+                            "latents of an objective program must be `Normal`, not `{}`",
+                            dist.name
+                        ),
                         "`Normal(loc, scale)` (latents are reparameterised location-scale)",
                     ));
                 }
@@ -399,12 +490,17 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 Some(Dist::Normal | Dist::Logistic) => a[0].as_const().unwrap_or(0.0),
                 _ => 0.0,
             };
-            PendingKind::Done(LatentKind::Guided { init_mean: guide.0.unwrap_or(loc), init_std: guide.1.unwrap_or(1.0) })
+            PendingKind::Done(LatentKind::Guided {
+                init_mean: guide.0.unwrap_or(loc),
+                init_std: guide.1.unwrap_or(1.0),
+            })
         };
         let z = b.latent(&name);
         if let (Some(d), PendingKind::Done(LatentKind::Guided { .. })) = (d, &kind) {
             b.set_span(Some(span));
-            let lp = b.log_density(d, z, &a).map_err(|e| Diag::new(dist.span, e.to_string(), "matching arguments"))?;
+            let lp = b
+                .log_density(d, z, &a)
+                .map_err(|e| Diag::new(dist.span, e.to_string(), "matching arguments"))?;
             self.terms.push(lp);
         }
         self.latents.push(PendingLatent { name, kind, span });
@@ -417,9 +513,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
 fn gives_value(b: &Block) -> bool {
     match b.tail.as_deref() {
         None => false,
-        Some(Expr { kind: ExprKind::If { then_, else_, .. }, .. }) => {
-            gives_value(then_) && else_.as_ref().is_some_and(gives_value)
-        }
+        Some(Expr {
+            kind: ExprKind::If { then_, else_, .. },
+            ..
+        }) => gives_value(then_) && else_.as_ref().is_some_and(gives_value),
         Some(_) => true,
     }
 }
@@ -427,7 +524,10 @@ fn gives_value(b: &Block) -> bool {
 fn arity(name: &Ident, expected: &str, found: usize) -> Diag {
     Diag::new(
         name.span,
-        format!("`{}` takes {expected} argument(s), but {found} were given", name.name),
+        format!(
+            "`{}` takes {expected} argument(s), but {found} were given",
+            name.name
+        ),
         format!("{expected} argument(s)"),
     )
 }

@@ -120,8 +120,27 @@ fn mentions_objective(s: &StmtKind) -> bool {
 
 /// Names of the built-in functions (besides `len` and `csv`).
 pub(crate) const BUILTINS: &[&str] = &[
-    "exp", "log", "log1p", "expm1", "sqrt", "softplus", "sigmoid", "tanh", "sin", "cos", "lgamma", "probit",
-    "normal_cdf", "mean", "sum", "abs", "max", "min", "relu", "step", "pow",
+    "exp",
+    "log",
+    "log1p",
+    "expm1",
+    "sqrt",
+    "softplus",
+    "sigmoid",
+    "tanh",
+    "sin",
+    "cos",
+    "lgamma",
+    "probit",
+    "normal_cdf",
+    "mean",
+    "sum",
+    "abs",
+    "max",
+    "min",
+    "relu",
+    "step",
+    "pow",
 ];
 
 impl<'b, 'r> Lowerer<'b, 'r> {
@@ -137,7 +156,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     ));
                 }
                 if self.fns.insert(n.clone(), f.clone()).is_some() {
-                    return Err(Diag::new(f.name.span, format!("function `{n}` is defined twice"), "a new name"));
+                    return Err(Diag::new(
+                        f.name.span,
+                        format!("function `{n}` is defined twice"),
+                        "a new name",
+                    ));
                 }
             }
         }
@@ -150,7 +173,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         if self.b.overflowed() {
             return Err(Diag::new(
                 span,
-                format!("the unrolled program would have more than {} nodes", self.opts.node_limit),
+                format!(
+                    "the unrolled program would have more than {} nodes",
+                    self.opts.node_limit
+                ),
                 "a program that unrolls to fewer nodes (smaller loop bounds or recursion depth)",
             )
             .with_note("the limit is set by `CompileOptions::node_limit`"));
@@ -158,7 +184,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         if self.steps > self.opts.step_limit {
             return Err(Diag::new(
                 span,
-                format!("compiling the program takes more than {} steps", self.opts.step_limit),
+                format!(
+                    "compiling the program takes more than {} steps",
+                    self.opts.step_limit
+                ),
                 "a program that unrolls in fewer steps (smaller loop bounds or recursion depth)",
             )
             .with_note("the limit is set by `CompileOptions::step_limit`"));
@@ -167,7 +196,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
     }
 
     fn lookup(&self, name: &str) -> Option<&Value<'b>> {
-        self.frame.iter().rev().find_map(|s| s.get(name)).or_else(|| self.globals.get(name).map(|g| &g.value))
+        self.frame
+            .iter()
+            .rev()
+            .find_map(|s| s.get(name))
+            .or_else(|| self.globals.get(name).map(|g| &g.value))
     }
 
     /// A name for a new latent: the variable it is bound to, the enclosing loop indices,
@@ -201,8 +234,15 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 Ok(Value::Unit)
             }
             (None, true) => {
-                let end = Span { start: blk.span.end.saturating_sub(1), end: blk.span.end };
-                Err(Diag::new(end, "this block gives no value", "an expression before the `}` (without `;`)"))
+                let end = Span {
+                    start: blk.span.end.saturating_sub(1),
+                    end: blk.span.end,
+                };
+                Err(Diag::new(
+                    end,
+                    "this block gives no value",
+                    "an expression before the `}` (without `;`)",
+                ))
             }
             (None, false) => Ok(Value::Unit),
         }
@@ -238,9 +278,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             return match (taken, else_) {
                 (true, _) => self.block(then_, need_value),
                 (false, Some(e)) => self.block(e, need_value),
-                (false, None) if need_value => {
-                    Err(Diag::new(span, "this if-expression has no `else` branch", "`else { .. }` giving a value"))
-                }
+                (false, None) if need_value => Err(Diag::new(
+                    span,
+                    "this if-expression has no `else` branch",
+                    "`else { .. }` giving a value",
+                )),
                 (false, None) => Ok(Value::Unit),
             };
         }
@@ -253,7 +295,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         let ve = match else_ {
             Some(e) => self.block(e, need_value)?,
             None if need_value => {
-                return Err(Diag::new(span, "this if-expression has no `else` branch", "`else { .. }` giving a value"));
+                return Err(Diag::new(
+                    span,
+                    "this if-expression has no `else` branch",
+                    "`else { .. }` giving a value",
+                ));
             }
             None => Value::Unit,
         };
@@ -271,7 +317,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 let merged = merge(b, &c, &vt, ve).map_err(|m| {
                     Diag::new(
                         span,
-                        format!("`{name}` is {} after the then-branch but {} after the else-branch", m.then_, m.else_),
+                        format!(
+                            "`{name}` is {} after the then-branch but {} after the else-branch",
+                            m.then_, m.else_
+                        ),
                         "a variable to keep its shape (number or array length) in both branches",
                     )
                 })?;
@@ -282,7 +331,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             return merge(b, &c, &vt, &ve).map_err(|m| {
                 Diag::new(
                     span,
-                    format!("the then-branch gives {} but the else-branch gives {}", m.then_, m.else_),
+                    format!(
+                        "the then-branch gives {} but the else-branch gives {}",
+                        m.then_, m.else_
+                    ),
                     "both branches to give values of the same shape",
                 )
             });
@@ -296,7 +348,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         let mut out = b.sum(&self.terms);
         if self.objective {
             if self.minimize.is_none() {
-                let at = program.stmts.iter().find(|s| s.kind.is_objective_marker()).map_or(end, |s| s.span);
+                let at = program
+                    .stmts
+                    .iter()
+                    .find(|s| s.kind.is_objective_marker())
+                    .map_or(end, |s| s.span);
                 return Err(Diag::new(
                     at,
                     "this program has parameters but no objective",
@@ -317,11 +373,16 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         if b.overflowed() {
             return Err(Diag::new(
                 end,
-                format!("the unrolled program would have more than {} nodes", self.opts.node_limit),
+                format!(
+                    "the unrolled program would have more than {} nodes",
+                    self.opts.node_limit
+                ),
                 "a smaller program",
             ));
         }
-        let program_ir = b.finish(&outputs).map_err(|e| Diag::new(end, e.to_string(), "a smaller program"))?;
+        let program_ir = b
+            .finish(&outputs)
+            .map_err(|e| Diag::new(end, e.to_string(), "a smaller program"))?;
         let depends_on_latent = latent_dependence(program_ir.nodes());
         let mut k = 1;
         let mut latents = Vec::with_capacity(self.latents.len());
@@ -341,21 +402,34 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     LatentKind::Family { loc, scale }
                 }
             };
-            latents.push(LatentSpec { name: l.name, kind, span: Some(l.span) });
+            latents.push(LatentSpec {
+                name: l.name,
+                kind,
+                span: Some(l.span),
+            });
         }
         let mode = if self.objective {
-            Mode::Objective { minimize: self.minimize == Some(true) }
+            Mode::Objective {
+                minimize: self.minimize == Some(true),
+            }
         } else {
             Mode::Variational
         };
-        Ok(Model { name: name.to_string(), mode, program: program_ir, latents, params: self.params })
+        Ok(Model {
+            name: name.to_string(),
+            mode,
+            program: program_ir,
+            latents,
+            params: self.params,
+        })
     }
 }
 
 fn latent_dependence(nodes: &[Node]) -> Vec<bool> {
     let mut d = Vec::with_capacity(nodes.len());
     for n in nodes {
-        let x = matches!(n, Node::Latent(_)) || n.operands().any(|o: crate::ir::NodeId| d[o.index()]);
+        let x =
+            matches!(n, Node::Latent(_)) || n.operands().any(|o: crate::ir::NodeId| d[o.index()]);
         d.push(x);
     }
     d

@@ -14,16 +14,30 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         match &s.kind {
             StmtKind::Let { name, value } => {
                 let v = self.bound_value(name, value)?;
-                self.frame.last_mut().expect("a frame always has a scope").insert(name.name.clone(), v);
+                self.frame
+                    .last_mut()
+                    .expect("a frame always has a scope")
+                    .insert(name.name.clone(), v);
             }
-            StmtKind::Assign { name, indices, value } => self.assign(name, indices, value)?,
+            StmtKind::Assign {
+                name,
+                indices,
+                value,
+            } => self.assign(name, indices, value)?,
             StmtKind::Const { name, value } | StmtKind::Data { name, value } => {
-                let kind = if matches!(s.kind, StmtKind::Const { .. }) { "const" } else { "data" };
+                let kind = if matches!(s.kind, StmtKind::Const { .. }) {
+                    "const"
+                } else {
+                    "data"
+                };
                 let v = self.expr(value)?;
                 if !v.is_constant() {
                     return Err(Diag::new(
                         value.span,
-                        format!("the value of {kind} `{}` is not known at compile time", name.name),
+                        format!(
+                            "the value of {kind} `{}` is not known at compile time",
+                            name.name
+                        ),
                         "numbers, arrays of numbers, or expressions of other constants",
                     ));
                 }
@@ -32,7 +46,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             StmtKind::Param { name, init } => {
                 let v = self.const_number(init, "the initial value of a parameter")?;
                 let var = self.b.param(&name.name);
-                self.params.push(ParamSpec { name: name.name.clone(), init: v });
+                self.params.push(ParamSpec {
+                    name: name.name.clone(),
+                    init: v,
+                });
                 self.declare(name, Value::Num(var), "param")?;
             }
             StmtKind::Fn(_) => {}
@@ -45,7 +62,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 let d = self.distribution(dist, args.len())?;
                 let a = self.num_args(args)?;
                 self.b.set_span(Some(s.span));
-                let lp = self.b.log_density(d, x, &a).map_err(|e| Diag::new(dist.span, e.to_string(), "matching arguments"))?;
+                let lp = self
+                    .b
+                    .log_density(d, x, &a)
+                    .map_err(|e| Diag::new(dist.span, e.to_string(), "matching arguments"))?;
                 self.terms.push(lp);
             }
             StmtKind::Factor(e) => {
@@ -97,7 +117,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         self.name_hint = saved;
         let v = v?;
         if let Value::Unit = v {
-            return Err(Diag::new(value.span, format!("`{}` would be bound to no value", name.name), "an expression with a value"));
+            return Err(Diag::new(
+                value.span,
+                format!("`{}` would be bound to no value", name.name),
+                "an expression with a value",
+            ));
         }
         Ok(v)
     }
@@ -106,11 +130,15 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         if let Some(g) = self.globals.get(&name.name) {
             return Err(Diag::new(
                 name.span,
-                format!("`{}` is already defined (as {} `{}`)", name.name, g.kind, name.name),
+                format!(
+                    "`{}` is already defined (as {} `{}`)",
+                    name.name, g.kind, name.name
+                ),
                 "a new name",
             ));
         }
-        self.globals.insert(name.name.clone(), Global { value, kind });
+        self.globals
+            .insert(name.name.clone(), Global { value, kind });
         Ok(())
     }
 
@@ -142,8 +170,16 @@ impl<'b, 'r> Lowerer<'b, 'r> {
     }
 
     /// `old` with the element at `path` replaced by `v`.
-    fn replace_at(&mut self, old: Value<'b>, path: &[(i64, Span)], v: Value<'b>, name: &Ident) -> Result<Value<'b>, Diag> {
-        let Some(&(i, span)) = path.first() else { return Ok(v) };
+    fn replace_at(
+        &mut self,
+        old: Value<'b>,
+        path: &[(i64, Span)],
+        v: Value<'b>,
+        name: &Ident,
+    ) -> Result<Value<'b>, Diag> {
+        let Some(&(i, span)) = path.first() else {
+            return Ok(v);
+        };
         let Value::Array(items) = old else {
             return Err(Diag::new(
                 span,
@@ -162,12 +198,21 @@ impl<'b, 'r> Lowerer<'b, 'r> {
     pub(super) fn distribution(&self, dist: &Ident, n_args: usize) -> Result<Dist, Diag> {
         let d = Dist::from_name(&dist.name).ok_or_else(|| {
             let names: Vec<&str> = Dist::ALL.iter().map(|d| d.name()).collect();
-            Diag::new(dist.span, format!("unknown distribution `{}`", dist.name), format!("one of {}", names.join(", ")))
+            Diag::new(
+                dist.span,
+                format!("unknown distribution `{}`", dist.name),
+                format!("one of {}", names.join(", ")),
+            )
         })?;
         if n_args != d.arity() {
             return Err(Diag::new(
                 dist.span,
-                format!("`{}` takes {} argument(s), but {} were given", d.name(), d.arity(), n_args),
+                format!(
+                    "`{}` takes {} argument(s), but {} were given",
+                    d.name(),
+                    d.arity(),
+                    n_args
+                ),
                 format!("`{}({})`", d.name(), d.parameter_names().join(", ")),
             ));
         }

@@ -38,7 +38,8 @@ impl<'b> Value<'b> {
         match (self, other) {
             (Value::Num(a), Value::Num(b)) => a.id() == b.id(),
             (Value::Array(a), Value::Array(b)) => {
-                Rc::ptr_eq(a, b) || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y)))
+                Rc::ptr_eq(a, b)
+                    || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y)))
             }
             (Value::Unit, Value::Unit) => true,
             _ => false,
@@ -52,7 +53,10 @@ pub enum Cond<'b> {
     /// Resolved at compile time.
     Const(bool),
     /// True when `g < 0`, or when `g >= 0` if `negate`.
-    Guard { g: Var<'b>, negate: bool },
+    Guard {
+        g: Var<'b>,
+        negate: bool,
+    },
     And(Box<Cond<'b>>, Box<Cond<'b>>),
     Or(Box<Cond<'b>>, Box<Cond<'b>>),
 }
@@ -118,16 +122,28 @@ pub struct ShapeMismatch {
 }
 
 /// `if cond then t else e` for whole values (element-wise for arrays).
-pub fn merge<'b>(b: &'b Builder, cond: &Cond<'b>, t: &Value<'b>, e: &Value<'b>) -> Result<Value<'b>, ShapeMismatch> {
+pub fn merge<'b>(
+    b: &'b Builder,
+    cond: &Cond<'b>,
+    t: &Value<'b>,
+    e: &Value<'b>,
+) -> Result<Value<'b>, ShapeMismatch> {
     if t.same(e) {
         return Ok(t.clone());
     }
     match (t, e) {
         (Value::Num(x), Value::Num(y)) => Ok(Value::Num(cond.select(b, *x, *y))),
         (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            let items = x.iter().zip(y.iter()).map(|(p, q)| merge(b, cond, p, q)).collect::<Result<Vec<_>, _>>()?;
+            let items = x
+                .iter()
+                .zip(y.iter())
+                .map(|(p, q)| merge(b, cond, p, q))
+                .collect::<Result<Vec<_>, _>>()?;
             Ok(Value::Array(Rc::new(items)))
         }
-        _ => Err(ShapeMismatch { then_: t.describe(), else_: e.describe() }),
+        _ => Err(ShapeMismatch {
+            then_: t.describe(),
+            else_: e.describe(),
+        }),
     }
 }
