@@ -29,7 +29,11 @@ pub fn softplus(x: f64) -> f64 {
 
 /// The inverse of [`softplus`]: `ln(exp(y) - 1)`, used to store a guide's standard deviation.
 pub fn softplus_inv(y: f64) -> f64 {
-    if y > 30.0 { y + (-(-y).exp()).ln_1p() } else { y.exp_m1().ln() }
+    if y > 30.0 {
+        y + (-(-y).exp()).ln_1p()
+    } else {
+        y.exp_m1().ln()
+    }
 }
 
 /// `ln(sigmoid(x))`, stable for any `x`.

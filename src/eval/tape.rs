@@ -11,12 +11,30 @@ pub const CHUNK: usize = 32;
 /// One instruction; `out` is the instruction's own slot and operands are earlier slots.
 #[derive(Copy, Clone, Debug)]
 enum Instr {
-    Const { c: f64 },
-    Param { k: u32 },
-    Latent { i: u32 },
-    Unary { op: Unary, a: u32 },
-    Binary { op: crate::ir::Binary, a: u32, b: u32 },
-    If { g: u32, t: u32, e: u32, index: u32 },
+    Const {
+        c: f64,
+    },
+    Param {
+        k: u32,
+    },
+    Latent {
+        i: u32,
+    },
+    Unary {
+        op: Unary,
+        a: u32,
+    },
+    Binary {
+        op: crate::ir::Binary,
+        a: u32,
+        b: u32,
+    },
+    If {
+        g: u32,
+        t: u32,
+        e: u32,
+        index: u32,
+    },
 }
 
 /// A program compiled for batched evaluation of one of its outputs.
@@ -103,10 +121,22 @@ impl Tape {
                     Instr::Latent { i: j }
                 }
                 Node::Unary(op, a) => Instr::Unary { op, a: at(a) },
-                Node::Binary(op, a, b) => Instr::Binary { op, a: at(a), b: at(b) },
-                Node::If { guard, then_, else_, index } => {
-                    Instr::If { g: at(guard), t: at(then_), e: at(else_), index }
-                }
+                Node::Binary(op, a, b) => Instr::Binary {
+                    op,
+                    a: at(a),
+                    b: at(b),
+                },
+                Node::If {
+                    guard,
+                    then_,
+                    else_,
+                    index,
+                } => Instr::If {
+                    g: at(guard),
+                    t: at(then_),
+                    e: at(else_),
+                    index,
+                },
             };
             let is_active = match instr {
                 Instr::Const { .. } => false,
@@ -189,8 +219,16 @@ impl Tape {
     ) {
         let batch = grad.batch;
         self.check_inputs(ws, params, latents, batch);
-        assert_eq!(grad.latents.len(), self.latent_count() * batch, "gradient buffer size");
-        assert_eq!(grad.params.len(), self.param_count() * batch, "gradient buffer size");
+        assert_eq!(
+            grad.latents.len(),
+            self.latent_count() * batch,
+            "gradient buffer size"
+        );
+        assert_eq!(
+            grad.params.len(),
+            self.param_count() * batch,
+            "gradient buffer size"
+        );
         let mut start = 0;
         while start < batch {
             let w = CHUNK.min(batch - start);
@@ -198,9 +236,10 @@ impl Tape {
             self.reverse_chunk(ws, semantics, w);
             let o = self.output as usize * CHUNK;
             grad.value[start..start + w].copy_from_slice(&ws.values[o..o + w]);
-            for (slots, dest) in
-                [(&self.latent_slots, &mut grad.latents), (&self.param_slots, &mut grad.params)]
-            {
+            for (slots, dest) in [
+                (&self.latent_slots, &mut grad.latents),
+                (&self.param_slots, &mut grad.params),
+            ] {
                 for (i, s) in slots.iter().enumerate() {
                     let d = &mut dest[i * batch + start..i * batch + start + w];
                     match s {
@@ -218,8 +257,16 @@ impl Tape {
 
     fn check_inputs(&self, ws: &Workspace, params: &[f64], latents: &[f64], batch: usize) {
         assert_eq!(params.len(), self.param_count(), "one value per parameter");
-        assert_eq!(latents.len(), self.latent_count() * batch, "latents are latent-major");
-        assert_eq!(ws.values.len(), self.instrs.len() * CHUNK, "workspace of another tape");
+        assert_eq!(
+            latents.len(),
+            self.latent_count() * batch,
+            "latents are latent-major"
+        );
+        assert_eq!(
+            ws.values.len(),
+            self.instrs.len() * CHUNK,
+            "workspace of another tape"
+        );
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -292,7 +339,11 @@ impl Tape {
                     } else {
                         let x = if act_a { a } else { b };
                         let [ad, ad_x] = adj.get_disjoint_mut([range(s), range(x)]).expect("x < s");
-                        let (ga, gb) = if act_a { (Some(ad_x), None) } else { (None, Some(ad_x)) };
+                        let (ga, gb) = if act_a {
+                            (Some(ad_x), None)
+                        } else {
+                            (None, Some(ad_x))
+                        };
                         kernels::binary_reverse(op, ad, v(a), v(b), v(s), ga, gb);
                     }
                 }
@@ -328,7 +379,9 @@ impl Tape {
             if !on {
                 continue;
             }
-            let [ad, ad_x] = adj.get_disjoint_mut([range(s), range(x)]).expect("operand < s");
+            let [ad, ad_x] = adj
+                .get_disjoint_mut([range(s), range(x)])
+                .expect("operand < s");
             let ad: &[f64] = ad;
             let mut slots: [Option<&mut [f64]>; 3] = [None, None, None];
             slots[which] = Some(ad_x);

@@ -1,3 +1,6 @@
-//! Experiments: runs, reports and their serialisable outputs.
+//! Experiments: runs, logging, tables, figures and reports (DESIGN.md section 5).
 
 pub mod check;
+pub mod figure1a;
+pub mod paper;
+pub mod plot;

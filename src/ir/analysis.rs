@@ -64,7 +64,12 @@ pub struct AffineGuard {
 impl AffineGuard {
     /// The guard's value at `z`.
     pub fn value(&self, z: &[f64]) -> f64 {
-        self.constant + self.coefficients.iter().map(|&(j, a)| a * z[j as usize]).sum::<f64>()
+        self.constant
+            + self
+                .coefficients
+                .iter()
+                .map(|&(j, a)| a * z[j as usize])
+                .sum::<f64>()
     }
 }
 
@@ -107,7 +112,9 @@ impl Analysis {
 
     /// The first guard that is not affine, with the reason.
     pub fn first_non_affine(&self) -> Option<(&GuardInfo, NotAffine)> {
-        self.guards.iter().find_map(|g| g.affine.clone().err().map(|e| (g, e)))
+        self.guards
+            .iter()
+            .find_map(|g| g.affine.clone().err().map(|e| (g, e)))
     }
 
     /// The accuracy decay the paper's theorem suggests: `1 / (2 l)` (0.5 when `l <= 1`).
@@ -138,7 +145,10 @@ pub fn analyse(program: &Program) -> Analysis {
             }
         })
         .collect();
-    Analysis { nesting_depth: depth[program.output().index()], guards }
+    Analysis {
+        nesting_depth: depth[program.output().index()],
+        guards,
+    }
 }
 
 /// The paper's depth: `depth(z) = 0`, `depth(f(F..)) = max depth(F)`,
@@ -147,9 +157,14 @@ pub fn nesting_depths(nodes: &[Node]) -> Vec<u32> {
     let mut d = vec![0u32; nodes.len()];
     for (i, node) in nodes.iter().enumerate() {
         d[i] = match *node {
-            Node::If { guard, then_, else_, .. } => {
-                (d[guard.index()] + 1).max(d[then_.index()]).max(d[else_.index()])
-            }
+            Node::If {
+                guard,
+                then_,
+                else_,
+                ..
+            } => (d[guard.index()] + 1)
+                .max(d[then_.index()])
+                .max(d[else_.index()]),
             _ => node.operands().map(|o| d[o.index()]).max().unwrap_or(0),
         };
     }
@@ -190,7 +205,12 @@ fn node_facts(nodes: &[Node]) -> Vec<Facts> {
 /// least one (a non-zero constant branch of a guard-if is safe too).
 fn guard_safety(nodes: &[Node], facts: &[Facts], g: NodeId) -> Option<UnsafeReason> {
     match nodes[g.index()] {
-        Node::If { guard, then_, else_, .. } => [guard, then_, else_]
+        Node::If {
+            guard,
+            then_,
+            else_,
+            ..
+        } => [guard, then_, else_]
             .into_iter()
             .find_map(|x| guard_safety(nodes, facts, x)),
         Node::Const(c) if c != 0.0 => None,
@@ -216,12 +236,19 @@ struct Affine {
 
 impl Affine {
     fn constant(c: f64) -> Affine {
-        Affine { coefficients: BTreeMap::new(), constant: c }
+        Affine {
+            coefficients: BTreeMap::new(),
+            constant: c,
+        }
     }
 
     fn scaled(&self, s: f64) -> Affine {
         Affine {
-            coefficients: self.coefficients.iter().map(|(&j, &a)| (j, a * s)).collect(),
+            coefficients: self
+                .coefficients
+                .iter()
+                .map(|(&j, &a)| (j, a * s))
+                .collect(),
             constant: self.constant * s,
         }
     }
@@ -231,16 +258,26 @@ impl Affine {
         for (&j, &a) in &other.coefficients {
             *c.entry(j).or_insert(0.0) += sign * a;
         }
-        Affine { coefficients: c, constant: self.constant + sign * other.constant }
+        Affine {
+            coefficients: c,
+            constant: self.constant + sign * other.constant,
+        }
     }
 
     fn as_constant(&self) -> Option<f64> {
-        self.coefficients.values().all(|&a| a == 0.0).then_some(self.constant)
+        self.coefficients
+            .values()
+            .all(|&a| a == 0.0)
+            .then_some(self.constant)
     }
 
     fn finish(self) -> AffineGuard {
         AffineGuard {
-            coefficients: self.coefficients.into_iter().filter(|&(_, a)| a != 0.0).collect(),
+            coefficients: self
+                .coefficients
+                .into_iter()
+                .filter(|&(_, a)| a != 0.0)
+                .collect(),
             constant: self.constant,
         }
     }
@@ -256,7 +293,10 @@ fn affine_form(
     }
     let r = match nodes[id.index()] {
         Node::Const(c) => Ok(Affine::constant(c)),
-        Node::Latent(j) => Ok(Affine { coefficients: BTreeMap::from([(j, 1.0)]), constant: 0.0 }),
+        Node::Latent(j) => Ok(Affine {
+            coefficients: BTreeMap::from([(j, 1.0)]),
+            constant: 0.0,
+        }),
         Node::Param(_) => Err(NotAffine::DependsOnParam),
         Node::If { .. } => Err(NotAffine::ContainsIf),
         Node::Unary(Unary::Neg, a) => affine_form(nodes, a, memo).map(|x| x.scaled(-1.0)),

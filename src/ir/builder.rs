@@ -78,19 +78,34 @@ impl Graph {
                 self.intern(node)
             }
             Node::Binary(op, a, b) => self.add_binary(op, a, b),
-            Node::If { guard, then_, else_, .. } => {
+            Node::If {
+                guard,
+                then_,
+                else_,
+                ..
+            } => {
                 if let Some(g) = self.constant_of(guard) {
                     return if g < 0.0 { then_ } else { else_ };
                 }
                 if then_ == else_ {
                     return then_;
                 }
-                let probe = Node::If { guard, then_, else_, index: 0 };
+                let probe = Node::If {
+                    guard,
+                    then_,
+                    else_,
+                    index: 0,
+                };
                 if let Some(&id) = self.interned.get(&probe) {
                     return id;
                 }
                 let index = self.next_if;
-                let id = self.intern(Node::If { guard, then_, else_, index });
+                let id = self.intern(Node::If {
+                    guard,
+                    then_,
+                    else_,
+                    index,
+                });
                 if !self.overflowed {
                     self.next_if += 1;
                     if let Some(span) = self.current_span {
@@ -112,21 +127,25 @@ impl Graph {
         // constant zero gives zero even if the other side is infinite: a branch weighted by
         // zero contributes nothing, which is the meaning the language wants.
         match (op, ca, cb) {
-            (Binary::Add, Some(z), _) if z == 0.0 => return b,
-            (Binary::Add | Binary::Sub, _, Some(z)) if z == 0.0 => return a,
-            (Binary::Sub, Some(z), _) if z == 0.0 => return self.add(Node::Unary(Unary::Neg, b)),
-            (Binary::Mul, Some(o), _) if o == 1.0 => return b,
-            (Binary::Mul | Binary::Div, _, Some(o)) if o == 1.0 => return a,
-            (Binary::Mul, Some(z), _) | (Binary::Mul, _, Some(z)) if z == 0.0 => {
+            (Binary::Add, Some(0.0), _) => return b,
+            (Binary::Add | Binary::Sub, _, Some(0.0)) => return a,
+            (Binary::Sub, Some(0.0), _) => return self.add(Node::Unary(Unary::Neg, b)),
+            (Binary::Mul, Some(1.0), _) => return b,
+            (Binary::Mul | Binary::Div, _, Some(1.0)) => return a,
+            (Binary::Mul, Some(0.0), _) | (Binary::Mul, _, Some(0.0)) => {
                 return self.constant(0.0);
             }
-            (Binary::Mul, Some(m), _) if m == -1.0 => return self.add(Node::Unary(Unary::Neg, b)),
-            (Binary::Mul, _, Some(m)) if m == -1.0 => return self.add(Node::Unary(Unary::Neg, a)),
+            (Binary::Mul, Some(-1.0), _) => return self.add(Node::Unary(Unary::Neg, b)),
+            (Binary::Mul, _, Some(-1.0)) => return self.add(Node::Unary(Unary::Neg, a)),
             _ => {}
         }
         // Addition and multiplication commute exactly in IEEE arithmetic, so a canonical
         // operand order lets `a + b` and `b + a` share one node.
-        let (a, b) = if matches!(op, Binary::Add | Binary::Mul) && b < a { (b, a) } else { (a, b) };
+        let (a, b) = if matches!(op, Binary::Add | Binary::Mul) && b < a {
+            (b, a)
+        } else {
+            (a, b)
+        };
         self.intern(Node::Binary(op, a, b))
     }
 }
@@ -237,7 +256,12 @@ impl Builder {
 
     /// A builder that refuses programs of more than `limit` nodes (after simplification).
     pub fn with_node_limit(limit: usize) -> Builder {
-        Builder { g: RefCell::new(Graph { limit, ..Graph::default() }) }
+        Builder {
+            g: RefCell::new(Graph {
+                limit,
+                ..Graph::default()
+            }),
+        }
     }
 
     fn wrap(&self, id: NodeId) -> Var<'_> {
@@ -288,7 +312,10 @@ impl Builder {
     pub fn var(&self, id: NodeId) -> Result<Var<'_>, IrError> {
         let count = self.node_count();
         if id.index() >= count {
-            return Err(IrError::NodeOutOfRange { node: id.to_string(), count });
+            return Err(IrError::NodeOutOfRange {
+                node: id.to_string(),
+                count,
+            });
         }
         Ok(self.wrap(id))
     }
@@ -416,7 +443,11 @@ impl Builder {
             }
             "max" | "min" => {
                 check_arity(name, "2", args.len() == 2, args.len())?;
-                Ok(if name == "max" { self.max(args[0], args[1]) } else { self.min(args[0], args[1]) })
+                Ok(if name == "max" {
+                    self.max(args[0], args[1])
+                } else {
+                    self.min(args[0], args[1])
+                })
             }
             "pow" => {
                 check_arity(name, "2", args.len() == 2, args.len())?;
@@ -425,7 +456,11 @@ impl Builder {
             "sum" | "mean" => {
                 check_arity(name, "at least 1", !args.is_empty(), args.len())?;
                 let total = self.sum(args);
-                Ok(if name == "sum" { total } else { total / args.len() as f64 })
+                Ok(if name == "sum" {
+                    total
+                } else {
+                    total / args.len() as f64
+                })
             }
             _ => Err(IrError::UnknownFunction(name.to_string())),
         }
@@ -441,8 +476,18 @@ impl Builder {
     }
 
     /// The log-density of `dist` with arguments `args` at `x`, expanded into primitives.
-    pub fn log_density<'b>(&'b self, dist: Dist, x: Var<'b>, args: &[Var<'b>]) -> Result<Var<'b>, IrError> {
-        check_arity(dist.name(), &dist.arity().to_string(), args.len() == dist.arity(), args.len())?;
+    pub fn log_density<'b>(
+        &'b self,
+        dist: Dist,
+        x: Var<'b>,
+        args: &[Var<'b>],
+    ) -> Result<Var<'b>, IrError> {
+        check_arity(
+            dist.name(),
+            &dist.arity().to_string(),
+            args.len() == dist.arity(),
+            args.len(),
+        )?;
         Ok(dist.log_density(self, x, args))
     }
 
@@ -460,7 +505,10 @@ impl Builder {
     /// [`Builder::finish`] with raw node ids (checked).
     pub fn finish_ids(&self, outputs: &[NodeId]) -> Result<Program, IrError> {
         let limit = self.g.borrow().limit;
-        let g = self.g.replace(Graph { limit, ..Graph::default() });
+        let g = self.g.replace(Graph {
+            limit,
+            ..Graph::default()
+        });
         if g.overflowed {
             return Err(IrError::TooLarge { limit: g.limit });
         }
@@ -468,7 +516,10 @@ impl Builder {
             return Err(IrError::NoOutput);
         }
         if let Some(bad) = outputs.iter().find(|id| id.index() >= g.nodes.len()) {
-            return Err(IrError::NodeOutOfRange { node: bad.to_string(), count: g.nodes.len() });
+            return Err(IrError::NodeOutOfRange {
+                node: bad.to_string(),
+                count: g.nodes.len(),
+            });
         }
         Ok(Program::from_graph(g, outputs))
     }
@@ -478,7 +529,11 @@ fn check_arity(name: &str, expected: &str, ok: bool, found: usize) -> Result<(),
     if ok {
         Ok(())
     } else {
-        Err(IrError::Arity { name: name.to_string(), expected: expected.to_string(), found })
+        Err(IrError::Arity {
+            name: name.to_string(),
+            expected: expected.to_string(),
+            found,
+        })
     }
 }
 

@@ -12,7 +12,11 @@ pub enum IrError {
     #[error("node {node} does not belong to this builder (it has {count} node(s))")]
     NodeOutOfRange { node: String, count: usize },
     #[error("`{name}` takes {expected} argument(s), but {found} were given")]
-    Arity { name: String, expected: String, found: usize },
+    Arity {
+        name: String,
+        expected: String,
+        found: usize,
+    },
     #[error("unknown function `{0}`")]
     UnknownFunction(String),
     #[error("the program has no output: give at least one node to `finish`")]

@@ -13,7 +13,9 @@ mod node;
 mod ops;
 mod program;
 
-pub use analysis::{AffineGuard, Analysis, GuardInfo, NotAffine, UnsafeReason, analyse, nesting_depths};
+pub use analysis::{
+    AffineGuard, Analysis, GuardInfo, NotAffine, UnsafeReason, analyse, nesting_depths,
+};
 pub use builder::{Builder, DEFAULT_NODE_LIMIT, Var};
 pub use dist::Dist;
 pub use error::IrError;

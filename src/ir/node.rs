@@ -80,7 +80,12 @@ pub enum Node {
     Binary(Binary, NodeId, NodeId),
     /// `if guard < 0 then then_ else else_`; `index` numbers the if-statements of a program
     /// densely from 0 in arena order.
-    If { guard: NodeId, then_: NodeId, else_: NodeId, index: u32 },
+    If {
+        guard: NodeId,
+        then_: NodeId,
+        else_: NodeId,
+        index: u32,
+    },
 }
 
 impl Node {
@@ -90,7 +95,12 @@ impl Node {
             Node::Const(_) | Node::Param(_) | Node::Latent(_) => ([NodeId(0); 3], 0),
             Node::Unary(_, a) => ([a, a, a], 1),
             Node::Binary(_, a, b) => ([a, b, b], 2),
-            Node::If { guard, then_, else_, .. } => ([guard, then_, else_], 3),
+            Node::If {
+                guard,
+                then_,
+                else_,
+                ..
+            } => ([guard, then_, else_], 3),
         };
         arr.into_iter().take(n)
     }
@@ -101,9 +111,17 @@ impl Node {
             Node::Const(_) | Node::Param(_) | Node::Latent(_) => self,
             Node::Unary(op, a) => Node::Unary(op, f(a)),
             Node::Binary(op, a, b) => Node::Binary(op, f(a), f(b)),
-            Node::If { guard, then_, else_, index } => {
-                Node::If { guard: f(guard), then_: f(then_), else_: f(else_), index }
-            }
+            Node::If {
+                guard,
+                then_,
+                else_,
+                index,
+            } => Node::If {
+                guard: f(guard),
+                then_: f(then_),
+                else_: f(else_),
+                index,
+            },
         }
     }
 
@@ -127,8 +145,18 @@ impl PartialEq for Node {
             (Node::Unary(o, a), Node::Unary(p, b)) => o == p && a == b,
             (Node::Binary(o, a, b), Node::Binary(p, c, d)) => o == p && a == c && b == d,
             (
-                Node::If { guard: g, then_: t, else_: e, .. },
-                Node::If { guard: g2, then_: t2, else_: e2, .. },
+                Node::If {
+                    guard: g,
+                    then_: t,
+                    else_: e,
+                    ..
+                },
+                Node::If {
+                    guard: g2,
+                    then_: t2,
+                    else_: e2,
+                    ..
+                },
             ) => g == g2 && t == t2 && e == e2,
             _ => false,
         }
@@ -145,7 +173,12 @@ impl Hash for Node {
             Node::Param(k) | Node::Latent(k) => k.hash(state),
             Node::Unary(op, a) => (op, a).hash(state),
             Node::Binary(op, a, b) => (op, a, b).hash(state),
-            Node::If { guard, then_, else_, .. } => (guard, then_, else_).hash(state),
+            Node::If {
+                guard,
+                then_,
+                else_,
+                ..
+            } => (guard, then_, else_).hash(state),
         }
     }
 }
@@ -193,7 +226,12 @@ impl fmt::Display for Node {
             Node::Latent(i) => write!(f, "latent {i}"),
             Node::Unary(op, a) => write!(f, "{op} {a}"),
             Node::Binary(op, a, b) => write!(f, "{op} {a}, {b}"),
-            Node::If { guard, then_, else_, index } => {
+            Node::If {
+                guard,
+                then_,
+                else_,
+                index,
+            } => {
                 write!(f, "if#{index} {guard} < 0 then {then_} else {else_}")
             }
         }

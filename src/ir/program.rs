@@ -162,7 +162,12 @@ impl Program {
                 Node::Latent(i) => latents[i as usize],
                 Node::Unary(op, a) => unary_value(op, v[a.index()]),
                 Node::Binary(op, a, b) => binary_value(op, v[a.index()], v[b.index()]),
-                Node::If { guard, then_, else_, index } => {
+                Node::If {
+                    guard,
+                    then_,
+                    else_,
+                    index,
+                } => {
                     let (g, t, e) = (v[guard.index()], v[then_.index()], v[else_.index()]);
                     match semantics {
                         Semantics::Forced { index: k, branch } if k == index => match branch {
@@ -170,7 +175,11 @@ impl Program {
                             Branch::Else => e,
                         },
                         Semantics::Crisp | Semantics::Forced { .. } => {
-                            if g < 0.0 { t } else { e }
+                            if g < 0.0 {
+                                t
+                            } else {
+                                e
+                            }
                         }
                         Semantics::Smoothed { eta } => {
                             let wt = sigmoid(-g / eta);
