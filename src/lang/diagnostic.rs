@@ -81,7 +81,7 @@ pub struct CompileError {
     pub message: String,
     pub expected: String,
     /// `None` when the error is not about a place in the text (e.g. the file is unreadable).
-    pub location: Option<Location>,
+    pub location: Option<Box<Location>>,
     pub notes: Vec<String>,
 }
 
@@ -92,7 +92,7 @@ impl CompileError {
             file: file.to_string(),
             message: d.message,
             expected: d.expected,
-            location: Some(locate(source, d.span)),
+            location: Some(Box::new(locate(source, d.span))),
             notes: d.notes,
         }
     }
