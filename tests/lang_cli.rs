@@ -22,6 +22,13 @@ fn check_example_human() {
 }
 
 #[test]
+fn check_xornet_human_groups_unsafe_guards() {
+    let o = dsgd(&["check", "xornet"]);
+    assert!(o.status.success());
+    insta::assert_snapshot!("check_xornet", stdout(&o));
+}
+
+#[test]
 fn check_json_has_the_design_keys() {
     let o = dsgd(&["check", "xornet", "--json"]);
     assert!(o.status.success());

@@ -116,11 +116,27 @@ impl std::fmt::Display for CheckReport {
                 "  safe           no: {} unsafe guard(s)",
                 self.unsafe_guards.len()
             )?;
-            for g in self.unsafe_guards.iter().take(10) {
-                writeln!(f, "    {}: {}", g.location, g.reason)?;
+            // Guards from one place in the source (a loop body, a function) are listed once.
+            let mut groups: Vec<(&str, &str, usize)> = Vec::new();
+            for g in &self.unsafe_guards {
+                match groups
+                    .iter_mut()
+                    .find(|(l, r, _)| *l == g.location && *r == g.reason)
+                {
+                    Some(entry) => entry.2 += 1,
+                    None => groups.push((&g.location, &g.reason, 1)),
+                }
             }
-            if self.unsafe_guards.len() > 10 {
-                writeln!(f, "    ... and {} more", self.unsafe_guards.len() - 10)?;
+            for (location, reason, n) in groups.iter().take(10) {
+                let times = if *n > 1 {
+                    format!(" ({n} if-statements)")
+                } else {
+                    String::new()
+                };
+                writeln!(f, "    {location}{times}: {reason}")?;
+            }
+            if groups.len() > 10 {
+                writeln!(f, "    ... and {} more places", groups.len() - 10)?;
             }
         }
         writeln!(
@@ -136,10 +152,8 @@ impl std::fmt::Display for CheckReport {
                 g.location, g.reason
             )?,
         }
-        write!(
-            f,
-            "  eta decay      {} (default, 1 / (2 x depth))",
-            self.default_eta_decay
-        )
+        let decay = format!("{:.4}", self.default_eta_decay);
+        let decay = decay.trim_end_matches('0').trim_end_matches('.');
+        write!(f, "  eta decay      {decay} (default, 1 / (2 x depth))")
     }
 }
