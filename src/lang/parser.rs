@@ -8,7 +8,7 @@ use super::lexer::{Tok, Token};
 use crate::ir::Span;
 
 /// Deepest nesting of expressions and blocks the parser accepts.
-pub const MAX_NESTING: usize = 200;
+pub const MAX_NESTING: usize = 256;
 
 /// Parses a whole file.
 pub fn parse(tokens: &[Token]) -> Result<Program, Diag> {
@@ -199,9 +199,7 @@ impl<'t> Parser<'t> {
                 let name = self.ident("a variable")?;
                 let mut indices = Vec::new();
                 while self.eat(&Tok::LBracket) {
-                    self.enter()?;
                     indices.push(self.expr()?);
-                    self.leave();
                     self.expect(Tok::RBracket, "to close the index")?;
                 }
                 self.expect(Tok::Assign, "in the assignment")?;
@@ -470,9 +468,7 @@ impl<'t> Parser<'t> {
                 let mut e = self.atom()?;
                 while self.peek() == &Tok::LBracket {
                     self.bump();
-                    self.enter()?;
                     let index = self.expr()?;
-                    self.leave();
                     let end = self.expect(Tok::RBracket, "to close the index")?;
                     let span = join(e.span, end);
                     e = Expr {
@@ -538,9 +534,7 @@ impl<'t> Parser<'t> {
             }
             Tok::LParen => {
                 self.bump();
-                self.enter()?;
                 let mut e = self.expr()?;
-                self.leave();
                 let end = self.expect(Tok::RParen, "to close the parenthesis")?;
                 e.span = join(start, end);
                 Ok(e)
