@@ -190,3 +190,56 @@ fn largest_model_compiles_to_a_small_program() {
     let r = report("cheating");
     assert!(r.nodes < 2000, "{}", r.nodes);
 }
+
+fn log_normal(x: f64, m: f64, s: f64) -> f64 {
+    -0.5 * ((x - m) / s).powi(2) - s.ln() - 0.5 * (2.0 * std::f64::consts::PI).ln()
+}
+
+/// The walk stops at the first position below 0: only the steps taken count.
+#[test]
+fn walk_value_matches_definition() {
+    let m = model("walk");
+    let mut z = vec![0.7; 16];
+    z[0] = 0.5; // x_0
+    z[1] = 0.3; // p = 0.8
+    z[2] = -1.1; // p = -0.3: stops after 2 steps, distance 1.4
+    let want = log_normal(0.5, 3.0, 1.0)
+        + log_normal(0.3, 0.0, 1.0)
+        + log_normal(-1.1, 0.0, 1.0)
+        + log_normal(3.75, 1.4, 1.0);
+    let got = m.program.evaluate(Semantics::Crisp, &[], &z);
+    assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+    // A walk that never stops takes all 15 steps and is penalised by log N(1000 | 7.5, 1).
+    let z = vec![0.1; 16];
+    let want =
+        log_normal(0.1, 3.0, 1.0) + 15.0 * log_normal(0.1, 0.0, 1.0) + log_normal(1000.0, 7.5, 1.0);
+    let got = m.program.evaluate(Semantics::Crisp, &[], &z);
+    assert!((got - want).abs() < 1e-9 * want.abs(), "{got} vs {want}");
+}
+
+/// textmsg: Poisson counts with the rate switching at the change point.
+#[test]
+fn textmsg_value_matches_definition() {
+    let m = model("textmsg");
+    let counts: Vec<f64> = include_str!("../models/data/textmsg_counts.csv")
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(1).unwrap().trim().parse().unwrap())
+        .collect();
+    let (l1, l2, tau) = (2.5, 3.0, 0.1);
+    let sd = 2f64.ln().sqrt();
+    let mean = counts.iter().sum::<f64>() / counts.len() as f64;
+    let mu = mean.ln() - sd * sd / 2.0;
+    let mut want = log_normal(l1, mu, sd) + log_normal(l2, mu, sd) + log_normal(tau, 0.0, 1.0);
+    for d in (1..=73).step_by(2) {
+        let rate: f64 = if tau >= dsgd::special::probit((d as f64 + 1.0) / 75.0) {
+            l1.exp()
+        } else {
+            l2.exp()
+        };
+        let x = counts[d];
+        want += x * rate.ln() - rate - dsgd::special::lgamma(x + 1.0);
+    }
+    let got = m.program.evaluate(Semantics::Crisp, &[], &[l1, l2, tau]);
+    assert!((got - want).abs() < 1e-9 * want.abs(), "{got} vs {want}");
+}
