@@ -61,3 +61,20 @@ fn default_limits_accept_large_models() {
     let n = nodes(&chain(5000));
     assert!(n > 50_000, "{n}");
 }
+
+#[test]
+fn arrays_that_share_elements_cannot_grow_exponentially() {
+    // `[a, a]` shares `a`, so 60 doublings take little memory but stand for 2^60 numbers;
+    // comparing or merging such a value would never end, so it is refused when made.
+    let src = "let a = [1];\nfor i in 0..60 { a = [a, a]; }\nconst b = a;";
+    let err = compile_source("t.dsgd", src, Path::new("."), &CompileOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("more than the step limit"), "{err}");
+    // Deep nesting is refused too (it would overflow the stack when dropped or compared).
+    let src = "let a = 1;\nfor i in 0..100000 { a = [a]; }";
+    let err = compile_source("t.dsgd", src, Path::new("."), &CompileOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("arrays nest deeper than 64 levels"), "{err}");
+}

@@ -7,10 +7,13 @@ use std::rc::Rc;
 use super::super::ast::{BinOp, Block, CmpOp, Expr, ExprKind, Ident, InitKey};
 use super::super::data;
 use super::super::diagnostic::Diag;
-use super::value::Cond;
+use super::value::{Cond, Shape};
 use super::{BUILTINS, Lowerer, PendingKind, PendingLatent, Value};
 use crate::ir::{Dist, LatentKind, Span, Var};
 use crate::special::softplus;
+
+/// Deepest nesting of arrays (a matrix is 2).
+pub(crate) const MAX_ARRAY_DEPTH: usize = 64;
 
 /// Loop bounds and indices must be integers of at most this size.
 const MAX_INT: f64 = 1e15;
@@ -45,7 +48,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     }
                     out.push(v);
                 }
-                Value::Array(Rc::new(out))
+                self.array(out, e.span)?
             }
             ExprKind::Comprehension { body, var, lo, hi } => {
                 let lo = self.const_int(lo, "the start of the range")?;
@@ -62,12 +65,12 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     self.frame.pop();
                     out.push(v?);
                 }
-                Value::Array(Rc::new(out))
+                self.array(out, e.span)?
             }
             ExprKind::Index { base, index } => {
                 let arr = self.expr(base)?;
                 let i = self.const_int(index, "an array index")?;
-                let Value::Array(items) = arr else {
+                let Value::Array(items, _) = arr else {
                     return Err(Diag::new(
                         base.span,
                         format!("cannot index into {}", arr.describe()),
@@ -292,7 +295,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     return Err(arity(name, "1", args.len()));
                 };
                 match self.expr(a)? {
-                    Value::Array(items) => Ok(Value::Num(b.constant(items.len() as f64))),
+                    Value::Array(items, _) => Ok(Value::Num(b.constant(items.len() as f64))),
                     v => Err(Diag::new(
                         a.span,
                         format!("`len` needs an array, found {}", v.describe()),
@@ -304,7 +307,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             "sum" | "mean" if args.len() == 1 => {
                 let v = self.expr(&args[0])?;
                 let items = match v {
-                    Value::Array(items) => items,
+                    Value::Array(items, _) => items,
                     Value::Num(x) => Rc::new(vec![Value::Num(x)]),
                     Value::Unit => {
                         return Err(Diag::new(
@@ -384,12 +387,37 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         })?;
         self.tick(span, values.len())?;
         let b = self.b;
-        Ok(Value::Array(Rc::new(
-            values
-                .into_iter()
-                .map(|x| Value::Num(b.constant(x)))
-                .collect(),
-        )))
+        let items: Vec<Value<'b>> = values
+            .into_iter()
+            .map(|x| Value::Num(b.constant(x)))
+            .collect();
+        let size = items.len() as u64;
+        Ok(Value::Array(Rc::new(items), Shape { depth: 1, size }))
+    }
+
+    /// An array value, refused if it would nest deeper than [`MAX_ARRAY_DEPTH`] or hold more
+    /// numbers (counted with repetition) than the step limit.
+    pub(super) fn array(&self, items: Vec<Value<'b>>, span: Span) -> Result<Value<'b>, Diag> {
+        let depth = 1 + items.iter().map(Value::depth).max().unwrap_or(0);
+        if usize::from(depth) > MAX_ARRAY_DEPTH {
+            return Err(Diag::new(
+                span,
+                format!("arrays nest deeper than {MAX_ARRAY_DEPTH} levels"),
+                "arrays of numbers, of arrays of numbers, ... at most that deep",
+            ));
+        }
+        let size = items
+            .iter()
+            .fold(0u64, |acc, v| acc.saturating_add(v.size()));
+        if size > self.opts.step_limit as u64 {
+            return Err(Diag::new(
+                span,
+                format!("this array would hold {size} numbers, more than the step limit"),
+                "a smaller array",
+            )
+            .with_note("the limit is set by `CompileOptions::step_limit`"));
+        }
+        Ok(Value::Array(Rc::new(items), Shape { depth, size }))
     }
 
     fn sample(

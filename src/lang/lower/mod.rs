@@ -310,6 +310,19 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             let lp = c.select(self.b, lt, le);
             self.terms.push(lp);
         }
+        // Merging compares values element by element: its cost is the size of the values
+        // that are not trivially the same.
+        let cost: u64 = frame_t
+            .iter()
+            .zip(&self.frame)
+            .flat_map(|(t, e)| {
+                t.iter()
+                    .filter_map(|(name, vt)| e.get(name).map(|ve| (vt, ve)))
+            })
+            .filter(|(vt, ve)| !vt.same_handle(ve))
+            .map(|(vt, _)| vt.size())
+            .fold(vt.size(), u64::saturating_add);
+        self.tick(span, usize::try_from(cost).unwrap_or(usize::MAX))?;
         let b = self.b;
         for (scope, scope_t) in self.frame.iter_mut().zip(frame_t) {
             for (name, vt) in scope_t {

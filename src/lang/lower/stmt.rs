@@ -31,6 +31,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     "data"
                 };
                 let v = self.expr(value)?;
+                self.tick(value.span, usize::try_from(v.size()).unwrap_or(usize::MAX))?;
                 if !v.is_constant() {
                     return Err(Diag::new(
                         value.span,
@@ -180,7 +181,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         let Some(&(i, span)) = path.first() else {
             return Ok(v);
         };
-        let Value::Array(items) = old else {
+        let Value::Array(items, _) = old else {
             return Err(Diag::new(
                 span,
                 format!("cannot index into {}", old.describe()),
@@ -192,7 +193,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         let mut items = Rc::unwrap_or_clone(items);
         let inner = std::mem::replace(&mut items[k], Value::Unit);
         items[k] = self.replace_at(inner, &path[1..], v, name)?;
-        Ok(Value::Array(Rc::new(items)))
+        self.array(items, span)
     }
 
     pub(super) fn distribution(&self, dist: &Ident, n_args: usize) -> Result<Dist, Diag> {

@@ -9,7 +9,9 @@ use crate::ir::{Builder, Var};
 #[derive(Clone, Debug)]
 pub enum Value<'b> {
     Num(Var<'b>),
-    Array(Rc<Vec<Value<'b>>>),
+    /// The elements and their shape. Elements are shared (`Rc`), so an array can stand for
+    /// far more numbers than it occupies; the shape bounds what a traversal may cost.
+    Array(Rc<Vec<Value<'b>>>, Shape),
     /// What a function without a final expression returns.
     Unit,
 }
@@ -19,8 +21,25 @@ impl<'b> Value<'b> {
     pub fn describe(&self) -> String {
         match self {
             Value::Num(_) => "a number".to_string(),
-            Value::Array(a) => format!("an array of {} element(s)", a.len()),
+            Value::Array(a, _) => format!("an array of {} element(s)", a.len()),
             Value::Unit => "no value".to_string(),
+        }
+    }
+
+    /// Nesting depth: 0 for a number, 1 for an array of numbers, ...
+    pub fn depth(&self) -> u16 {
+        match self {
+            Value::Array(_, shape) => shape.depth,
+            _ => 0,
+        }
+    }
+
+    /// The number of numbers in the value, counted with repetition.
+    pub fn size(&self) -> u64 {
+        match self {
+            Value::Array(_, shape) => shape.size,
+            Value::Num(_) => 1,
+            Value::Unit => 0,
         }
     }
 
@@ -28,8 +47,18 @@ impl<'b> Value<'b> {
     pub fn is_constant(&self) -> bool {
         match self {
             Value::Num(v) => v.as_const().is_some(),
-            Value::Array(a) => a.iter().all(Value::is_constant),
+            Value::Array(a, _) => a.iter().all(Value::is_constant),
             Value::Unit => false,
+        }
+    }
+
+    /// The same node or the same shared array (a check that costs nothing).
+    pub fn same_handle(&self, other: &Value<'b>) -> bool {
+        match (self, other) {
+            (Value::Num(a), Value::Num(b)) => a.id() == b.id(),
+            (Value::Array(a, _), Value::Array(b, _)) => Rc::ptr_eq(a, b),
+            (Value::Unit, Value::Unit) => true,
+            _ => false,
         }
     }
 
@@ -37,7 +66,7 @@ impl<'b> Value<'b> {
     pub fn same(&self, other: &Value<'b>) -> bool {
         match (self, other) {
             (Value::Num(a), Value::Num(b)) => a.id() == b.id(),
-            (Value::Array(a), Value::Array(b)) => {
+            (Value::Array(a, _), Value::Array(b, _)) => {
                 Rc::ptr_eq(a, b)
                     || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y)))
             }
@@ -45,6 +74,15 @@ impl<'b> Value<'b> {
             _ => false,
         }
     }
+}
+
+/// Nesting depth (1 for an array of numbers) and number of numbers in an array, counted
+/// with repetition. Both are bounded when an array is made, so that comparing, merging or
+/// dropping a value neither overflows the stack nor takes exponential time.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub depth: u16,
+    pub size: u64,
 }
 
 /// A condition after lowering. Negation is pushed into the leaves, so there is no `Not`.
@@ -133,13 +171,19 @@ pub fn merge<'b>(
     }
     match (t, e) {
         (Value::Num(x), Value::Num(y)) => Ok(Value::Num(cond.select(b, *x, *y))),
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+        (Value::Array(x, dx), Value::Array(y, dy)) if x.len() == y.len() => {
             let items = x
                 .iter()
                 .zip(y.iter())
                 .map(|(p, q)| merge(b, cond, p, q))
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok(Value::Array(Rc::new(items)))
+            Ok(Value::Array(
+                Rc::new(items),
+                Shape {
+                    depth: dx.depth.max(dy.depth),
+                    size: dx.size.max(dy.size),
+                },
+            ))
         }
         _ => Err(ShapeMismatch {
             then_: t.describe(),
