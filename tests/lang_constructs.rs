@@ -576,3 +576,15 @@ fn if_statements_record_their_source_span() {
         .collect();
     assert_eq!(spans, vec!["if z < 0 { 1 } else { 2 }", "abs(z - 1)"]);
 }
+
+#[test]
+fn compilation_is_deterministic() {
+    // Several variables merged by one if: the if-statements must be numbered the same way
+    // every time (variable order must not come from a hash map).
+    let src = "let z = sample Normal(0, 1);\nlet a = 1; let b = 2; let c = 3; let d = 4; let e = 5;\n\
+               if z < 0 { a = z; b = 2 * z; c = 3 * z; d = 4 * z; e = 5 * z; }\nfactor a + 2 * b + 3 * c + 4 * d + 5 * e;";
+    let first = compile(src).program.to_string();
+    for _ in 0..20 {
+        assert_eq!(compile(src).program.to_string(), first);
+    }
+}

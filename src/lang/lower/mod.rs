@@ -325,7 +325,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         self.tick(span, usize::try_from(cost).unwrap_or(usize::MAX))?;
         let b = self.b;
         for (scope, scope_t) in self.frame.iter_mut().zip(frame_t) {
-            for (name, vt) in scope_t {
+            // A fixed order (by name), so that the if-statements are numbered the same in
+            // every run: hash-map order differs from process to process.
+            let mut assigned: Vec<(String, Value<'b>)> = scope_t.into_iter().collect();
+            assigned.sort_by(|x, y| x.0.cmp(&y.0));
+            for (name, vt) in assigned {
                 let Some(ve) = scope.get(&name) else { continue };
                 let merged = merge(b, &c, &vt, ve).map_err(|m| {
                     Diag::new(
