@@ -84,22 +84,24 @@ pub fn compile_with(
         lower::lower(&program, &model_name, resolver, opts).map_err(to_error)
     };
     std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .name("dsgd-compile".to_string())
-            .stack_size(STACK_BYTES)
-            .spawn_scoped(s, run)
-            .map_err(|e| {
-                CompileError::without_location(
-                    name,
-                    format!("cannot start the compiler thread: {e}"),
-                )
-            })?
-            .join()
-            .unwrap_or_else(|_| {
-                Err(CompileError::without_location(
-                    name,
-                    "internal compiler error (please report)",
-                ))
+        // Where address space is tight, a smaller stack still serves every ordinary model.
+        let handle = [STACK_BYTES, STACK_BYTES / 8]
+            .into_iter()
+            .find_map(|bytes| {
+                std::thread::Builder::new()
+                    .name("dsgd-compile".to_string())
+                    .stack_size(bytes)
+                    .spawn_scoped(s, run)
+                    .ok()
             })
+            .ok_or_else(|| {
+                CompileError::without_location(name, "cannot start the compiler thread")
+            })?;
+        handle.join().unwrap_or_else(|_| {
+            Err(CompileError::without_location(
+                name,
+                "internal compiler error (please report)",
+            ))
+        })
     })
 }
