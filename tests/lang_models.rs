@@ -243,3 +243,29 @@ fn textmsg_value_matches_definition() {
     let got = m.program.evaluate(Semantics::Crisp, &[], &[l1, l2, tau]);
     assert!((got - want).abs() < 1e-9 * want.abs(), "{got} vs {want}");
 }
+
+#[test]
+fn affine_forms_are_reported_by_latent_name() {
+    let r = report("example");
+    let f = r.guards[0].affine.as_ref().expect("affine");
+    assert_eq!(
+        (f.constant, f.coefficients.clone()),
+        (0.0, vec![("z".to_string(), 1.0)])
+    );
+    // temperature's first guard is `t >= t_upper`: the guard t - 22 with its branches swapped.
+    let r = report("temperature");
+    let f = r.guards[0].affine.as_ref().expect("affine");
+    assert_eq!(
+        (f.constant, f.coefficients.clone()),
+        (-22.0, vec![("t".to_string(), 1.0)])
+    );
+    // textmsg: tau against the probit of the elapsed fraction.
+    let r = report("textmsg");
+    let f = r.guards[0].affine.as_ref().expect("affine");
+    assert_eq!(f.coefficients, vec![("tau".to_string(), 1.0)]);
+    assert!(
+        (f.constant + dsgd::special::probit(2.0 / 75.0)).abs() < 1e-15,
+        "{}",
+        f.constant
+    );
+}

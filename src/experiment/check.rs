@@ -27,6 +27,25 @@ pub struct CheckReport {
     /// The first guard that is not affine, when LYY18 does not apply.
     pub lyy18_blocked_by: Option<GuardNote>,
     pub default_eta_decay: f64,
+    /// Every if-statement, in the program's numbering.
+    pub guards: Vec<GuardDetail>,
+}
+
+/// One if-statement as the analyses see it.
+#[derive(Clone, Debug, Serialize)]
+pub struct GuardDetail {
+    pub index: usize,
+    pub location: String,
+    pub safe: bool,
+    /// The guard as `constant + sum coefficient * latent`, when it is affine.
+    pub affine: Option<AffineForm>,
+}
+
+/// An affine guard `constant + sum_j a_j z_j`, latents by name.
+#[derive(Clone, Debug, Serialize)]
+pub struct AffineForm {
+    pub constant: f64,
+    pub coefficients: Vec<(String, f64)>,
 }
 
 /// One if-statement named by where it is in the source and why it is reported.
@@ -69,7 +88,26 @@ impl CheckReport {
             .iter()
             .filter(|l| matches!(l.kind, crate::ir::LatentKind::Fixed { .. }))
             .count();
+        let names = p.latent_names();
+        let guards = a
+            .guards
+            .iter()
+            .map(|g| GuardDetail {
+                index: g.index,
+                location: where_(g.index, g.span),
+                safe: g.unsafe_reason.is_none(),
+                affine: g.affine.as_ref().ok().map(|f| AffineForm {
+                    constant: f.constant,
+                    coefficients: f
+                        .coefficients
+                        .iter()
+                        .map(|&(j, c)| (names[j as usize].clone(), c))
+                        .collect(),
+                }),
+            })
+            .collect();
         CheckReport {
+            guards,
             model: model.name.clone(),
             mode: match model.mode {
                 Mode::Variational => "variational".to_string(),
