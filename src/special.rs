@@ -21,6 +21,15 @@ pub fn sigmoid(x: f64) -> f64 {
     }
 }
 
+/// `(sigmoid(x), sigmoid(-x))` from one `exp`, bit for bit equal to two [`sigmoid`] calls:
+/// the two weights of a smoothed if-statement.
+#[inline]
+pub fn sigmoid_pair(x: f64) -> (f64, f64) {
+    let e = (-x.abs()).exp();
+    let (big, small) = (1.0 / (1.0 + e), e / (1.0 + e));
+    if x >= 0.0 { (big, small) } else { (small, big) }
+}
+
 /// `ln(1 + exp(x))` without overflow for large `x` or loss of precision for very negative `x`.
 #[inline]
 pub fn softplus(x: f64) -> f64 {
@@ -121,12 +130,76 @@ mod tests {
     }
 
     #[test]
+    fn sigmoid_pair_equals_two_sigmoids_bit_for_bit() {
+        let xs = [
+            0.0,
+            -0.0,
+            1e-300,
+            -1e-300,
+            0.3,
+            -0.3,
+            2.5,
+            -7.0,
+            36.0,
+            -745.5,
+            800.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ];
+        for x in xs {
+            let (a, b) = sigmoid_pair(x);
+            assert_eq!(
+                (a.to_bits(), b.to_bits()),
+                (sigmoid(x).to_bits(), sigmoid(-x).to_bits()),
+                "x = {x}"
+            );
+        }
+        assert!(sigmoid_pair(f64::NAN).0.is_nan() && sigmoid_pair(f64::NAN).1.is_nan());
+    }
+
+    #[test]
     fn softplus_and_log_sigmoid_are_stable() {
         assert_eq!(softplus(800.0), 800.0);
         assert!((softplus(-800.0)).abs() < 1e-300);
         assert!((log_sigmoid(-800.0) + 800.0).abs() < 1e-12);
         assert!((softplus_inv(softplus(0.3)) - 0.3).abs() < 1e-14);
         assert!((softplus_inv(softplus(40.0)) - 40.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn smoothing_weights_are_stable_for_huge_guard_over_eta() {
+        // sigma(F / eta) for F = +-1 and eta down to 1e-300 (and beyond: F / eta = +-inf).
+        for eta in [1.0, 1e-3, 1e-10, 1e-300, 0.0] {
+            let (hi, lo) = (sigmoid(1.0 / eta), sigmoid(-1.0 / eta));
+            assert!(
+                hi.is_finite() && lo.is_finite() && hi + lo == 1.0,
+                "eta {eta}: {hi} {lo}"
+            );
+            assert!(softplus(1.0 / eta) >= 1.0 / eta && softplus(-1.0 / eta) >= 0.0);
+            assert!(log_sigmoid(-1.0 / eta) <= -1.0 / eta);
+        }
+        assert_eq!(sigmoid(f64::INFINITY), 1.0);
+        assert_eq!(sigmoid(f64::NEG_INFINITY), 0.0);
+        assert_eq!(softplus(f64::NEG_INFINITY), 0.0);
+        assert_eq!(log_sigmoid(f64::INFINITY), 0.0);
+        // Deep tails keep full relative accuracy: sigma(-x) = exp(-x) / (1 + exp(-x)).
+        for x in [40.0f64, 300.0, 700.0] {
+            let tail = (-x).exp();
+            assert!((sigmoid(-x) / tail - 1.0).abs() < 1e-15, "sigmoid(-{x})");
+            assert!((softplus(-x) / tail - 1.0).abs() < 1e-15, "softplus(-{x})");
+            assert!(
+                (log_sigmoid(x) / -tail - 1.0).abs() < 1e-15,
+                "log_sigmoid({x})"
+            );
+            assert_eq!(log_sigmoid(-x), -x - tail);
+        }
+        // softplus(x) - softplus(-x) = x across the range.
+        for x in [-50.0, -3.0, -1e-8, 0.0, 0.7, 20.0, 37.0] {
+            assert!(
+                (softplus(x) - softplus(-x) - x).abs() < 1e-15 * x.abs().max(1.0),
+                "x {x}"
+            );
+        }
     }
 
     #[test]

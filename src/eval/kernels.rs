@@ -6,7 +6,7 @@
 //! "strong zero" that keeps crisp and smoothed if-statements from leaking NaN.
 
 use crate::ir::{Binary, Unary, binary_derivatives, binary_value, unary_derivative, unary_value};
-use crate::special::sigmoid;
+use crate::special::sigmoid_pair;
 
 /// Calls `$m!(op)` with `op` a constant expression in every arm, so that the closures built
 /// from it specialise to one straight-line loop per operation.
@@ -101,19 +101,40 @@ pub fn binary_reverse(
     mut ad_a: Option<&mut [f64]>,
     mut ad_b: Option<&mut [f64]>,
 ) {
+    let n = ad.len();
+    let (a, b, v) = (&a[..n], &b[..n], &v[..n]);
+    // One loop per combination of active operands, so that the loops carry no `Option`
+    // test and the partial derivative nobody needs is never computed.
     macro_rules! run {
         ($o:expr) => {
-            for l in 0..ad.len() {
-                let d = ad[l];
-                let (da, db) = binary_derivatives($o, a[l], b[l], v[l]);
-                if let Some(ga) = ad_a.as_deref_mut() {
-                    let c = d * da;
-                    ga[l] += if d == 0.0 { 0.0 } else { c };
+            match (ad_a.as_deref_mut(), ad_b.as_deref_mut()) {
+                (Some(ga), Some(gb)) => {
+                    let (ga, gb) = (&mut ga[..n], &mut gb[..n]);
+                    for l in 0..n {
+                        let d = ad[l];
+                        let (da, db) = binary_derivatives($o, a[l], b[l], v[l]);
+                        let (ca, cb) = (d * da, d * db);
+                        ga[l] += if d == 0.0 { 0.0 } else { ca };
+                        gb[l] += if d == 0.0 { 0.0 } else { cb };
+                    }
                 }
-                if let Some(gb) = ad_b.as_deref_mut() {
-                    let c = d * db;
-                    gb[l] += if d == 0.0 { 0.0 } else { c };
+                (Some(ga), None) => {
+                    let ga = &mut ga[..n];
+                    for l in 0..n {
+                        let d = ad[l];
+                        let c = d * binary_derivatives($o, a[l], b[l], v[l]).0;
+                        ga[l] += if d == 0.0 { 0.0 } else { c };
+                    }
                 }
+                (None, Some(gb)) => {
+                    let gb = &mut gb[..n];
+                    for l in 0..n {
+                        let d = ad[l];
+                        let c = d * binary_derivatives($o, a[l], b[l], v[l]).1;
+                        gb[l] += if d == 0.0 { 0.0 } else { c };
+                    }
+                }
+                (None, None) => {}
             }
         };
     }
@@ -185,8 +206,7 @@ pub fn select_reverse(
 /// exactly zero contributes exactly zero (even if it is infinite).
 pub fn smooth_forward(g: &[f64], t: &[f64], e: &[f64], out: &mut [f64], eta: f64) {
     for l in 0..out.len() {
-        let wt = sigmoid(-g[l] / eta);
-        let we = sigmoid(g[l] / eta);
+        let (we, wt) = sigmoid_pair(g[l] / eta);
         let tt = if wt == 0.0 { 0.0 } else { wt * t[l] };
         let ee = if we == 0.0 { 0.0 } else { we * e[l] };
         out[l] = tt + ee;
@@ -208,8 +228,7 @@ pub fn smooth_reverse(
 ) {
     for l in 0..ad.len() {
         let d = ad[l];
-        let wt = sigmoid(-g[l] / eta);
-        let we = sigmoid(g[l] / eta);
+        let (we, wt) = sigmoid_pair(g[l] / eta);
         if let Some(at) = ad_t.as_deref_mut() {
             let c = d * wt;
             at[l] += if d == 0.0 || wt == 0.0 { 0.0 } else { c };

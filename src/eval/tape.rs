@@ -375,24 +375,72 @@ impl Tape {
             (t, self.active[t as usize]),
             (e, self.active[e as usize]),
         ];
-        for (which, &(x, on)) in targets.iter().enumerate() {
-            if !on {
-                continue;
-            }
-            let [ad, ad_x] = adj
-                .get_disjoint_mut([range(s), range(x)])
-                .expect("operand < s");
-            let ad: &[f64] = ad;
-            let mut slots: [Option<&mut [f64]>; 3] = [None, None, None];
-            slots[which] = Some(ad_x);
-            let [ad_g, ad_t, ad_e] = slots;
-            match semantics {
-                Semantics::Smoothed { eta } => {
-                    kernels::smooth_reverse(v(g), v(t), v(e), ad, ad_g, ad_t, ad_e, eta)
+        let aliased =
+            |i: usize, j: usize| targets[i].1 && targets[j].1 && targets[i].0 == targets[j].0;
+        if aliased(0, 1) || aliased(0, 2) || aliased(1, 2) {
+            for (which, &(x, on)) in targets.iter().enumerate() {
+                if !on {
+                    continue;
                 }
-                _ => kernels::select_reverse(v(g), ad, ad_t, ad_e, forced(semantics, index)),
+                let [ad, ad_x] = adj
+                    .get_disjoint_mut([range(s), range(x)])
+                    .expect("operand < s");
+                let mut slots: [Option<&mut [f64]>; 3] = [None, None, None];
+                slots[which] = Some(ad_x);
+                if_reverse(semantics, index, [v(g), v(t), v(e)], ad, slots);
+            }
+            return;
+        }
+        // Distinct operands: one pass computes the weights once for all of them.
+        let mut on = [0usize; 3];
+        let mut n = 0;
+        for (which, &(_, is_on)) in targets.iter().enumerate() {
+            if is_on {
+                on[n] = which;
+                n += 1;
             }
         }
+        let r = |k: usize| range(targets[on[k]].0);
+        let mut slots: [Option<&mut [f64]>; 3] = [None, None, None];
+        let ad = match n {
+            0 => return,
+            1 => {
+                let [ad, x0] = adj.get_disjoint_mut([range(s), r(0)]).expect("operand < s");
+                slots[on[0]] = Some(x0);
+                ad
+            }
+            2 => {
+                let [ad, x0, x1] = adj
+                    .get_disjoint_mut([range(s), r(0), r(1)])
+                    .expect("distinct operands");
+                slots[on[0]] = Some(x0);
+                slots[on[1]] = Some(x1);
+                ad
+            }
+            _ => {
+                let [ad, x0, x1, x2] = adj
+                    .get_disjoint_mut([range(s), r(0), r(1), r(2)])
+                    .expect("distinct operands");
+                slots = [Some(x0), Some(x1), Some(x2)];
+                ad
+            }
+        };
+        if_reverse(semantics, index, [v(g), v(t), v(e)], ad, slots);
+    }
+}
+
+/// The reverse rule of one if-statement under `semantics`, accumulating into the given
+/// adjoints of guard, then and else (`None` for those that carry none).
+fn if_reverse(
+    semantics: Semantics,
+    index: u32,
+    [g, t, e]: [&[f64]; 3],
+    ad: &[f64],
+    [ad_g, ad_t, ad_e]: [Option<&mut [f64]>; 3],
+) {
+    match semantics {
+        Semantics::Smoothed { eta } => kernels::smooth_reverse(g, t, e, ad, ad_g, ad_t, ad_e, eta),
+        _ => kernels::select_reverse(g, ad, ad_t, ad_e, forced(semantics, index)),
     }
 }
 

@@ -127,8 +127,14 @@ impl Analysis {
 pub fn analyse(program: &Program) -> Analysis {
     let nodes = program.nodes();
     let depth = nesting_depths(nodes);
-    let facts = node_facts(nodes);
-    let mut affine_memo: Vec<Option<Result<Affine, NotAffine>>> = vec![None; nodes.len()];
+    let safety = safety_table(nodes, &node_facts(nodes));
+    let guard_ids: Vec<NodeId> = (0..program.if_count())
+        .map(|index| match program.node(program.if_node(index)) {
+            Node::If { guard, .. } => guard,
+            _ => unreachable!("if_node always names an If node"),
+        })
+        .collect();
+    let affine = affine_forms(program, &guard_ids);
     let guards = (0..program.if_count())
         .map(|index| {
             let node = program.if_node(index);
@@ -140,8 +146,11 @@ pub fn analyse(program: &Program) -> Analysis {
                 node,
                 span: program.if_span(index),
                 guard_depth: depth[guard.index()],
-                unsafe_reason: guard_safety(nodes, &facts, guard),
-                affine: affine_form(nodes, guard, &mut affine_memo).map(|a| a.finish()),
+                unsafe_reason: safety[guard.index()].clone(),
+                affine: match &affine[guard.index()] {
+                    Some(form) => form.clone().map(Affine::finish),
+                    None => unreachable!("every guard's form is computed"),
+                },
             }
         })
         .collect();
@@ -203,28 +212,35 @@ fn node_facts(nodes: &[Node]) -> Vec<Facts> {
 /// SGuard: `G ::= f(z_i1, ..., z_ik) | if G then G else G`, `f` not zero almost everywhere.
 /// An if-free expression is a function of the latents it reads; it is safe when it reads at
 /// least one (a non-zero constant branch of a guard-if is safe too).
-fn guard_safety(nodes: &[Node], facts: &[Facts], g: NodeId) -> Option<UnsafeReason> {
-    match nodes[g.index()] {
-        Node::If {
-            guard,
-            then_,
-            else_,
-            ..
-        } => [guard, then_, else_]
-            .into_iter()
-            .find_map(|x| guard_safety(nodes, facts, x)),
-        Node::Const(c) if c != 0.0 => None,
-        _ => {
-            let f = facts[g.index()];
-            if f.has_if {
-                Some(UnsafeReason::BuiltFromIfs)
-            } else if !f.latent {
-                Some(UnsafeReason::NoLatent)
-            } else {
-                None
+///
+/// Computed for every node bottom-up, so deeply nested guards cannot overflow the stack.
+fn safety_table(nodes: &[Node], facts: &[Facts]) -> Vec<Option<UnsafeReason>> {
+    let mut table: Vec<Option<UnsafeReason>> = Vec::with_capacity(nodes.len());
+    for (i, node) in nodes.iter().enumerate() {
+        let reason = match *node {
+            Node::If {
+                guard,
+                then_,
+                else_,
+                ..
+            } => [guard, then_, else_]
+                .into_iter()
+                .find_map(|x| table[x.index()].clone()),
+            Node::Const(c) if c != 0.0 => None,
+            _ => {
+                let f = facts[i];
+                if f.has_if {
+                    Some(UnsafeReason::BuiltFromIfs)
+                } else if !f.latent {
+                    Some(UnsafeReason::NoLatent)
+                } else {
+                    None
+                }
             }
-        }
+        };
+        table.push(reason);
     }
+    table
 }
 
 /// An affine form over latents during the analysis.
@@ -283,15 +299,30 @@ impl Affine {
     }
 }
 
-fn affine_form(
-    nodes: &[Node],
-    id: NodeId,
-    memo: &mut Vec<Option<Result<Affine, NotAffine>>>,
-) -> Result<Affine, NotAffine> {
-    if let Some(r) = &memo[id.index()] {
-        return r.clone();
+/// The affine form of every node the guards read (`None` for the others), bottom-up in
+/// arena order: no recursion, so a guard summing thousands of terms cannot overflow the stack.
+fn affine_forms(program: &Program, guards: &[NodeId]) -> Vec<Option<Result<Affine, NotAffine>>> {
+    let nodes = program.nodes();
+    let needed = program.reachable_from(guards);
+    let mut memo: Vec<Option<Result<Affine, NotAffine>>> = vec![None; nodes.len()];
+    for (i, &node) in nodes.iter().enumerate() {
+        if needed[i] {
+            memo[i] = Some(affine_step(node, &memo));
+        }
     }
-    let r = match nodes[id.index()] {
+    memo
+}
+
+/// The affine form of `node` from those of its operands (already in `memo`).
+fn affine_step(
+    node: Node,
+    memo: &[Option<Result<Affine, NotAffine>>],
+) -> Result<Affine, NotAffine> {
+    let form = |id: NodeId| match &memo[id.index()] {
+        Some(r) => r.as_ref().map_err(|e| e.clone()),
+        None => unreachable!("operands come before the nodes that read them"),
+    };
+    match node {
         Node::Const(c) => Ok(Affine::constant(c)),
         Node::Latent(j) => Ok(Affine {
             coefficients: BTreeMap::from([(j, 1.0)]),
@@ -299,20 +330,17 @@ fn affine_form(
         }),
         Node::Param(_) => Err(NotAffine::DependsOnParam),
         Node::If { .. } => Err(NotAffine::ContainsIf),
-        Node::Unary(Unary::Neg, a) => affine_form(nodes, a, memo).map(|x| x.scaled(-1.0)),
-        Node::Unary(op, a) => {
-            let x = affine_form(nodes, a, memo)?;
-            match x.as_constant() {
-                Some(c) => Ok(Affine::constant(super::ops::unary_value(op, c))),
-                None => Err(NotAffine::Nonlinear),
-            }
-        }
+        Node::Unary(Unary::Neg, a) => form(a).map(|x| x.scaled(-1.0)),
+        Node::Unary(op, a) => match form(a)?.as_constant() {
+            Some(c) => Ok(Affine::constant(super::ops::unary_value(op, c))),
+            None => Err(NotAffine::Nonlinear),
+        },
         Node::Binary(op, a, b) => {
-            let x = affine_form(nodes, a, memo)?;
-            let y = affine_form(nodes, b, memo)?;
+            let x = form(a)?;
+            let y = form(b)?;
             match (op, x.as_constant(), y.as_constant()) {
-                (Binary::Add, ..) => Ok(x.plus(&y, 1.0)),
-                (Binary::Sub, ..) => Ok(x.plus(&y, -1.0)),
+                (Binary::Add, ..) => Ok(x.plus(y, 1.0)),
+                (Binary::Sub, ..) => Ok(x.plus(y, -1.0)),
                 (Binary::Mul, Some(c), _) => Ok(y.scaled(c)),
                 (Binary::Mul, _, Some(c)) => Ok(x.scaled(c)),
                 (Binary::Div, _, Some(c)) => Ok(x.scaled(1.0 / c)),
@@ -320,7 +348,5 @@ fn affine_form(
                 _ => Err(NotAffine::Nonlinear),
             }
         }
-    };
-    memo[id.index()] = Some(r.clone());
-    r
+    }
 }

@@ -28,6 +28,9 @@ pub(crate) struct Graph {
     /// Source span of each `If` node (by node id), where the front end gave one.
     pub(crate) if_spans: HashMap<NodeId, Span>,
     current_span: Option<Span>,
+    /// The first handle used here that belongs to another builder (or to this one before
+    /// `finish` emptied it); `finish` reports it instead of building a wrong program.
+    foreign: Option<NodeId>,
     next_if: u32,
     limit: usize,
     overflowed: bool,
@@ -50,7 +53,10 @@ impl Graph {
             // Keep going without growing: the error is reported by `finish`, and the caller
             // (e.g. a runaway loop in the language) stops at its next check of `overflowed`.
             self.overflowed = true;
-            return NodeId(0);
+            // The placeholder must exist, or folding would index an empty arena (limit 0).
+            if !self.nodes.is_empty() {
+                return NodeId(0);
+            }
         }
         let id = NodeId(self.nodes.len() as u32);
         self.nodes.push(node);
@@ -349,13 +355,27 @@ impl Builder {
         self.wrap(id)
     }
 
+    /// The node of `v`, checked to belong to this builder. A foreign handle is recorded for
+    /// [`Builder::finish`] to report and replaced by a placeholder, since the operators that
+    /// get here cannot return an error.
+    fn own(&self, v: Var<'_>) -> NodeId {
+        let mut g = self.g.borrow_mut();
+        if std::ptr::eq(v.builder, self) && v.id.index() < g.nodes.len() {
+            return v.id;
+        }
+        g.foreign.get_or_insert(v.id);
+        g.constant(f64::NAN)
+    }
+
     pub fn unary<'b>(&'b self, op: Unary, a: Var<'b>) -> Var<'b> {
-        let id = self.g.borrow_mut().add(Node::Unary(op, a.id));
+        let a = self.own(a);
+        let id = self.g.borrow_mut().add(Node::Unary(op, a));
         self.wrap(id)
     }
 
     pub fn binary<'b>(&'b self, op: Binary, a: Var<'b>, b: Var<'b>) -> Var<'b> {
-        let id = self.g.borrow_mut().add(Node::Binary(op, a.id, b.id));
+        let (a, b) = (self.own(a), self.own(b));
+        let id = self.g.borrow_mut().add(Node::Binary(op, a, b));
         self.wrap(id)
     }
 
@@ -369,10 +389,11 @@ impl Builder {
 
     /// The if-statement `if guard < 0 then then_ else else_`.
     pub fn if_neg<'b>(&'b self, guard: Var<'b>, then_: Var<'b>, else_: Var<'b>) -> Var<'b> {
+        let (guard, then_, else_) = (self.own(guard), self.own(then_), self.own(else_));
         let id = self.g.borrow_mut().add(Node::If {
-            guard: guard.id,
-            then_: then_.id,
-            else_: else_.id,
+            guard,
+            then_,
+            else_,
             index: 0,
         });
         self.wrap(id)
@@ -498,7 +519,7 @@ impl Builder {
     ///
     /// The builder is left empty afterwards (handles into it become invalid).
     pub fn finish(&self, outputs: &[Var<'_>]) -> Result<Program, IrError> {
-        let ids: Vec<NodeId> = outputs.iter().map(|v| v.id).collect();
+        let ids: Vec<NodeId> = outputs.iter().map(|&v| self.own(v)).collect();
         self.finish_ids(&ids)
     }
 
@@ -511,6 +532,12 @@ impl Builder {
         });
         if g.overflowed {
             return Err(IrError::TooLarge { limit: g.limit });
+        }
+        if let Some(node) = g.foreign {
+            return Err(IrError::NodeOutOfRange {
+                node: node.to_string(),
+                count: g.nodes.len(),
+            });
         }
         if outputs.is_empty() {
             return Err(IrError::NoOutput);
