@@ -9,5 +9,7 @@ pub mod eval;
 pub mod experiment;
 pub mod family;
 pub mod ir;
+pub mod lang;
+pub mod models;
 pub mod optim;
 pub mod special;

@@ -1,46 +1,59 @@
-//! TEMPORARY model loader, until the language (branch `lang`) lands: it knows only the
-//! built-in `example` (Example 1.1), built with the IR builder. The `lang` branch replaces this
-//! file with the real loader of the same signature (paths and every built-in model).
+//! Finding a model from the command line: a path to a `.dsgd` file or a built-in name.
+
+use std::path::Path;
 
 use anyhow::{Context, bail};
-use dsgd::ir::{Builder, LatentKind, LatentSpec, Mode, Model, ParamSpec};
+use dsgd::ir::Model;
+use dsgd::lang::{CompileOptions, compile_source};
+use dsgd::models;
 
-/// A model by built-in name or path.
-pub fn load_model(spec: &str) -> anyhow::Result<Model> {
-    if spec == "example" {
-        return example().context("building the built-in model `example`");
-    }
-    if std::path::Path::new(spec).exists() {
-        bail!(
-            "cannot load `{spec}`: this build reads no model files yet (built-in models: example)"
-        );
-    }
-    bail!(
-        "model `{spec}` not found: no such file, and not a built-in model (built-in models: example)"
-    )
+/// A model and the text it was compiled from (for locating spans in reports).
+pub struct Loaded {
+    pub model: Model,
+    /// The file name used in messages (`temperature.dsgd` for a built-in).
+    pub file: String,
+    pub source: String,
 }
 
-/// Example 1.1: `param theta = 1; z ~ Normal(theta, 1); maximize -z^2/2 + [z >= 0]`.
-fn example() -> anyhow::Result<Model> {
-    let b = Builder::new();
-    let theta = b.param("theta");
-    let z = b.latent("z");
-    let one = b.constant(1.0);
-    let f = -0.5 * z.powi(2) + b.if_lt(z, b.constant(0.0), b.constant(0.0), one);
-    let program = b.finish(&[f, theta, one])?;
-    let (loc, scale) = (program.outputs()[1], program.outputs()[2]);
-    Ok(Model {
-        name: "example".into(),
-        mode: Mode::Objective { minimize: false },
-        program,
-        latents: vec![LatentSpec {
-            name: "z".into(),
-            kind: LatentKind::Family { loc, scale },
-            span: None,
-        }],
-        params: vec![ParamSpec {
-            name: "theta".into(),
-            init: 1.0,
-        }],
-    })
+/// Loads `spec`: an existing path is compiled; otherwise a built-in of that name.
+#[allow(
+    dead_code,
+    reason = "the entry point of the run/compare/bench subcommands"
+)]
+pub fn load_model(spec: &str) -> anyhow::Result<Model> {
+    load(spec).map(|l| l.model)
+}
+
+/// [`load_model`], keeping the source.
+pub fn load(spec: &str) -> anyhow::Result<Loaded> {
+    let path = Path::new(spec);
+    if path.is_file() {
+        let source = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read model file `{spec}`"))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let model = compile_source(spec, &source, base, &CompileOptions::default())
+            .map_err(|e| anyhow::anyhow!("cannot compile `{spec}`\n{e}"))?;
+        return Ok(Loaded {
+            model,
+            file: spec.to_string(),
+            source,
+        });
+    }
+    if let Some(result) = models::builtin(spec) {
+        let model =
+            result.map_err(|e| anyhow::anyhow!("cannot compile built-in model `{spec}`\n{e}"))?;
+        let source = models::builtin_source(spec).unwrap_or_default().to_string();
+        return Ok(Loaded {
+            model,
+            file: format!("{spec}.dsgd"),
+            source,
+        });
+    }
+    if path.exists() {
+        bail!("`{spec}` is not a file");
+    }
+    bail!(
+        "no model `{spec}`: not a file, and not a built-in model (built-ins: {})",
+        models::builtin_names().join(", ")
+    )
 }

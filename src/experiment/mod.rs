@@ -3,6 +3,7 @@
 //! Only this layer (and the binary) touches the file system; estimators and optimisers
 //! report through the [`observe::Observer`] hooks and return values.
 
+pub mod check;
 pub mod diagnose;
 pub mod figure1a;
 pub mod observe;

@@ -1,0 +1,37 @@
+//! `dsgd check <model> [--json]`: the static facts about a model.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Args;
+use dsgd::experiment::check::CheckReport;
+use dsgd::lang::locate;
+
+use super::load::load;
+
+/// Counts, nesting depth, safety, affine guards and applicable estimators of a model.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// A `.dsgd` file or the name of a built-in model (see `dsgd models`).
+    pub model: String,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let loaded = load(&args.model)?;
+    let locate_span = |s| {
+        let l = locate(&loaded.source, s);
+        format!("{}:{}:{}", loaded.file, l.line, l.column)
+    };
+    let report = CheckReport::new(&loaded.model, &locate_span);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "{report}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

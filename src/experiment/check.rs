@@ -1,0 +1,197 @@
+//! The report of `dsgd check`: counts, nesting depth, safety and affine guards of a model,
+//! as a serialisable struct (the `--json` output) with a short human summary.
+
+use serde::Serialize;
+
+use crate::ir::{Mode, Model, Span, analyse};
+
+/// Everything `dsgd check` says about a model. Keys are the JSON keys of DESIGN.md section 6.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckReport {
+    pub model: String,
+    /// `variational` or `objective` (`maximize`/`minimize`).
+    pub mode: String,
+    pub latents: usize,
+    /// Latents declared `fixed` (included in `latents`).
+    pub fixed_latents: usize,
+    pub params: usize,
+    pub if_statements: usize,
+    pub nesting_depth: u32,
+    pub nodes: usize,
+    /// Every guard is safe: the convergence theorem applies.
+    pub safe: bool,
+    pub unsafe_guards: Vec<GuardNote>,
+    /// Number of guards that are affine in the latents.
+    pub affine_guards: usize,
+    pub lyy18_applicable: bool,
+    /// The first guard that is not affine, when LYY18 does not apply.
+    pub lyy18_blocked_by: Option<GuardNote>,
+    pub default_eta_decay: f64,
+    /// Every if-statement, in the program's numbering.
+    pub guards: Vec<GuardDetail>,
+}
+
+/// One if-statement as the analyses see it.
+#[derive(Clone, Debug, Serialize)]
+pub struct GuardDetail {
+    pub index: usize,
+    pub location: String,
+    pub safe: bool,
+    /// The guard as `constant + sum coefficient * latent`, when it is affine.
+    pub affine: Option<AffineForm>,
+}
+
+/// An affine guard `constant + sum_j a_j z_j`, latents by name.
+#[derive(Clone, Debug, Serialize)]
+pub struct AffineForm {
+    pub constant: f64,
+    pub coefficients: Vec<(String, f64)>,
+}
+
+/// One if-statement named by where it is in the source and why it is reported.
+#[derive(Clone, Debug, Serialize)]
+pub struct GuardNote {
+    pub index: usize,
+    /// `file:line:col`, or `if-statement #k` when the model came without source.
+    pub location: String,
+    pub reason: String,
+}
+
+impl CheckReport {
+    /// Analyses `model`. `locate` turns a span into `file:line:col` (the caller has the
+    /// source text; the model does not).
+    pub fn new(model: &Model, locate: &dyn Fn(Span) -> String) -> CheckReport {
+        let p = &model.program;
+        let a = analyse(p);
+        let where_ = |index: usize, span: Option<Span>| match span {
+            Some(s) => locate(s),
+            None => format!("if-statement #{index}"),
+        };
+        let unsafe_guards = a
+            .guards
+            .iter()
+            .filter_map(|g| {
+                g.unsafe_reason.as_ref().map(|r| GuardNote {
+                    index: g.index,
+                    location: where_(g.index, g.span),
+                    reason: r.to_string(),
+                })
+            })
+            .collect();
+        let lyy18_blocked_by = a.first_non_affine().map(|(g, why)| GuardNote {
+            index: g.index,
+            location: where_(g.index, g.span),
+            reason: why.to_string(),
+        });
+        let fixed_latents = model
+            .latents
+            .iter()
+            .filter(|l| matches!(l.kind, crate::ir::LatentKind::Fixed { .. }))
+            .count();
+        let names = p.latent_names();
+        let guards = a
+            .guards
+            .iter()
+            .map(|g| GuardDetail {
+                index: g.index,
+                location: where_(g.index, g.span),
+                safe: g.unsafe_reason.is_none(),
+                affine: g.affine.as_ref().ok().map(|f| AffineForm {
+                    constant: f.constant,
+                    coefficients: f
+                        .coefficients
+                        .iter()
+                        .map(|&(j, c)| (names[j as usize].clone(), c))
+                        .collect(),
+                }),
+            })
+            .collect();
+        CheckReport {
+            guards,
+            model: model.name.clone(),
+            mode: match model.mode {
+                Mode::Variational => "variational".to_string(),
+                Mode::Objective { minimize: false } => "objective (maximize)".to_string(),
+                Mode::Objective { minimize: true } => "objective (minimize)".to_string(),
+            },
+            latents: model.latents.len(),
+            fixed_latents,
+            params: model.params.len(),
+            if_statements: a.if_count(),
+            nesting_depth: a.nesting_depth,
+            nodes: p.node_count(),
+            safe: a.safe(),
+            unsafe_guards,
+            affine_guards: a.guards.iter().filter(|g| g.affine.is_ok()).count(),
+            lyy18_applicable: a.all_affine(),
+            lyy18_blocked_by,
+            default_eta_decay: a.default_eta_decay(),
+        }
+    }
+}
+
+impl std::fmt::Display for CheckReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "model {} ({})", self.model, self.mode)?;
+        let fixed = if self.fixed_latents > 0 {
+            format!(" ({} fixed)", self.fixed_latents)
+        } else {
+            String::new()
+        };
+        writeln!(f, "  latents        {}{fixed}", self.latents)?;
+        writeln!(f, "  parameters     {}", self.params)?;
+        writeln!(f, "  if-statements  {}", self.if_statements)?;
+        writeln!(f, "  nesting depth  {}", self.nesting_depth)?;
+        writeln!(f, "  nodes          {}", self.nodes)?;
+        if self.safe {
+            writeln!(
+                f,
+                "  safe           yes: every guard is safe, the convergence theorem applies"
+            )?;
+        } else {
+            writeln!(
+                f,
+                "  safe           no: {} unsafe guard(s)",
+                self.unsafe_guards.len()
+            )?;
+            // Guards from one place in the source (a loop body, a function) are listed once.
+            let mut groups: Vec<(&str, &str, usize)> = Vec::new();
+            for g in &self.unsafe_guards {
+                match groups
+                    .iter_mut()
+                    .find(|(l, r, _)| *l == g.location && *r == g.reason)
+                {
+                    Some(entry) => entry.2 += 1,
+                    None => groups.push((&g.location, &g.reason, 1)),
+                }
+            }
+            for (location, reason, n) in groups.iter().take(10) {
+                let times = if *n > 1 {
+                    format!(" ({n} if-statements)")
+                } else {
+                    String::new()
+                };
+                writeln!(f, "    {location}{times}: {reason}")?;
+            }
+            if groups.len() > 10 {
+                writeln!(f, "    ... and {} more places", groups.len() - 10)?;
+            }
+        }
+        writeln!(
+            f,
+            "  affine guards  {} of {}",
+            self.affine_guards, self.if_statements
+        )?;
+        match &self.lyy18_blocked_by {
+            None => writeln!(f, "  LYY18          applicable")?,
+            Some(g) => writeln!(
+                f,
+                "  LYY18          not applicable: the guard at {} is not affine ({})",
+                g.location, g.reason
+            )?,
+        }
+        let decay = format!("{:.4}", self.default_eta_decay);
+        let decay = decay.trim_end_matches('0').trim_end_matches('.');
+        write!(f, "  eta decay      {decay} (default, 1 / (2 x depth))")
+    }
+}

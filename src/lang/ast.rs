@@ -1,0 +1,175 @@
+//! The syntax tree, every node with its source span. It records what was written; names,
+//! types and constants are resolved later, by the lowering.
+
+use crate::ir::Span;
+
+/// A name as written, with its place.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ident {
+    pub name: String,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CmpOp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+/// A guide initialisation key of `init(...)`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum InitKey {
+    Mean,
+    Std,
+    Rho,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    Num(f64),
+    Str(String),
+    Var(Ident),
+    Array(Vec<Expr>),
+    /// `[body for var in lo..hi]`.
+    Comprehension {
+        body: Box<Expr>,
+        var: Ident,
+        lo: Box<Expr>,
+        hi: Box<Expr>,
+    },
+    Index {
+        base: Box<Expr>,
+        index: Box<Expr>,
+    },
+    Call {
+        name: Ident,
+        args: Vec<Expr>,
+    },
+    Neg(Box<Expr>),
+    Binary {
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    Cmp {
+        op: CmpOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    Not(Box<Expr>),
+    /// `if cond { .. } else { .. }`; `else_` is `None` only in statement position.
+    If {
+        cond: Box<Expr>,
+        then_: Block,
+        else_: Option<Block>,
+    },
+    /// `sample D(args) [fixed] [init(key = value, ..)]`.
+    Sample {
+        dist: Ident,
+        args: Vec<Expr>,
+        fixed: Option<Span>,
+        init: Vec<(InitKey, Span, Expr)>,
+    },
+}
+
+/// Statements and an optional final expression (the block's value).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Block {
+    pub stmts: Vec<Stmt>,
+    pub tail: Option<Box<Expr>>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StmtKind {
+    Let {
+        name: Ident,
+        value: Expr,
+    },
+    /// `name[i][j] = value` (no indices for a plain re-assignment).
+    Assign {
+        name: Ident,
+        indices: Vec<Expr>,
+        value: Expr,
+    },
+    Const {
+        name: Ident,
+        value: Expr,
+    },
+    Data {
+        name: Ident,
+        value: Expr,
+    },
+    Param {
+        name: Ident,
+        init: Expr,
+    },
+    Fn(std::rc::Rc<FnDef>),
+    Observe {
+        value: Expr,
+        dist: Ident,
+        args: Vec<Expr>,
+    },
+    Factor(Expr),
+    Maximize(Expr),
+    Minimize(Expr),
+    For {
+        var: Ident,
+        lo: Expr,
+        hi: Expr,
+        body: Block,
+    },
+    /// An expression evaluated for its effects (a call, an `if`).
+    Expr(Expr),
+}
+
+/// `fn name(params) { body }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FnDef {
+    pub name: Ident,
+    pub params: Vec<Ident>,
+    pub body: Block,
+}
+
+/// A whole file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    pub stmts: Vec<Stmt>,
+}
+
+impl StmtKind {
+    /// Whether the statement makes the program an objective (rather than variational) one.
+    pub fn is_objective_marker(&self) -> bool {
+        matches!(
+            self,
+            StmtKind::Param { .. } | StmtKind::Maximize(_) | StmtKind::Minimize(_)
+        )
+    }
+}

@@ -1,0 +1,185 @@
+//! Compile errors and how they are shown: file, line and column, the source line with a
+//! caret under the offending text, and what was expected. No colour, so that the output
+//! is the same on a terminal, in a log and in a snapshot.
+
+use std::fmt;
+
+use crate::ir::Span;
+
+/// An error found at a place in the source, before the file name and text are attached.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diag {
+    pub span: Span,
+    pub message: String,
+    /// What was expected there (printed under the caret).
+    pub expected: String,
+    pub notes: Vec<String>,
+}
+
+impl Diag {
+    pub fn new(span: Span, message: impl Into<String>, expected: impl Into<String>) -> Diag {
+        Diag {
+            span,
+            message: message.into(),
+            expected: expected.into(),
+            notes: Vec::new(),
+        }
+    }
+
+    pub fn with_note(mut self, note: impl Into<String>) -> Diag {
+        self.notes.push(note.into());
+        self
+    }
+}
+
+/// Where a diagnostic points: 1-based line and column (in characters).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub line: usize,
+    pub column: usize,
+    /// The text of that line, without its newline.
+    pub line_text: String,
+    /// Number of characters to underline (at least 1).
+    pub width: usize,
+}
+
+/// The 1-based line and column of byte offset `offset` in `source`, and the line's text.
+pub fn locate(source: &str, span: Span) -> Location {
+    let start = (span.start as usize).min(source.len());
+    let start = floor_char_boundary(source, start);
+    let line_start = source[..start].rfind('\n').map_or(0, |p| p + 1);
+    let line_end = source[start..]
+        .find('\n')
+        .map_or(source.len(), |p| start + p);
+    let line = source[..start].matches('\n').count() + 1;
+    let column = source[line_start..start].chars().count() + 1;
+    let line_text = source[line_start..line_end]
+        .trim_end_matches('\r')
+        .to_string();
+    let end = floor_char_boundary(source, (span.end as usize).clamp(start, line_end));
+    let width = source[start..end].chars().count().max(1);
+    Location {
+        line,
+        column,
+        line_text,
+        width,
+    }
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// A failed compilation. `Display` renders the whole diagnostic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompileError {
+    /// The model's file name (or built-in name) as given to the compiler.
+    pub file: String,
+    pub message: String,
+    pub expected: String,
+    /// `None` when the error is not about a place in the text (e.g. the file is unreadable).
+    pub location: Option<Box<Location>>,
+    pub notes: Vec<String>,
+}
+
+impl CompileError {
+    /// Attaches file name and source text to a diagnostic.
+    pub fn from_diag(file: &str, source: &str, d: Diag) -> CompileError {
+        CompileError {
+            file: file.to_string(),
+            message: d.message,
+            expected: d.expected,
+            location: Some(Box::new(locate(source, d.span))),
+            notes: d.notes,
+        }
+    }
+
+    /// An error about the file as a whole.
+    pub fn without_location(file: &str, message: impl Into<String>) -> CompileError {
+        CompileError {
+            file: file.to_string(),
+            message: message.into(),
+            expected: String::new(),
+            location: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// `file:line:col` of the error, or just the file.
+    pub fn position(&self) -> String {
+        match &self.location {
+            Some(l) => format!("{}:{}:{}", self.file, l.line, l.column),
+            None => self.file.clone(),
+        }
+    }
+}
+
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "error: {}", self.message)?;
+        match &self.location {
+            None => write!(f, "  --> {}", self.file)?,
+            Some(loc) => {
+                let num = loc.line.to_string();
+                let pad = " ".repeat(num.len());
+                writeln!(f, "{pad}--> {}:{}:{}", self.file, loc.line, loc.column)?;
+                writeln!(f, "{pad} |")?;
+                writeln!(f, "{num} | {}", loc.line_text)?;
+                let lead: String = loc
+                    .line_text
+                    .chars()
+                    .take(loc.column - 1)
+                    .map(|c| if c == '\t' { '\t' } else { ' ' })
+                    .collect();
+                write!(f, "{pad} | {lead}{}", "^".repeat(loc.width))?;
+                if !self.expected.is_empty() {
+                    write!(f, " expected {}", self.expected)?;
+                }
+            }
+        }
+        for note in &self.notes {
+            write!(f, "\n  = note: {note}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for CompileError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locates_line_and_column_in_characters() {
+        let src = "let a = 1;\nlet é = b;\n";
+        let start = src.find('b').unwrap() as u32;
+        let loc = locate(
+            src,
+            Span {
+                start,
+                end: start + 1,
+            },
+        );
+        assert_eq!((loc.line, loc.column, loc.width), (2, 9, 1));
+        assert_eq!(loc.line_text, "let é = b;");
+    }
+
+    #[test]
+    fn renders_caret_under_the_span() {
+        let src = "x = foo(1);";
+        let d = Diag::new(
+            Span { start: 4, end: 7 },
+            "unknown function `foo`",
+            "a built-in or a `fn`",
+        );
+        let text = CompileError::from_diag("m.dsgd", src, d).to_string();
+        assert_eq!(
+            text,
+            "error: unknown function `foo`\n --> m.dsgd:1:5\n  |\n1 | x = foo(1);\n  |     ^^^ expected a built-in or a `fn`"
+        );
+    }
+}

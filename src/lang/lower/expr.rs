@@ -1,0 +1,561 @@
+//! Lowering of expressions: arithmetic, arrays, calls (built-in and inlined), conditions
+//! and `sample`.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::super::ast::{BinOp, Block, CmpOp, Expr, ExprKind, Ident, InitKey};
+use super::super::data;
+use super::super::diagnostic::Diag;
+use super::value::{Cond, Shape};
+use super::{BUILTINS, Lowerer, PendingKind, PendingLatent, Value};
+use crate::ir::{Dist, LatentKind, Span, Var};
+use crate::special::softplus;
+
+/// Deepest nesting of arrays (a matrix is 2).
+pub(crate) const MAX_ARRAY_DEPTH: usize = 64;
+
+/// Loop bounds and indices must be integers of at most this size.
+const MAX_INT: f64 = 1e15;
+
+impl<'b, 'r> Lowerer<'b, 'r> {
+    pub(super) fn expr(&mut self, e: &Expr) -> Result<Value<'b>, Diag> {
+        self.tick(e.span, 1)?;
+        let b = self.b;
+        Ok(match &e.kind {
+            ExprKind::Num(x) => Value::Num(b.constant(*x)),
+            ExprKind::Str(_) => {
+                return Err(Diag::new(
+                    e.span,
+                    "a string is not a value",
+                    "a number (strings are only arguments of `csv`)",
+                ));
+            }
+            ExprKind::Var(id) => match self.lookup(&id.name) {
+                Some(v) => v.clone(),
+                None => return Err(self.unknown_name(id)),
+            },
+            ExprKind::Array(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for it in items {
+                    let v = self.expr(it)?;
+                    if let Value::Unit = v {
+                        return Err(Diag::new(
+                            it.span,
+                            "an array element has no value",
+                            "a number or an array",
+                        ));
+                    }
+                    out.push(v);
+                }
+                self.array(out, e.span)?
+            }
+            ExprKind::Comprehension { body, var, lo, hi } => {
+                let lo = self.const_int(lo, "the start of the range")?;
+                let hi = self.const_int(hi, "the end of the range")?;
+                let mut out = Vec::new();
+                for i in lo..hi {
+                    self.tick(e.span, 1)?;
+                    let mut scope = HashMap::new();
+                    scope.insert(var.name.clone(), Value::Num(b.constant(i as f64)));
+                    self.frame.push(scope);
+                    self.loop_suffix.push(i);
+                    let v = self.expr(body);
+                    self.loop_suffix.pop();
+                    self.frame.pop();
+                    out.push(v?);
+                }
+                self.array(out, e.span)?
+            }
+            ExprKind::Index { base, index } => {
+                let arr = self.expr(base)?;
+                let i = self.const_int(index, "an array index")?;
+                let Value::Array(items, _) = arr else {
+                    return Err(Diag::new(
+                        base.span,
+                        format!("cannot index into {}", arr.describe()),
+                        "an array before `[`",
+                    ));
+                };
+                let k = self.check_index(i, items.len(), index.span)?;
+                items[k].clone()
+            }
+            ExprKind::Call { name, args } => self.call(name, args, e.span)?,
+            ExprKind::Neg(x) => {
+                let v = self.expr(x)?;
+                Value::Num(-self.num(v, x.span)?)
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let l = self.expr(lhs)?;
+                let l = self.num(l, lhs.span)?;
+                let r = self.expr(rhs)?;
+                let r = self.num(r, rhs.span)?;
+                Value::Num(match op {
+                    BinOp::Add => l + r,
+                    BinOp::Sub => l - r,
+                    BinOp::Mul => l * r,
+                    BinOp::Div => l / r,
+                    BinOp::Pow => b.pow(l, r),
+                })
+            }
+            ExprKind::Cmp { .. } | ExprKind::And(..) | ExprKind::Or(..) | ExprKind::Not(_) => {
+                return Err(Diag::new(
+                    e.span,
+                    "a condition is not a number",
+                    "a number here; a condition goes in `if` (write `if c { 1 } else { 0 }` for its indicator)",
+                ));
+            }
+            ExprKind::If { cond, then_, else_ } => {
+                self.lower_if(cond, then_, else_.as_ref(), true, e.span)?
+            }
+            ExprKind::Sample {
+                dist,
+                args,
+                fixed,
+                init,
+            } => self.sample(dist, args, *fixed, init, e.span)?,
+        })
+    }
+
+    /// A condition: comparisons combined with `&&`, `||`, `!`.
+    pub(super) fn cond(&mut self, e: &Expr) -> Result<Cond<'b>, Diag> {
+        self.tick(e.span, 1)?;
+        match &e.kind {
+            ExprKind::And(x, y) => {
+                let a = self.cond(x)?;
+                let c = self.cond(y)?;
+                Ok(a.and(c))
+            }
+            ExprKind::Or(x, y) => {
+                let a = self.cond(x)?;
+                let c = self.cond(y)?;
+                Ok(a.or(c))
+            }
+            ExprKind::Not(x) => Ok(self.cond(x)?.not()),
+            ExprKind::Cmp { op, lhs, rhs } => {
+                let l = self.expr(lhs)?;
+                let l = self.num(l, lhs.span)?;
+                let r = self.expr(rhs)?;
+                let r = self.num(r, rhs.span)?;
+                if let (Some(x), Some(y)) = (l.as_const(), r.as_const()) {
+                    return Ok(Cond::Const(match op {
+                        CmpOp::Lt => x < y,
+                        CmpOp::Le => x <= y,
+                        CmpOp::Gt => x > y,
+                        CmpOp::Ge => x >= y,
+                        CmpOp::Eq => x == y,
+                        CmpOp::Ne => x != y,
+                    }));
+                }
+                // `a < b` holds when `a - b < 0`; `a >= b` is its negation, so that the
+                // crisp meaning of each comparison is exact (it matters for constants).
+                Ok(match op {
+                    CmpOp::Lt => Cond::guard(l - r, false),
+                    CmpOp::Ge => Cond::guard(l - r, true),
+                    CmpOp::Gt => Cond::guard(r - l, false),
+                    CmpOp::Le => Cond::guard(r - l, true),
+                    CmpOp::Eq | CmpOp::Ne => {
+                        return Err(Diag::new(
+                            e.span,
+                            "`==` and `!=` compare compile-time constants only",
+                            "`<`, `<=`, `>` or `>=` for values that depend on latents or parameters",
+                        ));
+                    }
+                })
+            }
+            _ => Err(Diag::new(
+                e.span,
+                "this is not a condition",
+                "a comparison such as `x < 0`, possibly combined with `&&`, `||` and `!`",
+            )),
+        }
+    }
+
+    pub(super) fn num(&self, v: Value<'b>, span: Span) -> Result<Var<'b>, Diag> {
+        match v {
+            Value::Num(x) => Ok(x),
+            other => Err(Diag::new(
+                span,
+                format!("expected a number, found {}", other.describe()),
+                "a number",
+            )),
+        }
+    }
+
+    pub(super) fn num_args(&mut self, args: &[Expr]) -> Result<Vec<Var<'b>>, Diag> {
+        let mut out = Vec::with_capacity(args.len());
+        for a in args {
+            let v = self.expr(a)?;
+            out.push(self.num(v, a.span)?);
+        }
+        Ok(out)
+    }
+
+    /// A number known at compile time.
+    pub(super) fn const_number(&mut self, e: &Expr, what: &str) -> Result<f64, Diag> {
+        let v = self.expr(e)?;
+        let v = self.num(v, e.span)?;
+        v.as_const().ok_or_else(|| {
+            Diag::new(
+                e.span,
+                format!("{what} must be known at compile time"),
+                "a number that depends on no latent or parameter (a literal, `const`, `data` or loop variable)",
+            )
+        })
+    }
+
+    pub(super) fn const_int(&mut self, e: &Expr, what: &str) -> Result<i64, Diag> {
+        let x = self.const_number(e, what)?;
+        if x != x.trunc() || x.abs() > MAX_INT {
+            return Err(Diag::new(
+                e.span,
+                format!("{what} is {x}, not an integer"),
+                "an integer",
+            ));
+        }
+        Ok(x as i64)
+    }
+
+    pub(super) fn check_index(&self, i: i64, len: usize, span: Span) -> Result<usize, Diag> {
+        if i < 0 || i as usize >= len {
+            return Err(Diag::new(
+                span,
+                format!("index {i} is out of range for an array of {len} element(s)"),
+                format!("an index from 0 to {}", len as i64 - 1),
+            ));
+        }
+        Ok(i as usize)
+    }
+
+    pub(super) fn unknown_name(&self, id: &Ident) -> Diag {
+        let d = Diag::new(
+            id.span,
+            format!("unknown name `{}`", id.name),
+            "a variable, `const`, `data`, `param` or loop variable defined before this point",
+        );
+        if self.fns.contains_key(&id.name) || BUILTINS.contains(&id.name.as_str()) {
+            d.with_note(format!(
+                "`{}` is a function: call it as `{}(...)`",
+                id.name, id.name
+            ))
+        } else {
+            d
+        }
+    }
+
+    fn call(&mut self, name: &Ident, args: &[Expr], span: Span) -> Result<Value<'b>, Diag> {
+        let b = self.b;
+        let n = name.name.as_str();
+        if let Some(f) = self.fns.get(n).cloned() {
+            if args.len() != f.params.len() {
+                return Err(Diag::new(
+                    name.span,
+                    format!(
+                        "function `{n}` takes {} argument(s), but {} were given",
+                        f.params.len(),
+                        args.len()
+                    ),
+                    format!(
+                        "`{n}({})`",
+                        f.params
+                            .iter()
+                            .map(|p| p.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+            let mut scope = HashMap::new();
+            for (p, a) in f.params.iter().zip(args) {
+                let v = self.expr(a)?;
+                scope.insert(p.name.clone(), v);
+            }
+            if self.call_depth >= self.opts.max_call_depth {
+                return Err(Diag::new(
+                    span,
+                    format!("function calls nest deeper than {} levels", self.opts.max_call_depth),
+                    "recursion that ends at compile time (a condition on constants that stops it)",
+                )
+                .with_note(
+                    "an `if` whose condition depends on a latent or parameter does not stop recursion: both branches are compiled",
+                ));
+            }
+            self.call_depth += 1;
+            let frame = std::mem::replace(&mut self.frame, vec![scope]);
+            let hint = self.name_hint.take();
+            let r = self.block(&f.body, gives_value(&f.body));
+            self.name_hint = hint;
+            self.frame = frame;
+            self.call_depth -= 1;
+            return r;
+        }
+        match n {
+            "len" => {
+                let [a] = args else {
+                    return Err(arity(name, "1", args.len()));
+                };
+                match self.expr(a)? {
+                    Value::Array(items, _) => Ok(Value::Num(b.constant(items.len() as f64))),
+                    v => Err(Diag::new(
+                        a.span,
+                        format!("`len` needs an array, found {}", v.describe()),
+                        "an array",
+                    )),
+                }
+            }
+            "csv" => self.csv(name, args, span),
+            "sum" | "mean" if args.len() == 1 => {
+                let v = self.expr(&args[0])?;
+                let items = match v {
+                    Value::Array(items, _) => items,
+                    Value::Num(x) => Rc::new(vec![Value::Num(x)]),
+                    Value::Unit => {
+                        return Err(Diag::new(
+                            args[0].span,
+                            "this has no value",
+                            "a number or an array of numbers",
+                        ));
+                    }
+                };
+                let mut xs = Vec::with_capacity(items.len());
+                for it in items.iter() {
+                    xs.push(self.num(it.clone(), args[0].span)?);
+                }
+                if xs.is_empty() {
+                    return Err(Diag::new(
+                        args[0].span,
+                        format!("`{n}` of an empty array"),
+                        "an array with elements",
+                    ));
+                }
+                b.set_span(Some(span));
+                b.apply(n, &xs)
+                    .map(Value::Num)
+                    .map_err(|e| Diag::new(name.span, e.to_string(), "valid arguments"))
+            }
+            _ if BUILTINS.contains(&n) => {
+                let xs = self.num_args(args)?;
+                b.set_span(Some(span));
+                b.apply(n, &xs).map(Value::Num).map_err(|e| match e {
+                    crate::ir::IrError::Arity {
+                        expected, found, ..
+                    } => arity(name, &expected, found),
+                    other => Diag::new(name.span, other.to_string(), "valid arguments"),
+                })
+            }
+            _ if Dist::from_name(n).is_some() || n == "Flat" => Err(Diag::new(
+                name.span,
+                format!("`{n}` is a distribution, not a function"),
+                format!("`sample {n}(..)` or `observe x ~ {n}(..)`"),
+            )),
+            _ => Err(Diag::new(
+                name.span,
+                format!("unknown function `{n}`"),
+                "a built-in function or a `fn` defined in this file",
+            )
+            .with_note(format!("built-ins: {}, len, csv", BUILTINS.join(", ")))),
+        }
+    }
+
+    /// `csv("file.csv", "column")`: a column of a CSV file beside the model.
+    fn csv(&mut self, name: &Ident, args: &[Expr], span: Span) -> Result<Value<'b>, Diag> {
+        let strings: Vec<&str> = args
+            .iter()
+            .map(|a| match &a.kind {
+                ExprKind::Str(s) => Ok(s.as_str()),
+                _ => Err(Diag::new(
+                    a.span,
+                    "`csv` takes strings",
+                    "a string in double quotes",
+                )),
+            })
+            .collect::<Result<_, _>>()?;
+        let [path, column] = strings[..] else {
+            return Err(arity(
+                name,
+                "2 (`csv(\"file.csv\", \"column\")`)",
+                args.len(),
+            ));
+        };
+        let values = data::read_column(self.resolver, path, column).map_err(|msg| {
+            let arg = if msg.missing_column {
+                args[1].span
+            } else {
+                args[0].span
+            };
+            Diag::new(arg, msg.message, msg.expected)
+        })?;
+        self.tick(span, values.len())?;
+        let b = self.b;
+        let items: Vec<Value<'b>> = values
+            .into_iter()
+            .map(|x| Value::Num(b.constant(x)))
+            .collect();
+        let size = items.len() as u64;
+        Ok(Value::Array(Rc::new(items), Shape { depth: 1, size }))
+    }
+
+    /// An array value, refused if it would nest deeper than [`MAX_ARRAY_DEPTH`] or hold more
+    /// numbers (counted with repetition) than the step limit.
+    pub(super) fn array(&self, items: Vec<Value<'b>>, span: Span) -> Result<Value<'b>, Diag> {
+        let depth = 1 + items.iter().map(Value::depth).max().unwrap_or(0);
+        if usize::from(depth) > MAX_ARRAY_DEPTH {
+            return Err(Diag::new(
+                span,
+                format!("arrays nest deeper than {MAX_ARRAY_DEPTH} levels"),
+                "arrays of numbers, of arrays of numbers, ... at most that deep",
+            ));
+        }
+        let size = items
+            .iter()
+            .fold(0u64, |acc, v| acc.saturating_add(v.size()));
+        if size > self.opts.step_limit as u64 {
+            return Err(Diag::new(
+                span,
+                format!("this array would hold {size} numbers, more than the step limit"),
+                "a smaller array",
+            )
+            .with_note("the limit is set by `CompileOptions::step_limit`"));
+        }
+        Ok(Value::Array(Rc::new(items), Shape { depth, size }))
+    }
+
+    fn sample(
+        &mut self,
+        dist: &Ident,
+        args: &[Expr],
+        fixed: Option<Span>,
+        init: &[(InitKey, Span, Expr)],
+        span: Span,
+    ) -> Result<Value<'b>, Diag> {
+        let b = self.b;
+        let flat = dist.name == "Flat";
+        let d = if flat {
+            if !args.is_empty() {
+                return Err(Diag::new(
+                    dist.span,
+                    "`Flat` takes no arguments",
+                    "`sample Flat()`",
+                ));
+            }
+            None
+        } else {
+            Some(self.distribution(dist, args.len())?)
+        };
+        let a = self.num_args(args)?;
+        let name = self.latent_name();
+        let mut guide = (None, None);
+        for (key, key_span, value) in init {
+            let x = self.const_number(value, "a guide setting")?;
+            let slot = match key {
+                InitKey::Mean => &mut guide.0,
+                InitKey::Std | InitKey::Rho => &mut guide.1,
+            };
+            if slot.is_some() {
+                return Err(Diag::new(
+                    *key_span,
+                    "this guide setting is given twice",
+                    "each of `mean` and `std`/`rho` at most once",
+                ));
+            }
+            let x = if *key == InitKey::Rho { softplus(x) } else { x };
+            if *key != InitKey::Mean && !(x > 0.0 && x.is_finite()) {
+                return Err(Diag::new(
+                    value.span,
+                    format!("the guide's standard deviation would be {x}"),
+                    "a positive std",
+                ));
+            }
+            *slot = Some(x);
+        }
+        let kind = if let Some(fixed_span) = fixed {
+            let consts: Option<Vec<f64>> = a.iter().map(|v| v.as_const()).collect();
+            match (d, consts.as_deref()) {
+                (Some(Dist::Normal), Some(&[loc, scale])) if scale > 0.0 => {
+                    if !init.is_empty() {
+                        return Err(Diag::new(
+                            init[0].1,
+                            "a fixed latent has no guide to initialise",
+                            "no `init(..)` after `fixed`",
+                        ));
+                    }
+                    PendingKind::Done(LatentKind::Fixed { loc, scale })
+                }
+                _ => {
+                    return Err(Diag::new(
+                        fixed_span,
+                        "only `Normal` latents with constant arguments can be `fixed`",
+                        "`sample Normal(loc, scale) fixed` with constant loc and positive scale",
+                    ));
+                }
+            }
+        } else if self.objective {
+            match d {
+                Some(Dist::Normal) if init.is_empty() => PendingKind::Family {
+                    loc: a[0],
+                    scale: a[1],
+                },
+                Some(Dist::Normal) => {
+                    return Err(Diag::new(
+                        init[0].1,
+                        "`init` sets a variational guide, but this is an objective program",
+                        "no `init(..)`: the family is what `sample` says",
+                    ));
+                }
+                _ => {
+                    return Err(Diag::new(
+                        dist.span,
+                        format!(
+                            "latents of an objective program must be `Normal`, not `{}`",
+                            dist.name
+                        ),
+                        "`Normal(loc, scale)` (latents are reparameterised location-scale)",
+                    ));
+                }
+            }
+        } else {
+            let loc = match d {
+                Some(Dist::Normal | Dist::Logistic) => a[0].as_const().unwrap_or(0.0),
+                _ => 0.0,
+            };
+            PendingKind::Done(LatentKind::Guided {
+                init_mean: guide.0.unwrap_or(loc),
+                init_std: guide.1.unwrap_or(1.0),
+            })
+        };
+        let z = b.latent(&name);
+        if let (Some(d), PendingKind::Done(LatentKind::Guided { .. })) = (d, &kind) {
+            b.set_span(Some(span));
+            let lp = b
+                .log_density(d, z, &a)
+                .map_err(|e| Diag::new(dist.span, e.to_string(), "matching arguments"))?;
+            self.terms.push(lp);
+        }
+        self.latents.push(PendingLatent { name, kind, span });
+        Ok(Value::Num(z))
+    }
+}
+
+/// Whether a block ends in an expression that has a value: a function whose body ends in
+/// an if-statement without values is called for its effects.
+fn gives_value(b: &Block) -> bool {
+    match b.tail.as_deref() {
+        None => false,
+        Some(Expr {
+            kind: ExprKind::If { then_, else_, .. },
+            ..
+        }) => gives_value(then_) && else_.as_ref().is_some_and(gives_value),
+        Some(_) => true,
+    }
+}
+
+fn arity(name: &Ident, expected: &str, found: usize) -> Diag {
+    Diag::new(
+        name.span,
+        format!(
+            "`{}` takes {expected} argument(s), but {found} were given",
+            name.name
+        ),
+        format!("{expected} argument(s)"),
+    )
+}

@@ -1,0 +1,230 @@
+//! Lowering of statements: bindings, declarations, log-density and objective terms, loops.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::super::ast::{Expr, Ident, Stmt, StmtKind};
+use super::super::diagnostic::Diag;
+use super::{Global, Lowerer, Value};
+use crate::ir::{Dist, ParamSpec, Span};
+
+impl<'b, 'r> Lowerer<'b, 'r> {
+    pub(super) fn stmt(&mut self, s: &Stmt) -> Result<(), Diag> {
+        self.tick(s.span, 1)?;
+        match &s.kind {
+            StmtKind::Let { name, value } => {
+                let v = self.bound_value(name, value)?;
+                self.frame
+                    .last_mut()
+                    .expect("a frame always has a scope")
+                    .insert(name.name.clone(), v);
+            }
+            StmtKind::Assign {
+                name,
+                indices,
+                value,
+            } => self.assign(name, indices, value)?,
+            StmtKind::Const { name, value } | StmtKind::Data { name, value } => {
+                let kind = if matches!(s.kind, StmtKind::Const { .. }) {
+                    "const"
+                } else {
+                    "data"
+                };
+                let v = self.expr(value)?;
+                self.tick(value.span, usize::try_from(v.size()).unwrap_or(usize::MAX))?;
+                if !v.is_constant() {
+                    return Err(Diag::new(
+                        value.span,
+                        format!(
+                            "the value of {kind} `{}` is not known at compile time",
+                            name.name
+                        ),
+                        "numbers, arrays of numbers, or expressions of other constants",
+                    ));
+                }
+                self.declare(name, v, kind)?;
+            }
+            StmtKind::Param { name, init } => {
+                let v = self.const_number(init, "the initial value of a parameter")?;
+                let var = self.b.param(&name.name);
+                self.params.push(ParamSpec {
+                    name: name.name.clone(),
+                    init: v,
+                });
+                self.declare(name, Value::Num(var), "param")?;
+            }
+            StmtKind::Fn(_) => {}
+            StmtKind::Observe { value, dist, args } => {
+                if self.objective {
+                    return Err(objective_only(s.span, "observe"));
+                }
+                let x = self.expr(value)?;
+                let x = self.num(x, value.span)?;
+                let d = self.distribution(dist, args.len())?;
+                let a = self.num_args(args)?;
+                self.b.set_span(Some(s.span));
+                let lp = self
+                    .b
+                    .log_density(d, x, &a)
+                    .map_err(|e| Diag::new(dist.span, e.to_string(), "matching arguments"))?;
+                self.terms.push(lp);
+            }
+            StmtKind::Factor(e) => {
+                if self.objective {
+                    return Err(objective_only(s.span, "factor"));
+                }
+                let v = self.expr(e)?;
+                let v = self.num(v, e.span)?;
+                self.terms.push(v);
+            }
+            StmtKind::Maximize(e) | StmtKind::Minimize(e) => {
+                let minimize = matches!(s.kind, StmtKind::Minimize(_));
+                if self.minimize.is_some_and(|m| m != minimize) {
+                    return Err(Diag::new(
+                        s.span,
+                        "a program cannot both maximize and minimize",
+                        "only `maximize` statements or only `minimize` statements (their terms are added)",
+                    ));
+                }
+                self.minimize = Some(minimize);
+                let v = self.expr(e)?;
+                let v = self.num(v, e.span)?;
+                self.terms.push(v);
+            }
+            StmtKind::For { var, lo, hi, body } => {
+                let lo_v = self.const_int(lo, "the start of the loop range")?;
+                let hi_v = self.const_int(hi, "the end of the loop range")?;
+                for i in lo_v..hi_v {
+                    self.tick(s.span, 1)?;
+                    let mut scope = HashMap::new();
+                    scope.insert(var.name.clone(), Value::Num(self.b.constant(i as f64)));
+                    self.frame.push(scope);
+                    self.loop_suffix.push(i);
+                    let r = self.block(body, false);
+                    self.loop_suffix.pop();
+                    self.frame.pop();
+                    r?;
+                }
+            }
+            StmtKind::Expr(e) => self.effect(e)?,
+        }
+        Ok(())
+    }
+
+    /// The value of `let name = value`, with `name` as the name of any latent sampled there.
+    fn bound_value(&mut self, name: &Ident, value: &Expr) -> Result<Value<'b>, Diag> {
+        let saved = self.name_hint.replace(name.name.clone());
+        let v = self.expr(value);
+        self.name_hint = saved;
+        let v = v?;
+        if let Value::Unit = v {
+            return Err(Diag::new(
+                value.span,
+                format!("`{}` would be bound to no value", name.name),
+                "an expression with a value",
+            ));
+        }
+        Ok(v)
+    }
+
+    fn declare(&mut self, name: &Ident, value: Value<'b>, kind: &'static str) -> Result<(), Diag> {
+        if let Some(g) = self.globals.get(&name.name) {
+            return Err(Diag::new(
+                name.span,
+                format!(
+                    "`{}` is already defined (as {} `{}`)",
+                    name.name, g.kind, name.name
+                ),
+                "a new name",
+            ));
+        }
+        self.globals
+            .insert(name.name.clone(), Global { value, kind });
+        Ok(())
+    }
+
+    fn assign(&mut self, name: &Ident, indices: &[Expr], value: &Expr) -> Result<(), Diag> {
+        let depth = self.frame.iter().rposition(|s| s.contains_key(&name.name));
+        let Some(depth) = depth else {
+            if let Some(g) = self.globals.get(&name.name) {
+                return Err(Diag::new(
+                    name.span,
+                    format!("cannot assign to {} `{}`", g.kind, name.name),
+                    "a variable introduced with `let`",
+                ));
+            }
+            return Err(Diag::new(
+                name.span,
+                format!("unknown variable `{}`", name.name),
+                "a variable introduced with `let` before this assignment",
+            ));
+        };
+        let mut path = Vec::with_capacity(indices.len());
+        for ix in indices {
+            path.push((self.const_int(ix, "an array index")?, ix.span));
+        }
+        let v = self.bound_value(name, value)?;
+        let old = self.frame[depth][&name.name].clone();
+        let new = self.replace_at(old, &path, v, name)?;
+        self.frame[depth].insert(name.name.clone(), new);
+        Ok(())
+    }
+
+    /// `old` with the element at `path` replaced by `v`.
+    fn replace_at(
+        &mut self,
+        old: Value<'b>,
+        path: &[(i64, Span)],
+        v: Value<'b>,
+        name: &Ident,
+    ) -> Result<Value<'b>, Diag> {
+        let Some(&(i, span)) = path.first() else {
+            return Ok(v);
+        };
+        let Value::Array(items, _) = old else {
+            return Err(Diag::new(
+                span,
+                format!("cannot index into {}", old.describe()),
+                format!("`{}` to be an array at this depth", name.name),
+            ));
+        };
+        let k = self.check_index(i, items.len(), span)?;
+        self.tick(span, items.len())?;
+        let mut items = Rc::unwrap_or_clone(items);
+        let inner = std::mem::replace(&mut items[k], Value::Unit);
+        items[k] = self.replace_at(inner, &path[1..], v, name)?;
+        self.array(items, span)
+    }
+
+    pub(super) fn distribution(&self, dist: &Ident, n_args: usize) -> Result<Dist, Diag> {
+        let d = Dist::from_name(&dist.name).ok_or_else(|| {
+            let names: Vec<&str> = Dist::ALL.iter().map(|d| d.name()).collect();
+            Diag::new(
+                dist.span,
+                format!("unknown distribution `{}`", dist.name),
+                format!("one of {}", names.join(", ")),
+            )
+        })?;
+        if n_args != d.arity() {
+            return Err(Diag::new(
+                dist.span,
+                format!(
+                    "`{}` takes {} argument(s), but {} were given",
+                    d.name(),
+                    d.arity(),
+                    n_args
+                ),
+                format!("`{}({})`", d.name(), d.parameter_names().join(", ")),
+            ));
+        }
+        Ok(d)
+    }
+}
+
+fn objective_only(span: Span, what: &str) -> Diag {
+    Diag::new(
+        span,
+        format!("`{what}` is not allowed in a program with `param`, `maximize` or `minimize`"),
+        "`maximize`/`minimize` terms (objective programs) or no `param` (variational programs)",
+    )
+}

@@ -1,0 +1,680 @@
+//! The parser: tokens to a syntax tree, by recursive descent with a Pratt loop for
+//! operators. Nesting (parentheses, blocks, brackets) is bounded by an explicit limit so that
+//! deeply nested input is an error, never a stack overflow.
+
+use super::ast::*;
+use super::diagnostic::Diag;
+use super::lexer::{Tok, Token};
+use crate::ir::Span;
+
+/// Deepest nesting of expressions and blocks the parser accepts.
+pub const MAX_NESTING: usize = 256;
+
+/// Parses a whole file.
+pub fn parse(tokens: &[Token]) -> Result<Program, Diag> {
+    let mut p = Parser {
+        tokens,
+        pos: 0,
+        depth: 0,
+    };
+    let mut stmts = Vec::new();
+    while p.peek() != &Tok::Eof {
+        stmts.push(p.statement(true)?);
+    }
+    Ok(Program { stmts })
+}
+
+struct Parser<'t> {
+    tokens: &'t [Token],
+    pos: usize,
+    depth: usize,
+}
+
+fn join(a: Span, b: Span) -> Span {
+    Span {
+        start: a.start.min(b.start),
+        end: a.end.max(b.end),
+    }
+}
+
+impl<'t> Parser<'t> {
+    fn peek(&self) -> &Tok {
+        &self.tokens[self.pos].tok
+    }
+
+    fn peek_at(&self, k: usize) -> &Tok {
+        &self.tokens[(self.pos + k).min(self.tokens.len() - 1)].tok
+    }
+
+    fn span(&self) -> Span {
+        self.tokens[self.pos].span
+    }
+
+    fn prev_span(&self) -> Span {
+        self.tokens[self.pos.saturating_sub(1)].span
+    }
+
+    fn bump(&mut self) -> &Token {
+        let t = &self.tokens[self.pos];
+        if self.pos + 1 < self.tokens.len() {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn eat(&mut self, tok: &Tok) -> bool {
+        if self.peek() == tok {
+            self.bump();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn error_here(&self, expected: &str) -> Diag {
+        let found = self.peek().describe();
+        Diag::new(self.span(), format!("unexpected {found}"), expected)
+    }
+
+    fn expect(&mut self, tok: Tok, context: &str) -> Result<Span, Diag> {
+        if self.peek() == &tok {
+            Ok(self.bump().span)
+        } else {
+            let want = format!("`{}` {context}", tok.symbol());
+            Err(self.error_here(&want))
+        }
+    }
+
+    fn ident(&mut self, what: &str) -> Result<Ident, Diag> {
+        match self.peek().clone() {
+            Tok::Ident(name) => {
+                let span = self.bump().span;
+                Ok(Ident { name, span })
+            }
+            _ => Err(self.error_here(what)),
+        }
+    }
+
+    fn enter(&mut self) -> Result<(), Diag> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return Err(Diag::new(
+                self.span(),
+                format!("the program nests deeper than {MAX_NESTING} levels"),
+                "less deeply nested expressions or blocks",
+            ));
+        }
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        self.depth -= 1;
+    }
+
+    /// One statement; `top` allows declarations (`const`, `data`, `param`, `fn`).
+    fn statement(&mut self, top: bool) -> Result<Stmt, Diag> {
+        let start = self.span();
+        let declaration = matches!(self.peek(), Tok::Const | Tok::Data | Tok::Param | Tok::Fn);
+        if declaration && !top {
+            let d = Diag::new(
+                start,
+                format!(
+                    "{} is only allowed at the top level",
+                    self.peek().describe()
+                ),
+                "a statement (`let`, `observe`, `if`, `for`, ...) inside a block",
+            );
+            return Err(d);
+        }
+        let kind = match self.peek().clone() {
+            Tok::Let => {
+                self.bump();
+                let name = self.ident("a variable name after `let`")?;
+                self.expect(Tok::Assign, "after the variable name")?;
+                let value = self.expr()?;
+                self.semi()?;
+                StmtKind::Let { name, value }
+            }
+            Tok::Const | Tok::Data => {
+                let is_const = self.bump().tok == Tok::Const;
+                let name = self.ident("a name")?;
+                self.expect(Tok::Assign, "after the name")?;
+                let value = self.expr()?;
+                self.semi()?;
+                if is_const {
+                    StmtKind::Const { name, value }
+                } else {
+                    StmtKind::Data { name, value }
+                }
+            }
+            Tok::Param => {
+                self.bump();
+                let name = self.ident("a parameter name after `param`")?;
+                self.expect(Tok::Assign, "and an initial value after the parameter name")?;
+                let init = self.expr()?;
+                self.semi()?;
+                StmtKind::Param { name, init }
+            }
+            Tok::Fn => self.function()?,
+            Tok::Observe => {
+                self.bump();
+                let value = self.expr()?;
+                self.expect(
+                    Tok::Tilde,
+                    "between the observed value and its distribution",
+                )?;
+                let dist = self.ident("a distribution such as `Normal`")?;
+                let args = self.call_args("the distribution's arguments")?;
+                self.semi()?;
+                StmtKind::Observe { value, dist, args }
+            }
+            Tok::Factor | Tok::Maximize | Tok::Minimize => {
+                let t = self.bump().tok.clone();
+                let e = self.expr()?;
+                self.semi()?;
+                match t {
+                    Tok::Factor => StmtKind::Factor(e),
+                    Tok::Maximize => StmtKind::Maximize(e),
+                    _ => StmtKind::Minimize(e),
+                }
+            }
+            Tok::For => {
+                self.bump();
+                let var = self.ident("a loop variable after `for`")?;
+                self.expect(Tok::In, "after the loop variable")?;
+                let lo = self.expr()?;
+                self.expect(Tok::DotDot, "in the range `a..b`")?;
+                let hi = self.expr()?;
+                let body = self.block()?;
+                StmtKind::For { var, lo, hi, body }
+            }
+            Tok::If => {
+                let e = self.if_expr(true)?;
+                StmtKind::Expr(e)
+            }
+            Tok::Ident(_)
+                if matches!(self.peek_at(1), Tok::Assign | Tok::LBracket)
+                    && self.is_assignment() =>
+            {
+                let name = self.ident("a variable")?;
+                let mut indices = Vec::new();
+                while self.eat(&Tok::LBracket) {
+                    indices.push(self.expr()?);
+                    self.expect(Tok::RBracket, "to close the index")?;
+                }
+                self.expect(Tok::Assign, "in the assignment")?;
+                let value = self.expr()?;
+                self.semi()?;
+                StmtKind::Assign {
+                    name,
+                    indices,
+                    value,
+                }
+            }
+            _ => {
+                let e = self.expr()?;
+                self.semi()?;
+                StmtKind::Expr(e)
+            }
+        };
+        Ok(Stmt {
+            kind,
+            span: join(start, self.prev_span()),
+        })
+    }
+
+    /// Looks ahead over `name[..][..]` for a `=`: an indexed assignment rather than an
+    /// expression that starts with an indexed name.
+    fn is_assignment(&self) -> bool {
+        let mut k = 1;
+        let mut depth = 0usize;
+        loop {
+            match self.peek_at(k) {
+                Tok::LBracket => depth += 1,
+                Tok::RBracket => {
+                    if depth == 0 {
+                        return false;
+                    }
+                    depth -= 1;
+                }
+                Tok::Assign if depth == 0 => return true,
+                Tok::Eof | Tok::Semi | Tok::LBrace | Tok::RBrace => return false,
+                _ if depth == 0 => return false,
+                _ => {}
+            }
+            k += 1;
+        }
+    }
+
+    fn semi(&mut self) -> Result<(), Diag> {
+        if self.eat(&Tok::Semi) {
+            return Ok(());
+        }
+        // Point just after the statement, where the `;` is missing, unless the next token is
+        // on the same line (then it is what is wrong).
+        Err(self.error_here("`;` to end the statement"))
+    }
+
+    fn function(&mut self) -> Result<StmtKind, Diag> {
+        self.bump();
+        let name = self.ident("a function name after `fn`")?;
+        self.expect(Tok::LParen, "to start the parameter list")?;
+        let mut params = Vec::new();
+        if !self.eat(&Tok::RParen) {
+            loop {
+                params.push(self.ident("a parameter name")?);
+                if self.eat(&Tok::RParen) {
+                    break;
+                }
+                self.expect(Tok::Comma, "or `)` in the parameter list")?;
+            }
+        }
+        let body = self.block()?;
+        Ok(StmtKind::Fn(std::rc::Rc::new(FnDef { name, params, body })))
+    }
+
+    fn block(&mut self) -> Result<Block, Diag> {
+        let start = self.expect(Tok::LBrace, "to start a block")?;
+        self.enter()?;
+        let mut stmts = Vec::new();
+        let mut tail = None;
+        loop {
+            match self.peek() {
+                Tok::RBrace => break,
+                Tok::Eof => {
+                    return Err(Diag::new(
+                        start,
+                        "this `{` is never closed",
+                        "a matching `}` before the end of the file",
+                    ));
+                }
+                Tok::Let
+                | Tok::Const
+                | Tok::Data
+                | Tok::Param
+                | Tok::Fn
+                | Tok::Observe
+                | Tok::Factor
+                | Tok::Maximize
+                | Tok::Minimize
+                | Tok::For => stmts.push(self.statement(false)?),
+                Tok::Ident(_)
+                    if matches!(self.peek_at(1), Tok::Assign | Tok::LBracket)
+                        && self.is_assignment() =>
+                {
+                    stmts.push(self.statement(false)?)
+                }
+                _ => {
+                    let s = self.span();
+                    let is_if = self.peek() == &Tok::If;
+                    let e = if is_if {
+                        self.if_expr(true)?
+                    } else {
+                        self.expr()?
+                    };
+                    if self.eat(&Tok::Semi) {
+                        stmts.push(Stmt {
+                            span: join(s, self.prev_span()),
+                            kind: StmtKind::Expr(e),
+                        });
+                    } else if self.peek() == &Tok::RBrace {
+                        tail = Some(Box::new(e));
+                    } else if is_if {
+                        stmts.push(Stmt {
+                            span: e.span,
+                            kind: StmtKind::Expr(e),
+                        });
+                    } else {
+                        return Err(
+                            self.error_here("`;` after the expression, or `}` to end the block")
+                        );
+                    }
+                }
+            }
+        }
+        self.leave();
+        let end = self.bump().span;
+        Ok(Block {
+            stmts,
+            tail,
+            span: join(start, end),
+        })
+    }
+
+    fn expr(&mut self) -> Result<Expr, Diag> {
+        self.enter()?;
+        let e = self.binary(0);
+        self.leave();
+        e
+    }
+
+    /// Pratt loop. Binding powers: `||` 1, `&&` 2, comparisons 3 (non-associative),
+    /// `+ -` 4, `* /` 5, prefix `-` `!` 6, `^` 7 (right-associative, so `-x^2 = -(x^2)`).
+    fn binary(&mut self, min_bp: u8) -> Result<Expr, Diag> {
+        let mut lhs = self.prefix()?;
+        loop {
+            let (bp, right_assoc) = match self.peek() {
+                Tok::OrOr => (1, false),
+                Tok::AndAnd => (2, false),
+                Tok::Lt | Tok::Le | Tok::Gt | Tok::Ge | Tok::EqEq | Tok::Ne => (3, false),
+                Tok::Plus | Tok::Minus => (4, false),
+                Tok::Star | Tok::Slash => (5, false),
+                Tok::Caret => (7, true),
+                _ => break,
+            };
+            if bp < min_bp {
+                break;
+            }
+            let op_tok = self.bump().clone();
+            let next = if right_assoc { bp } else { bp + 1 };
+            self.enter()?;
+            let rhs = self.binary(next)?;
+            self.leave();
+            if bp == 3
+                && matches!(
+                    self.peek(),
+                    Tok::Lt | Tok::Le | Tok::Gt | Tok::Ge | Tok::EqEq | Tok::Ne
+                )
+            {
+                return Err(Diag::new(
+                    self.span(),
+                    "comparisons cannot be chained",
+                    "`&&` between two comparisons, e.g. `a < b && b < c`",
+                ));
+            }
+            let span = join(lhs.span, rhs.span);
+            let (l, r) = (Box::new(lhs), Box::new(rhs));
+            let kind = match op_tok.tok {
+                Tok::OrOr => ExprKind::Or(l, r),
+                Tok::AndAnd => ExprKind::And(l, r),
+                Tok::Lt => ExprKind::Cmp {
+                    op: CmpOp::Lt,
+                    lhs: l,
+                    rhs: r,
+                },
+                Tok::Le => ExprKind::Cmp {
+                    op: CmpOp::Le,
+                    lhs: l,
+                    rhs: r,
+                },
+                Tok::Gt => ExprKind::Cmp {
+                    op: CmpOp::Gt,
+                    lhs: l,
+                    rhs: r,
+                },
+                Tok::Ge => ExprKind::Cmp {
+                    op: CmpOp::Ge,
+                    lhs: l,
+                    rhs: r,
+                },
+                Tok::EqEq => ExprKind::Cmp {
+                    op: CmpOp::Eq,
+                    lhs: l,
+                    rhs: r,
+                },
+                Tok::Ne => ExprKind::Cmp {
+                    op: CmpOp::Ne,
+                    lhs: l,
+                    rhs: r,
+                },
+                Tok::Plus => ExprKind::Binary {
+                    op: BinOp::Add,
+                    lhs: l,
+                    rhs: r,
+                },
+                Tok::Minus => ExprKind::Binary {
+                    op: BinOp::Sub,
+                    lhs: l,
+                    rhs: r,
+                },
+                Tok::Star => ExprKind::Binary {
+                    op: BinOp::Mul,
+                    lhs: l,
+                    rhs: r,
+                },
+                Tok::Slash => ExprKind::Binary {
+                    op: BinOp::Div,
+                    lhs: l,
+                    rhs: r,
+                },
+                _ => ExprKind::Binary {
+                    op: BinOp::Pow,
+                    lhs: l,
+                    rhs: r,
+                },
+            };
+            lhs = Expr { kind, span };
+        }
+        Ok(lhs)
+    }
+
+    fn prefix(&mut self) -> Result<Expr, Diag> {
+        let start = self.span();
+        match self.peek() {
+            Tok::Minus | Tok::Bang => {
+                let neg = self.bump().tok == Tok::Minus;
+                self.enter()?;
+                let e = self.binary(6)?;
+                self.leave();
+                let span = join(start, e.span);
+                let kind = if neg {
+                    ExprKind::Neg(Box::new(e))
+                } else {
+                    ExprKind::Not(Box::new(e))
+                };
+                Ok(Expr { kind, span })
+            }
+            _ => {
+                let mut e = self.atom()?;
+                while self.peek() == &Tok::LBracket {
+                    self.bump();
+                    let index = self.expr()?;
+                    let end = self.expect(Tok::RBracket, "to close the index")?;
+                    let span = join(e.span, end);
+                    e = Expr {
+                        kind: ExprKind::Index {
+                            base: Box::new(e),
+                            index: Box::new(index),
+                        },
+                        span,
+                    };
+                }
+                Ok(e)
+            }
+        }
+    }
+
+    fn call_args(&mut self, what: &str) -> Result<Vec<Expr>, Diag> {
+        self.expect(Tok::LParen, &format!("to start {what}"))?;
+        let mut args = Vec::new();
+        if self.eat(&Tok::RParen) {
+            return Ok(args);
+        }
+        loop {
+            args.push(self.expr()?);
+            if self.eat(&Tok::RParen) {
+                return Ok(args);
+            }
+            self.expect(Tok::Comma, &format!("or `)` in {what}"))?;
+        }
+    }
+
+    fn atom(&mut self) -> Result<Expr, Diag> {
+        let start = self.span();
+        match self.peek().clone() {
+            Tok::Num(x) => {
+                self.bump();
+                Ok(Expr {
+                    kind: ExprKind::Num(x),
+                    span: start,
+                })
+            }
+            Tok::Str(s) => {
+                self.bump();
+                Ok(Expr {
+                    kind: ExprKind::Str(s),
+                    span: start,
+                })
+            }
+            Tok::Ident(name) => {
+                self.bump();
+                let id = Ident { name, span: start };
+                if self.peek() == &Tok::LParen {
+                    let args = self.call_args("the arguments")?;
+                    let span = join(start, self.prev_span());
+                    return Ok(Expr {
+                        kind: ExprKind::Call { name: id, args },
+                        span,
+                    });
+                }
+                Ok(Expr {
+                    kind: ExprKind::Var(id),
+                    span: start,
+                })
+            }
+            Tok::LParen => {
+                self.bump();
+                let mut e = self.expr()?;
+                let end = self.expect(Tok::RParen, "to close the parenthesis")?;
+                e.span = join(start, end);
+                Ok(e)
+            }
+            Tok::LBracket => self.array(),
+            Tok::If => self.if_expr(false),
+            Tok::Sample => self.sample(),
+            _ => {
+                Err(self.error_here("an expression (a number, a name, `(`, `[`, `if` or `sample`)"))
+            }
+        }
+    }
+
+    fn array(&mut self) -> Result<Expr, Diag> {
+        let start = self.bump().span;
+        self.enter()?;
+        let mut items = Vec::new();
+        if !self.eat(&Tok::RBracket) {
+            let first = self.expr()?;
+            if self.eat(&Tok::For) {
+                let var = self.ident("a loop variable after `for`")?;
+                self.expect(Tok::In, "after the loop variable")?;
+                let lo = self.expr()?;
+                self.expect(Tok::DotDot, "in the range `a..b`")?;
+                let hi = self.expr()?;
+                let end = self.expect(Tok::RBracket, "to close the array")?;
+                self.leave();
+                let kind = ExprKind::Comprehension {
+                    body: Box::new(first),
+                    var,
+                    lo: Box::new(lo),
+                    hi: Box::new(hi),
+                };
+                return Ok(Expr {
+                    kind,
+                    span: join(start, end),
+                });
+            }
+            items.push(first);
+            loop {
+                if self.eat(&Tok::RBracket) {
+                    break;
+                }
+                self.expect(Tok::Comma, "or `]` in the array")?;
+                if self.eat(&Tok::RBracket) {
+                    break;
+                }
+                items.push(self.expr()?);
+            }
+        }
+        self.leave();
+        Ok(Expr {
+            kind: ExprKind::Array(items),
+            span: join(start, self.prev_span()),
+        })
+    }
+
+    /// `if c { .. } else { .. }`, with `else if` chains; `else` may be left out only in
+    /// statement position.
+    fn if_expr(&mut self, statement: bool) -> Result<Expr, Diag> {
+        let start = self.bump().span;
+        self.enter()?;
+        let cond = self.expr()?;
+        let then_ = self.block()?;
+        let else_ = if self.eat(&Tok::Else) {
+            if self.peek() == &Tok::If {
+                let inner = self.if_expr(statement)?;
+                let span = inner.span;
+                Some(Block {
+                    stmts: Vec::new(),
+                    tail: Some(Box::new(inner)),
+                    span,
+                })
+            } else {
+                Some(self.block()?)
+            }
+        } else if statement {
+            None
+        } else {
+            return Err(self.error_here("`else` and a block: an if-expression needs both branches"));
+        };
+        self.leave();
+        let span = join(start, self.prev_span());
+        Ok(Expr {
+            kind: ExprKind::If {
+                cond: Box::new(cond),
+                then_,
+                else_,
+            },
+            span,
+        })
+    }
+
+    fn sample(&mut self) -> Result<Expr, Diag> {
+        let start = self.bump().span;
+        let dist = self.ident("a distribution after `sample`, such as `Normal`")?;
+        let args = self.call_args("the distribution's arguments")?;
+        let mut fixed = None;
+        let mut init = Vec::new();
+        loop {
+            match self.peek() {
+                Tok::Fixed if fixed.is_none() => fixed = Some(self.bump().span),
+                Tok::Init if init.is_empty() => {
+                    self.bump();
+                    self.expect(Tok::LParen, "after `init`")?;
+                    loop {
+                        let key = self.ident("`mean`, `std` or `rho`")?;
+                        let k = match key.name.as_str() {
+                            "mean" => InitKey::Mean,
+                            "std" => InitKey::Std,
+                            "rho" => InitKey::Rho,
+                            _ => {
+                                return Err(Diag::new(
+                                    key.span,
+                                    format!("unknown guide setting `{}`", key.name),
+                                    "`mean`, `std` or `rho`",
+                                ));
+                            }
+                        };
+                        self.expect(Tok::Assign, "after the guide setting")?;
+                        let value = self.expr()?;
+                        init.push((k, key.span, value));
+                        if self.eat(&Tok::RParen) {
+                            break;
+                        }
+                        self.expect(Tok::Comma, "or `)` in `init(...)`")?;
+                    }
+                }
+                _ => break,
+            }
+        }
+        let span = join(start, self.prev_span());
+        Ok(Expr {
+            kind: ExprKind::Sample {
+                dist,
+                args,
+                fixed,
+                init,
+            },
+            span,
+        })
+    }
+}
