@@ -66,27 +66,31 @@ fn same_seed_same_json_with_one_and_two_threads() {
 
 #[test]
 fn example_through_the_cli_reaches_the_stationary_point() {
-    // LYY18 with the paper's SGD schedule gamma_k = 0.5 / k.
-    let out = dsgd(&[
-        "run",
-        "example",
-        "--estimator",
-        "lyy18",
-        "--optimizer",
-        "sgd",
-        "--lr",
-        "0.5",
-        "--iters",
-        "20000",
-        "--log-every",
-        "20000",
-        "--json",
-    ]);
-    let v = json_without_timing(&out);
-    let theta = v["theta"][0].as_f64().unwrap();
-    assert!((theta - 0.3722).abs() < 0.02, "{theta}");
-    assert_eq!(v["optimizer"], "sgd");
-    assert_eq!(v["lr"], 0.5);
+    // The paper's SGD schedule gamma_k = 0.5 / k; DSGD at eta = 0.02 (see tests/infer_run.rs).
+    for (est, target) in [("lyy18", 0.3722), ("dsgd", 0.3722), ("reparam", 0.0)] {
+        let out = dsgd(&[
+            "run",
+            "example",
+            "--estimator",
+            est,
+            "--eta",
+            "0.02",
+            "--optimizer",
+            "sgd",
+            "--lr",
+            "0.5",
+            "--iters",
+            "20000",
+            "--log-every",
+            "20000",
+            "--json",
+        ]);
+        let v = json_without_timing(&out);
+        let theta = v["theta"][0].as_f64().unwrap();
+        assert!((theta - target).abs() < 0.02, "{est}: {theta}");
+        assert_eq!(v["optimizer"], "sgd");
+        assert_eq!(v["lr"], 0.5);
+    }
 }
 
 #[test]
@@ -166,5 +170,106 @@ fn diagnose_passes_on_the_example() {
     assert_eq!(blocks.len(), 2);
     for b in blocks {
         assert!(b["worst_relative_error"].as_f64().unwrap() < 1e-6, "{b}");
+    }
+}
+
+#[test]
+fn lyy18_on_a_non_affine_model_names_the_guard_and_its_position() {
+    let out = dsgd(&["run", "xornet", "--estimator", "lyy18", "--iters", "10"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: LYY18 does not apply"), "{err}");
+    assert!(
+        err.contains("if-statement #")
+            && err.contains("xornet.dsgd:")
+            && err.contains("not affine"),
+        "{err}"
+    );
+}
+
+/// A model file whose log-density is `-inf` for `z < 0`, which its Gaussian guide reaches.
+fn exponential_model(dir: &std::path::Path) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("expo.dsgd");
+    std::fs::write(
+        &path,
+        "let z = sample Exponential(1) init(mean = 1, std = 1);\n",
+    )
+    .unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn a_non_finite_run_stops_with_the_iteration_and_keeps_its_trajectory() {
+    let dir = std::env::temp_dir().join(format!("dsgd-infer-nan-{}", std::process::id()));
+    let model = exponential_model(&dir);
+    let out_dir = dir.join("out");
+    let out = dsgd(&[
+        "run",
+        &model,
+        "--estimator",
+        "reparam",
+        "--iters",
+        "300",
+        "--log-samples",
+        "50",
+        "--json",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: run stopped at iteration 0") && err.contains("-inf"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["stop_reason"], "non_finite");
+    assert_eq!(v["trajectory"].as_array().unwrap().len(), 1);
+    assert!(out_dir.join("run.json").exists() && out_dir.join("trajectory.csv").exists());
+
+    let out = dsgd(&[
+        "run",
+        &model,
+        "--estimator",
+        "reparam",
+        "--iters",
+        "300",
+        "--log-samples",
+        "50",
+        "--json",
+        "--on-nonfinite",
+        "continue",
+    ]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["stop_reason"], "completed");
+    assert_eq!(v["iterations"], 300);
+    assert!(v["skipped_steps"].as_u64().unwrap() > 0);
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("warning: "));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn every_estimator_runs_on_a_paper_model() {
+    for est in ["dsgd", "fixed", "reparam", "score", "lyy18"] {
+        let out = dsgd(&[
+            "run",
+            "textmsg",
+            "--estimator",
+            est,
+            "--iters",
+            "50",
+            "--log-every",
+            "25",
+            "--log-samples",
+            "20",
+            "--json",
+        ]);
+        let v = json_without_timing(&out);
+        assert_eq!(v["estimator"], est);
+        assert_eq!(v["theta"].as_array().unwrap().len(), 6);
+        assert!(v["final_elbo"].as_f64().unwrap() < 0.0);
     }
 }

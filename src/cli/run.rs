@@ -6,14 +6,14 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use dsgd::estimate::EstimatorKind;
+use dsgd::estimate::{EstimateError, EstimatorKind};
 use dsgd::experiment::observe::Observer;
 use dsgd::experiment::report::{RunReport, StopReason};
-use dsgd::experiment::run::{OnNonFinite, RunConfig, run as run_model};
+use dsgd::experiment::run::{OnNonFinite, RunConfig, RunError, run as run_model};
 use dsgd::optim::{AdamConfig, OptimizerConfig, SgdConfig};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::load::load_model;
+use super::load::{Loaded, load};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -193,7 +193,7 @@ impl Observer for Progress {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let model = load_model(&args.model)?;
+    let loaded = load(&args.model)?;
     let config = args.config();
     let mut progress = std::io::stderr()
         .is_terminal()
@@ -202,7 +202,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(p) = progress.as_mut() {
         observers.push(p);
     }
-    let report = run_model(&model, &config, &mut observers)?;
+    let report =
+        run_model(&loaded.model, &config, &mut observers).map_err(|e| locate(e, &loaded))?;
     let written = match &args.out {
         Some(dir) => report
             .write_to(dir)
@@ -229,6 +230,26 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         _ => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// A run error, with a non-affine guard's source position as `file:line:column`.
+fn locate(err: RunError, loaded: &Loaded) -> anyhow::Error {
+    match err {
+        RunError::Estimate(EstimateError::NotAffine {
+            index,
+            span: Some(span),
+            reason,
+        }) => {
+            let at = dsgd::lang::locate(&loaded.source, span);
+            anyhow::anyhow!(
+                "LYY18 does not apply to this model: the guard of if-statement #{index} at {}:{}:{} is not affine ({reason})",
+                loaded.file,
+                at.line,
+                at.column
+            )
+        }
+        other => other.into(),
     }
 }
 
