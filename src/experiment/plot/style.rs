@@ -173,7 +173,7 @@ pub fn dash(points: &[(f64, f64)], pattern: &[f64]) -> Vec<Vec<(f64, f64)>> {
             done += left;
             let t = done / len;
             let p = (a.0 + t * (b.0 - a.0), a.1 + t * (b.1 - a.1));
-            if index % 2 == 0 {
+            if index.is_multiple_of(2) {
                 current.push(p);
                 pieces.push(std::mem::take(&mut current));
             } else {
@@ -183,11 +183,11 @@ pub fn dash(points: &[(f64, f64)], pattern: &[f64]) -> Vec<Vec<(f64, f64)>> {
             left = pattern[index];
         }
         left -= len - done;
-        if index % 2 == 0 {
+        if index.is_multiple_of(2) {
             current.push(b);
         }
     }
-    if index % 2 == 0 && current.len() >= 2 {
+    if index.is_multiple_of(2) && current.len() >= 2 {
         pieces.push(current);
     }
     pieces
