@@ -1,0 +1,200 @@
+//! The forward and reverse sweeps over one chunk of lanes, and the choice between the vector
+//! (AVX2/FMA) and portable builds of them.
+//!
+//! Both builds are the same Rust code compiled twice: Rust never contracts `a * b + c` into a
+//! fused multiply-add on its own, so enabling FMA changes the instructions LLVM may use but
+//! not a single result. The vector build is chosen at run time with
+//! `is_x86_feature_detected!`, so users need no `RUSTFLAGS`.
+//!
+//! Not here: the compile-time plans the sweeps follow (`tape.rs`).
+
+use crate::ir::{Branch, Semantics, Unary};
+
+use super::kernels::{self, Lanes, Wants};
+use super::tape::{CHUNK, NONE, Op, Tape, Target, Workspace};
+
+/// The inputs of one chunk: lanes `start..start + w` of a batch of `batch` samples.
+pub(super) struct Input<'a> {
+    pub params: &'a [f64],
+    pub latents: &'a [f64],
+    pub batch: usize,
+    pub start: usize,
+    pub w: usize,
+}
+
+/// Whether this CPU runs the vector build.
+pub fn simd_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Values of every slot for one chunk (and the smoothing weights of every if-statement).
+pub(super) fn forward_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantics, x: &Input) {
+    #[cfg(target_arch = "x86_64")]
+    if ws.simd && simd_available() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above).
+        unsafe { forward_avx2(tape, ws, semantics, x) };
+        return;
+    }
+    forward_body(tape, ws, semantics, x);
+}
+
+/// Adjoints of every active slot for the chunk last swept forward.
+pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
+    #[cfg(target_arch = "x86_64")]
+    if ws.simd && simd_available() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above).
+        unsafe { reverse_avx2(tape, ws, semantics) };
+        return;
+    }
+    reverse_body(tape, ws, semantics);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn forward_avx2(tape: &Tape, ws: &mut Workspace, semantics: Semantics, x: &Input) {
+    forward_body(tape, ws, semantics, x);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn reverse_avx2(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
+    reverse_body(tape, ws, semantics);
+}
+
+#[inline(always)]
+fn forward_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics, x: &Input) {
+    let vals = &mut ws.values[..];
+    let weights = &mut ws.weights[..];
+    for step in &tape.steps {
+        let out = step.out as usize;
+        let v = |s: u32| &vals[s as usize];
+        let r: Lanes = match step.op {
+            Op::Param { k } => [x.params[k as usize]; CHUNK],
+            Op::Latent { i } => {
+                let from = i as usize * x.batch + x.start;
+                let src = &x.latents[from..from + x.w];
+                let mut lanes = [src[x.w - 1]; CHUNK];
+                lanes[..x.w].copy_from_slice(src);
+                lanes
+            }
+            Op::Unary { op, a } => kernels::unary_forward(op, v(a)),
+            Op::Binary { op, a, b } => kernels::binary_forward(op, v(a), v(b)),
+            Op::If {
+                g,
+                t,
+                e,
+                index,
+                cache,
+            } => match semantics {
+                Semantics::Smoothed { eta } => {
+                    let (we, wt) = kernels::smooth_weights(v(g), eta);
+                    let r = kernels::smooth_forward(&we, &wt, v(t), v(e));
+                    weights[cache as usize] = [we, wt];
+                    r
+                }
+                _ => kernels::select_forward(v(g), v(t), v(e), forced(semantics, index)),
+            },
+        };
+        vals[out] = r;
+    }
+}
+
+#[inline(always)]
+fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
+    let smooth = matches!(semantics, Semantics::Smoothed { .. });
+    let plan = if smooth {
+        &tape.smooth_plan
+    } else {
+        &tape.crisp_plan
+    };
+    let adj = &mut ws.adjoints[..];
+    let vals = &ws.values[..];
+    let weights = &ws.weights[..];
+    for &a in &plan.zero {
+        adj[a as usize] = [0.0; CHUNK];
+    }
+    let out_adj = tape.adj[tape.output as usize];
+    if out_adj != NONE {
+        adj[out_adj as usize] = [1.0; CHUNK];
+    }
+    let put = |adj: &mut [Lanes], t: Target, c: &Lanes| {
+        if t.adj != NONE {
+            kernels::add_into(&mut adj[t.adj as usize], c, t.first);
+        }
+    };
+    for rs in &plan.steps {
+        let ad = adj[rs.ad as usize];
+        let v = |s: u32| &vals[s as usize];
+        let [t0, t1, t2] = rs.to;
+        match rs.step.op {
+            Op::Param { .. } | Op::Latent { .. } => {}
+            Op::Unary { op, a } => {
+                let c = kernels::unary_reverse(op, &ad, v(a), v(rs.step.out));
+                if op == Unary::Neg {
+                    kernels::sub_into(&mut adj[t0.adj as usize], &c, t0.first);
+                } else {
+                    kernels::add_into(&mut adj[t0.adj as usize], &c, t0.first);
+                }
+            }
+            Op::Binary { op, a, b } if a == b => {
+                let c = kernels::binary_reverse_same(op, &ad, v(a), v(rs.step.out));
+                kernels::add_into(&mut adj[t0.adj as usize], &c, t0.first);
+            }
+            Op::Binary { op, a, b } => {
+                let wants = match (t0.adj != NONE, t1.adj != NONE) {
+                    (true, true) => Wants::Both,
+                    (true, false) => Wants::A,
+                    _ => Wants::B,
+                };
+                let (ca, cb) = kernels::binary_reverse(op, wants, &ad, v(a), v(b), v(rs.step.out));
+                put(adj, t0, &ca);
+                if t1.adj != NONE {
+                    if kernels::binary_reverse_subtracts(op, wants) {
+                        kernels::sub_into(&mut adj[t1.adj as usize], &cb, t1.first);
+                    } else {
+                        kernels::add_into(&mut adj[t1.adj as usize], &cb, t1.first);
+                    }
+                }
+            }
+            Op::If {
+                g,
+                t,
+                e,
+                index,
+                cache,
+            } => {
+                let [cg, ct, ce] = match semantics {
+                    Semantics::Smoothed { eta } => {
+                        let [we, wt] = &weights[cache as usize];
+                        kernels::smooth_reverse(we, wt, v(t), v(e), &ad, eta, t0.adj != NONE)
+                    }
+                    _ => {
+                        let (ct, ce) = kernels::select_reverse(v(g), &ad, forced(semantics, index));
+                        [[0.0; CHUNK], ct, ce]
+                    }
+                };
+                // In this order: aliased operands (`if z < 0 then z else -z`) accumulate
+                // guard, then, else one after the other.
+                put(adj, t0, &cg);
+                put(adj, t1, &ct);
+                put(adj, t2, &ce);
+            }
+        }
+    }
+}
+
+/// Under `Forced { index, branch }`, whether if-statement `index` is forced to `then`.
+#[inline(always)]
+fn forced(semantics: Semantics, index: u32) -> Option<bool> {
+    match semantics {
+        Semantics::Forced { index: k, branch } if k == index => Some(branch == Branch::Then),
+        _ => None,
+    }
+}
