@@ -102,6 +102,17 @@ pub fn unary_reverse(op: Unary, ad: &Lanes, a: &Lanes, v: &Lanes) -> Lanes {
     each_unary!(op, run)
 }
 
+/// [`unary_reverse`] where `a` (so `op(a)`) is the same in every lane: the local derivative
+/// is computed once, which gives the same bits as computing it per lane.
+#[inline(always)]
+pub fn unary_reverse_uniform(op: Unary, ad: &Lanes, a: f64, v: f64) -> Lanes {
+    if op == Unary::Neg {
+        return *ad;
+    }
+    let local = unary_derivative(op, a, v);
+    map(|l| masked(ad[l], local))
+}
+
 /// `op(a, b)` on every lane.
 #[inline(always)]
 pub fn binary_forward(op: Binary, a: &Lanes, b: &Lanes) -> Lanes {

@@ -8,10 +8,10 @@
 //!
 //! Not here: the compile-time plans the sweeps follow (`tape.rs`).
 
-use crate::ir::{Branch, Semantics, Unary};
+use crate::ir::{Branch, Semantics, Unary, binary_value, unary_value};
 
 use super::kernels::{self, Lanes, Wants};
-use super::tape::{CHUNK, NONE, Op, Tape, Target, Workspace};
+use super::tape::{CHUNK, NONE, Op, Step, Tape, Target, Workspace};
 
 /// The inputs of one chunk: lanes `start..start + w` of a batch of `batch` samples.
 pub(super) struct Input<'a> {
@@ -34,15 +34,51 @@ pub fn simd_available() -> bool {
     }
 }
 
-/// Values of every slot for one chunk (and the smoothing weights of every if-statement).
+/// Values of the steps that are the same in every lane, once for a whole call (they depend
+/// on nothing but the parameters and constants, so no chunk overwrites them): computed on one
+/// lane and copied to the others, which gives the bits computing every lane would.
+pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics, params: &[f64]) {
+    let vals = &mut ws.values[..];
+    for step in &tape.uniform_steps {
+        let v = |s: u32| vals[s as usize][0];
+        let r = match step.op {
+            Op::Param { k } => params[k as usize],
+            Op::Latent { .. } => unreachable!("a latent is never uniform"),
+            Op::Unary { op, a } => unary_value(op, v(a)),
+            Op::Binary { op, a, b } => binary_value(op, v(a), v(b)),
+            Op::If {
+                g,
+                t,
+                e,
+                index,
+                cache,
+            } => {
+                let one = |x: f64| [x; CHUNK];
+                let (g, t, e) = (one(v(g)), one(v(t)), one(v(e)));
+                match semantics {
+                    Semantics::Smoothed { eta } => {
+                        let (we, wt) = kernels::smooth_weights(&g, eta);
+                        ws.weights[cache as usize] = [we, wt];
+                        kernels::smooth_forward(&we, &wt, &t, &e)[0]
+                    }
+                    _ => kernels::select_forward(&g, &t, &e, forced(semantics, index))[0],
+                }
+            }
+        };
+        vals[step.out as usize] = [r; CHUNK];
+    }
+}
+
+/// Values of every lane-dependent slot for one chunk (and the smoothing weights of every
+/// if-statement).
 pub(super) fn forward_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantics, x: &Input) {
     #[cfg(target_arch = "x86_64")]
     if ws.simd && simd_available() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
-        unsafe { forward_avx2(tape, ws, semantics, x) };
+        unsafe { forward_avx2(&tape.steps, ws, semantics, x) };
         return;
     }
-    forward_body(tape, ws, semantics, x);
+    forward_body(&tape.steps, ws, semantics, x);
 }
 
 /// Adjoints of every active slot for the chunk last swept forward.
@@ -58,8 +94,8 @@ pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantic
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn forward_avx2(tape: &Tape, ws: &mut Workspace, semantics: Semantics, x: &Input) {
-    forward_body(tape, ws, semantics, x);
+fn forward_avx2(steps: &[Step], ws: &mut Workspace, semantics: Semantics, x: &Input) {
+    forward_body(steps, ws, semantics, x);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -69,10 +105,10 @@ fn reverse_avx2(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
 }
 
 #[inline(always)]
-fn forward_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics, x: &Input) {
+fn forward_body(steps: &[Step], ws: &mut Workspace, semantics: Semantics, x: &Input) {
     let vals = &mut ws.values[..];
     let weights = &mut ws.weights[..];
-    for step in &tape.steps {
+    for step in steps {
         let out = step.out as usize;
         let v = |s: u32| &vals[s as usize];
         let r: Lanes = match step.op {
@@ -136,7 +172,11 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
         match rs.step.op {
             Op::Param { .. } | Op::Latent { .. } => {}
             Op::Unary { op, a } => {
-                let c = kernels::unary_reverse(op, &ad, v(a), v(rs.step.out));
+                let c = if rs.uniform {
+                    kernels::unary_reverse_uniform(op, &ad, v(a)[0], v(rs.step.out)[0])
+                } else {
+                    kernels::unary_reverse(op, &ad, v(a), v(rs.step.out))
+                };
                 if op == Unary::Neg {
                     kernels::sub_into(&mut adj[t0.adj as usize], &c, t0.first);
                 } else {

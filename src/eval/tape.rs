@@ -78,6 +78,9 @@ pub(super) struct RevStep {
     pub step: Step,
     pub ad: u32,
     pub to: [Target; 3],
+    /// The step's operands hold the same value in every lane (they depend on parameters
+    /// and constants only), so its local derivatives are computed once, not per lane.
+    pub uniform: bool,
 }
 
 /// The reverse sweep for one family of semantics (whether guards carry adjoints).
@@ -95,6 +98,10 @@ pub struct Tape {
     id: u64,
     len: usize,
     pub(super) consts: Vec<(u32, f64)>,
+    /// Steps whose value is the same in every lane (parameters and what depends on them
+    /// and on constants only): run once per call, not once per chunk.
+    pub(super) uniform_steps: Vec<Step>,
+    /// The other steps, run for every chunk.
     pub(super) steps: Vec<Step>,
     /// Adjoint index of each slot (`NONE` where the slot depends on no latent or parameter).
     pub(super) adj: Vec<u32>,
@@ -174,6 +181,8 @@ impl Tape {
         let mut slot = vec![u32::MAX; program.node_count()];
         let mut consts = Vec::new();
         let mut steps = Vec::new();
+        let mut uniform_steps = Vec::new();
+        let mut uniform = Vec::new();
         let mut adj = Vec::new();
         let mut active_count = 0u32;
         let mut if_slots = 0u32;
@@ -236,17 +245,31 @@ impl Tape {
             } else {
                 NONE
             });
+            let is_uniform = match node {
+                Node::Const(_) | Node::Param(_) => true,
+                Node::Latent(_) => false,
+                _ => node.operands().all(|o| uniform[slot[o.index()] as usize]),
+            };
+            uniform.push(is_uniform);
             if let Some(op) = op {
-                steps.push(Step { out: s, op });
+                if is_uniform {
+                    uniform_steps.push(Step { out: s, op });
+                } else {
+                    steps.push(Step { out: s, op });
+                }
             }
         }
         let output = slot[root.index()];
-        let smooth_plan = plan(&steps, &adj, output, true);
-        let crisp_plan = plan(&steps, &adj, output, false);
+        // The reverse sweep visits all steps in their original (topological) order, reversed.
+        let mut all: Vec<Step> = uniform_steps.iter().chain(&steps).copied().collect();
+        all.sort_by_key(|s| s.out);
+        let smooth_plan = plan(&all, &adj, &uniform, output, true);
+        let crisp_plan = plan(&all, &adj, &uniform, output, false);
         Tape {
             id: NEXT_TAPE_ID.fetch_add(1, Ordering::Relaxed),
             len: adj.len(),
             consts,
+            uniform_steps,
             steps,
             adj,
             active_count: active_count as usize,
@@ -318,6 +341,7 @@ impl Tape {
         let batch = out.len();
         self.check_inputs(ws, params, latents, batch);
         self.prepare(ws);
+        sweep::uniform_pass(self, ws, semantics, params);
         let mut start = 0;
         while start < batch {
             let w = CHUNK.min(batch - start);
@@ -356,6 +380,7 @@ impl Tape {
             "gradient buffer size"
         );
         self.prepare(ws);
+        sweep::uniform_pass(self, ws, semantics, params);
         let mut start = 0;
         while start < batch {
             let w = CHUNK.min(batch - start);
@@ -406,7 +431,7 @@ impl Tape {
 /// contribution comes first to each adjoint. The order of contributions is the order in which
 /// the sweep makes them (reverse instruction order; guard, then, else within an `If`), so
 /// "first" here is first there.
-fn plan(steps: &[Step], adj: &[u32], output: u32, smooth: bool) -> Plan {
+fn plan(steps: &[Step], adj: &[u32], uniform: &[bool], output: u32, smooth: bool) -> Plan {
     let active_count = adj.iter().filter(|&&a| a != NONE).count();
     let mut seen = vec![false; active_count];
     if adj[output as usize] != NONE {
@@ -439,7 +464,12 @@ fn plan(steps: &[Step], adj: &[u32], output: u32, smooth: bool) -> Plan {
             }
         };
         if to.iter().any(|t| t.adj != NONE) {
-            out.push(RevStep { step, ad, to });
+            out.push(RevStep {
+                step,
+                ad,
+                to,
+                uniform: uniform[step.out as usize],
+            });
         }
     }
     let zero = (0..active_count as u32)
