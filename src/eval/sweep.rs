@@ -9,6 +9,7 @@
 //! Not here: the compile-time plans the sweeps follow (`tape.rs`).
 
 use crate::ir::{Branch, Semantics, Unary, binary_value, unary_value};
+use crate::special::exp_poly;
 
 use super::kernels::{self, Lanes, Wants};
 use super::tape::{CHUNK, NONE, Op, Step, Tape, Target, Workspace};
@@ -44,6 +45,7 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
         let r = match step.op {
             Op::Param { k } => params[k as usize],
             Op::Latent { .. } => unreachable!("a latent is never uniform"),
+            Op::Unary { op, a } if ws.approx_exp && op == Unary::Exp => exp_poly(v(a)),
             Op::Unary { op, a } => unary_value(op, v(a)),
             Op::Binary { op, a, b } => binary_value(op, v(a), v(b)),
             Op::If {
@@ -57,7 +59,7 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
                 let (g, t, e) = (one(v(g)), one(v(t)), one(v(e)));
                 match semantics {
                     Semantics::Smoothed { eta } => {
-                        let (we, wt) = kernels::smooth_weights(&g, eta);
+                        let (we, wt) = kernels::smooth_weights(&g, eta, ws.approx_exp);
                         ws.weights[cache as usize] = [we, wt];
                         kernels::smooth_forward(&we, &wt, &t, &e)[0]
                     }
@@ -106,6 +108,7 @@ fn reverse_avx2(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
 
 #[inline(always)]
 fn forward_body(steps: &[Step], ws: &mut Workspace, semantics: Semantics, x: &Input) {
+    let approx = ws.approx_exp;
     let vals = &mut ws.values[..];
     let weights = &mut ws.weights[..];
     for step in steps {
@@ -120,6 +123,7 @@ fn forward_body(steps: &[Step], ws: &mut Workspace, semantics: Semantics, x: &In
                 lanes[..x.w].copy_from_slice(src);
                 lanes
             }
+            Op::Unary { op, a } if approx && op == Unary::Exp => kernels::exp_poly_forward(v(a)),
             Op::Unary { op, a } => kernels::unary_forward(op, v(a)),
             Op::Binary { op, a, b } => kernels::binary_forward(op, v(a), v(b)),
             Op::If {
@@ -130,7 +134,7 @@ fn forward_body(steps: &[Step], ws: &mut Workspace, semantics: Semantics, x: &In
                 cache,
             } => match semantics {
                 Semantics::Smoothed { eta } => {
-                    let (we, wt) = kernels::smooth_weights(v(g), eta);
+                    let (we, wt) = kernels::smooth_weights(v(g), eta, approx);
                     let r = kernels::smooth_forward(&we, &wt, v(t), v(e));
                     weights[cache as usize] = [we, wt];
                     r
@@ -166,26 +170,29 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
         }
     };
     for rs in &plan.steps {
-        let ad = adj[rs.ad as usize];
+        // Operands come before the step, and adjoints are numbered in slot order, so every
+        // target is below the step's own adjoint: borrow both without copying.
+        let (lower, upper) = adj.split_at_mut(rs.ad as usize);
+        let ad = &upper[0];
         let v = |s: u32| &vals[s as usize];
         let [t0, t1, t2] = rs.to;
         match rs.step.op {
             Op::Param { .. } | Op::Latent { .. } => {}
             Op::Unary { op, a } => {
                 let c = if rs.uniform {
-                    kernels::unary_reverse_uniform(op, &ad, v(a)[0], v(rs.step.out)[0])
+                    kernels::unary_reverse_uniform(op, ad, v(a)[0], v(rs.step.out)[0])
                 } else {
-                    kernels::unary_reverse(op, &ad, v(a), v(rs.step.out))
+                    kernels::unary_reverse(op, ad, v(a), v(rs.step.out))
                 };
                 if op == Unary::Neg {
-                    kernels::sub_into(&mut adj[t0.adj as usize], &c, t0.first);
+                    kernels::sub_into(&mut lower[t0.adj as usize], &c, t0.first);
                 } else {
-                    kernels::add_into(&mut adj[t0.adj as usize], &c, t0.first);
+                    kernels::add_into(&mut lower[t0.adj as usize], &c, t0.first);
                 }
             }
             Op::Binary { op, a, b } if a == b => {
-                let c = kernels::binary_reverse_same(op, &ad, v(a), v(rs.step.out));
-                kernels::add_into(&mut adj[t0.adj as usize], &c, t0.first);
+                let c = kernels::binary_reverse_same(op, ad, v(a), v(rs.step.out));
+                kernels::add_into(&mut lower[t0.adj as usize], &c, t0.first);
             }
             Op::Binary { op, a, b } => {
                 let wants = match (t0.adj != NONE, t1.adj != NONE) {
@@ -193,13 +200,13 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                     (true, false) => Wants::A,
                     _ => Wants::B,
                 };
-                let (ca, cb) = kernels::binary_reverse(op, wants, &ad, v(a), v(b), v(rs.step.out));
-                put(adj, t0, &ca);
+                let (ca, cb) = kernels::binary_reverse(op, wants, ad, v(a), v(b), v(rs.step.out));
+                put(lower, t0, &ca);
                 if t1.adj != NONE {
                     if kernels::binary_reverse_subtracts(op, wants) {
-                        kernels::sub_into(&mut adj[t1.adj as usize], &cb, t1.first);
+                        kernels::sub_into(&mut lower[t1.adj as usize], &cb, t1.first);
                     } else {
-                        kernels::add_into(&mut adj[t1.adj as usize], &cb, t1.first);
+                        kernels::add_into(&mut lower[t1.adj as usize], &cb, t1.first);
                     }
                 }
             }
@@ -213,18 +220,18 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                 let [cg, ct, ce] = match semantics {
                     Semantics::Smoothed { eta } => {
                         let [we, wt] = &weights[cache as usize];
-                        kernels::smooth_reverse(we, wt, v(t), v(e), &ad, eta, t0.adj != NONE)
+                        kernels::smooth_reverse(we, wt, v(t), v(e), ad, eta, t0.adj != NONE)
                     }
                     _ => {
-                        let (ct, ce) = kernels::select_reverse(v(g), &ad, forced(semantics, index));
+                        let (ct, ce) = kernels::select_reverse(v(g), ad, forced(semantics, index));
                         [[0.0; CHUNK], ct, ce]
                     }
                 };
                 // In this order: aliased operands (`if z < 0 then z else -z`) accumulate
                 // guard, then, else one after the other.
-                put(adj, t0, &cg);
-                put(adj, t1, &ct);
-                put(adj, t2, &ce);
+                put(lower, t0, &cg);
+                put(lower, t1, &ct);
+                put(lower, t2, &ce);
             }
         }
     }
