@@ -164,11 +164,6 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
     if out_adj != NONE {
         adj[out_adj as usize] = [1.0; CHUNK];
     }
-    let put = |adj: &mut [Lanes], t: Target, c: &Lanes| {
-        if t.adj != NONE {
-            kernels::add_into(&mut adj[t.adj as usize], c, t.first);
-        }
-    };
     for rs in &plan.steps {
         // Operands come before the step, and adjoints are numbered in slot order, so every
         // target is below the step's own adjoint: borrow both without copying.
@@ -234,6 +229,14 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                 put(lower, t2, &ce);
             }
         }
+    }
+}
+
+/// Adds contribution `c` into target `t`'s adjoint, if it has one.
+#[inline(always)]
+fn put(adj: &mut [Lanes], t: Target, c: &Lanes) {
+    if t.adj != NONE {
+        kernels::add_into(&mut adj[t.adj as usize], c, t.first);
     }
 }
 
