@@ -44,7 +44,8 @@ fn main() {
         hash = (hash ^ x.to_bits()).wrapping_mul(0x0100_0000_01b3);
     }
     println!(
-        "batch {batch} iters {iters}: {:.3e} samples/s, checksum {hash:016x}",
-        (batch * iters) as f64 / secs
+        "batch {batch} iters {iters}: {:.3e} samples/s, checksum {hash:016x} ({} fused)",
+        (batch * iters) as f64 / secs,
+        tape.fused_count()
     );
 }

@@ -8,7 +8,8 @@
 
 use dsgd::eval::{BatchGradient, CHUNK, Tape};
 use dsgd::ir::{
-    Binary, Branch, Builder, Node, Program, Semantics, Unary, binary_derivatives, unary_derivative,
+    Binary, Branch, Builder, Dist, Node, Program, Semantics, Unary, binary_derivatives,
+    unary_derivative,
 };
 use dsgd::special::sigmoid_pair;
 
@@ -34,7 +35,16 @@ fn program() -> Program {
     let nan_branch = b.if_neg(z[4] + 10.0, (-(z[4] + 10.0)).ln(), z[4].tanh());
     let rest = (z[0] * z[1]).sigmoid() + (z[2] / (z[1].powi(2) + 1.0)) + z[0].pow(th * th);
     let sugar = b.max(z[0], z[2]) + b.abs(z[1] - th) + b.relu(z[2]);
-    let f = dens + aliased + guard_only + 0.5 * nan_branch + rest.ln_1p() + sugar;
+    // Normal log-densities (whose quadratic term the tape fuses) with the value, the location
+    // or the scale constant, a parameter or a latent, and one whose residual is read twice.
+    let normal = |x, m, s| b.log_density(Dist::Normal, x, &[m, s]).unwrap();
+    let dens2 = normal(z[0], th, scale)
+        + normal(b.constant(1.5), z[1], z[2].softplus())
+        + normal(z[3], b.constant(0.5), b.constant(0.1))
+        + normal(z[2], z[3], scale)
+        + normal(z[4], z[4] * 0.5, b.constant(2.0))
+        + (z[0] - th) * 0.01;
+    let f = dens + aliased + guard_only + 0.5 * nan_branch + rest.ln_1p() + sugar + dens2;
     b.finish(&[f]).unwrap()
 }
 
@@ -173,6 +183,8 @@ fn semantics(p: &Program) -> Vec<Semantics> {
 fn tape_gradients_equal_a_plain_reverse_sweep_bit_for_bit() {
     let p = program();
     let tape = Tape::compile(&p, 0);
+    // Every density in `dens2` but the first, whose residual `z0 - theta` has other readers.
+    assert_eq!(tape.fused_count(), 4);
     let n = p.latent_count();
     let mut checked = 0;
     for (round, params) in [[0.7, -0.4], [-1.2, 2.0], [0.0, -0.0]].iter().enumerate() {

@@ -196,6 +196,54 @@ pub fn binary_reverse_same(op: Binary, ad: &Lanes, a: &Lanes, v: &Lanes) -> Lane
     each_binary!(op, run)
 }
 
+/// `c * ((x - m) / s)^2`, by the same four scalar operations as the unfused instructions.
+#[inline(always)]
+pub fn normal_square_forward(x: &Lanes, m: &Lanes, s: &Lanes, c: f64) -> Lanes {
+    map(|l| {
+        let u = binary_value(Binary::Div, binary_value(Binary::Sub, x[l], m[l]), s[l]);
+        binary_value(Binary::Mul, c, unary_value(Unary::Powi(2), u))
+    })
+}
+
+/// Reverse of [`normal_square_forward`]: the contributions to `s`, `x` and `m`, computed as
+/// the unfused sweep computes them, every intermediate adjoint included (each intermediate
+/// has one reader, so its adjoint is `0.0 +` its one contribution). `wants` says which of
+/// `x` (A), `m` (B) carry adjoints, `want_s` whether `s` does. With both `x` and `m`, the
+/// contribution to `m` is to be *subtracted*, as the unfused `Sub` rule does.
+#[inline(always)]
+pub fn normal_square_reverse(
+    ad: &Lanes,
+    [x, m, s]: [&Lanes; 3],
+    c: f64,
+    wants: Wants,
+    want_s: bool,
+) -> [Lanes; 3] {
+    let mut cs = [0.0; CHUNK];
+    let mut ad_d = [0.0; CHUNK];
+    for l in 0..CHUNK {
+        let dx = binary_value(Binary::Sub, x[l], m[l]);
+        let u = binary_value(Binary::Div, dx, s[l]);
+        let p = unary_value(Unary::Powi(2), u);
+        // `c * p` and `p * c` have the same partial with respect to `p`: `c`.
+        let ad_p = 0.0 + masked(ad[l], binary_derivatives(Binary::Mul, c, p, 0.0).1);
+        let ad_u = 0.0 + masked(ad_p, unary_derivative(Unary::Powi(2), u, p));
+        let (dd, ds) = binary_derivatives(Binary::Div, dx, s[l], u);
+        cs[l] = masked(ad_u, ds);
+        ad_d[l] = 0.0 + masked(ad_u, dd);
+    }
+    if !want_s {
+        cs = [0.0; CHUNK];
+    }
+    let (da, db) = binary_derivatives(Binary::Sub, 0.0, 0.0, 0.0);
+    let zero = [0.0; CHUNK];
+    let (cx, cm) = match wants {
+        Wants::Both => (ad_d, ad_d),
+        Wants::A => (map(|l| masked(ad_d[l], da)), zero),
+        Wants::B => (zero, map(|l| masked(ad_d[l], db))),
+    };
+    [cs, cx, cm]
+}
+
 /// Crisp (or forced) select: `then` where the guard is negative (or forced), else `else`.
 #[inline(always)]
 pub fn select_forward(g: &Lanes, t: &Lanes, e: &Lanes, force: Option<bool>) -> Lanes {

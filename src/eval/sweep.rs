@@ -48,6 +48,7 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
             Op::Unary { op, a } if ws.approx_exp && op == Unary::Exp => exp_poly(v(a)),
             Op::Unary { op, a } => unary_value(op, v(a)),
             Op::Binary { op, a, b } => binary_value(op, v(a), v(b)),
+            Op::NormalSquare { .. } => unreachable!("only lane steps are fused"),
             Op::If {
                 g,
                 t,
@@ -126,6 +127,7 @@ fn forward_body(steps: &[Step], ws: &mut Workspace, semantics: Semantics, x: &In
             Op::Unary { op, a } if approx && op == Unary::Exp => kernels::exp_poly_forward(v(a)),
             Op::Unary { op, a } => kernels::unary_forward(op, v(a)),
             Op::Binary { op, a, b } => kernels::binary_forward(op, v(a), v(b)),
+            Op::NormalSquare { x, m, s, c } => kernels::normal_square_forward(v(x), v(m), v(s), c),
             Op::If {
                 g,
                 t,
@@ -203,6 +205,27 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                     } else {
                         kernels::add_into(&mut lower[t1.adj as usize], &cb, t1.first);
                     }
+                }
+            }
+            Op::NormalSquare { x, m, s, c } => {
+                let wants = match (t1.adj != NONE, t2.adj != NONE) {
+                    (true, true) => Wants::Both,
+                    (true, false) => Wants::A,
+                    _ => Wants::B,
+                };
+                let [cs, cx, cm] = kernels::normal_square_reverse(
+                    ad,
+                    [v(x), v(m), v(s)],
+                    c,
+                    wants,
+                    t0.adj != NONE,
+                );
+                put(lower, t0, &cs);
+                put(lower, t1, &cx);
+                if wants == Wants::Both {
+                    kernels::sub_into(&mut lower[t2.adj as usize], &cm, t2.first);
+                } else {
+                    put(lower, t2, &cm);
                 }
             }
             Op::If {

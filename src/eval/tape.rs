@@ -45,6 +45,15 @@ pub(super) enum Op {
         a: u32,
         b: u32,
     },
+    /// `c * ((x - m) / s)^2` for a constant `c`: the quadratic term of a normal log-density,
+    /// four instructions whose intermediate results nobody else reads, fused so that they
+    /// stay in registers (see [`fuse_normal_square`]). Same operations, same bits.
+    NormalSquare {
+        x: u32,
+        m: u32,
+        s: u32,
+        c: f64,
+    },
     /// `cache` numbers the tape's if-statements densely: where the smoothing weights of the
     /// forward sweep are kept for the reverse one.
     If {
@@ -113,6 +122,7 @@ pub struct Tape {
     latent_slots: Vec<Option<u32>>,
     param_slots: Vec<Option<u32>>,
     if_count: usize,
+    fused_count: usize,
 }
 
 /// Scratch memory for one thread: values, adjoints and smoothing weights of one chunk.
@@ -269,11 +279,12 @@ impl Tape {
             }
         }
         let output = slot[root.index()];
+        let fused = fuse_normal_square(&mut steps, &uniform_steps, &consts, output);
         // The reverse sweep visits all steps in their original (topological) order, reversed.
         let mut all: Vec<Step> = uniform_steps.iter().chain(&steps).copied().collect();
         all.sort_by_key(|s| s.out);
-        let smooth_plan = plan(&all, &adj, &uniform, output, true);
-        let crisp_plan = plan(&all, &adj, &uniform, output, false);
+        let smooth_plan = plan(&all, &adj, &uniform, &fused, output, true);
+        let crisp_plan = plan(&all, &adj, &uniform, &fused, output, false);
         Tape {
             id: NEXT_TAPE_ID.fetch_add(1, Ordering::Relaxed),
             len: adj.len(),
@@ -289,6 +300,7 @@ impl Tape {
             latent_slots,
             param_slots,
             if_count: program.if_count(),
+            fused_count: fused.len() / 3,
         }
     }
 
@@ -312,6 +324,12 @@ impl Tape {
     /// If-statements of the program (indices used by [`Semantics::Forced`]).
     pub fn if_count(&self) -> usize {
         self.if_count
+    }
+
+    /// How many normal-density quadratic terms `c ((x - m) / s)^2` were fused into one
+    /// instruction each (for tests and benchmark reports).
+    pub fn fused_count(&self) -> usize {
+        self.fused_count
     }
 
     /// Scratch space for evaluating this tape.
@@ -441,9 +459,22 @@ impl Tape {
 /// contribution comes first to each adjoint. The order of contributions is the order in which
 /// the sweep makes them (reverse instruction order; guard, then, else within an `If`), so
 /// "first" here is first there.
-fn plan(steps: &[Step], adj: &[u32], uniform: &[bool], output: u32, smooth: bool) -> Plan {
+fn plan(
+    steps: &[Step],
+    adj: &[u32],
+    uniform: &[bool],
+    fused: &[u32],
+    output: u32,
+    smooth: bool,
+) -> Plan {
     let active_count = adj.iter().filter(|&&a| a != NONE).count();
     let mut seen = vec![false; active_count];
+    // Slots fused away are never read: their adjoints need no zeroing.
+    for &f in fused {
+        if adj[f as usize] != NONE {
+            seen[adj[f as usize] as usize] = true;
+        }
+    }
     if adj[output as usize] != NONE {
         seen[adj[output as usize] as usize] = true;
     }
@@ -467,6 +498,13 @@ fn plan(steps: &[Step], adj: &[u32], uniform: &[bool], output: u32, smooth: bool
             Op::Unary { a, .. } => [target(a, true), NO_TARGET, NO_TARGET],
             Op::Binary { a, b, .. } if a == b => [target(a, true), NO_TARGET, NO_TARGET],
             Op::Binary { a, b, .. } => [target(a, true), target(b, true), NO_TARGET],
+            // In the order of the unfused sweep: the division's `s`, then the
+            // subtraction's `x` and `m`.
+            Op::NormalSquare { x, m, s, .. } => {
+                let ts = target(s, true);
+                let tx = target(x, true);
+                [ts, tx, target(m, true)]
+            }
             Op::If { g, t, e, .. } => {
                 let tg = target(g, smooth);
                 let tt = target(t, true);
@@ -486,4 +524,116 @@ fn plan(steps: &[Step], adj: &[u32], uniform: &[bool], output: u32, smooth: bool
         .filter(|&a| !seen[a as usize])
         .collect();
     Plan { steps: out, zero }
+}
+
+/// Fuses `c * ((x - m) / s)^2` (four lane steps `sub`, `div`, `powi 2`, `mul` by a constant,
+/// either side) into one [`Op::NormalSquare`] where the three intermediate results have no
+/// other reader and nothing but constants lies between the first and the last of the four
+/// in slot order (so no other step's contribution to `x`, `m` or `s` falls between theirs,
+/// and the reverse sweep adds into every adjoint in the same order as unfused). Returns the
+/// slots fused away.
+fn fuse_normal_square(
+    steps: &mut Vec<Step>,
+    uniform_steps: &[Step],
+    consts: &[(u32, f64)],
+    output: u32,
+) -> Vec<u32> {
+    let n = steps
+        .iter()
+        .chain(uniform_steps)
+        .map(|s| s.out)
+        .max()
+        .map_or(0, |m| m + 1);
+    let n = n
+        .max(consts.iter().map(|c| c.0 + 1).max().unwrap_or(0))
+        .max(output + 1) as usize;
+    let mut uses = vec![0u32; n];
+    uses[output as usize] += 1;
+    for st in steps.iter().chain(uniform_steps) {
+        let (ops, k) = match st.op {
+            Op::Param { .. } | Op::Latent { .. } | Op::NormalSquare { .. } => ([0; 3], 0),
+            Op::Unary { a, .. } => ([a, 0, 0], 1),
+            Op::Binary { a, b, .. } => ([a, b, 0], 2),
+            Op::If { g, t, e, .. } => ([g, t, e], 3),
+        };
+        for &o in &ops[..k] {
+            uses[o as usize] += 1;
+        }
+    }
+    let mut constant = vec![None; n];
+    for &(s, c) in consts {
+        constant[s as usize] = Some(c);
+    }
+    let mut at = vec![usize::MAX; n];
+    for (i, st) in steps.iter().enumerate() {
+        at[st.out as usize] = i;
+    }
+    let lane = |slot: u32| at[slot as usize] != usize::MAX;
+    let mut gone = vec![false; steps.len()];
+    let mut fused = Vec::new();
+    for i in 0..steps.len() {
+        let Op::Binary {
+            op: Binary::Mul,
+            a,
+            b,
+        } = steps[i].op
+        else {
+            continue;
+        };
+        let (c, p) = match (constant[a as usize], constant[b as usize]) {
+            (Some(c), None) => (c, b),
+            (None, Some(c)) => (c, a),
+            _ => continue,
+        };
+        let single = |slot: u32| lane(slot) && uses[slot as usize] == 1;
+        if !single(p) {
+            continue;
+        }
+        let Op::Unary {
+            op: Unary::Powi(2),
+            a: u,
+        } = steps[at[p as usize]].op
+        else {
+            continue;
+        };
+        if !single(u) {
+            continue;
+        }
+        let Op::Binary {
+            op: Binary::Div,
+            a: d,
+            b: s,
+        } = steps[at[u as usize]].op
+        else {
+            continue;
+        };
+        if !single(d) {
+            continue;
+        }
+        let Op::Binary {
+            op: Binary::Sub,
+            a: x,
+            b: m,
+        } = steps[at[d as usize]].op
+        else {
+            continue;
+        };
+        let out = steps[i].out;
+        let only_consts_between =
+            (d + 1..out).all(|k| k == u || k == p || constant[k as usize].is_some());
+        if x == m || s == x || s == m || d == s || !only_consts_between {
+            continue;
+        }
+        steps[i].op = Op::NormalSquare { x, m, s, c };
+        for k in [d, u, p] {
+            gone[at[k as usize]] = true;
+        }
+        fused.extend([d, u, p]);
+    }
+    let mut k = 0;
+    steps.retain(|_| {
+        k += 1;
+        !gone[k - 1]
+    });
+    fused
 }
