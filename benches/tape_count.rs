@@ -44,8 +44,9 @@ fn main() {
         hash = (hash ^ x.to_bits()).wrapping_mul(0x0100_0000_01b3);
     }
     println!(
-        "batch {batch} iters {iters}: {:.3e} samples/s, checksum {hash:016x} ({} fused)",
+        "batch {batch} iters {iters}: {:.3e} samples/s, checksum {hash:016x} ({} squares, {} additions fused)",
         (batch * iters) as f64 / secs,
-        tape.fused_count()
+        tape.fused_squares(),
+        tape.fused_additions()
     );
 }

@@ -244,6 +244,17 @@ pub fn normal_square_reverse(
     [cs, cx, cm]
 }
 
+/// One addition of a sum chain: `acc + t`, or `t + acc` where the partial sum was the right
+/// operand (the order of the unfused instruction, so that even NaN payloads agree).
+#[inline(always)]
+pub fn sum_step(acc: &Lanes, t: &Lanes, acc_right: bool) -> Lanes {
+    if acc_right {
+        map(|l| binary_value(Binary::Add, t[l], acc[l]))
+    } else {
+        map(|l| binary_value(Binary::Add, acc[l], t[l]))
+    }
+}
+
 /// Crisp (or forced) select: `then` where the guard is negative (or forced), else `else`.
 #[inline(always)]
 pub fn select_forward(g: &Lanes, t: &Lanes, e: &Lanes, force: Option<bool>) -> Lanes {

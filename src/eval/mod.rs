@@ -5,6 +5,7 @@
 //! so the per-op loops compile to straight-line vector code; the vector (AVX2/FMA) build of
 //! the sweeps is chosen at run time and gives the same bits as the portable one.
 
+mod fuse;
 mod kernels;
 mod sweep;
 mod tape;

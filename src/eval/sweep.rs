@@ -8,7 +8,7 @@
 //!
 //! Not here: the compile-time plans the sweeps follow (`tape.rs`).
 
-use crate::ir::{Branch, Semantics, Unary, binary_value, unary_value};
+use crate::ir::{Binary, Branch, Semantics, Unary, binary_value, unary_value};
 use crate::special::exp_poly;
 
 use super::kernels::{self, Lanes, Wants};
@@ -48,7 +48,9 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
             Op::Unary { op, a } if ws.approx_exp && op == Unary::Exp => exp_poly(v(a)),
             Op::Unary { op, a } => unary_value(op, v(a)),
             Op::Binary { op, a, b } => binary_value(op, v(a), v(b)),
-            Op::NormalSquare { .. } => unreachable!("only lane steps are fused"),
+            Op::NormalSquare { .. } | Op::SumChain { .. } => {
+                unreachable!("only lane steps are fused")
+            }
             Op::If {
                 g,
                 t,
@@ -78,10 +80,10 @@ pub(super) fn forward_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantic
     #[cfg(target_arch = "x86_64")]
     if ws.simd && simd_available() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
-        unsafe { forward_avx2(&tape.steps, ws, semantics, x) };
+        unsafe { forward_avx2(&tape.steps, &tape.chains, ws, semantics, x) };
         return;
     }
-    forward_body(&tape.steps, ws, semantics, x);
+    forward_body(&tape.steps, &tape.chains, ws, semantics, x);
 }
 
 /// Adjoints of every active slot for the chunk last swept forward.
@@ -97,8 +99,14 @@ pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantic
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn forward_avx2(steps: &[Step], ws: &mut Workspace, semantics: Semantics, x: &Input) {
-    forward_body(steps, ws, semantics, x);
+fn forward_avx2(
+    steps: &[Step],
+    chains: &[(u32, bool)],
+    ws: &mut Workspace,
+    semantics: Semantics,
+    x: &Input,
+) {
+    forward_body(steps, chains, ws, semantics, x);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -108,7 +116,13 @@ fn reverse_avx2(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
 }
 
 #[inline(always)]
-fn forward_body(steps: &[Step], ws: &mut Workspace, semantics: Semantics, x: &Input) {
+fn forward_body(
+    steps: &[Step],
+    chains: &[(u32, bool)],
+    ws: &mut Workspace,
+    semantics: Semantics,
+    x: &Input,
+) {
     let approx = ws.approx_exp;
     let vals = &mut ws.values[..];
     let weights = &mut ws.weights[..];
@@ -128,6 +142,13 @@ fn forward_body(steps: &[Step], ws: &mut Workspace, semantics: Semantics, x: &In
             Op::Unary { op, a } => kernels::unary_forward(op, v(a)),
             Op::Binary { op, a, b } => kernels::binary_forward(op, v(a), v(b)),
             Op::NormalSquare { x, m, s, c } => kernels::normal_square_forward(v(x), v(m), v(s), c),
+            Op::SumChain { base, from, to } => {
+                let mut acc = *v(base);
+                for &(t, right) in &chains[from as usize..to as usize] {
+                    acc = kernels::sum_step(&acc, v(t), right);
+                }
+                acc
+            }
             Op::If {
                 g,
                 t,
@@ -226,6 +247,28 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                     kernels::sub_into(&mut lower[t2.adj as usize], &cm, t2.first);
                 } else {
                     put(lower, t2, &cm);
+                }
+            }
+            Op::SumChain { from, to, .. } => {
+                // The additions in reverse; each partial sum has one reader, so its adjoint
+                // is `0.0 +` its one contribution, and the base takes the last one.
+                let mut d = *ad;
+                let none = [0.0; CHUNK];
+                for j in (from..to).rev() {
+                    let tt = plan.chain_targets[j as usize];
+                    let wants = match (j > from || t0.adj != NONE, tt.adj != NONE) {
+                        (true, true) => Wants::Both,
+                        (true, false) => Wants::A,
+                        _ => Wants::B,
+                    };
+                    let (c_acc, c_term) =
+                        kernels::binary_reverse(Binary::Add, wants, &d, &none, &none, &none);
+                    put(lower, tt, &c_term);
+                    if j > from {
+                        kernels::add_into(&mut d, &c_acc, true);
+                    } else {
+                        put(lower, t0, &c_acc);
+                    }
                 }
             }
             Op::If {

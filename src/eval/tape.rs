@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::ir::{Binary, Node, Program, Semantics, Unary};
 
+use super::fuse;
 use super::kernels::Lanes;
 use super::sweep;
 
@@ -47,12 +48,19 @@ pub(super) enum Op {
     },
     /// `c * ((x - m) / s)^2` for a constant `c`: the quadratic term of a normal log-density,
     /// four instructions whose intermediate results nobody else reads, fused so that they
-    /// stay in registers (see [`fuse_normal_square`]). Same operations, same bits.
+    /// stay in registers (see [`fuse_normal_square`](super::fuse::fuse_normal_square)). Same operations, same bits.
     NormalSquare {
         x: u32,
         m: u32,
         s: u32,
         c: f64,
+    },
+    /// `((base + t1) + t2) + ...`, the terms `chains[from..to]` of the tape (see
+    /// [`fuse_sum_chains`](super::fuse::fuse_sum_chains)).
+    SumChain {
+        base: u32,
+        from: u32,
+        to: u32,
     },
     /// `cache` numbers the tape's if-statements densely: where the smoothing weights of the
     /// forward sweep are kept for the reverse one.
@@ -98,6 +106,8 @@ pub(super) struct Plan {
     pub steps: Vec<RevStep>,
     /// Adjoints no step writes (a latent read only by crisp guards): zeroed every chunk.
     pub zero: Vec<u32>,
+    /// The target of each sum-chain term (parallel to the tape's `chains`).
+    pub chain_targets: Vec<Target>,
 }
 
 /// A program compiled for batched evaluation of one of its outputs.
@@ -119,10 +129,14 @@ pub struct Tape {
     pub(super) output: u32,
     pub(super) smooth_plan: Plan,
     pub(super) crisp_plan: Plan,
+    /// The terms of every [`Op::SumChain`]: `(slot, whether the partial sum is the right
+    /// operand)`.
+    pub(super) chains: Vec<(u32, bool)>,
     latent_slots: Vec<Option<u32>>,
     param_slots: Vec<Option<u32>>,
     if_count: usize,
-    fused_count: usize,
+    fused_squares: usize,
+    fused_chains: usize,
 }
 
 /// Scratch memory for one thread: values, adjoints and smoothing weights of one chunk.
@@ -279,12 +293,27 @@ impl Tape {
             }
         }
         let output = slot[root.index()];
-        let fused = fuse_normal_square(&mut steps, &uniform_steps, &consts, output);
+        let mut constant = vec![None; adj.len()];
+        for &(s, c) in &consts {
+            constant[s as usize] = Some(c);
+        }
+        let mut fused = fuse::fuse_normal_square(&mut steps, &uniform_steps, &constant, output);
+        let fused_squares = fused.len() / 3;
+        let mut chains = Vec::new();
+        let before = steps.len();
+        fused.extend(fuse::fuse_sum_chains(
+            &mut steps,
+            &uniform_steps,
+            adj.len(),
+            output,
+            &mut chains,
+        ));
+        let fused_chains = before - steps.len();
         // The reverse sweep visits all steps in their original (topological) order, reversed.
         let mut all: Vec<Step> = uniform_steps.iter().chain(&steps).copied().collect();
         all.sort_by_key(|s| s.out);
-        let smooth_plan = plan(&all, &adj, &uniform, &fused, output, true);
-        let crisp_plan = plan(&all, &adj, &uniform, &fused, output, false);
+        let smooth_plan = plan(&all, &adj, &uniform, &fused, &chains, output, true);
+        let crisp_plan = plan(&all, &adj, &uniform, &fused, &chains, output, false);
         Tape {
             id: NEXT_TAPE_ID.fetch_add(1, Ordering::Relaxed),
             len: adj.len(),
@@ -300,7 +329,9 @@ impl Tape {
             latent_slots,
             param_slots,
             if_count: program.if_count(),
-            fused_count: fused.len() / 3,
+            chains,
+            fused_squares,
+            fused_chains,
         }
     }
 
@@ -328,8 +359,13 @@ impl Tape {
 
     /// How many normal-density quadratic terms `c ((x - m) / s)^2` were fused into one
     /// instruction each (for tests and benchmark reports).
-    pub fn fused_count(&self) -> usize {
-        self.fused_count
+    pub fn fused_squares(&self) -> usize {
+        self.fused_squares
+    }
+
+    /// How many additions were fused away into sum chains (for tests and benchmark reports).
+    pub fn fused_additions(&self) -> usize {
+        self.fused_chains
     }
 
     /// Scratch space for evaluating this tape.
@@ -464,9 +500,11 @@ fn plan(
     adj: &[u32],
     uniform: &[bool],
     fused: &[u32],
+    chains: &[(u32, bool)],
     output: u32,
     smooth: bool,
 ) -> Plan {
+    let mut chain_targets = vec![NO_TARGET; chains.len()];
     let active_count = adj.iter().filter(|&&a| a != NONE).count();
     let mut seen = vec![false; active_count];
     // Slots fused away are never read: their adjoints need no zeroing.
@@ -505,13 +543,21 @@ fn plan(
                 let tx = target(x, true);
                 [ts, tx, target(m, true)]
             }
+            // The additions in reverse, each adding to its term; the base comes last.
+            Op::SumChain { base, from, to } => {
+                for j in (from..to).rev() {
+                    chain_targets[j as usize] = target(chains[j as usize].0, true);
+                }
+                [target(base, true), NO_TARGET, NO_TARGET]
+            }
             Op::If { g, t, e, .. } => {
                 let tg = target(g, smooth);
                 let tt = target(t, true);
                 [tg, tt, target(e, true)]
             }
         };
-        if to.iter().any(|t| t.adj != NONE) {
+        let chain = matches!(step.op, Op::SumChain { .. });
+        if chain || to.iter().any(|t| t.adj != NONE) {
             out.push(RevStep {
                 step,
                 ad,
@@ -523,117 +569,9 @@ fn plan(
     let zero = (0..active_count as u32)
         .filter(|&a| !seen[a as usize])
         .collect();
-    Plan { steps: out, zero }
-}
-
-/// Fuses `c * ((x - m) / s)^2` (four lane steps `sub`, `div`, `powi 2`, `mul` by a constant,
-/// either side) into one [`Op::NormalSquare`] where the three intermediate results have no
-/// other reader and nothing but constants lies between the first and the last of the four
-/// in slot order (so no other step's contribution to `x`, `m` or `s` falls between theirs,
-/// and the reverse sweep adds into every adjoint in the same order as unfused). Returns the
-/// slots fused away.
-fn fuse_normal_square(
-    steps: &mut Vec<Step>,
-    uniform_steps: &[Step],
-    consts: &[(u32, f64)],
-    output: u32,
-) -> Vec<u32> {
-    let n = steps
-        .iter()
-        .chain(uniform_steps)
-        .map(|s| s.out)
-        .max()
-        .map_or(0, |m| m + 1);
-    let n = n
-        .max(consts.iter().map(|c| c.0 + 1).max().unwrap_or(0))
-        .max(output + 1) as usize;
-    let mut uses = vec![0u32; n];
-    uses[output as usize] += 1;
-    for st in steps.iter().chain(uniform_steps) {
-        let (ops, k) = match st.op {
-            Op::Param { .. } | Op::Latent { .. } | Op::NormalSquare { .. } => ([0; 3], 0),
-            Op::Unary { a, .. } => ([a, 0, 0], 1),
-            Op::Binary { a, b, .. } => ([a, b, 0], 2),
-            Op::If { g, t, e, .. } => ([g, t, e], 3),
-        };
-        for &o in &ops[..k] {
-            uses[o as usize] += 1;
-        }
+    Plan {
+        steps: out,
+        zero,
+        chain_targets,
     }
-    let mut constant = vec![None; n];
-    for &(s, c) in consts {
-        constant[s as usize] = Some(c);
-    }
-    let mut at = vec![usize::MAX; n];
-    for (i, st) in steps.iter().enumerate() {
-        at[st.out as usize] = i;
-    }
-    let lane = |slot: u32| at[slot as usize] != usize::MAX;
-    let mut gone = vec![false; steps.len()];
-    let mut fused = Vec::new();
-    for i in 0..steps.len() {
-        let Op::Binary {
-            op: Binary::Mul,
-            a,
-            b,
-        } = steps[i].op
-        else {
-            continue;
-        };
-        let (c, p) = match (constant[a as usize], constant[b as usize]) {
-            (Some(c), None) => (c, b),
-            (None, Some(c)) => (c, a),
-            _ => continue,
-        };
-        let single = |slot: u32| lane(slot) && uses[slot as usize] == 1;
-        if !single(p) {
-            continue;
-        }
-        let Op::Unary {
-            op: Unary::Powi(2),
-            a: u,
-        } = steps[at[p as usize]].op
-        else {
-            continue;
-        };
-        if !single(u) {
-            continue;
-        }
-        let Op::Binary {
-            op: Binary::Div,
-            a: d,
-            b: s,
-        } = steps[at[u as usize]].op
-        else {
-            continue;
-        };
-        if !single(d) {
-            continue;
-        }
-        let Op::Binary {
-            op: Binary::Sub,
-            a: x,
-            b: m,
-        } = steps[at[d as usize]].op
-        else {
-            continue;
-        };
-        let out = steps[i].out;
-        let only_consts_between =
-            (d + 1..out).all(|k| k == u || k == p || constant[k as usize].is_some());
-        if x == m || s == x || s == m || d == s || !only_consts_between {
-            continue;
-        }
-        steps[i].op = Op::NormalSquare { x, m, s, c };
-        for k in [d, u, p] {
-            gone[at[k as usize]] = true;
-        }
-        fused.extend([d, u, p]);
-    }
-    let mut k = 0;
-    steps.retain(|_| {
-        k += 1;
-        !gone[k - 1]
-    });
-    fused
 }
