@@ -1,5 +1,5 @@
 //! Speed of the compiled tape: forward + reverse sweep (`Tape::gradient`, smoothed semantics)
-//! and forward only, on a thermostat-like program of about 1,000 nodes with 80 if-statements,
+//! (also with the polynomial `exp` switched on, and crisp), and forward only, on a thermostat-like program of about 1,000 nodes with 80 if-statements,
 //! for batches of 16 and 1,000 samples, reported as samples per second.
 //!
 //! Not here: estimator-level costs (sampling, guides), which later issues measure.
@@ -16,9 +16,14 @@ fn bench_gradient(c: &mut Criterion) {
     let program = support::thermostat();
     let tape = Tape::compile(&program, 0);
     let params = support::params(&program);
-    for (name, sem) in [
-        ("smoothed", Semantics::Smoothed { eta: 0.1 }),
-        ("crisp", Semantics::Crisp),
+    for (name, sem, approx) in [
+        ("smoothed", Semantics::Smoothed { eta: 0.1 }, false),
+        (
+            "smoothed_approx_exp",
+            Semantics::Smoothed { eta: 0.1 },
+            true,
+        ),
+        ("crisp", Semantics::Crisp, false),
     ] {
         let mut group = c.benchmark_group(format!(
             "tape_gradient_{name}/{}_nodes_{}_ifs",
@@ -28,6 +33,7 @@ fn bench_gradient(c: &mut Criterion) {
         for batch in [16usize, 1000] {
             let latents = support::latents(&program, batch);
             let mut ws = tape.workspace();
+            ws.set_approx_exp(approx);
             let mut grad = BatchGradient::new(&tape, batch);
             group.throughput(Throughput::Elements(batch as u64));
             group.bench_with_input(BenchmarkId::from_parameter(batch), &batch, |bench, _| {
