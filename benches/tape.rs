@@ -1,6 +1,7 @@
-//! Speed of the compiled tape: forward + reverse sweep (`Tape::gradient`, smoothed semantics)
-//! (also with the polynomial `exp` switched on, and crisp), and forward only, on a thermostat-like program of about 1,000 nodes with 80 if-statements,
-//! for batches of 16 and 1,000 samples, reported as samples per second.
+//! Speed of the compiled tape: forward + reverse sweep (`Tape::gradient`; smoothed, smoothed
+//! with the polynomial `exp` switched on, and crisp) and forward only, on a thermostat-like
+//! program of about 1,000 nodes with 80 if-statements, for batches of 16 and 1,000 samples,
+//! reported as samples per second.
 //!
 //! Not here: estimator-level costs (sampling, guides), which later issues measure.
 
