@@ -270,11 +270,15 @@ pub fn select_forward(g: &Lanes, t: &Lanes, e: &Lanes, force: Option<bool>) -> L
 /// flat in the guard almost everywhere).
 #[inline(always)]
 pub fn select_reverse(g: &Lanes, ad: &Lanes, force: Option<bool>) -> (Lanes, Lanes) {
-    let take = |l: usize| force.unwrap_or(g[l] < 0.0);
-    (
-        map(|l| if take(l) { ad[l] } else { 0.0 }),
-        map(|l| if take(l) { 0.0 } else { ad[l] }),
-    )
+    let zero = [0.0; CHUNK];
+    match force {
+        Some(true) => (*ad, zero),
+        Some(false) => (zero, *ad),
+        None => (
+            map(|l| if g[l] < 0.0 { ad[l] } else { 0.0 }),
+            map(|l| if g[l] < 0.0 { 0.0 } else { ad[l] }),
+        ),
+    }
 }
 
 /// The weights `(sigma(g/eta), sigma(-g/eta))` of a smoothed if-statement's else and then
@@ -306,9 +310,12 @@ pub fn exp_poly_forward(a: &Lanes) -> Lanes {
 /// exactly zero contributes exactly zero (even if it is infinite).
 #[inline(always)]
 pub fn smooth_forward(we: &Lanes, wt: &Lanes, t: &Lanes, e: &Lanes) -> Lanes {
+    // The products are computed unconditionally (and then dropped where the weight is
+    // zero) so that the loop is a select, which vectorises, not a branch.
     map(|l| {
-        let tt = if wt[l] == 0.0 { 0.0 } else { wt[l] * t[l] };
-        let ee = if we[l] == 0.0 { 0.0 } else { we[l] * e[l] };
+        let (pt, pe) = (wt[l] * t[l], we[l] * e[l]);
+        let tt = if wt[l] == 0.0 { 0.0 } else { pt };
+        let ee = if we[l] == 0.0 { 0.0 } else { pe };
         tt + ee
     })
 }
