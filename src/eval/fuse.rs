@@ -10,6 +10,9 @@ use crate::ir::{Binary, Unary};
 
 use super::tape::{Op, Step};
 
+/// Not a slot.
+const NONE_SLOT: u32 = u32::MAX;
+
 /// The slots an instruction reads (a sum chain's terms are in the tape's side table; only
 /// its base is listed).
 pub(super) fn operands(op: &Op) -> ([u32; 3], usize) {
@@ -185,11 +188,12 @@ pub(super) fn fuse_sum_chains(
         }
     }
     // A reader of `slot` strictly between `lo` and `hi` other than the chain's additions.
-    let read_between = |slot: u32, lo: u32, hi: u32, chain: &[u32]| {
+    let read_between = |slot: u32, lo: u32, hi: u32, in_chain: &[bool]| {
         readers[slot as usize]
             .iter()
-            .any(|&r| r > lo && r < hi && !chain.contains(&r))
+            .any(|&r| r > lo && r < hi && !in_chain[r as usize])
     };
+    let mut in_chain = vec![false; n];
     let mut gone = vec![false; steps.len()];
     let mut fused = Vec::new();
     let mut replaced = Vec::new();
@@ -213,22 +217,31 @@ pub(super) fn fuse_sum_chains(
             cur = steps[at[acc as usize]];
         }
         links.reverse();
+        for &l in &links {
+            in_chain[l as usize] = true;
+        }
         // The chain starts after the last addition whose term is read in between.
         let mut start = 0;
         for k in (1..links.len()).rev() {
             let (_, term, _) = acc_of(&steps[at[links[k] as usize]]).expect("a link");
-            if read_between(term, links[k], end, &links) {
+            if read_between(term, links[k], end, &in_chain) {
                 start = k + 1;
                 break;
             }
         }
-        let Op::Binary { a, b, .. } = steps[at[links[0] as usize]].op else {
-            continue;
+        let (a, b) = match steps[at[links[0] as usize]].op {
+            Op::Binary { a, b, .. } => (a, b),
+            _ => (NONE_SLOT, NONE_SLOT),
         };
         if start == 0
-            && (read_between(a, links[0], end, &links) || read_between(b, links[0], end, &links))
+            && (a == NONE_SLOT
+                || read_between(a, links[0], end, &in_chain)
+                || read_between(b, links[0], end, &in_chain))
         {
             start = 1;
+        }
+        for &l in &links {
+            in_chain[l as usize] = false;
         }
         let chain = &links[start..];
         if chain.len() < 2 {
