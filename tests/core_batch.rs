@@ -1,5 +1,5 @@
 //! Batch evaluation equals per-sample evaluation bit for bit: one tape sweep over 77 samples
-//! (crossing the `CHUNK = 32` boundary twice), the same tape one sample at a time, and the
+//! (crossing the `CHUNK` boundary at least twice), the same tape one sample at a time, and the
 //! reference interpreter `Program::evaluate`, for values and for gradients.
 //!
 //! Not here: whether the gradients are right (`core_props.rs`).

@@ -1,12 +1,26 @@
-//! Per-op forward and backward rules over a chunk of lanes, side by side.
+//! Per-op forward and backward rules over one chunk of lanes, as fixed-width arrays.
 //!
-//! Every rule reads the operands' stored forward values and accumulates into the operands'
-//! adjoints with `+=`. A lane whose incoming adjoint is exactly zero contributes exactly zero,
-//! even where the local derivative is infinite or NaN (`log` at 0 in an untaken branch): the
-//! "strong zero" that keeps crisp and smoothed if-statements from leaking NaN.
+//! Every lane loop runs over exactly [`CHUNK`] lanes of a `[f64; CHUNK]`, so it compiles to
+//! straight-line (vector) code with no bounds checks and no remainder loop. The rules are the
+//! scalar definitions of `crate::ir` (`unary_value`, `binary_derivatives`, ...) applied lane by
+//! lane, in the same order of floating-point operations as the reference interpreter.
+//!
+//! Backward rules return *contributions* instead of accumulating: the sweep adds them into
+//! the operands' adjoints (or, for the first contribution, writes `0.0 + c`, which is what
+//! accumulating into a zeroed adjoint gives, signed zeros included). A lane whose incoming
+//! adjoint is exactly zero contributes exactly zero, even where the local derivative is
+//! infinite or NaN (`log` at 0 in an untaken branch): the "strong zero" that keeps crisp and
+//! smoothed if-statements from leaking NaN.
+//!
+//! Not here: which operands carry adjoints, or the order of the instructions (`sweep.rs`).
 
 use crate::ir::{Binary, Unary, binary_derivatives, binary_value, unary_derivative, unary_value};
-use crate::special::sigmoid_pair;
+use crate::special::{exp_poly, sigmoid_pair, sigmoid_pair_poly};
+
+use super::tape::CHUNK;
+
+/// The lanes of one node in one chunk.
+pub type Lanes = [f64; CHUNK];
 
 /// Calls `$m!(op)` with `op` a constant expression in every arm, so that the closures built
 /// from it specialise to one straight-line loop per operation.
@@ -45,202 +59,314 @@ macro_rules! each_binary {
     };
 }
 
-/// `out[l] = op(a[l])`.
-pub fn unary_forward(op: Unary, a: &[f64], out: &mut [f64]) {
+/// `f` on every lane.
+#[inline(always)]
+fn map(f: impl Fn(usize) -> f64) -> Lanes {
+    let mut out = [0.0; CHUNK];
+    for (l, y) in out.iter_mut().enumerate() {
+        *y = f(l);
+    }
+    out
+}
+
+/// `d * local`, or exactly zero where `d` is zero (the strong zero).
+#[inline(always)]
+fn masked(d: f64, local: f64) -> f64 {
+    let c = d * local;
+    if d == 0.0 { 0.0 } else { c }
+}
+
+/// `op(a)` on every lane.
+#[inline(always)]
+pub fn unary_forward(op: Unary, a: &Lanes) -> Lanes {
     macro_rules! run {
         ($o:expr) => {
-            for (y, &x) in out.iter_mut().zip(a) {
-                *y = unary_value($o, x);
-            }
+            map(|l| unary_value($o, a[l]))
         };
     }
     each_unary!(op, run)
 }
 
-/// `ad_a[l] += ad[l] * op'(a[l])`, strong zero where `ad[l] == 0`.
-pub fn unary_reverse(op: Unary, ad: &[f64], a: &[f64], v: &[f64], ad_a: &mut [f64]) {
+/// The contribution `ad * op'(a)` to `a`'s adjoint. `Neg` is the exception: it returns `ad`
+/// itself, which the sweep *subtracts*, as the scalar rule `adj -= ad` does.
+#[inline(always)]
+pub fn unary_reverse(op: Unary, ad: &Lanes, a: &Lanes, v: &Lanes) -> Lanes {
     if op == Unary::Neg {
-        for (g, &d) in ad_a.iter_mut().zip(ad) {
-            *g -= d;
-        }
-        return;
+        return *ad;
     }
     macro_rules! run {
         ($o:expr) => {
-            for l in 0..ad.len().min(a.len()).min(v.len()).min(ad_a.len()) {
-                let d = ad[l];
-                let c = d * unary_derivative($o, a[l], v[l]);
-                ad_a[l] += if d == 0.0 { 0.0 } else { c };
-            }
+            map(|l| masked(ad[l], unary_derivative($o, a[l], v[l])))
         };
     }
     each_unary!(op, run)
 }
 
-/// `out[l] = op(a[l], b[l])`.
-pub fn binary_forward(op: Binary, a: &[f64], b: &[f64], out: &mut [f64]) {
+/// [`unary_reverse`] where `a` (so `op(a)`) is the same in every lane: the local derivative
+/// is computed once, which gives the same bits as computing it per lane.
+#[inline(always)]
+pub fn unary_reverse_uniform(op: Unary, ad: &Lanes, a: f64, v: f64) -> Lanes {
+    if op == Unary::Neg {
+        return *ad;
+    }
+    let local = unary_derivative(op, a, v);
+    map(|l| masked(ad[l], local))
+}
+
+/// `op(a, b)` on every lane.
+#[inline(always)]
+pub fn binary_forward(op: Binary, a: &Lanes, b: &Lanes) -> Lanes {
     macro_rules! run {
         ($o:expr) => {
-            for ((y, &x), &z) in out.iter_mut().zip(a).zip(b) {
-                *y = binary_value($o, x, z);
-            }
+            map(|l| binary_value($o, a[l], b[l]))
         };
     }
     each_binary!(op, run)
 }
 
-/// Accumulates the adjoints of both operands (either may be inactive, `None`). `a` and `b`
-/// may be the same node (`x * x`); the caller then passes the same adjoint twice through
-/// [`binary_reverse_same`] instead.
+/// Which operands of a binary instruction take a contribution.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Wants {
+    A,
+    B,
+    Both,
+}
+
+/// Contributions to the adjoints of `a` and `b` (only those in `wants` are computed; the
+/// other is left zero). With `Add`/`Sub` and both operands wanted, the contributions are
+/// `ad` unmasked, and for `Sub` the second is `ad` to be *subtracted* (see
+/// [`binary_reverse_subtracts`]).
+#[inline(always)]
 pub fn binary_reverse(
     op: Binary,
-    ad: &[f64],
-    a: &[f64],
-    b: &[f64],
-    v: &[f64],
-    mut ad_a: Option<&mut [f64]>,
-    mut ad_b: Option<&mut [f64]>,
-) {
-    let n = ad.len();
-    let (a, b, v) = (&a[..n], &b[..n], &v[..n]);
-    // One loop per combination of active operands, so that the loops carry no `Option`
-    // test and the partial derivative nobody needs is never computed.
+    wants: Wants,
+    ad: &Lanes,
+    a: &Lanes,
+    b: &Lanes,
+    v: &Lanes,
+) -> (Lanes, Lanes) {
+    let zero = [0.0; CHUNK];
     macro_rules! run {
         ($o:expr) => {
-            match (ad_a.as_deref_mut(), ad_b.as_deref_mut()) {
-                (Some(ga), Some(gb)) => {
-                    let (ga, gb) = (&mut ga[..n], &mut gb[..n]);
-                    for l in 0..n {
-                        let d = ad[l];
+            match wants {
+                Wants::Both => {
+                    let mut ca = [0.0; CHUNK];
+                    let mut cb = [0.0; CHUNK];
+                    for l in 0..CHUNK {
                         let (da, db) = binary_derivatives($o, a[l], b[l], v[l]);
-                        let (ca, cb) = (d * da, d * db);
-                        ga[l] += if d == 0.0 { 0.0 } else { ca };
-                        gb[l] += if d == 0.0 { 0.0 } else { cb };
+                        ca[l] = masked(ad[l], da);
+                        cb[l] = masked(ad[l], db);
                     }
+                    (ca, cb)
                 }
-                (Some(ga), None) => {
-                    let ga = &mut ga[..n];
-                    for l in 0..n {
-                        let d = ad[l];
-                        let c = d * binary_derivatives($o, a[l], b[l], v[l]).0;
-                        ga[l] += if d == 0.0 { 0.0 } else { c };
-                    }
-                }
-                (None, Some(gb)) => {
-                    let gb = &mut gb[..n];
-                    for l in 0..n {
-                        let d = ad[l];
-                        let c = d * binary_derivatives($o, a[l], b[l], v[l]).1;
-                        gb[l] += if d == 0.0 { 0.0 } else { c };
-                    }
-                }
-                (None, None) => {}
+                Wants::A => (
+                    map(|l| masked(ad[l], binary_derivatives($o, a[l], b[l], v[l]).0)),
+                    zero,
+                ),
+                Wants::B => (
+                    zero,
+                    map(|l| masked(ad[l], binary_derivatives($o, a[l], b[l], v[l]).1)),
+                ),
             }
         };
     }
-    match (op, ad_a.as_deref_mut(), ad_b.as_deref_mut()) {
-        (Binary::Add, Some(ga), Some(gb)) => {
-            for l in 0..ad.len() {
-                ga[l] += ad[l];
-                gb[l] += ad[l];
-            }
-        }
-        (Binary::Sub, Some(ga), Some(gb)) => {
-            for l in 0..ad.len() {
-                ga[l] += ad[l];
-                gb[l] -= ad[l];
-            }
-        }
+    match (op, wants) {
+        (Binary::Add | Binary::Sub, Wants::Both) => (*ad, *ad),
         _ => each_binary!(op, run),
     }
 }
 
-/// Reverse rule for `op(a, a)`: both partials go to one adjoint.
-pub fn binary_reverse_same(op: Binary, ad: &[f64], a: &[f64], v: &[f64], ad_a: &mut [f64]) {
-    for l in 0..ad.len() {
-        let d = ad[l];
-        let (da, db) = binary_derivatives(op, a[l], a[l], v[l]);
-        let c = d * (da + db);
-        ad_a[l] += if d == 0.0 { 0.0 } else { c };
+/// Whether [`binary_reverse`]'s second contribution is to be subtracted.
+#[inline(always)]
+pub fn binary_reverse_subtracts(op: Binary, wants: Wants) -> bool {
+    op == Binary::Sub && wants == Wants::Both
+}
+
+/// The contribution of `op(a, a)` to `a`'s adjoint: both partials at once.
+#[inline(always)]
+pub fn binary_reverse_same(op: Binary, ad: &Lanes, a: &Lanes, v: &Lanes) -> Lanes {
+    macro_rules! run {
+        ($o:expr) => {
+            map(|l| {
+                let (da, db) = binary_derivatives($o, a[l], a[l], v[l]);
+                masked(ad[l], da + db)
+            })
+        };
+    }
+    each_binary!(op, run)
+}
+
+/// `c * ((x - m) / s)^2`, by the same four scalar operations as the unfused instructions.
+#[inline(always)]
+pub fn normal_square_forward(x: &Lanes, m: &Lanes, s: &Lanes, c: f64) -> Lanes {
+    map(|l| {
+        let u = binary_value(Binary::Div, binary_value(Binary::Sub, x[l], m[l]), s[l]);
+        binary_value(Binary::Mul, c, unary_value(Unary::Powi(2), u))
+    })
+}
+
+/// Reverse of [`normal_square_forward`]: the contributions to `s`, `x` and `m`, computed as
+/// the unfused sweep computes them, every intermediate adjoint included (each intermediate
+/// has one reader, so its adjoint is `0.0 +` its one contribution). `wants` says which of
+/// `x` (A), `m` (B) carry adjoints, `want_s` whether `s` does. With both `x` and `m`, the
+/// contribution to `m` is to be *subtracted*, as the unfused `Sub` rule does.
+#[inline(always)]
+pub fn normal_square_reverse(
+    ad: &Lanes,
+    [x, m, s]: [&Lanes; 3],
+    c: f64,
+    wants: Wants,
+    want_s: bool,
+) -> [Lanes; 3] {
+    let mut cs = [0.0; CHUNK];
+    let mut ad_d = [0.0; CHUNK];
+    for l in 0..CHUNK {
+        let dx = binary_value(Binary::Sub, x[l], m[l]);
+        let u = binary_value(Binary::Div, dx, s[l]);
+        let p = unary_value(Unary::Powi(2), u);
+        // `c * p` and `p * c` have the same partial with respect to `p`: `c`.
+        let ad_p = 0.0 + masked(ad[l], binary_derivatives(Binary::Mul, c, p, 0.0).1);
+        let ad_u = 0.0 + masked(ad_p, unary_derivative(Unary::Powi(2), u, p));
+        let (dd, ds) = binary_derivatives(Binary::Div, dx, s[l], u);
+        cs[l] = masked(ad_u, ds);
+        ad_d[l] = 0.0 + masked(ad_u, dd);
+    }
+    if !want_s {
+        cs = [0.0; CHUNK];
+    }
+    let (da, db) = binary_derivatives(Binary::Sub, 0.0, 0.0, 0.0);
+    let zero = [0.0; CHUNK];
+    let (cx, cm) = match wants {
+        Wants::Both => (ad_d, ad_d),
+        Wants::A => (map(|l| masked(ad_d[l], da)), zero),
+        Wants::B => (zero, map(|l| masked(ad_d[l], db))),
+    };
+    [cs, cx, cm]
+}
+
+/// One addition of a sum chain: `acc + t`, or `t + acc` where the partial sum was the right
+/// operand (the order of the unfused instruction, so that even NaN payloads agree).
+#[inline(always)]
+pub fn sum_step(acc: &Lanes, t: &Lanes, acc_right: bool) -> Lanes {
+    if acc_right {
+        map(|l| binary_value(Binary::Add, t[l], acc[l]))
+    } else {
+        map(|l| binary_value(Binary::Add, acc[l], t[l]))
     }
 }
 
-/// Crisp (or forced) select: `then` where `take_then`, else `else`.
-pub fn select_forward(g: &[f64], t: &[f64], e: &[f64], out: &mut [f64], force: Option<bool>) {
+/// Crisp (or forced) select: `then` where the guard is negative (or forced), else `else`.
+#[inline(always)]
+pub fn select_forward(g: &Lanes, t: &Lanes, e: &Lanes, force: Option<bool>) -> Lanes {
     match force {
-        Some(true) => out.copy_from_slice(&t[..out.len()]),
-        Some(false) => out.copy_from_slice(&e[..out.len()]),
-        None => {
-            for l in 0..out.len() {
-                out[l] = if g[l] < 0.0 { t[l] } else { e[l] };
-            }
-        }
+        Some(true) => *t,
+        Some(false) => *e,
+        None => map(|l| if g[l] < 0.0 { t[l] } else { e[l] }),
     }
 }
 
-/// Crisp (or forced) select, reverse: the adjoint goes to the taken branch only; the guard
-/// gets none (the crisp function is flat in the guard almost everywhere).
-pub fn select_reverse(
-    g: &[f64],
-    ad: &[f64],
-    ad_t: Option<&mut [f64]>,
-    ad_e: Option<&mut [f64]>,
-    force: Option<bool>,
-) {
-    let n = ad.len();
-    if let Some(at) = ad_t {
-        for l in 0..n {
-            let take = force.unwrap_or(g[l] < 0.0);
-            at[l] += if take { ad[l] } else { 0.0 };
+/// Crisp (or forced) select, reverse: the contributions to `then` and `else` (the adjoint
+/// where the branch is taken, zero elsewhere); the guard gets none (the crisp function is
+/// flat in the guard almost everywhere).
+#[inline(always)]
+pub fn select_reverse(g: &Lanes, ad: &Lanes, force: Option<bool>) -> (Lanes, Lanes) {
+    let zero = [0.0; CHUNK];
+    match force {
+        Some(true) => (*ad, zero),
+        Some(false) => (zero, *ad),
+        None => (
+            map(|l| if g[l] < 0.0 { ad[l] } else { 0.0 }),
+            map(|l| if g[l] < 0.0 { 0.0 } else { ad[l] }),
+        ),
+    }
+}
+
+/// The weights `(sigma(g/eta), sigma(-g/eta))` of a smoothed if-statement's else and then
+/// branches: computed once in the forward sweep and kept for the reverse one.
+/// With `approx`, through the vectorisable [`sigmoid_pair_poly`].
+#[inline(always)]
+pub fn smooth_weights(g: &Lanes, eta: f64, approx: bool) -> (Lanes, Lanes) {
+    let mut we = [0.0; CHUNK];
+    let mut wt = [0.0; CHUNK];
+    if approx {
+        for l in 0..CHUNK {
+            (we[l], wt[l]) = sigmoid_pair_poly(g[l] / eta);
+        }
+    } else {
+        for l in 0..CHUNK {
+            (we[l], wt[l]) = sigmoid_pair(g[l] / eta);
         }
     }
-    if let Some(ae) = ad_e {
-        for l in 0..n {
-            let take = force.unwrap_or(g[l] < 0.0);
-            ae[l] += if take { 0.0 } else { ad[l] };
-        }
-    }
+    (we, wt)
+}
+
+/// `exp` on every lane by the vectorisable [`exp_poly`].
+#[inline(always)]
+pub fn exp_poly_forward(a: &Lanes) -> Lanes {
+    map(|l| exp_poly(a[l]))
 }
 
 /// Smoothed if: `sigma(-g/eta) t + sigma(g/eta) e`, a branch whose weight underflows to
 /// exactly zero contributes exactly zero (even if it is infinite).
-pub fn smooth_forward(g: &[f64], t: &[f64], e: &[f64], out: &mut [f64], eta: f64) {
-    for l in 0..out.len() {
-        let (we, wt) = sigmoid_pair(g[l] / eta);
-        let tt = if wt == 0.0 { 0.0 } else { wt * t[l] };
-        let ee = if we == 0.0 { 0.0 } else { we * e[l] };
-        out[l] = tt + ee;
+#[inline(always)]
+pub fn smooth_forward(we: &Lanes, wt: &Lanes, t: &Lanes, e: &Lanes) -> Lanes {
+    // The products are computed unconditionally (and then dropped where the weight is
+    // zero) so that the loop is a select, which vectorises, not a branch.
+    map(|l| {
+        let (pt, pe) = (wt[l] * t[l], we[l] * e[l]);
+        let tt = if wt[l] == 0.0 { 0.0 } else { pt };
+        let ee = if we[l] == 0.0 { 0.0 } else { pe };
+        tt + ee
+    })
+}
+
+/// Smoothed if, reverse: the contributions to guard, then and else. `d/dg = sigma'(g/eta) /
+/// eta * (e - t)` with `sigma'(x) = sigma(x) sigma(-x)`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub fn smooth_reverse(
+    we: &Lanes,
+    wt: &Lanes,
+    t: &Lanes,
+    e: &Lanes,
+    ad: &Lanes,
+    eta: f64,
+    want_g: bool,
+) -> [Lanes; 3] {
+    let gate = |d: f64, w: f64, c: f64| if d == 0.0 || w == 0.0 { 0.0 } else { c };
+    let ct = map(|l| gate(ad[l], wt[l], ad[l] * wt[l]));
+    let ce = map(|l| gate(ad[l], we[l], ad[l] * we[l]));
+    let cg = if want_g {
+        map(|l| {
+            let w = wt[l] * we[l];
+            gate(ad[l], w, ad[l] * (w / eta) * (e[l] - t[l]))
+        })
+    } else {
+        [0.0; CHUNK]
+    };
+    [cg, ct, ce]
+}
+
+/// `dst += c` lane by lane, or `dst = 0.0 + c` for the first contribution.
+#[inline(always)]
+pub fn add_into(dst: &mut Lanes, c: &Lanes, first: bool) {
+    if first {
+        *dst = map(|l| 0.0 + c[l]);
+    } else {
+        for l in 0..CHUNK {
+            dst[l] += c[l];
+        }
     }
 }
 
-/// Smoothed if, reverse. `d/dg = sigma'(g/eta) / eta * (e - t)` with
-/// `sigma'(x) = sigma(x) sigma(-x)`.
-#[allow(clippy::too_many_arguments)]
-pub fn smooth_reverse(
-    g: &[f64],
-    t: &[f64],
-    e: &[f64],
-    ad: &[f64],
-    mut ad_g: Option<&mut [f64]>,
-    mut ad_t: Option<&mut [f64]>,
-    mut ad_e: Option<&mut [f64]>,
-    eta: f64,
-) {
-    for l in 0..ad.len() {
-        let d = ad[l];
-        let (we, wt) = sigmoid_pair(g[l] / eta);
-        if let Some(at) = ad_t.as_deref_mut() {
-            let c = d * wt;
-            at[l] += if d == 0.0 || wt == 0.0 { 0.0 } else { c };
-        }
-        if let Some(ae) = ad_e.as_deref_mut() {
-            let c = d * we;
-            ae[l] += if d == 0.0 || we == 0.0 { 0.0 } else { c };
-        }
-        if let Some(ag) = ad_g.as_deref_mut() {
-            let w = wt * we;
-            let c = d * (w / eta) * (e[l] - t[l]);
-            ag[l] += if d == 0.0 || w == 0.0 { 0.0 } else { c };
+/// `dst -= c` lane by lane, or `dst = 0.0 - c` for the first contribution.
+#[inline(always)]
+pub fn sub_into(dst: &mut Lanes, c: &Lanes, first: bool) {
+    if first {
+        *dst = map(|l| 0.0 - c[l]);
+    } else {
+        for l in 0..CHUNK {
+            dst[l] -= c[l];
         }
     }
 }

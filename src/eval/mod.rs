@@ -1,10 +1,21 @@
 //! The compiled tape: a program evaluated and differentiated over a batch of samples at once.
 //!
 //! Architecture invariant: after a [`Workspace`] exists, evaluating allocates nothing. Values
-//! are structure-of-arrays (each node holds its lanes contiguously), processed in chunks that
-//! stay in cache, so the per-op loops vectorise.
+//! are structure-of-arrays (each node holds its lanes of a chunk as one fixed-width array),
+//! so the per-op loops compile to straight-line vector code; the vector (AVX2/FMA) build of
+//! the sweeps is chosen at run time and gives the same bits as the portable one.
+//!
+//! Architecture invariant: every speed-up here leaves results bit-identical to a plain
+//! one-sample reverse sweep (`tests/eval_reference.rs`): constants are written once per
+//! workspace, parameter-only steps run once per call on one lane, fused instructions
+//! (`fuse.rs`) repeat the scalar operations of what they replace in the same order, and
+//! adjoints receive their contributions in the unfused order. The one exception is opt-in:
+//! `Workspace::set_approx_exp`.
 
+mod fuse;
 mod kernels;
+mod sweep;
 mod tape;
 
+pub use sweep::simd_available;
 pub use tape::{BatchGradient, CHUNK, Tape, Workspace};

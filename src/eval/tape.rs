@@ -1,19 +1,36 @@
-//! Compiling a program to a tape and sweeping it forward and backward over a batch.
+//! Compiling a program to a tape, and the batch entry points that sweep it chunk by chunk.
+//!
+//! Not here: the sweeps over one chunk (`sweep.rs`) and the per-op lane rules (`kernels.rs`).
 
-use crate::ir::{Branch, Node, Program, Semantics, Unary};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::kernels;
+use crate::ir::{Binary, Node, Program, Semantics, Unary};
 
-/// Lanes processed together: values and adjoints of a chunk stay in cache, and the batch
-/// result does not depend on how the batch is split (every lane is computed alone).
-pub const CHUNK: usize = 32;
+use super::fuse;
+use super::kernels::Lanes;
+use super::sweep;
 
-/// One instruction; `out` is the instruction's own slot and operands are earlier slots.
+/// Lanes processed together, as one fixed-width array per node: the lane loops compile to
+/// straight-line vector code. The batch result does not depend on how the batch is split
+/// (every lane is computed alone); a short last chunk is padded with copies of its last
+/// sample, whose results are dropped.
+pub const CHUNK: usize = 16;
+
+/// No adjoint: the operand does not depend on a latent or a parameter.
+pub(super) const NONE: u32 = u32::MAX;
+
+/// One forward instruction writing slot `out`; operands are earlier slots (checked when
+/// compiling, so `operand < out` always holds).
 #[derive(Copy, Clone, Debug)]
-enum Instr {
-    Const {
-        c: f64,
-    },
+pub(super) struct Step {
+    pub out: u32,
+    pub op: Op,
+}
+
+/// What an instruction computes. Constants are not instructions: they are written into a
+/// workspace once and never overwritten.
+#[derive(Copy, Clone, Debug)]
+pub(super) enum Op {
     Param {
         k: u32,
     },
@@ -25,35 +42,129 @@ enum Instr {
         a: u32,
     },
     Binary {
-        op: crate::ir::Binary,
+        op: Binary,
         a: u32,
         b: u32,
     },
+    /// `c * ((x - m) / s)^2` for a constant `c`: the quadratic term of a normal log-density,
+    /// four instructions whose intermediate results nobody else reads, fused so that they
+    /// stay in registers (see [`fuse_normal_square`](super::fuse::fuse_normal_square)). Same operations, same bits.
+    NormalSquare {
+        x: u32,
+        m: u32,
+        s: u32,
+        c: f64,
+    },
+    /// `((base + t1) + t2) + ...`, the terms `chains[from..to]` of the tape (see
+    /// [`fuse_sum_chains`](super::fuse::fuse_sum_chains)).
+    SumChain {
+        base: u32,
+        from: u32,
+        to: u32,
+    },
+    /// `cache` numbers the tape's if-statements densely: where the smoothing weights of the
+    /// forward sweep are kept for the reverse one.
     If {
         g: u32,
         t: u32,
         e: u32,
         index: u32,
+        cache: u32,
     },
+}
+
+/// Where a reverse step sends one contribution: an adjoint index, and whether this is the
+/// first contribution that adjoint receives in the sweep (then it is written, not added, and
+/// the adjoint needs no zeroing).
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Target {
+    pub adj: u32,
+    pub first: bool,
+}
+
+const NO_TARGET: Target = Target {
+    adj: NONE,
+    first: false,
+};
+
+/// One reverse instruction: the forward step, its own adjoint index, and the targets of its
+/// operands (guard, then, else for an `If`; `a`, `b` for a binary op, only `to[0]` when
+/// `a == b`).
+#[derive(Copy, Clone, Debug)]
+pub(super) struct RevStep {
+    pub step: Step,
+    pub ad: u32,
+    pub to: [Target; 3],
+    /// The step's operands hold the same value in every lane (they depend on parameters
+    /// and constants only), so its local derivatives are computed once, not per lane.
+    pub uniform: bool,
+}
+
+/// The reverse sweep for one family of semantics (whether guards carry adjoints).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Plan {
+    pub steps: Vec<RevStep>,
+    /// Adjoints no step writes (a latent read only by crisp guards): zeroed every chunk.
+    pub zero: Vec<u32>,
+    /// The target of each sum-chain term (parallel to the tape's `chains`).
+    pub chain_targets: Vec<Target>,
 }
 
 /// A program compiled for batched evaluation of one of its outputs.
 #[derive(Clone, Debug)]
 pub struct Tape {
-    instrs: Vec<Instr>,
-    /// Whether a slot depends on a latent or a parameter (only those carry adjoints).
-    active: Vec<bool>,
-    output: u32,
+    /// Identifies the constants a workspace holds (a clone shares them, so shares the id).
+    id: u64,
+    len: usize,
+    pub(super) consts: Vec<(u32, f64)>,
+    /// Steps whose value is the same in every lane (parameters and what depends on them
+    /// and on constants only): run once per call, not once per chunk.
+    pub(super) uniform_steps: Vec<Step>,
+    /// The other steps, run for every chunk.
+    pub(super) steps: Vec<Step>,
+    /// Adjoint index of each slot (`NONE` where the slot depends on no latent or parameter).
+    pub(super) adj: Vec<u32>,
+    pub(super) active_count: usize,
+    pub(super) if_slots: usize,
+    pub(super) output: u32,
+    pub(super) smooth_plan: Plan,
+    pub(super) crisp_plan: Plan,
+    /// The terms of every [`Op::SumChain`]: `(slot, whether the partial sum is the right
+    /// operand)`.
+    pub(super) chains: Vec<(u32, bool)>,
     latent_slots: Vec<Option<u32>>,
     param_slots: Vec<Option<u32>>,
     if_count: usize,
+    fused_squares: usize,
+    fused_chains: usize,
 }
 
-/// Scratch memory for one thread: values and adjoints of one chunk.
+/// Scratch memory for one thread: values, adjoints and smoothing weights of one chunk.
 #[derive(Clone, Debug)]
 pub struct Workspace {
-    values: Vec<f64>,
-    adjoints: Vec<f64>,
+    /// Which tape's constants `values` holds.
+    pub(super) tape_id: u64,
+    pub(super) values: Vec<Lanes>,
+    pub(super) adjoints: Vec<Lanes>,
+    pub(super) weights: Vec<[Lanes; 2]>,
+    pub(super) simd: bool,
+    pub(super) approx_exp: bool,
+}
+
+impl Workspace {
+    /// Chooses the vector code path (AVX2/FMA where the CPU has it, the default) or the
+    /// portable one. Both give bit-identical results; this exists to test and measure that.
+    pub fn set_simd(&mut self, on: bool) {
+        self.simd = on;
+    }
+
+    /// Switches the smoothing weights and `exp` nodes to a vectorisable polynomial `exp`
+    /// ([`crate::special::exp_poly`], within 2 ulp of the standard library's) instead of the
+    /// standard library's scalar one. Off by default: with it on, results differ from the
+    /// reference interpreter in the last bits; the vector and portable builds still agree.
+    pub fn set_approx_exp(&mut self, on: bool) {
+        self.approx_exp = on;
+    }
 }
 
 /// Per-sample results of [`Tape::gradient`]: the value and its gradient with respect to every
@@ -93,66 +204,134 @@ impl BatchGradient {
     }
 }
 
+static NEXT_TAPE_ID: AtomicU64 = AtomicU64::new(1);
+
 impl Tape {
     /// Compiles output `output` of `program` (only the nodes it depends on).
     pub fn compile(program: &Program, output: usize) -> Tape {
         let root = program.outputs()[output];
         let live = program.reachable_from(&[root]);
         let mut slot = vec![u32::MAX; program.node_count()];
-        let mut instrs = Vec::new();
-        let mut active = Vec::new();
+        let mut consts = Vec::new();
+        let mut steps = Vec::new();
+        let mut uniform_steps = Vec::new();
+        let mut uniform = Vec::new();
+        let mut adj = Vec::new();
+        let mut active_count = 0u32;
+        let mut if_slots = 0u32;
         let mut latent_slots = vec![None; program.latent_count()];
         let mut param_slots = vec![None; program.param_count()];
         for (i, node) in program.nodes().iter().enumerate() {
             if !live[i] {
                 continue;
             }
-            let s = instrs.len() as u32;
+            let s = adj.len() as u32;
             slot[i] = s;
             let at = |id: crate::ir::NodeId| slot[id.index()];
-            let instr = match *node {
-                Node::Const(c) => Instr::Const { c },
+            let op = match *node {
+                Node::Const(c) => {
+                    consts.push((s, c));
+                    None
+                }
                 Node::Param(k) => {
                     param_slots[k as usize] = Some(s);
-                    Instr::Param { k }
+                    Some(Op::Param { k })
                 }
                 Node::Latent(j) => {
                     latent_slots[j as usize] = Some(s);
-                    Instr::Latent { i: j }
+                    Some(Op::Latent { i: j })
                 }
-                Node::Unary(op, a) => Instr::Unary { op, a: at(a) },
-                Node::Binary(op, a, b) => Instr::Binary {
+                Node::Unary(op, a) => Some(Op::Unary { op, a: at(a) }),
+                Node::Binary(op, a, b) => Some(Op::Binary {
                     op,
                     a: at(a),
                     b: at(b),
-                },
+                }),
                 Node::If {
                     guard,
                     then_,
                     else_,
                     index,
-                } => Instr::If {
-                    g: at(guard),
-                    t: at(then_),
-                    e: at(else_),
-                    index,
-                },
+                } => {
+                    if_slots += 1;
+                    Some(Op::If {
+                        g: at(guard),
+                        t: at(then_),
+                        e: at(else_),
+                        index,
+                        cache: if_slots - 1,
+                    })
+                }
             };
-            let is_active = match instr {
-                Instr::Const { .. } => false,
-                Instr::Param { .. } | Instr::Latent { .. } => true,
-                _ => node.operands().any(|o| active[slot[o.index()] as usize]),
+            // Operands are earlier live nodes: the sweeps index by these without re-checking.
+            assert!(node.operands().all(|o| slot[o.index()] < s));
+            let is_active = match node {
+                Node::Const(_) => false,
+                Node::Param(_) | Node::Latent(_) => true,
+                _ => node
+                    .operands()
+                    .any(|o| adj[slot[o.index()] as usize] != NONE),
             };
-            instrs.push(instr);
-            active.push(is_active);
+            adj.push(if is_active {
+                active_count += 1;
+                active_count - 1
+            } else {
+                NONE
+            });
+            let is_uniform = match node {
+                Node::Const(_) | Node::Param(_) => true,
+                Node::Latent(_) => false,
+                _ => node.operands().all(|o| uniform[slot[o.index()] as usize]),
+            };
+            uniform.push(is_uniform);
+            if let Some(op) = op {
+                if is_uniform {
+                    uniform_steps.push(Step { out: s, op });
+                } else {
+                    steps.push(Step { out: s, op });
+                }
+            }
         }
+        let output = slot[root.index()];
+        let mut constant = vec![None; adj.len()];
+        for &(s, c) in &consts {
+            constant[s as usize] = Some(c);
+        }
+        let mut fused = fuse::fuse_normal_square(&mut steps, &uniform_steps, &constant, output);
+        let fused_squares = fused.len() / 3;
+        let mut chains = Vec::new();
+        let before = steps.len();
+        fused.extend(fuse::fuse_sum_chains(
+            &mut steps,
+            &uniform_steps,
+            adj.len(),
+            output,
+            &mut chains,
+        ));
+        let fused_chains = before - steps.len();
+        // The reverse sweep visits all steps in their original (topological) order, reversed.
+        let mut all: Vec<Step> = uniform_steps.iter().chain(&steps).copied().collect();
+        all.sort_by_key(|s| s.out);
+        let smooth_plan = plan(&all, &adj, &uniform, &fused, &chains, output, true);
+        let crisp_plan = plan(&all, &adj, &uniform, &fused, &chains, output, false);
         Tape {
-            instrs,
-            active,
-            output: slot[root.index()],
+            id: NEXT_TAPE_ID.fetch_add(1, Ordering::Relaxed),
+            len: adj.len(),
+            consts,
+            uniform_steps,
+            steps,
+            adj,
+            active_count: active_count as usize,
+            if_slots: if_slots as usize,
+            output,
+            smooth_plan,
+            crisp_plan,
             latent_slots,
             param_slots,
             if_count: program.if_count(),
+            chains,
+            fused_squares,
+            fused_chains,
         }
     }
 
@@ -166,11 +345,11 @@ impl Tape {
 
     /// Number of instructions (live nodes of the compiled output).
     pub fn len(&self) -> usize {
-        self.instrs.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.instrs.is_empty()
+        self.len == 0
     }
 
     /// If-statements of the program (indices used by [`Semantics::Forced`]).
@@ -178,11 +357,38 @@ impl Tape {
         self.if_count
     }
 
+    /// How many normal-density quadratic terms `c ((x - m) / s)^2` were fused into one
+    /// instruction each (for tests and benchmark reports).
+    pub fn fused_squares(&self) -> usize {
+        self.fused_squares
+    }
+
+    /// How many additions were fused away into sum chains (for tests and benchmark reports).
+    pub fn fused_additions(&self) -> usize {
+        self.fused_chains
+    }
+
     /// Scratch space for evaluating this tape.
     pub fn workspace(&self) -> Workspace {
-        Workspace {
-            values: vec![0.0; self.instrs.len() * CHUNK],
-            adjoints: vec![0.0; self.instrs.len() * CHUNK],
+        let mut ws = Workspace {
+            tape_id: 0,
+            values: vec![[0.0; CHUNK]; self.len],
+            adjoints: vec![[0.0; CHUNK]; self.active_count],
+            weights: vec![[[0.0; CHUNK]; 2]; self.if_slots],
+            simd: true,
+            approx_exp: false,
+        };
+        self.prepare(&mut ws);
+        ws
+    }
+
+    /// Writes this tape's constants into `ws` unless it already holds them.
+    fn prepare(&self, ws: &mut Workspace) {
+        if ws.tape_id != self.id {
+            for &(s, c) in &self.consts {
+                ws.values[s as usize] = [c; CHUNK];
+            }
+            ws.tape_id = self.id;
         }
     }
 
@@ -198,12 +404,20 @@ impl Tape {
     ) {
         let batch = out.len();
         self.check_inputs(ws, params, latents, batch);
+        self.prepare(ws);
+        sweep::uniform_pass(self, ws, semantics, params);
         let mut start = 0;
         while start < batch {
             let w = CHUNK.min(batch - start);
-            self.forward_chunk(ws, semantics, params, latents, batch, start, w);
-            let o = self.output as usize * CHUNK;
-            out[start..start + w].copy_from_slice(&ws.values[o..o + w]);
+            let input = sweep::Input {
+                params,
+                latents,
+                batch,
+                start,
+                w,
+            };
+            sweep::forward_chunk(self, ws, semantics, &input);
+            out[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
             start += w;
         }
     }
@@ -229,25 +443,30 @@ impl Tape {
             self.param_count() * batch,
             "gradient buffer size"
         );
+        self.prepare(ws);
+        sweep::uniform_pass(self, ws, semantics, params);
         let mut start = 0;
         while start < batch {
             let w = CHUNK.min(batch - start);
-            self.forward_chunk(ws, semantics, params, latents, batch, start, w);
-            self.reverse_chunk(ws, semantics, w);
-            let o = self.output as usize * CHUNK;
-            grad.value[start..start + w].copy_from_slice(&ws.values[o..o + w]);
+            let input = sweep::Input {
+                params,
+                latents,
+                batch,
+                start,
+                w,
+            };
+            sweep::forward_chunk(self, ws, semantics, &input);
+            sweep::reverse_chunk(self, ws, semantics);
+            grad.value[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
             for (slots, dest) in [
                 (&self.latent_slots, &mut grad.latents),
                 (&self.param_slots, &mut grad.params),
             ] {
                 for (i, s) in slots.iter().enumerate() {
                     let d = &mut dest[i * batch + start..i * batch + start + w];
-                    match s {
-                        Some(s) => {
-                            let s = *s as usize * CHUNK;
-                            d.copy_from_slice(&ws.adjoints[s..s + w]);
-                        }
-                        None => d.fill(0.0),
+                    match s.map(|s| self.adj[s as usize]) {
+                        Some(a) if a != NONE => d.copy_from_slice(&ws.adjoints[a as usize][..w]),
+                        _ => d.fill(0.0),
                     }
                 }
             }
@@ -262,193 +481,97 @@ impl Tape {
             self.latent_count() * batch,
             "latents are latent-major"
         );
-        assert_eq!(
-            ws.values.len(),
-            self.instrs.len() * CHUNK,
+        assert!(
+            ws.values.len() == self.len
+                && ws.adjoints.len() == self.active_count
+                && ws.weights.len() == self.if_slots,
             "workspace of another tape"
         );
     }
+}
 
-    #[allow(clippy::too_many_arguments)]
-    fn forward_chunk(
-        &self,
-        ws: &mut Workspace,
-        semantics: Semantics,
-        params: &[f64],
-        latents: &[f64],
-        batch: usize,
-        start: usize,
-        w: usize,
-    ) {
-        let vals = &mut ws.values;
-        for (s, instr) in self.instrs.iter().enumerate() {
-            let (before, rest) = vals.split_at_mut(s * CHUNK);
-            let out = &mut rest[..w];
-            let v = |x: u32| &before[x as usize * CHUNK..x as usize * CHUNK + w];
-            match *instr {
-                Instr::Const { c } => out.fill(c),
-                Instr::Param { k } => out.fill(params[k as usize]),
-                Instr::Latent { i } => {
-                    let i = i as usize;
-                    out.copy_from_slice(&latents[i * batch + start..i * batch + start + w]);
-                }
-                Instr::Unary { op, a } => kernels::unary_forward(op, v(a), out),
-                Instr::Binary { op, a, b } => kernels::binary_forward(op, v(a), v(b), out),
-                Instr::If { g, t, e, index } => match semantics {
-                    Semantics::Smoothed { eta } => {
-                        kernels::smooth_forward(v(g), v(t), v(e), out, eta)
-                    }
-                    _ => kernels::select_forward(v(g), v(t), v(e), out, forced(semantics, index)),
-                },
-            }
+/// The reverse sweep for smoothed (`smooth`: guards carry adjoints) or crisp and forced
+/// semantics: the steps with something to propagate, in reverse order, and which
+/// contribution comes first to each adjoint. The order of contributions is the order in which
+/// the sweep makes them (reverse instruction order; guard, then, else within an `If`), so
+/// "first" here is first there.
+fn plan(
+    steps: &[Step],
+    adj: &[u32],
+    uniform: &[bool],
+    fused: &[u32],
+    chains: &[(u32, bool)],
+    output: u32,
+    smooth: bool,
+) -> Plan {
+    let mut chain_targets = vec![NO_TARGET; chains.len()];
+    let active_count = adj.iter().filter(|&&a| a != NONE).count();
+    let mut seen = vec![false; active_count];
+    // Slots fused away are never read: their adjoints need no zeroing.
+    for &f in fused {
+        if adj[f as usize] != NONE {
+            seen[adj[f as usize] as usize] = true;
         }
     }
-
-    fn reverse_chunk(&self, ws: &mut Workspace, semantics: Semantics, w: usize) {
-        let adj = &mut ws.adjoints;
-        adj.fill(0.0);
-        let o = self.output as usize * CHUNK;
-        adj[o..o + w].fill(1.0);
-        let vals = &ws.values;
-        let range = |x: u32| x as usize * CHUNK..x as usize * CHUNK + w;
-        for (s, instr) in self.instrs.iter().enumerate().rev() {
-            if !self.active[s] {
-                continue;
-            }
-            let s = s as u32;
-            let v = |x: u32| &vals[range(x)];
-            match *instr {
-                Instr::Const { .. } | Instr::Param { .. } | Instr::Latent { .. } => {}
-                Instr::Unary { op, a } => {
-                    if !self.active[a as usize] {
-                        continue;
-                    }
-                    let [ad, ad_a] = adj.get_disjoint_mut([range(s), range(a)]).expect("a < s");
-                    kernels::unary_reverse(op, ad, v(a), v(s), ad_a);
-                }
-                Instr::Binary { op, a, b } => {
-                    let (act_a, act_b) = (self.active[a as usize], self.active[b as usize]);
-                    if a == b {
-                        let [ad, ad_a] = adj.get_disjoint_mut([range(s), range(a)]).expect("a < s");
-                        kernels::binary_reverse_same(op, ad, v(a), v(s), ad_a);
-                    } else if act_a && act_b {
-                        let [ad, ad_a, ad_b] = adj
-                            .get_disjoint_mut([range(s), range(a), range(b)])
-                            .expect("distinct operands");
-                        kernels::binary_reverse(op, ad, v(a), v(b), v(s), Some(ad_a), Some(ad_b));
-                    } else {
-                        let x = if act_a { a } else { b };
-                        let [ad, ad_x] = adj.get_disjoint_mut([range(s), range(x)]).expect("x < s");
-                        let (ga, gb) = if act_a {
-                            (Some(ad_x), None)
-                        } else {
-                            (None, Some(ad_x))
-                        };
-                        kernels::binary_reverse(op, ad, v(a), v(b), v(s), ga, gb);
-                    }
-                }
-                Instr::If { g, t, e, index } => {
-                    self.reverse_if(adj, vals, semantics, s, [g, t, e], index, w);
-                }
-            }
-        }
+    if adj[output as usize] != NONE {
+        seen[adj[output as usize] as usize] = true;
     }
-
-    #[allow(clippy::too_many_arguments)]
-    fn reverse_if(
-        &self,
-        adj: &mut [f64],
-        vals: &[f64],
-        semantics: Semantics,
-        s: u32,
-        [g, t, e]: [u32; 3],
-        index: u32,
-        w: usize,
-    ) {
-        let range = |x: u32| x as usize * CHUNK..x as usize * CHUNK + w;
-        let v = |x: u32| &vals[range(x)];
-        // The guard carries an adjoint only under smoothing; operands that alias each other
-        // (`if z < 0 then z else -z`) are handled one at a time.
-        let smoothed = matches!(semantics, Semantics::Smoothed { .. });
-        let targets: [(u32, bool); 3] = [
-            (g, smoothed && self.active[g as usize]),
-            (t, self.active[t as usize]),
-            (e, self.active[e as usize]),
-        ];
-        let aliased =
-            |i: usize, j: usize| targets[i].1 && targets[j].1 && targets[i].0 == targets[j].0;
-        if aliased(0, 1) || aliased(0, 2) || aliased(1, 2) {
-            for (which, &(x, on)) in targets.iter().enumerate() {
-                if !on {
-                    continue;
+    let mut target = |slot: u32, wanted: bool| -> Target {
+        let a = adj[slot as usize];
+        if !wanted || a == NONE {
+            return NO_TARGET;
+        }
+        let first = !seen[a as usize];
+        seen[a as usize] = true;
+        Target { adj: a, first }
+    };
+    let mut out = Vec::new();
+    for &step in steps.iter().rev() {
+        let ad = adj[step.out as usize];
+        if ad == NONE {
+            continue;
+        }
+        let to = match step.op {
+            Op::Param { .. } | Op::Latent { .. } => continue,
+            Op::Unary { a, .. } => [target(a, true), NO_TARGET, NO_TARGET],
+            Op::Binary { a, b, .. } if a == b => [target(a, true), NO_TARGET, NO_TARGET],
+            Op::Binary { a, b, .. } => [target(a, true), target(b, true), NO_TARGET],
+            // In the order of the unfused sweep: the division's `s`, then the
+            // subtraction's `x` and `m`.
+            Op::NormalSquare { x, m, s, .. } => {
+                let ts = target(s, true);
+                let tx = target(x, true);
+                [ts, tx, target(m, true)]
+            }
+            // The additions in reverse, each adding to its term; the base comes last.
+            Op::SumChain { base, from, to } => {
+                for j in (from..to).rev() {
+                    chain_targets[j as usize] = target(chains[j as usize].0, true);
                 }
-                let [ad, ad_x] = adj
-                    .get_disjoint_mut([range(s), range(x)])
-                    .expect("operand < s");
-                let mut slots: [Option<&mut [f64]>; 3] = [None, None, None];
-                slots[which] = Some(ad_x);
-                if_reverse(semantics, index, [v(g), v(t), v(e)], ad, slots);
+                [target(base, true), NO_TARGET, NO_TARGET]
             }
-            return;
-        }
-        // Distinct operands: one pass computes the weights once for all of them.
-        let mut on = [0usize; 3];
-        let mut n = 0;
-        for (which, &(_, is_on)) in targets.iter().enumerate() {
-            if is_on {
-                on[n] = which;
-                n += 1;
-            }
-        }
-        let r = |k: usize| range(targets[on[k]].0);
-        let mut slots: [Option<&mut [f64]>; 3] = [None, None, None];
-        let ad = match n {
-            0 => return,
-            1 => {
-                let [ad, x0] = adj.get_disjoint_mut([range(s), r(0)]).expect("operand < s");
-                slots[on[0]] = Some(x0);
-                ad
-            }
-            2 => {
-                let [ad, x0, x1] = adj
-                    .get_disjoint_mut([range(s), r(0), r(1)])
-                    .expect("distinct operands");
-                slots[on[0]] = Some(x0);
-                slots[on[1]] = Some(x1);
-                ad
-            }
-            _ => {
-                let [ad, x0, x1, x2] = adj
-                    .get_disjoint_mut([range(s), r(0), r(1), r(2)])
-                    .expect("distinct operands");
-                slots = [Some(x0), Some(x1), Some(x2)];
-                ad
+            Op::If { g, t, e, .. } => {
+                let tg = target(g, smooth);
+                let tt = target(t, true);
+                [tg, tt, target(e, true)]
             }
         };
-        if_reverse(semantics, index, [v(g), v(t), v(e)], ad, slots);
+        let chain = matches!(step.op, Op::SumChain { .. });
+        if chain || to.iter().any(|t| t.adj != NONE) {
+            out.push(RevStep {
+                step,
+                ad,
+                to,
+                uniform: uniform[step.out as usize],
+            });
+        }
     }
-}
-
-/// The reverse rule of one if-statement under `semantics`, accumulating into the given
-/// adjoints of guard, then and else (`None` for those that carry none).
-fn if_reverse(
-    semantics: Semantics,
-    index: u32,
-    [g, t, e]: [&[f64]; 3],
-    ad: &[f64],
-    [ad_g, ad_t, ad_e]: [Option<&mut [f64]>; 3],
-) {
-    match semantics {
-        Semantics::Smoothed { eta } => kernels::smooth_reverse(g, t, e, ad, ad_g, ad_t, ad_e, eta),
-        _ => kernels::select_reverse(g, ad, ad_t, ad_e, forced(semantics, index)),
-    }
-}
-
-/// Under `Forced { index, branch }`, whether if-statement `index` is forced to `then`.
-#[inline]
-fn forced(semantics: Semantics, index: u32) -> Option<bool> {
-    match semantics {
-        Semantics::Forced { index: k, branch } if k == index => Some(branch == Branch::Then),
-        _ => None,
+    let zero = (0..active_count as u32)
+        .filter(|&a| !seen[a as usize])
+        .collect();
+    Plan {
+        steps: out,
+        zero,
+        chain_targets,
     }
 }

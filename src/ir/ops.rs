@@ -5,7 +5,7 @@ use super::node::{Binary, Unary};
 use crate::special;
 
 /// The value of a unary primitive at `x`.
-#[inline]
+#[inline(always)]
 pub fn unary_value(op: Unary, x: f64) -> f64 {
     match op {
         Unary::Neg => -x,
@@ -31,7 +31,7 @@ pub fn unary_value(op: Unary, x: f64) -> f64 {
 /// Conventions at the edges of the domain follow the limits: `d log(0) = +inf`,
 /// `d sqrt(0) = +inf`. The caller masks lanes whose adjoint is zero, so these infinities
 /// never reach a gradient through an untaken branch.
-#[inline]
+#[inline(always)]
 pub fn unary_derivative(op: Unary, x: f64, v: f64) -> f64 {
     match op {
         Unary::Neg => -1.0,
@@ -55,7 +55,7 @@ pub fn unary_derivative(op: Unary, x: f64, v: f64) -> f64 {
 }
 
 /// The value of a binary primitive.
-#[inline]
+#[inline(always)]
 pub fn binary_value(op: Binary, a: f64, b: f64) -> f64 {
     match op {
         Binary::Add => a + b,
@@ -67,7 +67,7 @@ pub fn binary_value(op: Binary, a: f64, b: f64) -> f64 {
 }
 
 /// The partial derivatives `(d/da, d/db)` of a binary primitive, given its value `v`.
-#[inline]
+#[inline(always)]
 pub fn binary_derivatives(op: Binary, a: f64, b: f64, v: f64) -> (f64, f64) {
     match op {
         Binary::Add => (1.0, 1.0),

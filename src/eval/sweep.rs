@@ -1,0 +1,316 @@
+//! The forward and reverse sweeps over one chunk of lanes, and the choice between the vector
+//! (AVX2/FMA) and portable builds of them.
+//!
+//! Both builds are the same Rust code compiled twice: Rust never contracts `a * b + c` into a
+//! fused multiply-add on its own, so enabling FMA changes the instructions LLVM may use but
+//! not a single result. The vector build is chosen at run time with
+//! `is_x86_feature_detected!`, so users need no `RUSTFLAGS`.
+//!
+//! Not here: the compile-time plans the sweeps follow (`tape.rs`).
+
+use crate::ir::{Binary, Branch, Semantics, Unary, binary_value, unary_value};
+use crate::special::exp_poly;
+
+use super::kernels::{self, Lanes, Wants};
+use super::tape::{CHUNK, NONE, Op, Step, Tape, Target, Workspace};
+
+/// The inputs of one chunk: lanes `start..start + w` of a batch of `batch` samples.
+pub(super) struct Input<'a> {
+    pub params: &'a [f64],
+    pub latents: &'a [f64],
+    pub batch: usize,
+    pub start: usize,
+    pub w: usize,
+}
+
+/// Whether this CPU runs the vector build.
+pub fn simd_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Values of the steps that are the same in every lane, once for a whole call (they depend
+/// on nothing but the parameters and constants, so no chunk overwrites them): computed on one
+/// lane and copied to the others, which gives the bits computing every lane would.
+pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics, params: &[f64]) {
+    let vals = &mut ws.values[..];
+    for step in &tape.uniform_steps {
+        let v = |s: u32| vals[s as usize][0];
+        let r = match step.op {
+            Op::Param { k } => params[k as usize],
+            Op::Latent { .. } => unreachable!("a latent is never uniform"),
+            Op::Unary { op, a } if ws.approx_exp && op == Unary::Exp => exp_poly(v(a)),
+            Op::Unary { op, a } => unary_value(op, v(a)),
+            Op::Binary { op, a, b } => binary_value(op, v(a), v(b)),
+            Op::NormalSquare { .. } | Op::SumChain { .. } => {
+                unreachable!("only lane steps are fused")
+            }
+            Op::If {
+                g,
+                t,
+                e,
+                index,
+                cache,
+            } => {
+                let one = |x: f64| [x; CHUNK];
+                let (g, t, e) = (one(v(g)), one(v(t)), one(v(e)));
+                match semantics {
+                    Semantics::Smoothed { eta } => {
+                        let (we, wt) = kernels::smooth_weights(&g, eta, ws.approx_exp);
+                        ws.weights[cache as usize] = [we, wt];
+                        kernels::smooth_forward(&we, &wt, &t, &e)[0]
+                    }
+                    _ => kernels::select_forward(&g, &t, &e, forced(semantics, index))[0],
+                }
+            }
+        };
+        vals[step.out as usize] = [r; CHUNK];
+    }
+}
+
+/// Values of every lane-dependent slot for one chunk (and the smoothing weights of every
+/// if-statement).
+pub(super) fn forward_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantics, x: &Input) {
+    #[cfg(target_arch = "x86_64")]
+    if ws.simd && simd_available() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above).
+        unsafe { forward_avx2(&tape.steps, &tape.chains, ws, semantics, x) };
+        return;
+    }
+    forward_body(&tape.steps, &tape.chains, ws, semantics, x);
+}
+
+/// Adjoints of every active slot for the chunk last swept forward.
+pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
+    #[cfg(target_arch = "x86_64")]
+    if ws.simd && simd_available() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above).
+        unsafe { reverse_avx2(tape, ws, semantics) };
+        return;
+    }
+    reverse_body(tape, ws, semantics);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn forward_avx2(
+    steps: &[Step],
+    chains: &[(u32, bool)],
+    ws: &mut Workspace,
+    semantics: Semantics,
+    x: &Input,
+) {
+    forward_body(steps, chains, ws, semantics, x);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn reverse_avx2(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
+    reverse_body(tape, ws, semantics);
+}
+
+#[inline(always)]
+fn forward_body(
+    steps: &[Step],
+    chains: &[(u32, bool)],
+    ws: &mut Workspace,
+    semantics: Semantics,
+    x: &Input,
+) {
+    let approx = ws.approx_exp;
+    let vals = &mut ws.values[..];
+    let weights = &mut ws.weights[..];
+    for step in steps {
+        let out = step.out as usize;
+        let v = |s: u32| &vals[s as usize];
+        let r: Lanes = match step.op {
+            Op::Param { k } => [x.params[k as usize]; CHUNK],
+            Op::Latent { i } => {
+                let from = i as usize * x.batch + x.start;
+                let src = &x.latents[from..from + x.w];
+                let mut lanes = [src[x.w - 1]; CHUNK];
+                lanes[..x.w].copy_from_slice(src);
+                lanes
+            }
+            Op::Unary { op, a } if approx && op == Unary::Exp => kernels::exp_poly_forward(v(a)),
+            Op::Unary { op, a } => kernels::unary_forward(op, v(a)),
+            Op::Binary { op, a, b } => kernels::binary_forward(op, v(a), v(b)),
+            Op::NormalSquare { x, m, s, c } => kernels::normal_square_forward(v(x), v(m), v(s), c),
+            Op::SumChain { base, from, to } => {
+                let mut acc = *v(base);
+                for &(t, right) in &chains[from as usize..to as usize] {
+                    acc = kernels::sum_step(&acc, v(t), right);
+                }
+                acc
+            }
+            Op::If {
+                g,
+                t,
+                e,
+                index,
+                cache,
+            } => match semantics {
+                Semantics::Smoothed { eta } => {
+                    let (we, wt) = kernels::smooth_weights(v(g), eta, approx);
+                    let r = kernels::smooth_forward(&we, &wt, v(t), v(e));
+                    weights[cache as usize] = [we, wt];
+                    r
+                }
+                _ => kernels::select_forward(v(g), v(t), v(e), forced(semantics, index)),
+            },
+        };
+        vals[out] = r;
+    }
+}
+
+#[inline(always)]
+fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
+    let smooth = matches!(semantics, Semantics::Smoothed { .. });
+    let plan = if smooth {
+        &tape.smooth_plan
+    } else {
+        &tape.crisp_plan
+    };
+    let adj = &mut ws.adjoints[..];
+    let vals = &ws.values[..];
+    let weights = &ws.weights[..];
+    for &a in &plan.zero {
+        adj[a as usize] = [0.0; CHUNK];
+    }
+    let out_adj = tape.adj[tape.output as usize];
+    if out_adj != NONE {
+        adj[out_adj as usize] = [1.0; CHUNK];
+    }
+    for rs in &plan.steps {
+        // Operands come before the step, and adjoints are numbered in slot order, so every
+        // target is below the step's own adjoint: borrow both without copying.
+        let (lower, upper) = adj.split_at_mut(rs.ad as usize);
+        let ad = &upper[0];
+        let v = |s: u32| &vals[s as usize];
+        let [t0, t1, t2] = rs.to;
+        match rs.step.op {
+            Op::Param { .. } | Op::Latent { .. } => {}
+            Op::Unary { op, a } => {
+                let c = if rs.uniform {
+                    kernels::unary_reverse_uniform(op, ad, v(a)[0], v(rs.step.out)[0])
+                } else {
+                    kernels::unary_reverse(op, ad, v(a), v(rs.step.out))
+                };
+                if op == Unary::Neg {
+                    kernels::sub_into(&mut lower[t0.adj as usize], &c, t0.first);
+                } else {
+                    kernels::add_into(&mut lower[t0.adj as usize], &c, t0.first);
+                }
+            }
+            Op::Binary { op, a, b } if a == b => {
+                let c = kernels::binary_reverse_same(op, ad, v(a), v(rs.step.out));
+                kernels::add_into(&mut lower[t0.adj as usize], &c, t0.first);
+            }
+            Op::Binary { op, a, b } => {
+                let wants = match (t0.adj != NONE, t1.adj != NONE) {
+                    (true, true) => Wants::Both,
+                    (true, false) => Wants::A,
+                    _ => Wants::B,
+                };
+                let (ca, cb) = kernels::binary_reverse(op, wants, ad, v(a), v(b), v(rs.step.out));
+                put(lower, t0, &ca);
+                if t1.adj != NONE {
+                    if kernels::binary_reverse_subtracts(op, wants) {
+                        kernels::sub_into(&mut lower[t1.adj as usize], &cb, t1.first);
+                    } else {
+                        kernels::add_into(&mut lower[t1.adj as usize], &cb, t1.first);
+                    }
+                }
+            }
+            Op::NormalSquare { x, m, s, c } => {
+                let wants = match (t1.adj != NONE, t2.adj != NONE) {
+                    (true, true) => Wants::Both,
+                    (true, false) => Wants::A,
+                    _ => Wants::B,
+                };
+                let [cs, cx, cm] = kernels::normal_square_reverse(
+                    ad,
+                    [v(x), v(m), v(s)],
+                    c,
+                    wants,
+                    t0.adj != NONE,
+                );
+                put(lower, t0, &cs);
+                put(lower, t1, &cx);
+                if wants == Wants::Both {
+                    kernels::sub_into(&mut lower[t2.adj as usize], &cm, t2.first);
+                } else {
+                    put(lower, t2, &cm);
+                }
+            }
+            Op::SumChain { from, to, .. } => {
+                // The additions in reverse; each partial sum has one reader, so its adjoint
+                // is `0.0 +` its one contribution, and the base takes the last one.
+                let mut d = *ad;
+                let none = [0.0; CHUNK];
+                for j in (from..to).rev() {
+                    let tt = plan.chain_targets[j as usize];
+                    let wants = match (j > from || t0.adj != NONE, tt.adj != NONE) {
+                        (true, true) => Wants::Both,
+                        (true, false) => Wants::A,
+                        _ => Wants::B,
+                    };
+                    let (c_acc, c_term) =
+                        kernels::binary_reverse(Binary::Add, wants, &d, &none, &none, &none);
+                    put(lower, tt, &c_term);
+                    if j > from {
+                        kernels::add_into(&mut d, &c_acc, true);
+                    } else {
+                        put(lower, t0, &c_acc);
+                    }
+                }
+            }
+            Op::If {
+                g,
+                t,
+                e,
+                index,
+                cache,
+            } => {
+                let [cg, ct, ce] = match semantics {
+                    Semantics::Smoothed { eta } => {
+                        let [we, wt] = &weights[cache as usize];
+                        kernels::smooth_reverse(we, wt, v(t), v(e), ad, eta, t0.adj != NONE)
+                    }
+                    _ => {
+                        let (ct, ce) = kernels::select_reverse(v(g), ad, forced(semantics, index));
+                        [[0.0; CHUNK], ct, ce]
+                    }
+                };
+                // In this order: aliased operands (`if z < 0 then z else -z`) accumulate
+                // guard, then, else one after the other.
+                put(lower, t0, &cg);
+                put(lower, t1, &ct);
+                put(lower, t2, &ce);
+            }
+        }
+    }
+}
+
+/// Adds contribution `c` into target `t`'s adjoint, if it has one.
+#[inline(always)]
+fn put(adj: &mut [Lanes], t: Target, c: &Lanes) {
+    if t.adj != NONE {
+        kernels::add_into(&mut adj[t.adj as usize], c, t.first);
+    }
+}
+
+/// Under `Forced { index, branch }`, whether if-statement `index` is forced to `then`.
+#[inline(always)]
+fn forced(semantics: Semantics, index: u32) -> Option<bool> {
+    match semantics {
+        Semantics::Forced { index: k, branch } if k == index => Some(branch == Branch::Then),
+        _ => None,
+    }
+}
