@@ -23,7 +23,7 @@ pub struct CompareArgs {
     /// A model file (`.dsgd`) or the name of a built-in model.
     model: String,
     /// Accuracy coefficients for DSGD and Fixed.
-    #[arg(long, num_args = 1.., value_parser = positive, default_values_t = ETAS.to_vec())]
+    #[arg(long, num_args = 1.., allow_negative_numbers = true, value_parser = positive, default_values_t = ETAS.to_vec())]
     etas: Vec<f64>,
     /// Seeds per cell (0..N).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
@@ -32,10 +32,10 @@ pub struct CompareArgs {
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     iters: u64,
     /// Adam's step [default: the paper's, 0.01 for xornet, else 0.0015].
-    #[arg(long, value_parser = positive)]
+    #[arg(long, allow_negative_numbers = true, value_parser = positive)]
     lr: Option<f64>,
     /// DSGD's decay [default: the paper's, 0.2 for xornet, else 1 / (2 * nesting depth)].
-    #[arg(long, value_parser = non_negative)]
+    #[arg(long, allow_negative_numbers = true, value_parser = non_negative)]
     eta_decay: Option<f64>,
     /// Measure every N iterations.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
