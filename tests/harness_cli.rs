@@ -192,6 +192,25 @@ fn bench_reports_samples_per_second_per_estimator() {
         // The JAX figure is given for batch 16 only.
         assert_eq!(r["jax_samples_per_second"].is_null(), r["batch"] != 16);
     }
+    // The JAX figures of issue 6 sit beside the right estimator.
+    let jax = |name: &str| {
+        results
+            .iter()
+            .find(|r| r["estimator"] == name && r["batch"] == 16)
+            .unwrap()["jax_samples_per_second"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(
+        [
+            jax("dsgd"),
+            jax("fixed"),
+            jax("score"),
+            jax("reparam"),
+            jax("lyy18")
+        ],
+        [2.9e6, 3.1e6, 3.5e6, 4.3e6, 1.2e6]
+    );
     let xornet = dsgd(&[
         "bench",
         "xornet",

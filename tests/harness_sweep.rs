@@ -89,13 +89,13 @@ fn arms_follow_the_paper_and_skip_lyy18_on_xornet() {
 }
 
 #[test]
-fn summary_is_mean_and_sample_std_of_finite_values() {
+fn summary_is_mean_and_population_std_of_finite_values() {
     let s = Summary::of(&[1.0, 2.0, 6.0, f64::NAN, f64::NEG_INFINITY]);
     assert_eq!(s.n, 3);
     assert_eq!(s.non_finite, 2);
     assert!((s.mean - 3.0).abs() < 1e-12);
-    // ddof 1: ((4 + 1 + 9) / 2)^0.5
-    assert!((s.std - 7f64.sqrt()).abs() < 1e-12);
+    // ddof 0: ((4 + 1 + 9) / 3)^0.5
+    assert!((s.std - (14.0f64 / 3.0).sqrt()).abs() < 1e-12);
     assert_eq!(Summary::of(&[5.0]).std, 0.0);
     assert!(Summary::of(&[]).mean.is_nan());
 }

@@ -19,6 +19,7 @@ fn cell(kind: EstimatorKind, eta: Option<f64>, finals: &[f64], var: f64) -> Cell
         summary: Summary::of(finals),
         mean_var_component: var,
         mean_var_norm: 2.0 * var,
+        late_elbo_std: 0.0,
         problems: Vec::new(),
         seconds: 0.0,
     }

@@ -101,11 +101,36 @@ fn worse_than_dsgd(
 
 /// The spread of DSGD's or Fixed's mean final ELBO across the etas run: max − min.
 pub fn eta_spread(cmp: &ModelComparison, kind: EstimatorKind) -> Option<f64> {
+    spread_of(cmp, kind, &|c| c.summary.mean)
+}
+
+/// [`eta_spread`] of the median over seeds instead of the mean: insensitive to one seed
+/// stuck in a bad mode.
+pub fn eta_spread_median(cmp: &ModelComparison, kind: EstimatorKind) -> Option<f64> {
+    spread_of(cmp, kind, &|c| {
+        let mut v = c.final_elbo.clone();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n == 0 {
+            f64::NAN
+        } else if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            0.5 * (v[n / 2 - 1] + v[n / 2])
+        }
+    })
+}
+
+fn spread_of(
+    cmp: &ModelComparison,
+    kind: EstimatorKind,
+    stat: &dyn Fn(&super::compare::Cell) -> f64,
+) -> Option<f64> {
     let means: Vec<f64> = cmp
         .cells
         .iter()
         .filter(|c| c.arm.estimator == kind)
-        .map(|c| c.summary.mean)
+        .map(stat)
         .collect();
     if means.len() < 2 || means.iter().any(|m| !m.is_finite()) {
         return None;
@@ -207,6 +232,14 @@ pub fn check_claims(results: &[ModelResults<'_>], eta: f64) -> Vec<Claim> {
                     num(d),
                     num(f)
                 ));
+                if let Some(r) = find(results, m) {
+                    let med = |k| eta_spread_median(r.comparison, k).map_or("n/a".into(), num);
+                    evidence.push(format!(
+                        "{m} (not part of the verdict): spread across η of the median over seeds: DSGD {} vs Fixed {}",
+                        med(EstimatorKind::Dsgd),
+                        med(EstimatorKind::Fixed)
+                    ));
+                }
             }
             _ => {
                 parts.push(None);

@@ -30,9 +30,9 @@ impl Default for CostConfig {
     fn default() -> Self {
         CostConfig {
             batch: 16,
-            warmup_seconds: 0.2,
-            repeats: 7,
-            repeat_seconds: 0.2,
+            warmup_seconds: 0.1,
+            repeats: 15,
+            repeat_seconds: 0.05,
         }
     }
 }
@@ -69,6 +69,21 @@ pub fn measure(
     decay: Option<f64>,
     config: &CostConfig,
 ) -> Result<Cost, RunError> {
+    let mut v = measure_interleaved(model, &[kind], eta, decay, config)?;
+    v.pop()
+        .ok_or_else(|| RunError::Config("no estimator to time".into()))
+}
+
+/// Times several estimators on `model` on one thread, interleaving their repeats (repeat 1 of
+/// each, then repeat 2 of each, ...) so that a change in the machine's load during the
+/// measurement affects them alike and their ratios stay fair.
+pub fn measure_interleaved(
+    model: &Model,
+    kinds: &[EstimatorKind],
+    eta: f64,
+    decay: Option<f64>,
+    config: &CostConfig,
+) -> Result<Vec<Cost>, RunError> {
     if config.batch == 0 || config.repeats == 0 {
         return Err(RunError::Config(
             "the timed batch and the number of repeats must be at least 1".into(),
@@ -78,66 +93,86 @@ pub fn measure(
         .num_threads(1)
         .build()
         .map_err(|e| RunError::Threads(e.to_string()))?;
-    pool.install(|| measure_here(model, kind, eta, decay, config))
+    pool.install(|| measure_here(model, kinds, eta, decay, config))
+}
+
+/// An engine being timed, with its own iteration counter.
+struct Timed {
+    engine: Engine,
+    theta: Vec<f64>,
+    k: u64,
+}
+
+impl Timed {
+    /// Samples per second over batches for at least `seconds` (at least one batch).
+    fn time(&mut self, seconds: f64, batch: usize) -> Result<f64, RunError> {
+        let clock = Instant::now();
+        let mut n = 0u64;
+        loop {
+            self.k += 1;
+            self.engine.evaluate(
+                &self.theta,
+                StreamKey::new(0, self.k, Purpose::Step),
+                batch,
+                false,
+            )?;
+            n += 1;
+            let t = clock.elapsed().as_secs_f64();
+            if t >= seconds {
+                return Ok((n * batch as u64) as f64 / t.max(1e-12));
+            }
+        }
+    }
 }
 
 fn measure_here(
     model: &Model,
-    kind: EstimatorKind,
+    kinds: &[EstimatorKind],
     eta: f64,
     decay: Option<f64>,
     config: &CostConfig,
-) -> Result<Cost, RunError> {
-    let problem = Problem::new(model)?;
-    let estimator = estimate::build(kind, &problem, eta, decay)?;
-    let theta = problem.family().init();
-    let mut engine = Engine::new(problem, estimator);
-    let mut k = 4000u64;
-    let mut batch = |engine: &mut Engine| -> Result<(), RunError> {
-        k += 1;
-        engine.evaluate(
-            &theta,
-            StreamKey::new(0, k, Purpose::Step),
-            config.batch,
-            false,
-        )?;
-        Ok(())
-    };
-    let timed = |engine: &mut Engine,
-                 seconds: f64,
-                 batch: &mut dyn FnMut(&mut Engine) -> Result<(), RunError>|
-     -> Result<f64, RunError> {
-        let clock = Instant::now();
-        let mut n = 0u64;
-        loop {
-            batch(engine)?;
-            n += 1;
-            let t = clock.elapsed().as_secs_f64();
-            if t >= seconds {
-                return Ok((n * config.batch as u64) as f64 / t.max(1e-12));
-            }
-        }
-    };
-    timed(&mut engine, config.warmup_seconds, &mut batch)?;
-    let mut repeats = Vec::with_capacity(config.repeats);
-    for _ in 0..config.repeats {
-        repeats.push(timed(&mut engine, config.repeat_seconds, &mut batch)?);
+) -> Result<Vec<Cost>, RunError> {
+    let mut timed = Vec::with_capacity(kinds.len());
+    for &kind in kinds {
+        let problem = Problem::new(model)?;
+        let estimator = estimate::build(kind, &problem, eta, decay)?;
+        let theta = problem.family().init();
+        timed.push(Timed {
+            engine: Engine::new(problem, estimator),
+            theta,
+            k: 4000,
+        });
     }
-    let mut sorted = repeats.clone();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    let median = if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
-    };
-    Ok(Cost {
-        estimator: kind.name().to_string(),
-        eta: kind.uses_eta().then_some(eta),
-        batch: config.batch,
-        samples_per_second: median,
-        min: sorted[0],
-        max: sorted[n - 1],
-        repeats,
-    })
+    let mut repeats = vec![Vec::with_capacity(config.repeats); kinds.len()];
+    for t in &mut timed {
+        t.time(config.warmup_seconds, config.batch)?;
+    }
+    for _ in 0..config.repeats {
+        for (t, r) in timed.iter_mut().zip(&mut repeats) {
+            r.push(t.time(config.repeat_seconds, config.batch)?);
+        }
+    }
+    Ok(kinds
+        .iter()
+        .zip(repeats)
+        .map(|(&kind, repeats)| {
+            let mut sorted = repeats.clone();
+            sorted.sort_by(f64::total_cmp);
+            let n = sorted.len();
+            let median = if n % 2 == 1 {
+                sorted[n / 2]
+            } else {
+                0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
+            };
+            Cost {
+                estimator: kind.name().to_string(),
+                eta: kind.uses_eta().then_some(eta),
+                batch: config.batch,
+                samples_per_second: median,
+                min: sorted[0],
+                max: sorted[n - 1],
+                repeats,
+            }
+        })
+        .collect())
 }

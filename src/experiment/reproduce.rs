@@ -91,8 +91,8 @@ impl ReproduceConfig {
             cost: CostConfig {
                 batch: 16,
                 warmup_seconds: 0.02,
-                repeats: 3,
-                repeat_seconds: 0.03,
+                repeats: 5,
+                repeat_seconds: 0.01,
             },
             ..ReproduceConfig::full()
         }
@@ -260,25 +260,21 @@ pub fn reproduce(
         let decay = base
             .eta_decay
             .unwrap_or_else(|| crate::ir::analyse(&models[i].program).default_eta_decay());
-        let mut costs = Vec::new();
-        for kind in EstimatorKind::ALL {
-            if kind == EstimatorKind::Lyy18 && comparison.lyy18_note.is_some() {
-                continue;
-            }
-            costs.push(
-                cost::measure(
-                    &models[i],
-                    kind,
-                    config.variance_eta,
-                    Some(decay),
-                    &config.cost,
-                )
-                .map_err(|source| ReproduceError::Run {
-                    what: format!("timing {name} {kind}"),
-                    source,
-                })?,
-            );
-        }
+        let kinds: Vec<EstimatorKind> = EstimatorKind::ALL
+            .into_iter()
+            .filter(|&k| k != EstimatorKind::Lyy18 || comparison.lyy18_note.is_none())
+            .collect();
+        let costs = cost::measure_interleaved(
+            &models[i],
+            &kinds,
+            config.variance_eta,
+            Some(decay),
+            &config.cost,
+        )
+        .map_err(|source| ReproduceError::Run {
+            what: format!("timing {name}"),
+            source,
+        })?;
         let variance = tables::variance_rows(&comparison, &costs, config.variance_eta);
         outcomes.push(ModelOutcome {
             comparison,
