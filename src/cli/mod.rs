@@ -1,9 +1,13 @@
 //! One module per subcommand; each turns its arguments into library calls and prints.
 
+mod bench;
 mod check;
+mod compare;
 mod diagnose;
 mod load;
 mod models;
+mod progress;
+mod reproduce;
 mod run;
 
 use std::process::ExitCode;
@@ -20,6 +24,12 @@ pub enum Command {
     Run(run::RunArgs),
     /// Check automatic gradients against central finite differences.
     Diagnose(diagnose::DiagnoseArgs),
+    /// Every applicable estimator (DSGD and Fixed per eta) over several seeds: table + figure.
+    Compare(compare::CompareArgs),
+    /// The paper's evaluation on the built-in models: runs, figures, tables, REPORT.md.
+    Reproduce(reproduce::ReproduceArgs),
+    /// Gradient samples per second per estimator, one thread.
+    Bench(bench::BenchArgs),
 }
 
 /// Runs one subcommand.
@@ -29,5 +39,8 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Models => models::run(),
         Command::Run(args) => run::run(args),
         Command::Diagnose(args) => diagnose::diagnose(args),
+        Command::Compare(args) => compare::run(args),
+        Command::Reproduce(args) => reproduce::run(args),
+        Command::Bench(args) => bench::run(args),
     }
 }

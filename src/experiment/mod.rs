@@ -4,10 +4,17 @@
 //! report through the [`observe::Observer`] hooks and return values.
 
 pub mod check;
+pub mod claims;
+pub mod compare;
+pub mod cost;
 pub mod diagnose;
 pub mod figure1a;
 pub mod observe;
 pub mod paper;
 pub mod plot;
 pub mod report;
+pub mod report_md;
+pub mod reproduce;
 pub mod run;
+pub mod sweep;
+pub mod tables;

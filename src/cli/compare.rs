@@ -1,0 +1,141 @@
+//! `dsgd compare`: every applicable estimator on one model, DSGD and Fixed for each eta, over
+//! several seeds; a table on stdout, runs, table and figure under `--out`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use dsgd::experiment::compare::{run_comparison, trajectory_plot};
+use dsgd::experiment::paper::ETAS;
+use dsgd::experiment::plot::write_svg_and_png;
+use dsgd::experiment::report::{RunReport, write_atomic};
+use dsgd::experiment::reproduce::{ReproduceConfig, paper_settings};
+use dsgd::experiment::tables;
+use dsgd::optim::{AdamConfig, OptimizerConfig};
+
+use super::load::load;
+use super::progress::SweepProgress;
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// A model file (`.dsgd`) or the name of a built-in model.
+    model: String,
+    /// Accuracy coefficients for DSGD and Fixed.
+    #[arg(long, num_args = 1.., allow_negative_numbers = true, value_parser = positive, default_values_t = ETAS.to_vec())]
+    etas: Vec<f64>,
+    /// Seeds per cell (0..N).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    seeds: u64,
+    /// Optimisation steps per run.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    iters: u64,
+    /// Adam's step [default: the paper's, 0.01 for xornet, else 0.0015].
+    #[arg(long, allow_negative_numbers = true, value_parser = positive)]
+    lr: Option<f64>,
+    /// DSGD's decay [default: the paper's, 0.2 for xornet, else 1 / (2 * nesting depth)].
+    #[arg(long, allow_negative_numbers = true, value_parser = non_negative)]
+    eta_decay: Option<f64>,
+    /// Measure every N iterations.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    log_every: u64,
+    /// Fresh samples per measurement.
+    #[arg(long, default_value_t = 1000, value_parser = at_least_two)]
+    log_samples: usize,
+    /// Output directory [default: results/compare-<model>].
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print the comparison as JSON on stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn positive(s: &str) -> Result<f64, String> {
+    let x: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if x > 0.0 && x.is_finite() {
+        Ok(x)
+    } else {
+        Err(format!("must be positive and finite, got {s}"))
+    }
+}
+
+fn non_negative(s: &str) -> Result<f64, String> {
+    let x: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if x >= 0.0 && x.is_finite() {
+        Ok(x)
+    } else {
+        Err(format!("must be non-negative and finite, got {s}"))
+    }
+}
+
+pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let loaded = load(&args.model)?;
+    let model = &loaded.model;
+    let (paper_lr, paper_decay) = paper_settings(&model.name);
+    let mut base = ReproduceConfig::full().base_run(&model.name);
+    base.iterations = args.iters;
+    base.log_every = args.log_every;
+    base.log_samples = args.log_samples;
+    base.optimizer = OptimizerConfig::Adam(AdamConfig {
+        lr: args.lr.unwrap_or(paper_lr),
+        ..AdamConfig::default()
+    });
+    base.eta_decay = args.eta_decay.or(paper_decay);
+    let progress = SweepProgress::new(&model.name);
+    let result = run_comparison(model, &args.etas, args.seeds, &base, &|d, t| {
+        progress.update(d, t)
+    });
+    progress.finish();
+    let (cmp, arms, reports) = result?;
+    let out = args
+        .out
+        .unwrap_or_else(|| PathBuf::from(format!("results/compare-{}", model.name)));
+    for (r, arm) in reports.iter().zip(
+        arms.iter()
+            .flat_map(|a| std::iter::repeat_n(a, args.seeds as usize)),
+    ) {
+        let dir = out.join(arm.slug()).join(format!("seed{}", r.seed));
+        r.write_to(&dir)
+            .with_context(|| format!("writing {}", dir.display()))?;
+    }
+    let refs: Vec<&RunReport> = reports.iter().collect();
+    let plot = trajectory_plot(&model.name, &arms, &refs, args.seeds);
+    let (svg, png) = write_svg_and_png(&plot, &out.join("trajectories"), 1000, 620)?;
+    let table = tables::table1(&cmp);
+    let md = out.join("table.md");
+    write_atomic(
+        &md,
+        format!("# {}: final ELBO\n\n{table}", model.name).as_bytes(),
+    )
+    .with_context(|| format!("writing {}", md.display()))?;
+    let js = out.join("comparison.json");
+    let json = serde_json::to_string_pretty(&cmp)?;
+    write_atomic(&js, json.as_bytes()).with_context(|| format!("writing {}", js.display()))?;
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        writeln!(stdout, "{json}")?;
+    } else {
+        writeln!(
+            stdout,
+            "{}: final ELBO, mean ± std over {} seed(s), {} iterations\n",
+            model.name, args.seeds, args.iters
+        )?;
+        if let Some(note) = &cmp.lyy18_note {
+            writeln!(stdout, "LYY18 skipped: {note}\n")?;
+        }
+        write!(stdout, "{table}")?;
+        for p in [&svg, &png, &md, &js] {
+            writeln!(stdout, "wrote {}", p.display())?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn at_least_two(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(x) if x >= 2 => Ok(x),
+        Ok(_) => Err(format!("must be at least 2 (variances need two), got {s}")),
+        Err(_) => Err(format!("`{s}` is not a whole number")),
+    }
+}

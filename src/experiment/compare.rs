@@ -1,0 +1,352 @@
+//! Comparing estimators on one model: which runs to do (every applicable estimator; DSGD and
+//! Fixed once per eta), and what they add up to (final ELBO mean ± std per cell, mean
+//! variances, the trajectory figure in the style of the paper's Figure 2).
+//!
+//! Running the jobs is [`super::sweep`]'s job and writing files the caller's; this module
+//! only plans and aggregates.
+
+use serde::Serialize;
+
+use super::plot::{Legend, LinePlot, Series, YScale};
+use super::report::RunReport;
+use super::run::RunConfig;
+use super::sweep::Job;
+use crate::estimate::{self, EstimatorKind, Problem};
+use crate::ir::Model;
+
+/// One cell of the comparison: an estimator, with its eta when it smooths.
+#[derive(Copy, Clone, Debug, PartialEq, Serialize)]
+pub struct Arm {
+    #[serde(serialize_with = "ser_kind")]
+    pub estimator: EstimatorKind,
+    pub eta: Option<f64>,
+}
+
+fn ser_kind<S: serde::Serializer>(k: &EstimatorKind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(k.name())
+}
+
+impl Arm {
+    /// `dsgd η=0.1`, `score`.
+    pub fn label(&self) -> String {
+        match self.eta {
+            Some(eta) => format!("{} η={eta}", self.estimator.name()),
+            None => self.estimator.name().to_string(),
+        }
+    }
+
+    /// A file-name-safe name: `dsgd-eta0.1`, `score`.
+    pub fn slug(&self) -> String {
+        match self.eta {
+            Some(eta) => format!("{}-eta{eta}", self.estimator.name()),
+            None => self.estimator.name().to_string(),
+        }
+    }
+
+    /// Whether this arm smooths with `eta` (compared to a tolerance of 1e-9).
+    pub fn has_eta(&self, eta: f64) -> bool {
+        self.eta.is_some_and(|e| (e - eta).abs() < 1e-9)
+    }
+}
+
+/// Why LYY18 does not apply to `model` (`None`: it applies).
+pub fn lyy18_refusal(model: &Model) -> Option<String> {
+    match Problem::new(model) {
+        Err(e) => Some(e.to_string()),
+        Ok(p) => estimate::build(EstimatorKind::Lyy18, &p, 0.1, None)
+            .err()
+            .map(|e| e.to_string()),
+    }
+}
+
+/// The arms of a comparison, in table order: DSGD per eta, Fixed per eta, Score, Reparam,
+/// and LYY18 when `lyy18` is true.
+pub fn arms(etas: &[f64], lyy18: bool) -> Vec<Arm> {
+    let mut v = Vec::new();
+    for kind in [EstimatorKind::Dsgd, EstimatorKind::Fixed] {
+        v.extend(etas.iter().map(|&eta| Arm {
+            estimator: kind,
+            eta: Some(eta),
+        }));
+    }
+    v.push(Arm {
+        estimator: EstimatorKind::Score,
+        eta: None,
+    });
+    v.push(Arm {
+        estimator: EstimatorKind::Reparam,
+        eta: None,
+    });
+    if lyy18 {
+        v.push(Arm {
+            estimator: EstimatorKind::Lyy18,
+            eta: None,
+        });
+    }
+    v
+}
+
+/// The jobs of one model: for each arm, seeds `0..seeds`, with `base`'s other settings
+/// (arm-major, then seed).
+pub fn jobs(model: usize, arms: &[Arm], seeds: u64, base: &RunConfig) -> Vec<Job> {
+    let mut v = Vec::new();
+    for arm in arms {
+        for seed in 0..seeds {
+            v.push(Job {
+                model,
+                config: RunConfig {
+                    estimator: arm.estimator,
+                    eta: arm.eta.unwrap_or(base.eta),
+                    seed,
+                    ..base.clone()
+                },
+            });
+        }
+    }
+    v
+}
+
+/// Mean and standard deviation of the finite values, with the count of values left out because
+/// they are not finite. The std is the population std (ddof 0, NumPy's default), the paper's
+/// convention: its walk cells read -85 ± 197, four seeds at about +13 and one 492.5 lower,
+/// and 0.4 × 492.5 = 197 holds for ddof 0 only (ddof 1 would give 220).
+#[derive(Copy, Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    pub mean: f64,
+    pub std: f64,
+    pub n: usize,
+    pub non_finite: usize,
+}
+
+impl Summary {
+    pub fn of(values: &[f64]) -> Summary {
+        let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+        let n = finite.len();
+        let mean = if n == 0 {
+            f64::NAN
+        } else {
+            finite.iter().sum::<f64>() / n as f64
+        };
+        let std = if n < 2 {
+            0.0
+        } else {
+            (finite.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64).sqrt()
+        };
+        Summary {
+            mean,
+            std,
+            n,
+            non_finite: values.len() - n,
+        }
+    }
+}
+
+/// What the runs of one arm add up to.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Cell {
+    pub arm: Arm,
+    /// Final ELBO per seed, in seed order.
+    pub final_elbo: Vec<f64>,
+    pub summary: Summary,
+    /// Mean over every logged iterate of every seed of `Avg(V(.))` and of `V(||.||_2)`.
+    pub mean_var_component: f64,
+    pub mean_var_norm: f64,
+    /// The standard deviation of the last ten logged ELBOs of a run, averaged over seeds: how
+    /// much one measurement fluctuates near the end (Monte Carlo error plus the last steps).
+    pub late_elbo_std: f64,
+    /// Runs that stopped early or skipped steps, with their message.
+    pub problems: Vec<String>,
+    /// Mean wall time of a run.
+    pub seconds: f64,
+}
+
+/// The comparison of one model.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ModelComparison {
+    pub model: String,
+    /// Why LYY18 was left out, when it was.
+    pub lyy18_note: Option<String>,
+    pub cells: Vec<Cell>,
+}
+
+impl ModelComparison {
+    pub fn cell(&self, kind: EstimatorKind, eta: Option<f64>) -> Option<&Cell> {
+        self.cells.iter().find(|c| {
+            c.arm.estimator == kind
+                && match eta {
+                    Some(e) => c.arm.has_eta(e),
+                    None => c.arm.eta.is_none(),
+                }
+        })
+    }
+
+    /// The cell of `kind` at `eta` for smoothing estimators, or the eta-free cell otherwise.
+    pub fn cell_at(&self, kind: EstimatorKind, eta: f64) -> Option<&Cell> {
+        self.cell(kind, kind.uses_eta().then_some(eta))
+    }
+}
+
+/// Groups `reports` (one per job of [`jobs`], same order) by arm.
+pub fn aggregate(
+    model: &str,
+    arms: &[Arm],
+    reports: &[&RunReport],
+    lyy18_note: Option<String>,
+) -> ModelComparison {
+    let cells = arms
+        .iter()
+        .map(|arm| {
+            let runs: Vec<&RunReport> = reports
+                .iter()
+                .copied()
+                .filter(|r| {
+                    r.estimator == arm.estimator.name()
+                        && match arm.eta {
+                            Some(e) => r.eta.is_some_and(|x| (x - e).abs() < 1e-9),
+                            None => true,
+                        }
+                })
+                .collect();
+            let finals: Vec<f64> = runs.iter().map(|r| r.final_elbo).collect();
+            let mean_of = |get: &dyn Fn(&super::report::TrajectoryRow) -> f64| {
+                let v: Vec<f64> = runs
+                    .iter()
+                    .flat_map(|r| r.trajectory.iter().map(get))
+                    .filter(|x| x.is_finite())
+                    .collect();
+                if v.is_empty() {
+                    f64::NAN
+                } else {
+                    v.iter().sum::<f64>() / v.len() as f64
+                }
+            };
+            Cell {
+                arm: *arm,
+                summary: Summary::of(&finals),
+                final_elbo: finals,
+                mean_var_component: mean_of(&|r| r.var_component),
+                mean_var_norm: mean_of(&|r| r.var_norm),
+                late_elbo_std: {
+                    let stds: Vec<f64> = runs
+                        .iter()
+                        .map(|r| {
+                            let n = r.trajectory.len();
+                            let tail: Vec<f64> = r.trajectory[n.saturating_sub(10)..]
+                                .iter()
+                                .map(|t| t.elbo)
+                                .collect();
+                            Summary::of(&tail).std
+                        })
+                        .collect();
+                    Summary::of(&stds).mean
+                },
+                problems: runs
+                    .iter()
+                    .filter_map(|r| {
+                        r.stop_message
+                            .as_ref()
+                            .map(|m| format!("seed {}: {} ({})", r.seed, m, r.stop_reason))
+                    })
+                    .collect(),
+                seconds: if runs.is_empty() {
+                    0.0
+                } else {
+                    runs.iter().map(|r| r.seconds).sum::<f64>() / runs.len() as f64
+                },
+            }
+        })
+        .collect();
+    ModelComparison {
+        model: model.to_string(),
+        lyy18_note,
+        cells,
+    }
+}
+
+/// The mean trajectory over runs: at each logged iteration, the mean of the finite ELBOs
+/// logged there by any run.
+pub fn mean_trajectory(runs: &[&RunReport]) -> Vec<(f64, f64)> {
+    let mut acc: std::collections::BTreeMap<u64, (f64, usize)> = Default::default();
+    for r in runs {
+        for row in &r.trajectory {
+            if row.elbo.is_finite() {
+                let e = acc.entry(row.iter).or_insert((0.0, 0));
+                e.0 += row.elbo;
+                e.1 += 1;
+            }
+        }
+    }
+    acc.into_iter()
+        .map(|(k, (s, n))| (k as f64, s / n as f64))
+        .collect()
+}
+
+/// The Figure-2-style plot of one model: mean ELBO over seeds against iteration, one colour
+/// per estimator, one line style per eta, on a symlog y-axis (linear within ±1).
+pub fn trajectory_plot(model: &str, arms: &[Arm], reports: &[&RunReport], seeds: u64) -> LinePlot {
+    let mut series = Vec::new();
+    for arm in arms {
+        let runs: Vec<&RunReport> = reports
+            .iter()
+            .copied()
+            .filter(|r| {
+                r.estimator == arm.estimator.name()
+                    && match arm.eta {
+                        Some(e) => r.eta.is_some_and(|x| (x - e).abs() < 1e-9),
+                        None => true,
+                    }
+            })
+            .collect();
+        series.push(Series::new(
+            arm.label(),
+            arm.estimator.name(),
+            arm.eta.map(|e| e.to_string()).unwrap_or_default(),
+            mean_trajectory(&runs),
+        ));
+    }
+    LinePlot {
+        title: format!(
+            "{model}: ELBO during optimisation (mean over {seeds} seed{})",
+            if seeds == 1 { "" } else { "s" }
+        ),
+        x_label: "iteration".to_string(),
+        y_label: "ELBO".to_string(),
+        series,
+        y_scale: YScale::SymLog { linthresh: 1.0 },
+        legend: Legend::ByKeys {
+            style_name: "η".to_string(),
+        },
+    }
+}
+
+/// Runs the comparison of one model (in parallel across runs) and aggregates it. The reports
+/// come back in job order (arm-major, then seed).
+pub fn run_comparison(
+    model: &Model,
+    etas: &[f64],
+    seeds: u64,
+    base: &RunConfig,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<(ModelComparison, Vec<Arm>, Vec<RunReport>), super::run::RunError> {
+    if etas.is_empty() || seeds == 0 {
+        return Err(super::run::RunError::Config(
+            "need at least one eta and one seed".into(),
+        ));
+    }
+    for &eta in etas {
+        RunConfig {
+            eta,
+            ..base.clone()
+        }
+        .validate()?;
+    }
+    let note = lyy18_refusal(model);
+    let arms = arms(etas, note.is_none());
+    let jobs = jobs(0, &arms, seeds, base);
+    let reports = super::sweep::run_parallel(std::slice::from_ref(model), &jobs, progress)
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
+    let refs: Vec<&RunReport> = reports.iter().collect();
+    let cmp = aggregate(&model.name, &arms, &refs, note);
+    Ok((cmp, arms, reports))
+}

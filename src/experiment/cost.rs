@@ -1,0 +1,178 @@
+//! The cost of an estimator on a model: gradient samples per second, single-threaded, timed
+//! over whole batches after a warm-up, as the median of several repeats (DESIGN.md section 3).
+//!
+//! Used by `dsgd bench` and by Table 2 of `dsgd reproduce` (cost = 1 / samples per second).
+//! The batches are evaluated at the family's initial `theta`; only the clock is read, nothing
+//! is printed.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::run::RunError;
+use crate::estimate::{self, Engine, EstimatorKind, Problem, Purpose, StreamKey};
+use crate::ir::Model;
+
+/// How long to time.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct CostConfig {
+    /// Gradient samples per timed batch.
+    pub batch: usize,
+    /// Time spent evaluating batches before the clock starts (at least one batch).
+    pub warmup_seconds: f64,
+    /// Timed repeats; the median is reported.
+    pub repeats: usize,
+    /// Length of one repeat (at least one batch).
+    pub repeat_seconds: f64,
+}
+
+impl Default for CostConfig {
+    fn default() -> Self {
+        CostConfig {
+            batch: 16,
+            warmup_seconds: 0.1,
+            repeats: 15,
+            repeat_seconds: 0.05,
+        }
+    }
+}
+
+/// One cost measurement.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Cost {
+    pub estimator: String,
+    /// The eta the estimator smoothed with (DSGD's eta_4000, Fixed's constant), if any.
+    pub eta: Option<f64>,
+    pub batch: usize,
+    /// Median over repeats.
+    pub samples_per_second: f64,
+    /// Slowest and fastest repeat.
+    pub min: f64,
+    pub max: f64,
+    /// Every repeat's samples per second, in order.
+    pub repeats: Vec<f64>,
+}
+
+impl Cost {
+    /// Seconds per gradient sample (the paper's cost).
+    pub fn seconds_per_sample(&self) -> f64 {
+        1.0 / self.samples_per_second
+    }
+}
+
+/// Times `kind` on `model` on one thread. DSGD is timed at iteration 4000, where its eta is
+/// `eta`; the per-iteration cost does not depend on the iteration.
+pub fn measure(
+    model: &Model,
+    kind: EstimatorKind,
+    eta: f64,
+    decay: Option<f64>,
+    config: &CostConfig,
+) -> Result<Cost, RunError> {
+    let mut v = measure_interleaved(model, &[kind], eta, decay, config)?;
+    v.pop()
+        .ok_or_else(|| RunError::Config("no estimator to time".into()))
+}
+
+/// Times several estimators on `model` on one thread, interleaving their repeats (repeat 1 of
+/// each, then repeat 2 of each, ...) so that a change in the machine's load during the
+/// measurement affects them alike and their ratios stay fair.
+pub fn measure_interleaved(
+    model: &Model,
+    kinds: &[EstimatorKind],
+    eta: f64,
+    decay: Option<f64>,
+    config: &CostConfig,
+) -> Result<Vec<Cost>, RunError> {
+    if config.batch == 0 || config.repeats == 0 {
+        return Err(RunError::Config(
+            "the timed batch and the number of repeats must be at least 1".into(),
+        ));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .map_err(|e| RunError::Threads(e.to_string()))?;
+    pool.install(|| measure_here(model, kinds, eta, decay, config))
+}
+
+/// An engine being timed, with its own iteration counter.
+struct Timed {
+    engine: Engine,
+    theta: Vec<f64>,
+    k: u64,
+}
+
+impl Timed {
+    /// Samples per second over batches for at least `seconds` (at least one batch).
+    fn time(&mut self, seconds: f64, batch: usize) -> Result<f64, RunError> {
+        let clock = Instant::now();
+        let mut n = 0u64;
+        loop {
+            self.k += 1;
+            self.engine.evaluate(
+                &self.theta,
+                StreamKey::new(0, self.k, Purpose::Step),
+                batch,
+                false,
+            )?;
+            n += 1;
+            let t = clock.elapsed().as_secs_f64();
+            if t >= seconds {
+                return Ok((n * batch as u64) as f64 / t.max(1e-12));
+            }
+        }
+    }
+}
+
+fn measure_here(
+    model: &Model,
+    kinds: &[EstimatorKind],
+    eta: f64,
+    decay: Option<f64>,
+    config: &CostConfig,
+) -> Result<Vec<Cost>, RunError> {
+    let mut timed = Vec::with_capacity(kinds.len());
+    for &kind in kinds {
+        let problem = Problem::new(model)?;
+        let estimator = estimate::build(kind, &problem, eta, decay)?;
+        let theta = problem.family().init();
+        timed.push(Timed {
+            engine: Engine::new(problem, estimator),
+            theta,
+            k: 4000,
+        });
+    }
+    let mut repeats = vec![Vec::with_capacity(config.repeats); kinds.len()];
+    for t in &mut timed {
+        t.time(config.warmup_seconds, config.batch)?;
+    }
+    for _ in 0..config.repeats {
+        for (t, r) in timed.iter_mut().zip(&mut repeats) {
+            r.push(t.time(config.repeat_seconds, config.batch)?);
+        }
+    }
+    Ok(kinds
+        .iter()
+        .zip(repeats)
+        .map(|(&kind, repeats)| {
+            let mut sorted = repeats.clone();
+            sorted.sort_by(f64::total_cmp);
+            let n = sorted.len();
+            let median = if n % 2 == 1 {
+                sorted[n / 2]
+            } else {
+                0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
+            };
+            Cost {
+                estimator: kind.name().to_string(),
+                eta: kind.uses_eta().then_some(eta),
+                batch: config.batch,
+                samples_per_second: median,
+                min: sorted[0],
+                max: sorted[n - 1],
+                repeats,
+            }
+        })
+        .collect())
+}

@@ -1,0 +1,306 @@
+//! `dsgd reproduce`: the paper's evaluation on the built-in models, from scratch — the sweep
+//! of runs (parallel across runs), the per-run files, the figures, the cost measurements
+//! and REPORT.md.
+//!
+//! The Markdown is composed in [`super::report_md`]; the tables and claims come from
+//! [`super::tables`] and [`super::claims`]. Every file is written whole or not at all.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+use thiserror::Error;
+
+use super::compare::{self, ModelComparison};
+use super::cost::{self, Cost, CostConfig};
+use super::figure1a::write_figure1a;
+use super::plot::{PlotError, write_svg_and_png};
+use super::report::{RunReport, write_atomic};
+use super::run::{OnNonFinite, RunConfig, RunError};
+use super::sweep::{self, Job};
+use super::tables::{self, VarianceRow};
+use crate::estimate::EstimatorKind;
+use crate::ir::Model;
+use crate::optim::{AdamConfig, OptimizerConfig};
+
+/// The paper's six models, in its order (Example 1.1 is Figure 1a).
+pub const PAPER_MODELS: [&str; 6] = [
+    "temperature",
+    "xornet",
+    "walk",
+    "cheating",
+    "textmsg",
+    "influenza",
+];
+
+/// The paper's Adam step and DSGD decay for `model`: 0.01 and 0.2 for xornet, else 0.0015 and
+/// the default `1 / (2 l)`.
+pub fn paper_settings(model: &str) -> (f64, Option<f64>) {
+    if model == "xornet" {
+        (0.01, Some(0.2))
+    } else {
+        (AdamConfig::default().lr, None)
+    }
+}
+
+/// Everything a reproduction does.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReproduceConfig {
+    /// Quick mode: fewer iterations, seeds and etas; not comparable to the paper.
+    pub quick: bool,
+    pub models: Vec<String>,
+    pub seeds: u64,
+    pub etas: Vec<f64>,
+    pub iterations: u64,
+    pub batch: usize,
+    pub log_every: u64,
+    pub log_samples: usize,
+    /// The eta whose DSGD and Fixed runs give Table 2's variances.
+    pub variance_eta: f64,
+    #[serde(skip)]
+    pub cost: CostConfig,
+}
+
+impl ReproduceConfig {
+    /// The paper's settings: 10,000 iterations, batch 16, log every 100 with 1,000 samples,
+    /// 5 seeds, eta 0.06 to 0.22.
+    pub fn full() -> ReproduceConfig {
+        ReproduceConfig {
+            quick: false,
+            models: PAPER_MODELS.iter().map(|s| s.to_string()).collect(),
+            seeds: 5,
+            etas: super::paper::ETAS.to_vec(),
+            iterations: 10_000,
+            batch: 16,
+            log_every: 100,
+            log_samples: 1000,
+            variance_eta: 0.1,
+            cost: CostConfig::default(),
+        }
+    }
+
+    /// The same pipeline, small: 1,000 iterations, 2 seeds, eta 0.1 and 0.14, 200 samples
+    /// per measurement, short timings.
+    pub fn quick() -> ReproduceConfig {
+        ReproduceConfig {
+            quick: true,
+            seeds: 2,
+            etas: vec![0.1, 0.14],
+            iterations: 1000,
+            log_samples: 200,
+            cost: CostConfig {
+                batch: 16,
+                warmup_seconds: 0.02,
+                repeats: 5,
+                repeat_seconds: 0.01,
+            },
+            ..ReproduceConfig::full()
+        }
+    }
+
+    /// The settings of one run of `model` (before estimator, eta and seed).
+    pub fn base_run(&self, model: &str) -> RunConfig {
+        let (lr, decay) = paper_settings(model);
+        RunConfig {
+            eta: self.variance_eta,
+            eta_decay: decay,
+            iterations: self.iterations,
+            batch: self.batch,
+            optimizer: OptimizerConfig::Adam(AdamConfig {
+                lr,
+                ..AdamConfig::default()
+            }),
+            log_every: self.log_every,
+            log_samples: self.log_samples,
+            on_nonfinite: OnNonFinite::Stop,
+            ..RunConfig::default()
+        }
+    }
+}
+
+/// Why a reproduction failed.
+#[derive(Debug, Error)]
+pub enum ReproduceError {
+    #[error("{0}")]
+    Setup(String),
+    #[error("run failed ({what}): {source}")]
+    Run {
+        what: String,
+        #[source]
+        source: RunError,
+    },
+    #[error("cannot write {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Plot(#[from] PlotError),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ReproduceError + '_ {
+    move |source| ReproduceError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// One model's outcome.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ModelOutcome {
+    pub comparison: ModelComparison,
+    pub lr: f64,
+    pub eta_decay: f64,
+    pub costs: Vec<Cost>,
+    pub variance: Vec<VarianceRow>,
+    /// The trajectory figure, relative to the output directory, without extension.
+    pub figure: String,
+}
+
+/// What a reproduction produced.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Reproduction {
+    pub config: ReproduceConfig,
+    pub models: Vec<ModelOutcome>,
+    pub runs: usize,
+    /// Threads of the sweep.
+    pub threads: usize,
+    pub sweep_seconds: f64,
+    pub cost_seconds: f64,
+    /// From the start to the report (runs, files, figures, costs).
+    pub wall_seconds: f64,
+}
+
+/// Compiles a built-in model by name.
+pub fn builtin_model(name: &str) -> Result<Model, ReproduceError> {
+    match crate::models::builtin(name) {
+        Some(Ok(m)) => Ok(m),
+        Some(Err(e)) => Err(ReproduceError::Setup(format!(
+            "cannot compile built-in model `{name}`: {e}"
+        ))),
+        None => Err(ReproduceError::Setup(format!(
+            "no built-in model `{name}` (built-ins: {})",
+            crate::models::builtin_names().join(", ")
+        ))),
+    }
+}
+
+/// Runs the reproduction and writes everything under `out`. `progress(done, total)` reports
+/// finished runs of the sweep.
+pub fn reproduce(
+    config: &ReproduceConfig,
+    out: &Path,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Reproduction, ReproduceError> {
+    let clock = Instant::now();
+    if config.seeds == 0 || config.etas.is_empty() || config.models.is_empty() {
+        return Err(ReproduceError::Setup(
+            "need at least one model, one seed and one eta".into(),
+        ));
+    }
+    let models = config
+        .models
+        .iter()
+        .map(|m| builtin_model(m))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut plans = Vec::new();
+    let mut jobs: Vec<Job> = Vec::new();
+    for (i, model) in models.iter().enumerate() {
+        let note = compare::lyy18_refusal(model);
+        let arms = compare::arms(&config.etas, note.is_none());
+        let base = config.base_run(&config.models[i]);
+        let range = jobs.len()..jobs.len() + arms.len() * config.seeds as usize;
+        jobs.extend(compare::jobs(i, &arms, config.seeds, &base));
+        plans.push((arms, note, range));
+    }
+    for job in &jobs {
+        job.config
+            .validate()
+            .map_err(|e| ReproduceError::Setup(e.to_string()))?;
+    }
+    std::fs::create_dir_all(out).map_err(io(out))?;
+    let sweep_clock = Instant::now();
+    let results = sweep::run_parallel(&models, &jobs, progress);
+    let sweep_seconds = sweep_clock.elapsed().as_secs_f64();
+    let mut reports: Vec<RunReport> = Vec::with_capacity(results.len());
+    for (job, r) in jobs.iter().zip(results) {
+        reports.push(r.map_err(|source| ReproduceError::Run {
+            what: format!(
+                "{} {} eta {} seed {}",
+                config.models[job.model], job.config.estimator, job.config.eta, job.config.seed
+            ),
+            source,
+        })?);
+    }
+    let figures = out.join("figures");
+    std::fs::create_dir_all(&figures).map_err(io(&figures))?;
+    write_figure1a(&figures)?;
+    let cost_clock = Instant::now();
+    let mut outcomes = Vec::new();
+    for (i, (arms, note, range)) in plans.into_iter().enumerate() {
+        let name = &config.models[i];
+        let runs: Vec<&RunReport> = reports[range.clone()].iter().collect();
+        for (job, r) in jobs[range].iter().zip(&runs) {
+            let arm = compare::Arm {
+                estimator: job.config.estimator,
+                eta: job.config.estimator.uses_eta().then_some(job.config.eta),
+            };
+            let dir = out
+                .join("runs")
+                .join(name)
+                .join(arm.slug())
+                .join(format!("seed{}", job.config.seed));
+            r.write_to(&dir).map_err(io(&dir))?;
+        }
+        let comparison = compare::aggregate(name, &arms, &runs, note);
+        let plot = compare::trajectory_plot(name, &arms, &runs, config.seeds);
+        write_svg_and_png(&plot, &figures.join(name), 1000, 620)?;
+        let base = config.base_run(name);
+        let decay = base
+            .eta_decay
+            .unwrap_or_else(|| crate::ir::analyse(&models[i].program).default_eta_decay());
+        let kinds: Vec<EstimatorKind> = EstimatorKind::ALL
+            .into_iter()
+            .filter(|&k| k != EstimatorKind::Lyy18 || comparison.lyy18_note.is_none())
+            .collect();
+        let costs = cost::measure_interleaved(
+            &models[i],
+            &kinds,
+            config.variance_eta,
+            Some(decay),
+            &config.cost,
+        )
+        .map_err(|source| ReproduceError::Run {
+            what: format!("timing {name}"),
+            source,
+        })?;
+        let variance = tables::variance_rows(&comparison, &costs, config.variance_eta);
+        outcomes.push(ModelOutcome {
+            comparison,
+            lr: base.optimizer.lr(),
+            eta_decay: decay,
+            costs,
+            variance,
+            figure: format!("figures/{name}"),
+        });
+    }
+    let cost_seconds = cost_clock.elapsed().as_secs_f64();
+    let mut rep = Reproduction {
+        config: config.clone(),
+        models: outcomes,
+        runs: jobs.len(),
+        threads: rayon::current_num_threads(),
+        sweep_seconds,
+        cost_seconds,
+        wall_seconds: 0.0,
+    };
+    rep.wall_seconds = clock.elapsed().as_secs_f64();
+    let summary = out.join("summary.json");
+    let json =
+        serde_json::to_string_pretty(&rep).map_err(|e| io(&summary)(std::io::Error::other(e)))?;
+    write_atomic(&summary, json.as_bytes()).map_err(io(&summary))?;
+    let report = out.join("REPORT.md");
+    write_atomic(&report, super::report_md::render(&rep).as_bytes()).map_err(io(&report))?;
+    Ok(rep)
+}
