@@ -71,8 +71,10 @@ impl Problem {
             grad: BatchGradient::new(&self.tape, CHUNK),
             s: vec![0.0; n * CHUNK],
             z: vec![0.0; n * CHUNK],
-            point: vec![0.0; n],
-            out: vec![0.0; CHUNK],
+            points: vec![0.0; n * 2 * CHUNK],
+            forced: Vec::with_capacity(2 * CHUNK),
+            lanes: Vec::with_capacity(CHUNK),
+            out: vec![0.0; 2 * CHUNK],
             w: 0,
         }
     }
@@ -113,15 +115,17 @@ impl Problem {
             *o = logp[l];
         }
         if self.family.in_entropy.iter().any(|&e| e) {
-            for (l, o) in out[..w].iter_mut().enumerate() {
-                let mut sq = 0.0;
-                for i in 0..self.family.latent_count() {
-                    if self.family.in_entropy[i] {
-                        let s = scratch.s[i * w + l];
-                        sq += s * s;
-                    }
+            // Latent-major, so the lanes advance together; each lane still sums its squares
+            // in latent order (the same additions as a per-lane loop).
+            let mut sq = [0.0; CHUNK];
+            let sq = &mut sq[..w];
+            for (i, _) in self.family.in_entropy.iter().enumerate().filter(|(_, e)| **e) {
+                for (q, &s) in sq.iter_mut().zip(&scratch.s[i * w..(i + 1) * w]) {
+                    *q += s * s;
                 }
-                *o += c + 0.5 * sq;
+            }
+            for (o, q) in out[..w].iter_mut().zip(sq.iter()) {
+                *o += c + 0.5 * q;
             }
         }
     }
@@ -187,14 +191,18 @@ impl Problem {
 }
 
 /// One thread's scratch memory: the tape workspace, per-sample tape gradients, the noise
-/// `s` and latents `z` of up to [`CHUNK`] lanes (latent-major), and room for one point.
+/// `s` and latents `z` of up to [`CHUNK`] lanes (latent-major), and LYY18's boundary points.
 #[derive(Clone, Debug)]
 pub struct Scratch {
     pub(crate) ws: Workspace,
     pub(crate) grad: BatchGradient,
     pub(crate) s: Vec<f64>,
     pub(crate) z: Vec<f64>,
-    pub(crate) point: Vec<f64>,
+    /// Two boundary points per lane (latent-major, `2 w` lanes: else-forced, then then-forced).
+    pub(crate) points: Vec<f64>,
+    pub(crate) forced: Vec<(u32, crate::ir::Branch)>,
+    /// Per lane, LYY18's choice: `(if-statement, coordinate, a_kj, q_j(z*_j))`.
+    pub(crate) lanes: Vec<Option<(usize, usize, f64, f64)>>,
     pub(crate) out: Vec<f64>,
     /// Lanes currently drawn.
     pub(crate) w: usize,

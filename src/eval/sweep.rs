@@ -21,6 +21,15 @@ pub(super) struct Input<'a> {
     pub batch: usize,
     pub start: usize,
     pub w: usize,
+    /// Per-lane forcing (crisp elsewhere), for [`Tape::forward_forced`].
+    pub force: Option<&'a LaneForce>,
+}
+
+/// One forced if-statement per lane: lane `l` takes branch `then[l]` at if-statement
+/// `index[l]` and is crisp at every other one.
+pub(super) struct LaneForce {
+    pub index: [u32; CHUNK],
+    pub then: [bool; CHUNK],
 }
 
 /// Whether this CPU runs the vector build.
@@ -162,7 +171,19 @@ fn forward_body(
                     weights[cache as usize] = [we, wt];
                     r
                 }
-                _ => kernels::select_forward(v(g), v(t), v(e), forced(semantics, index)),
+                _ => match x.force {
+                    None => kernels::select_forward(v(g), v(t), v(e), forced(semantics, index)),
+                    Some(f) => {
+                        let (t, e) = (v(t), v(e));
+                        let mut r = kernels::select_forward(v(g), t, e, None);
+                        for l in 0..CHUNK {
+                            if f.index[l] == index {
+                                r[l] = if f.then[l] { t[l] } else { e[l] };
+                            }
+                        }
+                        r
+                    }
+                },
             },
         };
         vals[out] = r;

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::ir::{Binary, Node, Program, Semantics, Unary};
+use crate::ir::{Binary, Branch, Node, Program, Semantics, Unary};
 
 use super::fuse;
 use super::kernels::Lanes;
@@ -135,6 +135,8 @@ pub struct Tape {
     latent_slots: Vec<Option<u32>>,
     param_slots: Vec<Option<u32>>,
     if_count: usize,
+    /// Indices of the if-statements among `uniform_steps` (their guards read no latent).
+    uniform_ifs: Vec<u32>,
     fused_squares: usize,
     fused_chains: usize,
 }
@@ -293,6 +295,13 @@ impl Tape {
             }
         }
         let output = slot[root.index()];
+        let uniform_ifs = uniform_steps
+            .iter()
+            .filter_map(|st| match st.op {
+                Op::If { index, .. } => Some(index),
+                _ => None,
+            })
+            .collect();
         let mut constant = vec![None; adj.len()];
         for &(s, c) in &consts {
             constant[s as usize] = Some(c);
@@ -329,6 +338,7 @@ impl Tape {
             latent_slots,
             param_slots,
             if_count: program.if_count(),
+            uniform_ifs,
             chains,
             fused_squares,
             fused_chains,
@@ -415,8 +425,65 @@ impl Tape {
                 batch,
                 start,
                 w,
+                force: None,
             };
             sweep::forward_chunk(self, ws, semantics, &input);
+            out[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
+            start += w;
+        }
+    }
+
+    /// Values of the output for `batch` samples, each under its own forcing: sample `l` is
+    /// evaluated under `Semantics::Forced { index: forced[l].0, branch: forced[l].1 }`. Gives
+    /// the bits of one [`Tape::forward`] call per sample, at the cost of one batch.
+    pub fn forward_forced(
+        &self,
+        ws: &mut Workspace,
+        params: &[f64],
+        latents: &[f64],
+        forced: &[(u32, Branch)],
+        out: &mut [f64],
+    ) {
+        let batch = out.len();
+        assert_eq!(forced.len(), batch, "one forcing per sample");
+        self.check_inputs(ws, params, latents, batch);
+        // A uniform if-statement is evaluated once for all lanes; forcing it in some lanes
+        // only takes the per-sample path.
+        if forced.iter().any(|(k, _)| self.uniform_ifs.contains(k)) {
+            let n = self.latent_count();
+            let mut point = vec![0.0; n];
+            for (l, &(index, branch)) in forced.iter().enumerate() {
+                for (i, p) in point.iter_mut().enumerate() {
+                    *p = latents[i * batch + l];
+                }
+                let sem = Semantics::Forced { index, branch };
+                self.forward(ws, sem, params, &point, &mut out[l..l + 1]);
+            }
+            return;
+        }
+        self.prepare(ws);
+        sweep::uniform_pass(self, ws, Semantics::Crisp, params);
+        let mut start = 0;
+        while start < batch {
+            let w = CHUNK.min(batch - start);
+            let mut force = sweep::LaneForce {
+                index: [u32::MAX; CHUNK],
+                then: [false; CHUNK],
+            };
+            for l in 0..CHUNK {
+                let (k, b) = forced[start + l.min(w - 1)];
+                force.index[l] = k;
+                force.then[l] = b == Branch::Then;
+            }
+            let input = sweep::Input {
+                params,
+                latents,
+                batch,
+                start,
+                w,
+                force: Some(&force),
+            };
+            sweep::forward_chunk(self, ws, Semantics::Crisp, &input);
             out[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
             start += w;
         }
@@ -454,6 +521,7 @@ impl Tape {
                 batch,
                 start,
                 w,
+                force: None,
             };
             sweep::forward_chunk(self, ws, semantics, &input);
             sweep::reverse_chunk(self, ws, semantics);
