@@ -27,7 +27,9 @@ impl Problem {
             mode: model.mode,
             objective_sign: model.objective_sign(),
             program: model.program.clone(),
-            tape: Tape::compile(&model.program, 0),
+            // Fixed latents have no parameters: their gradient is never read, so the reverse
+            // sweep skips what depends on them alone.
+            tape: Tape::compile_active(&model.program, 0, Some(&family.gradient_wanted())),
             analysis: analyse(&model.program),
             family,
         })
@@ -119,7 +121,13 @@ impl Problem {
             // in latent order (the same additions as a per-lane loop).
             let mut sq = [0.0; CHUNK];
             let sq = &mut sq[..w];
-            for (i, _) in self.family.in_entropy.iter().enumerate().filter(|(_, e)| **e) {
+            for (i, _) in self
+                .family
+                .in_entropy
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| **e)
+            {
                 for (q, &s) in sq.iter_mut().zip(&scratch.s[i * w..(i + 1) * w]) {
                     *q += s * s;
                 }

@@ -211,6 +211,16 @@ static NEXT_TAPE_ID: AtomicU64 = AtomicU64::new(1);
 impl Tape {
     /// Compiles output `output` of `program` (only the nodes it depends on).
     pub fn compile(program: &Program, output: usize) -> Tape {
+        Tape::compile_active(program, output, None)
+    }
+
+    /// Like [`Tape::compile`], but gradients are wanted only for the latents `i` with
+    /// `active[i]` (all of them when `active` is `None`). The reverse sweep then skips every
+    /// node that depends on nothing but constants, parameters and inactive latents (e.g. the
+    /// coin tosses of a randomised-response survey), and the gradient with respect to an
+    /// inactive latent is reported as zero. Every other gradient keeps its bits: an active
+    /// node's adjoint receives the same contributions in the same order.
+    pub fn compile_active(program: &Program, output: usize, active: Option<&[bool]>) -> Tape {
         let root = program.outputs()[output];
         let live = program.reachable_from(&[root]);
         let mut slot = vec![u32::MAX; program.node_count()];
@@ -269,7 +279,10 @@ impl Tape {
             assert!(node.operands().all(|o| slot[o.index()] < s));
             let is_active = match node {
                 Node::Const(_) => false,
-                Node::Param(_) | Node::Latent(_) => true,
+                Node::Param(_) => true,
+                Node::Latent(j) => {
+                    active.is_none_or(|a| a.get(*j as usize).copied().unwrap_or(true))
+                }
                 _ => node
                     .operands()
                     .any(|o| adj[slot[o.index()] as usize] != NONE),
