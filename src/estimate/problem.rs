@@ -77,6 +77,7 @@ impl Problem {
             forced: Vec::with_capacity(2 * CHUNK),
             lanes: Vec::with_capacity(CHUNK),
             out: vec![0.0; 2 * CHUNK],
+            rows: std::cell::RefCell::new(Vec::new()),
             w: 0,
         }
     }
@@ -170,20 +171,20 @@ impl Problem {
         let d = self.dim();
         let m = self.family.model_param_count();
         let g = &scratch.grad;
-        for l in 0..w {
-            let row = &mut grads[l * d..(l + 1) * d];
-            row.fill(0.0);
-            for (k, r) in row[..m].iter_mut().enumerate() {
-                *r = g.params[k * w + l];
-            }
-        }
+        // Accumulated component-major (`acc[p * w + l]`), so the lane loops are contiguous,
+        // then transposed into the rows. Each `(l, p)` gets the same additions in the same
+        // order as row by row: its start value, then latent by latent.
+        let mut acc = scratch.rows.borrow_mut();
+        acc.clear();
+        acc.extend_from_slice(&g.params[..m * w]);
+        acc.resize(d * w, 0.0);
         for i in 0..self.family.latent_count() {
             let entropy = self.family.in_entropy[i];
             let inv_scale = 1.0 / state.scale(i);
+            let dz = &g.latents[i * w..(i + 1) * w];
+            let s = &scratch.s[i * w..(i + 1) * w];
             for (p, dl, ds) in state.jacobian(i) {
-                for l in 0..w {
-                    let dz = g.latents[i * w + l];
-                    let s = scratch.s[i * w + l];
+                for ((a, &dz), &s) in acc[p * w..(p + 1) * w].iter_mut().zip(dz).zip(s) {
                     let mut v = dz * (dl + s * ds);
                     if dz == 0.0 {
                         v = 0.0;
@@ -191,8 +192,13 @@ impl Problem {
                     if entropy {
                         v += ds * inv_scale;
                     }
-                    grads[l * d + p] += v;
+                    *a += v;
                 }
+            }
+        }
+        for (l, row) in grads[..w * d].chunks_exact_mut(d).enumerate() {
+            for (p, r) in row.iter_mut().enumerate() {
+                *r = acc[p * w + l];
             }
         }
     }
@@ -212,6 +218,8 @@ pub struct Scratch {
     /// Per lane, LYY18's choice: `(if-statement, coordinate, a_kj, q_j(z*_j))`.
     pub(crate) lanes: Vec<Option<(usize, usize, f64, f64)>>,
     pub(crate) out: Vec<f64>,
+    /// The pathwise gradient rows while they are assembled, component-major.
+    pub(crate) rows: std::cell::RefCell<Vec<f64>>,
     /// Lanes currently drawn.
     pub(crate) w: usize,
 }
