@@ -67,11 +67,18 @@ fn gradients_restricted_to_some_latents_keep_their_bits() {
             for (i, &on) in active.iter().enumerate() {
                 let r = i * BATCH..(i + 1) * BATCH;
                 if on {
-                    assert_eq!(bits(&gf.latents[r.clone()]), bits(&gp.latents[r]), "{sem:?}");
+                    assert_eq!(
+                        bits(&gf.latents[r.clone()]),
+                        bits(&gp.latents[r]),
+                        "{sem:?}"
+                    );
                 } else {
                     assert!(gp.latents[r.clone()].iter().all(|&g| g == 0.0));
                     // The full gradient there is not zero: the option did drop work.
-                    assert!(gf.latents[r].iter().any(|&g| g != 0.0), "{sem:?} latent {i}");
+                    assert!(
+                        gf.latents[r].iter().any(|&g| g != 0.0),
+                        "{sem:?} latent {i}"
+                    );
                 }
             }
         }
@@ -89,7 +96,11 @@ fn per_sample_forcing_equals_one_forced_forward_per_sample() {
         .map(|l| {
             let k = (l % 4) as u32;
             let k = if l == BATCH - 1 { u32::MAX } else { k };
-            let b = if l % 3 == 0 { Branch::Then } else { Branch::Else };
+            let b = if l % 3 == 0 {
+                Branch::Then
+            } else {
+                Branch::Else
+            };
             (k, b)
         })
         .collect();
@@ -114,7 +125,60 @@ fn per_sample_forcing_equals_one_forced_forward_per_sample() {
                 tape.forward(&mut ws, Semantics::Crisp, &params, &point, &mut crisp);
                 changed |= crisp[0] != one[0];
             }
-            assert!(changed, "forcing changed no sample: the test checks nothing");
+            assert!(
+                changed,
+                "forcing changed no sample: the test checks nothing"
+            );
+        }
+    }
+}
+
+/// LYY18's pattern: a crisp gradient sweep at `z`, then the same samples with one coordinate
+/// moved per sample, forced to else and then to then (the tape redoes only what changed).
+#[test]
+fn forcing_right_after_a_crisp_sweep_equals_full_forced_forwards() {
+    let p = program();
+    let tape = Tape::compile(&p, 0);
+    let params = [0.4];
+    for w in [CHUNK, 5] {
+        let z: Vec<f64> = (0..LATENTS * w)
+            .map(|k| ((k as f64) * 0.917).cos() * 1.1)
+            .collect();
+        let mut moved = z.clone();
+        let mut forced_else = Vec::new();
+        for l in 0..w {
+            let j = l % LATENTS;
+            moved[j * w + l] = -0.37 + l as f64 * 0.05;
+            forced_else.push(((l % 3) as u32, Branch::Else));
+        }
+        let forced_then: Vec<_> = forced_else
+            .iter()
+            .map(|&(k, _)| (k, Branch::Then))
+            .collect();
+        for simd in [true, false] {
+            let mut ws = tape.workspace();
+            ws.set_simd(simd);
+            let mut reference = tape.workspace();
+            reference.set_simd(simd);
+            let mut grad = BatchGradient::new(&tape, w);
+            tape.gradient(&mut ws, Semantics::Crisp, &params, &z, &mut grad);
+            let mut changed = false;
+            for f in [&forced_else, &forced_then, &forced_else] {
+                let mut got = vec![0.0; w];
+                tape.forward_forced(&mut ws, &params, &moved, f, &mut got);
+                let mut full = vec![0.0; w];
+                tape.forward_forced(&mut reference, &params, &moved, f, &mut full);
+                for (l, &(index, branch)) in f.iter().enumerate() {
+                    let point: Vec<f64> = (0..LATENTS).map(|i| moved[i * w + l]).collect();
+                    let mut one = [0.0];
+                    let sem = Semantics::Forced { index, branch };
+                    tape.forward(&mut reference, sem, &params, &point, &mut one);
+                    assert_eq!(got[l].to_bits(), one[0].to_bits(), "w {w} sample {l}");
+                    assert_eq!(full[l].to_bits(), one[0].to_bits(), "w {w} sample {l}");
+                    changed |= one[0] != grad.value[l];
+                }
+            }
+            assert!(changed, "no sample changed: the test checks nothing");
         }
     }
 }

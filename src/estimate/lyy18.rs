@@ -69,17 +69,13 @@ impl Estimator for Lyy18 {
         let n = p.family.latent_count();
         let params = &cx.theta[..m];
         let mut rng = cx.key.rng(Channel::Choice);
-        let w2 = 2 * w;
         scratch.forced.clear();
         scratch.lanes.clear();
-        // Each lane's boundary point twice: lanes `0..w` forced to else, `w..2w` to then;
-        // one batched forward evaluates all of them (the same bits as one call per point).
+        // Each lane's boundary point, evaluated forced to else and then forced to then by
+        // two batched forwards (the same bits as one call per point); right after the crisp
+        // sweep at `z`, they redo only what the moved coordinate and forced if reach.
+        scratch.points[..n * w].copy_from_slice(&scratch.z[..n * w]);
         for l in 0..w {
-            for i in 0..n {
-                let z = scratch.z[i * w + l];
-                scratch.points[i * w2 + l] = z;
-                scratch.points[i * w2 + w + l] = z;
-            }
             let r = rng.lane(cx.first + l);
             let k = r.index(big_k);
             let guard = &self.guards[k];
@@ -95,11 +91,10 @@ impl Estimator for Lyy18 {
                 .coefficients
                 .iter()
                 .filter(|&&(i, _)| i as usize != j)
-                .map(|&(i, a)| a * scratch.points[i as usize * w2 + l])
+                .map(|&(i, a)| a * scratch.points[i as usize * w + l])
                 .sum();
             let zj = -(guard.constant + rest) / a_j;
-            scratch.points[j * w2 + l] = zj;
-            scratch.points[j * w2 + w + l] = zj;
+            scratch.points[j * w + l] = zj;
             let q = st.marginal_density(j, zj);
             scratch.lanes.push((q != 0.0).then_some((k, j, a_j, q)));
             scratch.forced.push((k as u32, Branch::Else));
@@ -108,13 +103,13 @@ impl Estimator for Lyy18 {
             let (k, _) = scratch.forced[l];
             scratch.forced.push((k, Branch::Then));
         }
-        p.tape.forward_forced(
-            &mut scratch.ws,
-            params,
-            &scratch.points[..n * w2],
-            &scratch.forced,
-            &mut scratch.out[..w2],
-        );
+        let (else_out, then_out) = scratch.out[..2 * w].split_at_mut(w);
+        let points = &scratch.points[..n * w];
+        let (forced_else, forced_then) = scratch.forced.split_at(w);
+        p.tape
+            .forward_forced(&mut scratch.ws, params, points, forced_else, else_out);
+        p.tape
+            .forward_forced(&mut scratch.ws, params, points, forced_then, then_out);
         for l in 0..w {
             let Some((k, _j, a_j, q)) = scratch.lanes[l] else {
                 continue;
@@ -128,7 +123,7 @@ impl Estimator for Lyy18 {
             let row = &mut grads[l * d..(l + 1) * d];
             for &(i, a_i) in &guard.coefficients {
                 let i = i as usize;
-                let s_star = (scratch.points[i * w2 + l] - st.loc(i)) / st.scale(i);
+                let s_star = (scratch.points[i * w + l] - st.loc(i)) / st.scale(i);
                 for (q_idx, dl, ds) in st.jacobian(i) {
                     row[q_idx] += factor * a_i * (dl + s_star * ds);
                 }

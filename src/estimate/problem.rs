@@ -73,7 +73,7 @@ impl Problem {
             grad: BatchGradient::new(&self.tape, CHUNK),
             s: vec![0.0; n * CHUNK],
             z: vec![0.0; n * CHUNK],
-            points: vec![0.0; n * 2 * CHUNK],
+            points: vec![0.0; n * CHUNK],
             forced: Vec::with_capacity(2 * CHUNK),
             lanes: Vec::with_capacity(CHUNK),
             out: vec![0.0; 2 * CHUNK],
@@ -212,7 +212,7 @@ pub struct Scratch {
     pub(crate) grad: BatchGradient,
     pub(crate) s: Vec<f64>,
     pub(crate) z: Vec<f64>,
-    /// Two boundary points per lane (latent-major, `2 w` lanes: else-forced, then then-forced).
+    /// LYY18's boundary point of each lane (latent-major).
     pub(crate) points: Vec<f64>,
     pub(crate) forced: Vec<(u32, crate::ir::Branch)>,
     /// Per lane, LYY18's choice: `(if-statement, coordinate, a_kj, q_j(z*_j))`.

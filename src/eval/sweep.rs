@@ -106,6 +106,18 @@ pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantic
     reverse_body(tape, ws, semantics);
 }
 
+/// Crisp values of `steps` only (a subset of the tape's lane steps, in order) for one chunk
+/// under `x.force`: the incremental forced sweep.
+pub(super) fn forward_steps(steps: &[Step], chains: &[(u32, bool)], ws: &mut Workspace, x: &Input) {
+    #[cfg(target_arch = "x86_64")]
+    if ws.simd && simd_available() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above).
+        unsafe { forward_avx2(steps, chains, ws, Semantics::Crisp, x) };
+        return;
+    }
+    forward_body(steps, chains, ws, Semantics::Crisp, x);
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 fn forward_avx2(

@@ -151,9 +151,25 @@ pub struct Workspace {
     pub(super) weights: Vec<[Lanes; 2]>,
     pub(super) simd: bool,
     pub(super) approx_exp: bool,
+    /// Whether `values` hold one chunk's crisp forward sweep (for
+    /// [`Tape::forward_forced`] to redo only what changed), except downstream of the
+    /// if-statements in `forced`.
+    pub(super) crisp_chunk: bool,
+    pub(super) forced: Vec<u32>,
+    /// Per slot, whether the incremental forced sweep recomputes it; and those steps.
+    pub(super) dirty: Vec<bool>,
+    pub(super) partial: Vec<Step>,
+    /// Per if-statement of the program, whether the incremental sweep redoes it.
+    pub(super) reforce: Vec<bool>,
 }
 
 impl Workspace {
+    /// Records what `values` hold after a sweep under `semantics` over `batch` samples.
+    fn note_sweep(&mut self, semantics: Semantics, batch: usize) {
+        self.crisp_chunk = semantics == Semantics::Crisp && batch <= CHUNK;
+        self.forced.clear();
+    }
+
     /// Chooses the vector code path (AVX2/FMA where the CPU has it, the default) or the
     /// portable one. Both give bit-identical results; this exists to test and measure that.
     pub fn set_simd(&mut self, on: bool) {
@@ -400,6 +416,11 @@ impl Tape {
             weights: vec![[[0.0; CHUNK]; 2]; self.if_slots],
             simd: true,
             approx_exp: false,
+            crisp_chunk: false,
+            forced: Vec::new(),
+            dirty: vec![false; self.len],
+            partial: Vec::new(),
+            reforce: vec![false; self.if_count],
         };
         self.prepare(&mut ws);
         ws
@@ -444,6 +465,7 @@ impl Tape {
             out[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
             start += w;
         }
+        ws.note_sweep(semantics, batch);
     }
 
     /// Values of the output for `batch` samples, each under its own forcing: sample `l` is
@@ -474,7 +496,11 @@ impl Tape {
             }
             return;
         }
+        if self.forward_forced_incremental(ws, params, latents, forced, out) {
+            return;
+        }
         self.prepare(ws);
+        ws.crisp_chunk = false;
         sweep::uniform_pass(self, ws, Semantics::Crisp, params);
         let mut start = 0;
         while start < batch {
@@ -500,6 +526,104 @@ impl Tape {
             out[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
             start += w;
         }
+    }
+
+    /// [`Tape::forward_forced`] when `ws` holds the crisp sweep of one chunk at the same
+    /// parameters: only the steps downstream of a latent whose value changed or of a forced
+    /// if-statement (this call's or the last one's) are redone; every other slot already
+    /// holds the value a full sweep would compute (LYY18 moves one coordinate and forces one
+    /// if-statement per sample). False, doing nothing, when `ws` holds no such sweep.
+    fn forward_forced_incremental(
+        &self,
+        ws: &mut Workspace,
+        params: &[f64],
+        latents: &[f64],
+        forced: &[(u32, Branch)],
+        out: &mut [f64],
+    ) -> bool {
+        let w = out.len();
+        if ws.tape_id != self.id || !ws.crisp_chunk || w == 0 || w > CHUNK {
+            return false;
+        }
+        let same = |a: f64, b: f64| a.to_bits() == b.to_bits();
+        for (k, s) in self.param_slots.iter().enumerate() {
+            if let Some(s) = s
+                && !same(ws.values[*s as usize][0], params[k])
+            {
+                return false;
+            }
+        }
+        let mut dirty = std::mem::take(&mut ws.dirty);
+        dirty.fill(false);
+        for (i, s) in self.latent_slots.iter().enumerate() {
+            if let Some(s) = *s {
+                let src = &latents[i * w..(i + 1) * w];
+                let held = &ws.values[s as usize];
+                dirty[s as usize] = (0..CHUNK).any(|l| !same(held[l], src[l.min(w - 1)]));
+            }
+        }
+        let mut reforce = std::mem::take(&mut ws.reforce);
+        for &k in ws.forced.iter().chain(forced.iter().map(|(k, _)| k)) {
+            if let Some(r) = reforce.get_mut(k as usize) {
+                *r = true;
+            }
+        }
+        let mut partial = std::mem::take(&mut ws.partial);
+        partial.clear();
+        for step in &self.steps {
+            let d = |s: u32| dirty[s as usize];
+            let is = match step.op {
+                Op::Param { .. } => false,
+                Op::Latent { .. } => d(step.out),
+                Op::Unary { a, .. } => d(a),
+                Op::Binary { a, b, .. } => d(a) || d(b),
+                Op::NormalSquare { x, m, s, .. } => d(x) || d(m) || d(s),
+                Op::SumChain { base, from, to } => {
+                    d(base)
+                        || self.chains[from as usize..to as usize]
+                            .iter()
+                            .any(|&(t, _)| d(t))
+                }
+                Op::If { g, t, e, index, .. } => d(g) || d(t) || d(e) || reforce[index as usize],
+            };
+            if is {
+                dirty[step.out as usize] = true;
+                partial.push(*step);
+            }
+        }
+        let mut force = sweep::LaneForce {
+            index: [u32::MAX; CHUNK],
+            then: [false; CHUNK],
+        };
+        for l in 0..CHUNK {
+            let (k, b) = forced[l.min(w - 1)];
+            force.index[l] = k;
+            force.then[l] = b == Branch::Then;
+        }
+        let input = sweep::Input {
+            params,
+            latents,
+            batch: w,
+            start: 0,
+            w,
+            force: Some(&force),
+        };
+        sweep::forward_steps(&partial, &self.chains, ws, &input);
+        out.copy_from_slice(&ws.values[self.output as usize][..w]);
+        for &k in &ws.forced {
+            reforce[k as usize] = false;
+        }
+        ws.forced.clear();
+        for &(k, _) in forced {
+            if let Some(r) = reforce.get_mut(k as usize) {
+                *r = false;
+                ws.forced.push(k);
+            }
+        }
+        ws.reforce = reforce;
+        ws.dirty = dirty;
+        ws.partial = partial;
+        true
     }
 
     /// Values and per-sample gradients for `grad.batch` samples.
@@ -538,6 +662,7 @@ impl Tape {
             };
             sweep::forward_chunk(self, ws, semantics, &input);
             sweep::reverse_chunk(self, ws, semantics);
+            ws.note_sweep(semantics, batch);
             grad.value[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
             for (slots, dest) in [
                 (&self.latent_slots, &mut grad.latents),
