@@ -91,15 +91,26 @@ impl Problem {
         w: usize,
         scratch: &mut Scratch,
     ) {
+        self.draw_noise(key, first, w, &mut scratch.s);
+        self.use_noise(state, w, scratch);
+    }
+
+    /// The noise `s` of lanes `first..first + w` (latent-major, `s[i * w + l]`): it does not
+    /// depend on `theta`, so it can be drawn ahead.
+    pub(crate) fn draw_noise(&self, key: StreamKey, first: usize, w: usize, s: &mut [f64]) {
         let n = self.family.latent_count();
-        scratch.w = w;
         let mut rng = key.rng(Channel::Noise);
         for l in 0..w {
             let r = rng.lane(first + l);
             for i in 0..n {
-                scratch.s[i * w + l] = r.normal();
+                s[i * w + l] = r.normal();
             }
         }
+    }
+
+    /// Sets `z = phi_theta(s)` for the `w` lanes of noise in `scratch.s`.
+    pub(crate) fn use_noise(&self, state: &FamilyState, w: usize, scratch: &mut Scratch) {
+        scratch.w = w;
         state.reparameterise(&scratch.s, &mut scratch.z, w);
     }
 

@@ -361,11 +361,12 @@ fn steps(
         failed: None,
     };
     for k in range {
-        let step = engine.evaluate(
+        let step = engine.evaluate_then_draw(
             theta,
             StreamKey::new(cfg.seed, k, Purpose::Step),
             cfg.batch,
             false,
+            StreamKey::new(cfg.seed, k + 1, Purpose::Step),
         );
         let problem = match step {
             Err(e) => Some(format!("at iteration {k}: {e}")),
