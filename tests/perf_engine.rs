@@ -14,7 +14,10 @@ fn engine(kind: EstimatorKind) -> Engine {
 
 #[test]
 fn noise_drawn_ahead_gives_the_bits_of_noise_drawn_in_turn() {
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
     pool.install(|| {
         for kind in [EstimatorKind::Dsgd, EstimatorKind::Lyy18] {
             let (mut plain, mut ahead) = (engine(kind), engine(kind));
@@ -24,7 +27,9 @@ fn noise_drawn_ahead_gives_the_bits_of_noise_drawn_in_turn() {
                 plain.evaluate(&theta, key(k), 16, false).unwrap();
                 // Iteration 3 asks for a key other than the one drawn ahead.
                 let next = if k == 2 { key(40) } else { key(k + 1) };
-                ahead.evaluate_then_draw(&theta, key(k), 16, false, next).unwrap();
+                ahead
+                    .evaluate_then_draw(&theta, key(k), 16, false, next)
+                    .unwrap();
                 let bits = |e: &Engine| {
                     e.sample_gradients()
                         .iter()
