@@ -4,7 +4,8 @@
 //! Chunks are [`CHUNK`] lanes whatever the number of threads, each lane's noise comes from
 //! its own stream, and the mean is summed serially in lane order, so results are identical
 //! bit for bit with one thread or many. After the first batch of a given size nothing is
-//! allocated.
+//! allocated. The noise of the next batch can be drawn ahead on another thread
+//! ([`Engine::evaluate_then_draw`]): it is a function of its key alone.
 
 use std::sync::{Arc, Mutex};
 

@@ -161,6 +161,8 @@ pub struct Workspace {
     pub(super) partial: Vec<Step>,
     /// Per if-statement of the program, whether the incremental sweep redoes it.
     pub(super) reforce: Vec<bool>,
+    /// One sample's latents, for forcing one sample at a time.
+    pub(super) point: Vec<f64>,
 }
 
 impl Workspace {
@@ -421,6 +423,7 @@ impl Tape {
             dirty: vec![false; self.len],
             partial: Vec::new(),
             reforce: vec![false; self.if_count],
+            point: vec![0.0; self.latent_count()],
         };
         self.prepare(&mut ws);
         ws
@@ -485,8 +488,7 @@ impl Tape {
         // A uniform if-statement is evaluated once for all lanes; forcing it in some lanes
         // only takes the per-sample path.
         if forced.iter().any(|(k, _)| self.uniform_ifs.contains(k)) {
-            let n = self.latent_count();
-            let mut point = vec![0.0; n];
+            let mut point = std::mem::take(&mut ws.point);
             for (l, &(index, branch)) in forced.iter().enumerate() {
                 for (i, p) in point.iter_mut().enumerate() {
                     *p = latents[i * batch + l];
@@ -494,6 +496,7 @@ impl Tape {
                 let sem = Semantics::Forced { index, branch };
                 self.forward(ws, sem, params, &point, &mut out[l..l + 1]);
             }
+            ws.point = point;
             return;
         }
         if self.forward_forced_incremental(ws, params, latents, forced, out) {

@@ -3,7 +3,10 @@
 //! Every `log_every` iterations (from iteration 0) and at the end, the runner draws
 //! `log_samples` fresh samples and records the crisp objective estimate and the variance of
 //! the estimator's gradient samples at that iterate (DESIGN.md section 3). A run is a pure
-//! function of its configuration: the thread count changes nothing but the speed.
+//! function of its configuration: the thread count changes nothing but the speed. With more
+//! than one thread a measurement runs beside the steps that follow it (it reads only the
+//! iterate they start from), and the steps draw their next noise ahead; both are applied in
+//! the serial order.
 
 use std::time::Instant;
 
