@@ -4,9 +4,10 @@
 //! Chunks are [`CHUNK`] lanes whatever the number of threads, each lane's noise comes from
 //! its own stream, and the mean is summed serially in lane order, so results are identical
 //! bit for bit with one thread or many. After the first batch of a given size nothing is
-//! allocated.
+//! allocated. The noise of the next batch can be drawn ahead on another thread
+//! ([`Engine::evaluate_then_draw`]): it is a function of its key alone.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
@@ -17,7 +18,7 @@ use crate::family::{FamilyError, FamilyState};
 /// An estimator bound to a problem, with the buffers for its batches.
 #[derive(Debug)]
 pub struct Engine {
-    problem: Problem,
+    problem: Arc<Problem>,
     estimator: Box<dyn Estimator>,
     state: FamilyState,
     scratch: Vec<Mutex<Scratch>>,
@@ -27,7 +28,15 @@ pub struct Engine {
     mean: Vec<f64>,
     batch: usize,
     want_crisp: bool,
+    /// Noise drawn ahead (by [`Engine::evaluate_then_draw`]) for this key and batch size.
+    ahead: Option<(StreamKey, usize)>,
+    ahead_s: Vec<f64>,
+    spare_s: Vec<f64>,
 }
+
+/// Drawing the next batch's noise beside the current one pays off from about this many
+/// normals (a few microseconds of work, against the cost of handing it to another thread).
+const AHEAD_MIN_NORMALS: usize = 2048;
 
 /// The first non-finite quantity of a batch, for error messages.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,7 +57,7 @@ impl Engine {
         Engine {
             state: problem.family().state(),
             mean: vec![0.0; problem.dim()],
-            problem,
+            problem: Arc::new(problem),
             estimator,
             scratch,
             grads: Vec::new(),
@@ -56,6 +65,9 @@ impl Engine {
             crisp: Vec::new(),
             batch: 0,
             want_crisp: false,
+            ahead: None,
+            ahead_s: Vec::new(),
+            spare_s: Vec::new(),
         }
     }
 
@@ -90,7 +102,14 @@ impl Engine {
         self.values.resize(batch, 0.0);
         self.crisp.resize(batch, 0.0);
         self.want_crisp = want_crisp;
-        let (problem, estimator, state) = (&self.problem, self.estimator.as_ref(), &self.state);
+        let chunks = batch.div_ceil(CHUNK);
+        let ahead = match self.ahead.take() {
+            Some((k, b)) if k == key && b == batch && chunks == 1 => {
+                Some(std::mem::take(&mut self.ahead_s))
+            }
+            _ => None,
+        };
+        let (problem, estimator, state) = (&*self.problem, self.estimator.as_ref(), &self.state);
         let scratch = &self.scratch;
         let crisp_differs = estimator.semantics(iteration) != crate::ir::Semantics::Crisp;
         let run = |c: usize, grads: &mut [f64], values: &mut [f64], crisp: &mut [f64]| {
@@ -99,7 +118,14 @@ impl Engine {
             let sc = &mut *guard;
             let first = c * CHUNK;
             let w = values.len();
-            problem.draw(state, key, first, w, sc);
+            match &ahead {
+                Some(s) => {
+                    let n = problem.family().latent_count();
+                    sc.s[..n * w].copy_from_slice(&s[..n * w]);
+                    problem.use_noise(state, w, sc);
+                }
+                None => problem.draw(state, key, first, w, sc),
+            }
             let cx = Context {
                 problem,
                 state,
@@ -117,7 +143,6 @@ impl Engine {
                 }
             }
         };
-        let chunks = batch.div_ceil(CHUNK);
         if chunks <= 1 || d == 0 || rayon::current_num_threads() <= 1 {
             for c in 0..chunks {
                 let r = c * CHUNK..((c + 1) * CHUNK).min(batch);
@@ -146,7 +171,38 @@ impl Engine {
         for m in &mut self.mean {
             *m *= inv;
         }
+        if let Some(s) = ahead {
+            self.spare_s = s;
+        }
         Ok(())
+    }
+
+    /// [`Engine::evaluate`], while another thread (when the pool has one) draws the noise of
+    /// `next` for a following call with the same batch size: the noise does not depend on
+    /// `theta`, so the results are those of drawing it then. Worth it for one chunk of many
+    /// latents (the optimisation steps of a model like `cheating`).
+    pub fn evaluate_then_draw(
+        &mut self,
+        theta: &[f64],
+        key: StreamKey,
+        batch: usize,
+        want_crisp: bool,
+        next: StreamKey,
+    ) -> Result<(), FamilyError> {
+        let n = self.problem.family().latent_count();
+        if batch > CHUNK || n * batch < AHEAD_MIN_NORMALS || rayon::current_num_threads() <= 1 {
+            return self.evaluate(theta, key, batch, want_crisp);
+        }
+        let mut buf = std::mem::take(&mut self.spare_s);
+        buf.resize(n * batch, 0.0);
+        let problem = Arc::clone(&self.problem);
+        let (result, ()) = rayon::join(
+            || self.evaluate(theta, key, batch, want_crisp),
+            || problem.draw_noise(next, 0, batch, &mut buf),
+        );
+        self.ahead_s = buf;
+        self.ahead = Some((next, batch));
+        result
     }
 
     /// The batch-mean gradient of the last [`Engine::evaluate`].

@@ -69,48 +69,61 @@ impl Estimator for Lyy18 {
         let n = p.family.latent_count();
         let params = &cx.theta[..m];
         let mut rng = cx.key.rng(Channel::Choice);
+        scratch.forced.clear();
+        scratch.lanes.clear();
+        // Each lane's boundary point, evaluated forced to else and then forced to then by
+        // two batched forwards (the same bits as one call per point); right after the crisp
+        // sweep at `z`, they redo only what the moved coordinate and forced if reach.
+        scratch.points[..n * w].copy_from_slice(&scratch.z[..n * w]);
         for l in 0..w {
             let r = rng.lane(cx.first + l);
             let k = r.index(big_k);
             let guard = &self.guards[k];
             if guard.coefficients.is_empty() {
+                scratch.lanes.push(None);
+                scratch.forced.push((u32::MAX, Branch::Else));
                 continue;
             }
             let (j, a_j) = guard.coefficients[r.index(guard.coefficients.len())];
             let j = j as usize;
-            for i in 0..n {
-                scratch.point[i] = scratch.z[i * w + l];
-            }
             // Solve a . z* + c = 0 for z*_j.
             let rest: f64 = guard
                 .coefficients
                 .iter()
                 .filter(|&&(i, _)| i as usize != j)
-                .map(|&(i, a)| a * scratch.point[i as usize])
+                .map(|&(i, a)| a * scratch.points[i as usize * w + l])
                 .sum();
             let zj = -(guard.constant + rest) / a_j;
-            scratch.point[j] = zj;
+            scratch.points[j * w + l] = zj;
             let q = st.marginal_density(j, zj);
-            if q == 0.0 {
+            scratch.lanes.push((q != 0.0).then_some((k, j, a_j, q)));
+            scratch.forced.push((k as u32, Branch::Else));
+        }
+        for l in 0..w {
+            let (k, _) = scratch.forced[l];
+            scratch.forced.push((k, Branch::Then));
+        }
+        let (else_out, then_out) = scratch.out[..2 * w].split_at_mut(w);
+        let points = &scratch.points[..n * w];
+        let (forced_else, forced_then) = scratch.forced.split_at(w);
+        p.tape
+            .forward_forced(&mut scratch.ws, params, points, forced_else, else_out);
+        p.tape
+            .forward_forced(&mut scratch.ws, params, points, forced_then, then_out);
+        for l in 0..w {
+            let Some((k, _j, a_j, q)) = scratch.lanes[l] else {
                 continue;
-            }
-            let mut out = [0.0];
-            let index = k as u32;
-            let mut f = |branch| {
-                let sem = Semantics::Forced { index, branch };
-                p.tape
-                    .forward(&mut scratch.ws, sem, params, &scratch.point, &mut out);
-                out[0]
             };
-            let diff = f(Branch::Else) - f(Branch::Then);
+            let diff = scratch.out[l] - scratch.out[w + l];
             if diff == 0.0 {
                 continue;
             }
+            let guard = &self.guards[k];
             let factor = big_k as f64 * diff * q / a_j.abs();
             let row = &mut grads[l * d..(l + 1) * d];
             for &(i, a_i) in &guard.coefficients {
                 let i = i as usize;
-                let s_star = (scratch.point[i] - st.loc(i)) / st.scale(i);
+                let s_star = (scratch.points[i * w + l] - st.loc(i)) / st.scale(i);
                 for (q_idx, dl, ds) in st.jacobian(i) {
                     row[q_idx] += factor * a_i * (dl + s_star * ds);
                 }

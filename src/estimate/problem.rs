@@ -27,7 +27,9 @@ impl Problem {
             mode: model.mode,
             objective_sign: model.objective_sign(),
             program: model.program.clone(),
-            tape: Tape::compile(&model.program, 0),
+            // Fixed latents have no parameters: their gradient is never read, so the reverse
+            // sweep skips what depends on them alone.
+            tape: Tape::compile_active(&model.program, 0, Some(&family.gradient_wanted())),
             analysis: analyse(&model.program),
             family,
         })
@@ -71,8 +73,11 @@ impl Problem {
             grad: BatchGradient::new(&self.tape, CHUNK),
             s: vec![0.0; n * CHUNK],
             z: vec![0.0; n * CHUNK],
-            point: vec![0.0; n],
-            out: vec![0.0; CHUNK],
+            points: vec![0.0; n * CHUNK],
+            forced: Vec::with_capacity(2 * CHUNK),
+            lanes: Vec::with_capacity(CHUNK),
+            out: vec![0.0; 2 * CHUNK],
+            rows: std::cell::RefCell::new(Vec::new()),
             w: 0,
         }
     }
@@ -86,15 +91,26 @@ impl Problem {
         w: usize,
         scratch: &mut Scratch,
     ) {
+        self.draw_noise(key, first, w, &mut scratch.s);
+        self.use_noise(state, w, scratch);
+    }
+
+    /// The noise `s` of lanes `first..first + w` (latent-major, `s[i * w + l]`): it does not
+    /// depend on `theta`, so it can be drawn ahead.
+    pub(crate) fn draw_noise(&self, key: StreamKey, first: usize, w: usize, s: &mut [f64]) {
         let n = self.family.latent_count();
-        scratch.w = w;
         let mut rng = key.rng(Channel::Noise);
         for l in 0..w {
             let r = rng.lane(first + l);
             for i in 0..n {
-                scratch.s[i * w + l] = r.normal();
+                s[i * w + l] = r.normal();
             }
         }
+    }
+
+    /// Sets `z = phi_theta(s)` for the `w` lanes of noise in `scratch.s`.
+    pub(crate) fn use_noise(&self, state: &FamilyState, w: usize, scratch: &mut Scratch) {
+        scratch.w = w;
         state.reparameterise(&scratch.s, &mut scratch.z, w);
     }
 
@@ -113,15 +129,23 @@ impl Problem {
             *o = logp[l];
         }
         if self.family.in_entropy.iter().any(|&e| e) {
-            for (l, o) in out[..w].iter_mut().enumerate() {
-                let mut sq = 0.0;
-                for i in 0..self.family.latent_count() {
-                    if self.family.in_entropy[i] {
-                        let s = scratch.s[i * w + l];
-                        sq += s * s;
-                    }
+            // Latent-major, so the lanes advance together; each lane still sums its squares
+            // in latent order (the same additions as a per-lane loop).
+            let mut sq = [0.0; CHUNK];
+            let sq = &mut sq[..w];
+            for (i, _) in self
+                .family
+                .in_entropy
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| **e)
+            {
+                for (q, &s) in sq.iter_mut().zip(&scratch.s[i * w..(i + 1) * w]) {
+                    *q += s * s;
                 }
-                *o += c + 0.5 * sq;
+            }
+            for (o, q) in out[..w].iter_mut().zip(sq.iter()) {
+                *o += c + 0.5 * q;
             }
         }
     }
@@ -158,20 +182,20 @@ impl Problem {
         let d = self.dim();
         let m = self.family.model_param_count();
         let g = &scratch.grad;
-        for l in 0..w {
-            let row = &mut grads[l * d..(l + 1) * d];
-            row.fill(0.0);
-            for (k, r) in row[..m].iter_mut().enumerate() {
-                *r = g.params[k * w + l];
-            }
-        }
+        // Accumulated component-major (`acc[p * w + l]`), so the lane loops are contiguous,
+        // then transposed into the rows. Each `(l, p)` gets the same additions in the same
+        // order as row by row: its start value, then latent by latent.
+        let mut acc = scratch.rows.borrow_mut();
+        acc.clear();
+        acc.extend_from_slice(&g.params[..m * w]);
+        acc.resize(d * w, 0.0);
         for i in 0..self.family.latent_count() {
             let entropy = self.family.in_entropy[i];
             let inv_scale = 1.0 / state.scale(i);
+            let dz = &g.latents[i * w..(i + 1) * w];
+            let s = &scratch.s[i * w..(i + 1) * w];
             for (p, dl, ds) in state.jacobian(i) {
-                for l in 0..w {
-                    let dz = g.latents[i * w + l];
-                    let s = scratch.s[i * w + l];
+                for ((a, &dz), &s) in acc[p * w..(p + 1) * w].iter_mut().zip(dz).zip(s) {
                     let mut v = dz * (dl + s * ds);
                     if dz == 0.0 {
                         v = 0.0;
@@ -179,23 +203,34 @@ impl Problem {
                     if entropy {
                         v += ds * inv_scale;
                     }
-                    grads[l * d + p] += v;
+                    *a += v;
                 }
+            }
+        }
+        for (l, row) in grads[..w * d].chunks_exact_mut(d).enumerate() {
+            for (p, r) in row.iter_mut().enumerate() {
+                *r = acc[p * w + l];
             }
         }
     }
 }
 
 /// One thread's scratch memory: the tape workspace, per-sample tape gradients, the noise
-/// `s` and latents `z` of up to [`CHUNK`] lanes (latent-major), and room for one point.
+/// `s` and latents `z` of up to [`CHUNK`] lanes (latent-major), and LYY18's boundary points.
 #[derive(Clone, Debug)]
 pub struct Scratch {
     pub(crate) ws: Workspace,
     pub(crate) grad: BatchGradient,
     pub(crate) s: Vec<f64>,
     pub(crate) z: Vec<f64>,
-    pub(crate) point: Vec<f64>,
+    /// LYY18's boundary point of each lane (latent-major).
+    pub(crate) points: Vec<f64>,
+    pub(crate) forced: Vec<(u32, crate::ir::Branch)>,
+    /// Per lane, LYY18's choice: `(if-statement, coordinate, a_kj, q_j(z*_j))`.
+    pub(crate) lanes: Vec<Option<(usize, usize, f64, f64)>>,
     pub(crate) out: Vec<f64>,
+    /// The pathwise gradient rows while they are assembled, component-major.
+    pub(crate) rows: std::cell::RefCell<Vec<f64>>,
     /// Lanes currently drawn.
     pub(crate) w: usize,
 }

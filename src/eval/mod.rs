@@ -9,7 +9,10 @@
 //! one-sample reverse sweep (`tests/eval_reference.rs`): constants are written once per
 //! workspace, parameter-only steps run once per call on one lane, fused instructions
 //! (`fuse.rs`) repeat the scalar operations of what they replace in the same order, and
-//! adjoints receive their contributions in the unfused order. The one exception is opt-in:
+//! adjoints receive their contributions in the unfused order; a tape compiled for some latents
+//! only (`Tape::compile_active`) skips adjoints nobody reads, and `Tape::forward_forced`
+//! right after a crisp sweep of the same chunk redoes only the steps whose inputs changed.
+//! The one exception is opt-in:
 //! `Workspace::set_approx_exp`.
 
 mod fuse;

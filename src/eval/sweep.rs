@@ -21,6 +21,15 @@ pub(super) struct Input<'a> {
     pub batch: usize,
     pub start: usize,
     pub w: usize,
+    /// Per-lane forcing (crisp elsewhere), for [`Tape::forward_forced`].
+    pub force: Option<&'a LaneForce>,
+}
+
+/// One forced if-statement per lane: lane `l` takes branch `then[l]` at if-statement
+/// `index[l]` and is crisp at every other one.
+pub(super) struct LaneForce {
+    pub index: [u32; CHUNK],
+    pub then: [bool; CHUNK],
 }
 
 /// Whether this CPU runs the vector build.
@@ -97,6 +106,18 @@ pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantic
     reverse_body(tape, ws, semantics);
 }
 
+/// Crisp values of `steps` only (a subset of the tape's lane steps, in order) for one chunk
+/// under `x.force`: the incremental forced sweep.
+pub(super) fn forward_steps(steps: &[Step], chains: &[(u32, bool)], ws: &mut Workspace, x: &Input) {
+    #[cfg(target_arch = "x86_64")]
+    if ws.simd && simd_available() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above).
+        unsafe { forward_avx2(steps, chains, ws, Semantics::Crisp, x) };
+        return;
+    }
+    forward_body(steps, chains, ws, Semantics::Crisp, x);
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 fn forward_avx2(
@@ -162,7 +183,19 @@ fn forward_body(
                     weights[cache as usize] = [we, wt];
                     r
                 }
-                _ => kernels::select_forward(v(g), v(t), v(e), forced(semantics, index)),
+                _ => match x.force {
+                    None => kernels::select_forward(v(g), v(t), v(e), forced(semantics, index)),
+                    Some(f) => {
+                        let (t, e) = (v(t), v(e));
+                        let mut r = kernels::select_forward(v(g), t, e, None);
+                        for l in 0..CHUNK {
+                            if f.index[l] == index {
+                                r[l] = if f.then[l] { t[l] } else { e[l] };
+                            }
+                        }
+                        r
+                    }
+                },
             },
         };
         vals[out] = r;

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::ir::{Binary, Node, Program, Semantics, Unary};
+use crate::ir::{Binary, Branch, Node, Program, Semantics, Unary};
 
 use super::fuse;
 use super::kernels::Lanes;
@@ -135,6 +135,8 @@ pub struct Tape {
     latent_slots: Vec<Option<u32>>,
     param_slots: Vec<Option<u32>>,
     if_count: usize,
+    /// Indices of the if-statements among `uniform_steps` (their guards read no latent).
+    uniform_ifs: Vec<u32>,
     fused_squares: usize,
     fused_chains: usize,
 }
@@ -149,9 +151,27 @@ pub struct Workspace {
     pub(super) weights: Vec<[Lanes; 2]>,
     pub(super) simd: bool,
     pub(super) approx_exp: bool,
+    /// Whether `values` hold one chunk's crisp forward sweep (for
+    /// [`Tape::forward_forced`] to redo only what changed), except downstream of the
+    /// if-statements in `forced`.
+    pub(super) crisp_chunk: bool,
+    pub(super) forced: Vec<u32>,
+    /// Per slot, whether the incremental forced sweep recomputes it; and those steps.
+    pub(super) dirty: Vec<bool>,
+    pub(super) partial: Vec<Step>,
+    /// Per if-statement of the program, whether the incremental sweep redoes it.
+    pub(super) reforce: Vec<bool>,
+    /// One sample's latents, for forcing one sample at a time.
+    pub(super) point: Vec<f64>,
 }
 
 impl Workspace {
+    /// Records what `values` hold after a sweep under `semantics` over `batch` samples.
+    fn note_sweep(&mut self, semantics: Semantics, batch: usize) {
+        self.crisp_chunk = semantics == Semantics::Crisp && batch <= CHUNK;
+        self.forced.clear();
+    }
+
     /// Chooses the vector code path (AVX2/FMA where the CPU has it, the default) or the
     /// portable one. Both give bit-identical results; this exists to test and measure that.
     pub fn set_simd(&mut self, on: bool) {
@@ -209,6 +229,16 @@ static NEXT_TAPE_ID: AtomicU64 = AtomicU64::new(1);
 impl Tape {
     /// Compiles output `output` of `program` (only the nodes it depends on).
     pub fn compile(program: &Program, output: usize) -> Tape {
+        Tape::compile_active(program, output, None)
+    }
+
+    /// Like [`Tape::compile`], but gradients are wanted only for the latents `i` with
+    /// `active[i]` (all of them when `active` is `None`). The reverse sweep then skips every
+    /// node that depends on nothing but constants, parameters and inactive latents (e.g. the
+    /// coin tosses of a randomised-response survey), and the gradient with respect to an
+    /// inactive latent is reported as zero. Every other gradient keeps its bits: an active
+    /// node's adjoint receives the same contributions in the same order.
+    pub fn compile_active(program: &Program, output: usize, active: Option<&[bool]>) -> Tape {
         let root = program.outputs()[output];
         let live = program.reachable_from(&[root]);
         let mut slot = vec![u32::MAX; program.node_count()];
@@ -267,7 +297,10 @@ impl Tape {
             assert!(node.operands().all(|o| slot[o.index()] < s));
             let is_active = match node {
                 Node::Const(_) => false,
-                Node::Param(_) | Node::Latent(_) => true,
+                Node::Param(_) => true,
+                Node::Latent(j) => {
+                    active.is_none_or(|a| a.get(*j as usize).copied().unwrap_or(true))
+                }
                 _ => node
                     .operands()
                     .any(|o| adj[slot[o.index()] as usize] != NONE),
@@ -293,6 +326,13 @@ impl Tape {
             }
         }
         let output = slot[root.index()];
+        let uniform_ifs = uniform_steps
+            .iter()
+            .filter_map(|st| match st.op {
+                Op::If { index, .. } => Some(index),
+                _ => None,
+            })
+            .collect();
         let mut constant = vec![None; adj.len()];
         for &(s, c) in &consts {
             constant[s as usize] = Some(c);
@@ -329,6 +369,7 @@ impl Tape {
             latent_slots,
             param_slots,
             if_count: program.if_count(),
+            uniform_ifs,
             chains,
             fused_squares,
             fused_chains,
@@ -377,6 +418,12 @@ impl Tape {
             weights: vec![[[0.0; CHUNK]; 2]; self.if_slots],
             simd: true,
             approx_exp: false,
+            crisp_chunk: false,
+            forced: Vec::new(),
+            dirty: vec![false; self.len],
+            partial: Vec::new(),
+            reforce: vec![false; self.if_count],
+            point: vec![0.0; self.latent_count()],
         };
         self.prepare(&mut ws);
         ws
@@ -415,11 +462,171 @@ impl Tape {
                 batch,
                 start,
                 w,
+                force: None,
             };
             sweep::forward_chunk(self, ws, semantics, &input);
             out[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
             start += w;
         }
+        ws.note_sweep(semantics, batch);
+    }
+
+    /// Values of the output for `batch` samples, each under its own forcing: sample `l` is
+    /// evaluated under `Semantics::Forced { index: forced[l].0, branch: forced[l].1 }`. Gives
+    /// the bits of one [`Tape::forward`] call per sample, at the cost of one batch.
+    pub fn forward_forced(
+        &self,
+        ws: &mut Workspace,
+        params: &[f64],
+        latents: &[f64],
+        forced: &[(u32, Branch)],
+        out: &mut [f64],
+    ) {
+        let batch = out.len();
+        assert_eq!(forced.len(), batch, "one forcing per sample");
+        self.check_inputs(ws, params, latents, batch);
+        // A uniform if-statement is evaluated once for all lanes; forcing it in some lanes
+        // only takes the per-sample path.
+        if forced.iter().any(|(k, _)| self.uniform_ifs.contains(k)) {
+            let mut point = std::mem::take(&mut ws.point);
+            for (l, &(index, branch)) in forced.iter().enumerate() {
+                for (i, p) in point.iter_mut().enumerate() {
+                    *p = latents[i * batch + l];
+                }
+                let sem = Semantics::Forced { index, branch };
+                self.forward(ws, sem, params, &point, &mut out[l..l + 1]);
+            }
+            ws.point = point;
+            return;
+        }
+        if self.forward_forced_incremental(ws, params, latents, forced, out) {
+            return;
+        }
+        self.prepare(ws);
+        ws.crisp_chunk = false;
+        sweep::uniform_pass(self, ws, Semantics::Crisp, params);
+        let mut start = 0;
+        while start < batch {
+            let w = CHUNK.min(batch - start);
+            let mut force = sweep::LaneForce {
+                index: [u32::MAX; CHUNK],
+                then: [false; CHUNK],
+            };
+            for l in 0..CHUNK {
+                let (k, b) = forced[start + l.min(w - 1)];
+                force.index[l] = k;
+                force.then[l] = b == Branch::Then;
+            }
+            let input = sweep::Input {
+                params,
+                latents,
+                batch,
+                start,
+                w,
+                force: Some(&force),
+            };
+            sweep::forward_chunk(self, ws, Semantics::Crisp, &input);
+            out[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
+            start += w;
+        }
+    }
+
+    /// [`Tape::forward_forced`] when `ws` holds the crisp sweep of one chunk at the same
+    /// parameters: only the steps downstream of a latent whose value changed or of a forced
+    /// if-statement (this call's or the last one's) are redone; every other slot already
+    /// holds the value a full sweep would compute (LYY18 moves one coordinate and forces one
+    /// if-statement per sample). False, doing nothing, when `ws` holds no such sweep.
+    fn forward_forced_incremental(
+        &self,
+        ws: &mut Workspace,
+        params: &[f64],
+        latents: &[f64],
+        forced: &[(u32, Branch)],
+        out: &mut [f64],
+    ) -> bool {
+        let w = out.len();
+        if ws.tape_id != self.id || !ws.crisp_chunk || w == 0 || w > CHUNK {
+            return false;
+        }
+        let same = |a: f64, b: f64| a.to_bits() == b.to_bits();
+        for (k, s) in self.param_slots.iter().enumerate() {
+            if let Some(s) = s
+                && !same(ws.values[*s as usize][0], params[k])
+            {
+                return false;
+            }
+        }
+        let mut dirty = std::mem::take(&mut ws.dirty);
+        dirty.fill(false);
+        for (i, s) in self.latent_slots.iter().enumerate() {
+            if let Some(s) = *s {
+                let src = &latents[i * w..(i + 1) * w];
+                let held = &ws.values[s as usize];
+                dirty[s as usize] = (0..CHUNK).any(|l| !same(held[l], src[l.min(w - 1)]));
+            }
+        }
+        let mut reforce = std::mem::take(&mut ws.reforce);
+        for &k in ws.forced.iter().chain(forced.iter().map(|(k, _)| k)) {
+            if let Some(r) = reforce.get_mut(k as usize) {
+                *r = true;
+            }
+        }
+        let mut partial = std::mem::take(&mut ws.partial);
+        partial.clear();
+        for step in &self.steps {
+            let d = |s: u32| dirty[s as usize];
+            let is = match step.op {
+                Op::Param { .. } => false,
+                Op::Latent { .. } => d(step.out),
+                Op::Unary { a, .. } => d(a),
+                Op::Binary { a, b, .. } => d(a) || d(b),
+                Op::NormalSquare { x, m, s, .. } => d(x) || d(m) || d(s),
+                Op::SumChain { base, from, to } => {
+                    d(base)
+                        || self.chains[from as usize..to as usize]
+                            .iter()
+                            .any(|&(t, _)| d(t))
+                }
+                Op::If { g, t, e, index, .. } => d(g) || d(t) || d(e) || reforce[index as usize],
+            };
+            if is {
+                dirty[step.out as usize] = true;
+                partial.push(*step);
+            }
+        }
+        let mut force = sweep::LaneForce {
+            index: [u32::MAX; CHUNK],
+            then: [false; CHUNK],
+        };
+        for l in 0..CHUNK {
+            let (k, b) = forced[l.min(w - 1)];
+            force.index[l] = k;
+            force.then[l] = b == Branch::Then;
+        }
+        let input = sweep::Input {
+            params,
+            latents,
+            batch: w,
+            start: 0,
+            w,
+            force: Some(&force),
+        };
+        sweep::forward_steps(&partial, &self.chains, ws, &input);
+        out.copy_from_slice(&ws.values[self.output as usize][..w]);
+        for &k in &ws.forced {
+            reforce[k as usize] = false;
+        }
+        ws.forced.clear();
+        for &(k, _) in forced {
+            if let Some(r) = reforce.get_mut(k as usize) {
+                *r = false;
+                ws.forced.push(k);
+            }
+        }
+        ws.reforce = reforce;
+        ws.dirty = dirty;
+        ws.partial = partial;
+        true
     }
 
     /// Values and per-sample gradients for `grad.batch` samples.
@@ -454,9 +661,11 @@ impl Tape {
                 batch,
                 start,
                 w,
+                force: None,
             };
             sweep::forward_chunk(self, ws, semantics, &input);
             sweep::reverse_chunk(self, ws, semantics);
+            ws.note_sweep(semantics, batch);
             grad.value[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
             for (slots, dest) in [
                 (&self.latent_slots, &mut grad.latents),

@@ -3,7 +3,10 @@
 //! Every `log_every` iterations (from iteration 0) and at the end, the runner draws
 //! `log_samples` fresh samples and records the crisp objective estimate and the variance of
 //! the estimator's gradient samples at that iterate (DESIGN.md section 3). A run is a pure
-//! function of its configuration: the thread count changes nothing but the speed.
+//! function of its configuration: the thread count changes nothing but the speed. With more
+//! than one thread a measurement runs beside the steps that follow it (it reads only the
+//! iterate they start from), and the steps draw their next noise ahead; both are applied in
+//! the serial order.
 
 use std::time::Instant;
 
@@ -158,8 +161,11 @@ fn run_in_pool(
         .eta_decay
         .unwrap_or_else(|| problem.analysis().default_eta_decay());
     let estimator = estimate::build(config.estimator, &problem, config.eta, Some(decay))?;
+    // The measurements get their own engine, so that they can run beside the steps.
+    let probe_estimator = estimate::build(config.estimator, &problem, config.eta, Some(decay))?;
+    let probe = Engine::new(problem.clone(), probe_estimator);
     let mut engine = Engine::new(problem, estimator);
-    let mut runner = Runner::new(&mut engine, config);
+    let mut runner = Runner::new(&mut engine, probe, config);
     for o in observers.iter_mut() {
         o.started(config.iterations);
     }
@@ -215,6 +221,8 @@ fn run_in_pool(
 /// The loop's state.
 struct Runner<'a> {
     engine: &'a mut Engine,
+    /// The engine of the measurements.
+    probe: Engine,
     config: &'a RunConfig,
     theta: Vec<f64>,
     trajectory: Vec<TrajectoryRow>,
@@ -225,11 +233,27 @@ struct Runner<'a> {
     done: u64,
 }
 
+/// What the steps of one segment (the iterations between two measurements) did.
+struct Segment {
+    /// Steps taken (the iteration count at the end of the segment).
+    done: u64,
+    skipped: u64,
+    /// The first problem met and skipped (`OnNonFinite::Continue`).
+    message: Option<String>,
+    /// The problem that ended the run (`OnNonFinite::Stop`).
+    failed: Option<String>,
+}
+
+/// A measurement: its row and, when the objective estimate is not finite, why; or the
+/// message of a family that cannot be evaluated.
+type Measured = Result<(TrajectoryRow, Option<String>), String>;
+
 impl<'a> Runner<'a> {
-    fn new(engine: &'a mut Engine, config: &'a RunConfig) -> Runner<'a> {
+    fn new(engine: &'a mut Engine, probe: Engine, config: &'a RunConfig) -> Runner<'a> {
         Runner {
             theta: engine.problem().family().init(),
             engine,
+            probe,
             config,
             trajectory: Vec::new(),
             norms: Vec::new(),
@@ -240,44 +264,58 @@ impl<'a> Runner<'a> {
         }
     }
 
+    /// Segment by segment: the measurement at the segment's first iteration runs beside its
+    /// steps (it reads the iterate they start from, the steps do not read it), then both
+    /// are applied in the serial order, observers included. The report is the one of
+    /// measuring and stepping one after the other, whatever the number of threads.
     fn go(&mut self, observers: &mut [&mut dyn Observer]) {
         let cfg = self.config;
         let mut optimizer = cfg.optimizer.build(self.theta.len());
-        for k in 0..cfg.iterations {
-            if k.is_multiple_of(cfg.log_every) && !self.measure(k, observers) {
+        let mut k = 0;
+        while k < cfg.iterations {
+            let end = (k + cfg.log_every).min(cfg.iterations);
+            let start_theta = self.theta.clone();
+            let Runner {
+                engine,
+                probe,
+                theta,
+                norms,
+                ..
+            } = self;
+            let (segment, measured) = rayon::join(
+                || steps(engine, cfg, optimizer.as_mut(), theta, k..end),
+                || measure(probe, cfg, &start_theta, k, norms),
+            );
+            if !self.record(measured, observers) {
+                // The run ended at the measurement: the segment's steps never happened.
+                self.theta = start_theta;
                 return;
             }
-            let step = self.engine.evaluate(
-                &self.theta,
-                StreamKey::new(cfg.seed, k, Purpose::Step),
-                cfg.batch,
-                false,
-            );
-            let problem = match step {
-                Err(e) => Some(format!("at iteration {k}: {e}")),
-                Ok(()) => self
-                    .engine
-                    .first_non_finite()
-                    .map(|nf| self.describe(k, nf)),
-            };
-            match problem {
-                Some(msg) if cfg.on_nonfinite == OnNonFinite::Stop => {
-                    self.fail(msg);
-                    return;
-                }
-                Some(msg) => {
-                    self.skipped += 1;
-                    self.message.get_or_insert(msg);
-                }
-                None => optimizer.step(&mut self.theta, self.engine.mean_gradient()),
+            self.skipped += segment.skipped;
+            if let Some(msg) = segment.message {
+                self.message.get_or_insert(msg);
             }
-            self.done = k + 1;
-            for o in observers.iter_mut() {
-                o.iteration(self.done);
+            for done in k + 1..=segment.done {
+                for o in observers.iter_mut() {
+                    o.iteration(done);
+                }
             }
+            self.done = segment.done;
+            if let Some(msg) = segment.failed {
+                self.fail(msg);
+                return;
+            }
+            k = end;
         }
         if self.trajectory.last().is_none_or(|r| r.iter != self.done) {
-            self.measure(self.done, observers);
+            let measured = measure(
+                &mut self.probe,
+                cfg,
+                &self.theta,
+                self.done,
+                &mut self.norms,
+            );
+            self.record(measured, observers);
         }
     }
 
@@ -286,95 +324,147 @@ impl<'a> Runner<'a> {
         self.message = Some(msg);
     }
 
-    fn describe(&self, k: u64, nf: NonFinite) -> String {
-        match nf {
-            // The guide's -log q is finite for finite noise, so a non-finite ELBO sample
-            // comes from the model's log-density.
-            NonFinite::Value { lane, value } => format!(
-                "at iteration {k}: {} is {value} at gradient sample {lane}",
-                if self.engine.problem().mode() == Mode::Variational {
-                    "the log-density log p(x, z)"
-                } else {
-                    "the objective"
+    /// Applies a measurement; false when the run must stop there.
+    fn record(&mut self, measured: Measured, observers: &mut [&mut dyn Observer]) -> bool {
+        let stop = self.config.on_nonfinite == OnNonFinite::Stop;
+        let problem = match measured {
+            Err(msg) => Some(msg),
+            Ok((row, problem)) => {
+                for o in observers.iter_mut() {
+                    o.logged(&row);
                 }
-            ),
-            NonFinite::Gradient { component, value } => format!(
-                "at iteration {k}: the gradient with respect to {} is {value}",
-                self.engine.problem().family().names()[component]
-            ),
-        }
-    }
-
-    /// Takes a measurement row at iteration `k`; false when it is not finite and the run
-    /// must stop.
-    fn measure(&mut self, k: u64, observers: &mut [&mut dyn Observer]) -> bool {
-        let cfg = self.config;
-        let n = cfg.log_samples;
-        if let Err(e) = self.engine.evaluate(
-            &self.theta,
-            StreamKey::new(cfg.seed, k, Purpose::Measure),
-            n,
-            true,
-        ) {
-            let msg = format!("at iteration {k}: {e}");
-            if cfg.on_nonfinite == OnNonFinite::Stop {
-                self.fail(msg);
-                return false;
+                self.trajectory.push(row);
+                problem
             }
-            self.message.get_or_insert(msg);
-            return true;
-        }
-        let sign = self.engine.problem().objective_sign();
-        let crisp = self.engine.crisp_values();
-        let elbo = sign * crisp.iter().sum::<f64>() / n as f64;
-        let d = self.engine.problem().dim();
-        let g = self.engine.sample_gradients();
-        let mut var_sum = 0.0;
-        for p in 0..d {
-            var_sum += sample_variance((0..n).map(|l| g[l * d + p]));
-        }
-        let var_component = if d == 0 { 0.0 } else { var_sum / d as f64 };
-        self.norms.clear();
-        self.norms.extend((0..n).map(|l| {
-            g[l * d..(l + 1) * d]
-                .iter()
-                .map(|x| x * x)
-                .sum::<f64>()
-                .sqrt()
-        }));
-        let var_norm = sample_variance(self.norms.iter().copied());
-        let eta = self.engine.estimator().semantics(k);
-        let row = TrajectoryRow {
-            iter: k,
-            elbo,
-            var_component,
-            var_norm,
-            eta: match eta {
-                crate::ir::Semantics::Smoothed { eta } => Some(eta),
-                _ => None,
-            },
         };
-        for o in observers.iter_mut() {
-            o.logged(&row);
+        let Some(msg) = problem else {
+            return true;
+        };
+        if stop {
+            self.fail(msg);
+            return false;
         }
-        self.trajectory.push(row);
-        if !elbo.is_finite() {
-            let which = crisp.iter().position(|v| !v.is_finite());
-            let msg = match which {
-                Some(l) => format!(
-                    "at iteration {k}: the objective estimate is {elbo} (f = {} at measurement sample {l})",
-                    crisp[l]
-                ),
-                None => format!("at iteration {k}: the objective estimate is {elbo}"),
-            };
-            if cfg.on_nonfinite == OnNonFinite::Stop {
-                self.fail(msg);
-                return false;
-            }
-            self.message.get_or_insert(msg);
-        }
+        self.message.get_or_insert(msg);
         true
     }
+}
+
+/// The optimisation steps `range`, from `theta` (updated in place).
+fn steps(
+    engine: &mut Engine,
+    cfg: &RunConfig,
+    optimizer: &mut dyn crate::optim::Optimizer,
+    theta: &mut [f64],
+    range: std::ops::Range<u64>,
+) -> Segment {
+    let mut seg = Segment {
+        done: range.start,
+        skipped: 0,
+        message: None,
+        failed: None,
+    };
+    for k in range {
+        let step = engine.evaluate_then_draw(
+            theta,
+            StreamKey::new(cfg.seed, k, Purpose::Step),
+            cfg.batch,
+            false,
+            StreamKey::new(cfg.seed, k + 1, Purpose::Step),
+        );
+        let problem = match step {
+            Err(e) => Some(format!("at iteration {k}: {e}")),
+            Ok(()) => engine.first_non_finite().map(|nf| describe(engine, k, nf)),
+        };
+        match problem {
+            Some(msg) if cfg.on_nonfinite == OnNonFinite::Stop => {
+                seg.failed = Some(msg);
+                return seg;
+            }
+            Some(msg) => {
+                seg.skipped += 1;
+                seg.message.get_or_insert(msg);
+            }
+            None => optimizer.step(theta, engine.mean_gradient()),
+        }
+        seg.done = k + 1;
+    }
+    seg
+}
+
+fn describe(engine: &Engine, k: u64, nf: NonFinite) -> String {
+    match nf {
+        // The guide's -log q is finite for finite noise, so a non-finite ELBO sample
+        // comes from the model's log-density.
+        NonFinite::Value { lane, value } => format!(
+            "at iteration {k}: {} is {value} at gradient sample {lane}",
+            if engine.problem().mode() == Mode::Variational {
+                "the log-density log p(x, z)"
+            } else {
+                "the objective"
+            }
+        ),
+        NonFinite::Gradient { component, value } => format!(
+            "at iteration {k}: the gradient with respect to {} is {value}",
+            engine.problem().family().names()[component]
+        ),
+    }
+}
+
+/// The measurement row at iteration `k` and `theta`.
+fn measure(
+    engine: &mut Engine,
+    cfg: &RunConfig,
+    theta: &[f64],
+    k: u64,
+    norms: &mut Vec<f64>,
+) -> Measured {
+    let n = cfg.log_samples;
+    if let Err(e) = engine.evaluate(
+        theta,
+        StreamKey::new(cfg.seed, k, Purpose::Measure),
+        n,
+        true,
+    ) {
+        return Err(format!("at iteration {k}: {e}"));
+    }
+    let sign = engine.problem().objective_sign();
+    let crisp = engine.crisp_values();
+    let elbo = sign * crisp.iter().sum::<f64>() / n as f64;
+    let d = engine.problem().dim();
+    let g = engine.sample_gradients();
+    let mut var_sum = 0.0;
+    for p in 0..d {
+        var_sum += sample_variance((0..n).map(|l| g[l * d + p]));
+    }
+    let var_component = if d == 0 { 0.0 } else { var_sum / d as f64 };
+    norms.clear();
+    norms.extend((0..n).map(|l| {
+        g[l * d..(l + 1) * d]
+            .iter()
+            .map(|x| x * x)
+            .sum::<f64>()
+            .sqrt()
+    }));
+    let var_norm = sample_variance(norms.iter().copied());
+    let eta = engine.estimator().semantics(k);
+    let row = TrajectoryRow {
+        iter: k,
+        elbo,
+        var_component,
+        var_norm,
+        eta: match eta {
+            crate::ir::Semantics::Smoothed { eta } => Some(eta),
+            _ => None,
+        },
+    };
+    let problem = (!elbo.is_finite()).then(|| match crisp.iter().position(|v| !v.is_finite()) {
+        Some(l) => format!(
+            "at iteration {k}: the objective estimate is {elbo} (f = {} at measurement sample {l})",
+            crisp[l]
+        ),
+        None => format!("at iteration {k}: the objective estimate is {elbo}"),
+    });
+    Ok((row, problem))
 }
 
 /// The sample variance (ddof 1), two-pass for accuracy.

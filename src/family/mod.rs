@@ -196,6 +196,15 @@ impl Family {
         self.init.clone()
     }
 
+    /// Per latent, whether any component of `theta` moves it (every latent but the fixed
+    /// ones): the latents whose gradient the pathwise estimators read.
+    pub fn gradient_wanted(&self) -> Vec<bool> {
+        self.roles
+            .iter()
+            .map(|r| !matches!(r, Role::Fixed { .. }))
+            .collect()
+    }
+
     /// Whether latent `i`'s guide density enters the objective as `-log q` (variational mode).
     pub fn in_entropy(&self, i: usize) -> bool {
         self.in_entropy[i]

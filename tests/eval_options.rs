@@ -1,0 +1,184 @@
+//! The tape's opt-in evaluation options give the bits of the plain calls they replace:
+//! gradients restricted to some latents (`Tape::compile_active`) equal the full gradients on
+//! those latents and the parameters, and per-sample forcing (`Tape::forward_forced`) equals
+//! one `Semantics::Forced` forward per sample.
+//!
+//! Not here: whether the plain calls are right (`eval_reference.rs`, `core_props.rs`).
+
+use dsgd::eval::{BatchGradient, CHUNK, Tape};
+use dsgd::ir::{Branch, Builder, Program, Semantics};
+
+const BATCH: usize = CHUNK + 7;
+const LATENTS: usize = 4;
+
+/// `c` drives some if-statements together with fixed-like latents `u`, `v`, `w`; others
+/// depend on those alone (the randomised-response pattern), one on a parameter alone.
+fn program() -> Program {
+    let b = Builder::new();
+    let c = b.latent("c");
+    let u = b.latent("u");
+    let v = b.latent("v");
+    let w = b.latent("w");
+    let th = b.param("theta");
+    let cheat = b.if_neg(u - c, b.constant(1.0), b.constant(0.0));
+    let toss1 = b.if_neg(v, b.constant(1.0), b.constant(0.0));
+    let toss2 = b.if_neg(w * v, w.sin(), w.exp());
+    let by_param = b.if_neg(th, th * th, th.exp());
+    let total = toss1 * cheat + (1.0 - toss1) * toss2 + by_param * c + (c * u).tanh();
+    let out = (total + 3.0).ln() * th + (v * w).cos();
+    b.finish(&[out]).unwrap()
+}
+
+fn inputs() -> (Vec<f64>, Vec<f64>) {
+    let latents = (0..LATENTS * BATCH)
+        .map(|k| ((k as f64) * 0.7311).sin() * 1.3)
+        .collect();
+    (vec![0.4], latents)
+}
+
+const SEMANTICS: [Semantics; 3] = [
+    Semantics::Crisp,
+    Semantics::Smoothed { eta: 0.3 },
+    Semantics::Forced {
+        index: 1,
+        branch: Branch::Then,
+    },
+];
+
+#[test]
+fn gradients_restricted_to_some_latents_keep_their_bits() {
+    let p = program();
+    let full = Tape::compile(&p, 0);
+    let active = [true, false, false, false];
+    let part = Tape::compile_active(&p, 0, Some(&active));
+    let (params, latents) = inputs();
+    for simd in [true, false] {
+        for sem in SEMANTICS {
+            let (mut wf, mut wp) = (full.workspace(), part.workspace());
+            wf.set_simd(simd);
+            wp.set_simd(simd);
+            let mut gf = BatchGradient::new(&full, BATCH);
+            let mut gp = BatchGradient::new(&part, BATCH);
+            full.gradient(&mut wf, sem, &params, &latents, &mut gf);
+            part.gradient(&mut wp, sem, &params, &latents, &mut gp);
+            let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&gf.value), bits(&gp.value), "{sem:?}");
+            assert_eq!(bits(&gf.params), bits(&gp.params), "{sem:?}");
+            for (i, &on) in active.iter().enumerate() {
+                let r = i * BATCH..(i + 1) * BATCH;
+                if on {
+                    assert_eq!(
+                        bits(&gf.latents[r.clone()]),
+                        bits(&gp.latents[r]),
+                        "{sem:?}"
+                    );
+                } else {
+                    assert!(gp.latents[r.clone()].iter().all(|&g| g == 0.0));
+                    // The full gradient there is not zero: the option did drop work.
+                    assert!(
+                        gf.latents[r].iter().any(|&g| g != 0.0),
+                        "{sem:?} latent {i}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn per_sample_forcing_equals_one_forced_forward_per_sample() {
+    let p = program();
+    let tape = Tape::compile(&p, 0);
+    let (params, latents) = inputs();
+    // Every if-statement (index 3 is the parameter-only one, which takes the per-sample
+    // path), both branches, and none (an index past the last).
+    let forced: Vec<(u32, Branch)> = (0..BATCH)
+        .map(|l| {
+            let k = (l % 4) as u32;
+            let k = if l == BATCH - 1 { u32::MAX } else { k };
+            let b = if l % 3 == 0 {
+                Branch::Then
+            } else {
+                Branch::Else
+            };
+            (k, b)
+        })
+        .collect();
+    let without_uniform: Vec<(u32, Branch)> = forced
+        .iter()
+        .map(|&(k, b)| (if k == 3 { 0 } else { k }, b))
+        .collect();
+    for simd in [true, false] {
+        for f in [&forced, &without_uniform] {
+            let mut ws = tape.workspace();
+            ws.set_simd(simd);
+            let mut got = vec![0.0; BATCH];
+            tape.forward_forced(&mut ws, &params, &latents, f, &mut got);
+            let mut changed = false;
+            for (l, &(index, branch)) in f.iter().enumerate() {
+                let point: Vec<f64> = (0..LATENTS).map(|i| latents[i * BATCH + l]).collect();
+                let mut one = [0.0];
+                let sem = Semantics::Forced { index, branch };
+                tape.forward(&mut ws, sem, &params, &point, &mut one);
+                assert_eq!(got[l].to_bits(), one[0].to_bits(), "sample {l}");
+                let mut crisp = [0.0];
+                tape.forward(&mut ws, Semantics::Crisp, &params, &point, &mut crisp);
+                changed |= crisp[0] != one[0];
+            }
+            assert!(
+                changed,
+                "forcing changed no sample: the test checks nothing"
+            );
+        }
+    }
+}
+
+/// LYY18's pattern: a crisp gradient sweep at `z`, then the same samples with one coordinate
+/// moved per sample, forced to else and then to then (the tape redoes only what changed).
+#[test]
+fn forcing_right_after_a_crisp_sweep_equals_full_forced_forwards() {
+    let p = program();
+    let tape = Tape::compile(&p, 0);
+    let params = [0.4];
+    for w in [CHUNK, 5] {
+        let z: Vec<f64> = (0..LATENTS * w)
+            .map(|k| ((k as f64) * 0.917).cos() * 1.1)
+            .collect();
+        let mut moved = z.clone();
+        let mut forced_else = Vec::new();
+        for l in 0..w {
+            let j = l % LATENTS;
+            moved[j * w + l] = -0.37 + l as f64 * 0.05;
+            forced_else.push(((l % 3) as u32, Branch::Else));
+        }
+        let forced_then: Vec<_> = forced_else
+            .iter()
+            .map(|&(k, _)| (k, Branch::Then))
+            .collect();
+        for simd in [true, false] {
+            let mut ws = tape.workspace();
+            ws.set_simd(simd);
+            let mut reference = tape.workspace();
+            reference.set_simd(simd);
+            let mut grad = BatchGradient::new(&tape, w);
+            tape.gradient(&mut ws, Semantics::Crisp, &params, &z, &mut grad);
+            let mut changed = false;
+            for f in [&forced_else, &forced_then, &forced_else] {
+                let mut got = vec![0.0; w];
+                tape.forward_forced(&mut ws, &params, &moved, f, &mut got);
+                let mut full = vec![0.0; w];
+                tape.forward_forced(&mut reference, &params, &moved, f, &mut full);
+                for (l, &(index, branch)) in f.iter().enumerate() {
+                    let point: Vec<f64> = (0..LATENTS).map(|i| moved[i * w + l]).collect();
+                    let mut one = [0.0];
+                    let sem = Semantics::Forced { index, branch };
+                    tape.forward(&mut reference, sem, &params, &point, &mut one);
+                    assert_eq!(got[l].to_bits(), one[0].to_bits(), "w {w} sample {l}");
+                    assert_eq!(full[l].to_bits(), one[0].to_bits(), "w {w} sample {l}");
+                    changed |= one[0] != grad.value[l];
+                }
+            }
+            assert!(changed, "no sample changed: the test checks nothing");
+        }
+    }
+}
