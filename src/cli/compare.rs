@@ -15,6 +15,7 @@ use dsgd::experiment::reproduce::{ReproduceConfig, paper_settings};
 use dsgd::experiment::tables;
 use dsgd::optim::{AdamConfig, OptimizerConfig};
 
+use super::args::{non_negative, positive};
 use super::load::load;
 use super::progress::SweepProgress;
 
@@ -49,24 +50,6 @@ pub struct CompareArgs {
     /// Print the comparison as JSON on stdout instead of the table.
     #[arg(long)]
     json: bool,
-}
-
-fn positive(s: &str) -> Result<f64, String> {
-    let x: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
-    if x > 0.0 && x.is_finite() {
-        Ok(x)
-    } else {
-        Err(format!("must be positive and finite, got {s}"))
-    }
-}
-
-fn non_negative(s: &str) -> Result<f64, String> {
-    let x: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
-    if x >= 0.0 && x.is_finite() {
-        Ok(x)
-    } else {
-        Err(format!("must be non-negative and finite, got {s}"))
-    }
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {

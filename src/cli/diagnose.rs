@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 use dsgd::experiment::diagnose::{DiagnoseConfig, diagnose as check};
 
+use super::args::positive;
 use super::load::load_model;
 
 #[derive(Args, Debug)]
@@ -27,15 +28,6 @@ pub struct DiagnoseArgs {
     /// Largest acceptable relative error.
     #[arg(long, default_value_t = 1e-4, allow_negative_numbers = true, value_parser = positive)]
     tolerance: f64,
-}
-
-fn positive(s: &str) -> Result<f64, String> {
-    let x: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
-    if x > 0.0 && x.is_finite() {
-        Ok(x)
-    } else {
-        Err(format!("must be positive and finite, got {s}"))
-    }
 }
 
 /// Exit status 1 when a block fails the tolerance.

@@ -13,6 +13,7 @@ use dsgd::experiment::run::{OnNonFinite, RunConfig, RunError, run as run_model};
 use dsgd::optim::{AdamConfig, OptimizerConfig, SgdConfig};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use super::args::{non_negative, positive};
 use super::load::{Loaded, load};
 
 #[derive(Args, Debug)]
@@ -87,24 +88,6 @@ enum OnNonFiniteArg {
     Stop,
     /// Skip non-finite steps and keep going.
     Continue,
-}
-
-fn positive(s: &str) -> Result<f64, String> {
-    let x: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
-    if x > 0.0 && x.is_finite() {
-        Ok(x)
-    } else {
-        Err(format!("must be positive and finite, got {s}"))
-    }
-}
-
-fn non_negative(s: &str) -> Result<f64, String> {
-    let x: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
-    if x >= 0.0 && x.is_finite() {
-        Ok(x)
-    } else {
-        Err(format!("must be non-negative and finite, got {s}"))
-    }
 }
 
 fn at_least<const N: usize>(s: &str) -> Result<usize, String> {
