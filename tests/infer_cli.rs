@@ -273,3 +273,31 @@ fn every_estimator_runs_on_a_paper_model() {
         assert!(v["final_elbo"].as_f64().unwrap() < 0.0);
     }
 }
+
+/// Regression: a model with nothing to optimise (an empty file) panicked on a zero-sized
+/// chunk; every command that optimises or differentiates now refuses it with one line.
+#[test]
+fn empty_model_is_refused_not_a_panic() {
+    let dir = std::env::temp_dir().join(format!("dsgd-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("empty.dsgd");
+    std::fs::write(&path, "// nothing here\n").unwrap();
+    let p = path.to_str().unwrap();
+    let commands: [&[&str]; 4] = [
+        &["run", p, "--iters", "10"],
+        &["diagnose", p],
+        &["bench", p],
+        &["compare", p, "--iters", "10", "--seeds", "1"],
+    ];
+    for args in commands {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_dsgd"))
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains("nothing to optimise"), "{args:?}: {stderr}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -35,6 +35,10 @@ pub enum FamilyError {
     BadLocation { latent: String, value: f64 },
     #[error("the model has {found} latent specs for {expected} latent variables")]
     LatentCount { expected: usize, found: usize },
+    #[error(
+        "the model has nothing to optimise: it declares no `param` and no latent with a guide (only fixed latents, or none)"
+    )]
+    NothingToOptimise,
 }
 
 /// Which group of `theta` a component belongs to (`diagnose` reports per block).
@@ -149,6 +153,9 @@ impl Family {
             };
             in_entropy.push(variational && !matches!(role, Role::Fixed { .. }));
             roles.push(role);
+        }
+        if names.is_empty() {
+            return Err(FamilyError::NothingToOptimise);
         }
         Ok(Family {
             roles,
