@@ -451,23 +451,10 @@ impl Tape {
     ) {
         let batch = out.len();
         self.check_inputs(ws, params, latents, batch);
-        self.prepare(ws);
-        sweep::uniform_pass(self, ws, semantics, params);
-        let mut start = 0;
-        while start < batch {
-            let w = CHUNK.min(batch - start);
-            let input = sweep::Input {
-                params,
-                latents,
-                batch,
-                start,
-                w,
-                force: None,
-            };
-            sweep::forward_chunk(self, ws, semantics, &input);
-            out[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
-            start += w;
-        }
+        let output = self.output as usize;
+        self.forward_chunks(ws, semantics, params, latents, batch, |ws, start, w| {
+            out[start..start + w].copy_from_slice(&ws.values[output][..w]);
+        });
         ws.note_sweep(semantics, batch);
     }
 
@@ -650,20 +637,7 @@ impl Tape {
             self.param_count() * batch,
             "gradient buffer size"
         );
-        self.prepare(ws);
-        sweep::uniform_pass(self, ws, semantics, params);
-        let mut start = 0;
-        while start < batch {
-            let w = CHUNK.min(batch - start);
-            let input = sweep::Input {
-                params,
-                latents,
-                batch,
-                start,
-                w,
-                force: None,
-            };
-            sweep::forward_chunk(self, ws, semantics, &input);
+        self.forward_chunks(ws, semantics, params, latents, batch, |ws, start, w| {
             sweep::reverse_chunk(self, ws, semantics);
             ws.note_sweep(semantics, batch);
             grad.value[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
@@ -679,6 +653,38 @@ impl Tape {
                     }
                 }
             }
+        });
+    }
+
+    /// Prepares the workspace, evaluates what is the same in every lane once, then sweeps
+    /// forward chunk by chunk, handing each chunk's first lane and width to `after_chunk`
+    /// (which reads the chunk's values, or sweeps it back).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn forward_chunks(
+        &self,
+        ws: &mut Workspace,
+        semantics: Semantics,
+        params: &[f64],
+        latents: &[f64],
+        batch: usize,
+        mut after_chunk: impl FnMut(&mut Workspace, usize, usize),
+    ) {
+        self.prepare(ws);
+        sweep::uniform_pass(self, ws, semantics, params);
+        let mut start = 0;
+        while start < batch {
+            let w = CHUNK.min(batch - start);
+            let input = sweep::Input {
+                params,
+                latents,
+                batch,
+                start,
+                w,
+                force: None,
+            };
+            sweep::forward_chunk(self, ws, semantics, &input);
+            after_chunk(ws, start, w);
             start += w;
         }
     }

@@ -27,6 +27,16 @@ fn ser_kind<S: serde::Serializer>(k: &EstimatorKind, s: S) -> Result<S::Ok, S::E
 }
 
 impl Arm {
+    /// Whether `run` is one of this arm's runs (same estimator and, where the arm has one,
+    /// the same eta).
+    pub fn matches(&self, run: &RunReport) -> bool {
+        run.estimator == self.estimator.name()
+            && match self.eta {
+                Some(e) => run.eta.is_some_and(|x| (x - e).abs() < 1e-9),
+                None => true,
+            }
+    }
+
     /// `dsgd η=0.1`, `score`.
     pub fn label(&self) -> String {
         match self.eta {
@@ -196,17 +206,8 @@ pub fn aggregate(
     let cells = arms
         .iter()
         .map(|arm| {
-            let runs: Vec<&RunReport> = reports
-                .iter()
-                .copied()
-                .filter(|r| {
-                    r.estimator == arm.estimator.name()
-                        && match arm.eta {
-                            Some(e) => r.eta.is_some_and(|x| (x - e).abs() < 1e-9),
-                            None => true,
-                        }
-                })
-                .collect();
+            let runs: Vec<&RunReport> =
+                reports.iter().copied().filter(|r| arm.matches(r)).collect();
             let finals: Vec<f64> = runs.iter().map(|r| r.final_elbo).collect();
             let mean_of = |get: &dyn Fn(&super::report::TrajectoryRow) -> f64| {
                 let v: Vec<f64> = runs
@@ -286,17 +287,7 @@ pub fn mean_trajectory(runs: &[&RunReport]) -> Vec<(f64, f64)> {
 pub fn trajectory_plot(model: &str, arms: &[Arm], reports: &[&RunReport], seeds: u64) -> LinePlot {
     let mut series = Vec::new();
     for arm in arms {
-        let runs: Vec<&RunReport> = reports
-            .iter()
-            .copied()
-            .filter(|r| {
-                r.estimator == arm.estimator.name()
-                    && match arm.eta {
-                        Some(e) => r.eta.is_some_and(|x| (x - e).abs() < 1e-9),
-                        None => true,
-                    }
-            })
-            .collect();
+        let runs: Vec<&RunReport> = reports.iter().copied().filter(|r| arm.matches(r)).collect();
         series.push(Series::new(
             arm.label(),
             arm.estimator.name(),
