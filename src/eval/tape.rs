@@ -731,11 +731,20 @@ fn plan(
     if adj[output as usize] != NONE {
         seen[adj[output as usize] as usize] = true;
     }
+    // Whether a slot's adjoint can receive anything but zeros: the output's does, and so do
+    // the operands of a live step along the edges this semantics differentiates (crisp
+    // guards pass nothing). Readers come after their operands, so the reversed walk knows a
+    // step's liveness when it reaches it. A dead step would only add exact `+0.0`s (adjoints
+    // are never `-0.0`: the first contribution is written as `0.0 + c`), so skipping it
+    // changes no bit; it saves e.g. the crisp sweep through everything xornet's guards read.
+    let live = std::cell::RefCell::new(vec![false; adj.len()]);
+    live.borrow_mut()[output as usize] = true;
     let mut target = |slot: u32, wanted: bool| -> Target {
         let a = adj[slot as usize];
         if !wanted || a == NONE {
             return NO_TARGET;
         }
+        live.borrow_mut()[slot as usize] = true;
         let first = !seen[a as usize];
         seen[a as usize] = true;
         Target { adj: a, first }
@@ -743,7 +752,7 @@ fn plan(
     let mut out = Vec::new();
     for &step in steps.iter().rev() {
         let ad = adj[step.out as usize];
-        if ad == NONE {
+        if ad == NONE || !live.borrow()[step.out as usize] {
             continue;
         }
         let to = match step.op {
