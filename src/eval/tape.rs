@@ -104,7 +104,8 @@ pub(super) struct RevStep {
 #[derive(Clone, Debug, Default)]
 pub(super) struct Plan {
     pub steps: Vec<RevStep>,
-    /// Adjoints no step writes (a latent read only by crisp guards): zeroed every chunk.
+    /// Adjoints of latents and parameters no step writes (e.g. a latent read only by crisp
+    /// guards): zeroed every chunk, as the gradient reads them.
     pub zero: Vec<u32>,
     /// The target of each sum-chain term (parallel to the tape's `chains`).
     pub chain_targets: Vec<Target>,
@@ -352,8 +353,22 @@ impl Tape {
         // The reverse sweep visits all steps in their original (topological) order, reversed.
         let mut all: Vec<Step> = uniform_steps.iter().chain(&steps).copied().collect();
         all.sort_by_key(|s| s.out);
-        let smooth_plan = plan(&all, &adj, &uniform, &fused, &chains, output, true);
-        let crisp_plan = plan(&all, &adj, &uniform, &fused, &chains, output, false);
+        // The adjoints read after a sweep: those of the latents and parameters.
+        let inputs: Vec<u32> = (latent_slots.iter().chain(&param_slots))
+            .filter_map(|s| s.map(|s| adj[s as usize]))
+            .filter(|&a| a != NONE)
+            .collect();
+        let shape = Shape {
+            steps: &all,
+            adj: &adj,
+            uniform: &uniform,
+            fused: &fused,
+            chains: &chains,
+            output,
+            inputs: &inputs,
+        };
+        let smooth_plan = plan(&shape, true);
+        let crisp_plan = plan(&shape, false);
         Tape {
             id: NEXT_TAPE_ID.fetch_add(1, Ordering::Relaxed),
             len: adj.len(),
@@ -705,20 +720,34 @@ impl Tape {
     }
 }
 
+/// What the reverse plans are built from: every step in slot order, the adjoint index and
+/// uniformity of each slot, the slots fused away, the sum-chain terms, the output, and the
+/// adjoints the gradient reads.
+struct Shape<'a> {
+    steps: &'a [Step],
+    adj: &'a [u32],
+    uniform: &'a [bool],
+    fused: &'a [u32],
+    chains: &'a [(u32, bool)],
+    output: u32,
+    inputs: &'a [u32],
+}
+
 /// The reverse sweep for smoothed (`smooth`: guards carry adjoints) or crisp and forced
 /// semantics: the steps with something to propagate, in reverse order, and which
 /// contribution comes first to each adjoint. The order of contributions is the order in which
 /// the sweep makes them (reverse instruction order; guard, then, else within an `If`), so
 /// "first" here is first there.
-fn plan(
-    steps: &[Step],
-    adj: &[u32],
-    uniform: &[bool],
-    fused: &[u32],
-    chains: &[(u32, bool)],
-    output: u32,
-    smooth: bool,
-) -> Plan {
+fn plan(shape: &Shape, smooth: bool) -> Plan {
+    let Shape {
+        steps,
+        adj,
+        uniform,
+        fused,
+        chains,
+        output,
+        inputs,
+    } = *shape;
     let mut chain_targets = vec![NO_TARGET; chains.len()];
     let active_count = adj.iter().filter(|&&a| a != NONE).count();
     let mut seen = vec![false; active_count];
@@ -790,7 +819,11 @@ fn plan(
             });
         }
     }
-    let zero = (0..active_count as u32)
+    // Every live step's own adjoint is written before it is read; of the others, only the
+    // inputs' adjoints are read (as the gradient), so only they need zeroing.
+    let zero = inputs
+        .iter()
+        .copied()
         .filter(|&a| !seen[a as usize])
         .collect();
     Plan {
