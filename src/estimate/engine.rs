@@ -161,10 +161,14 @@ impl Engine {
                 .enumerate()
                 .for_each(|(c, ((g, v), cr))| run(c, g, v, cr));
         }
+        // Each component summed in lane order, as the mean of the rows.
         self.mean.fill(0.0);
-        for l in 0..batch {
-            for (m, g) in self.mean.iter_mut().zip(&self.grads[l * d..(l + 1) * d]) {
-                *m += g;
+        for (c, block) in self.grads[..batch * d].chunks(CHUNK * d).enumerate() {
+            let w = (batch - c * CHUNK).min(CHUNK);
+            for l in 0..w {
+                for (p, m) in self.mean.iter_mut().enumerate() {
+                    *m += block[p * w + l];
+                }
             }
         }
         let inv = if batch == 0 { 0.0 } else { 1.0 / batch as f64 };
@@ -210,9 +214,23 @@ impl Engine {
         &self.mean
     }
 
-    /// The per-sample gradients of the last batch, sample-major (`[l * dim + p]`).
-    pub fn sample_gradients(&self) -> &[f64] {
-        &self.grads[..self.batch * self.problem.dim()]
+    /// Component `p` of sample `l`'s gradient in the last batch.
+    pub fn sample_gradient(&self, l: usize, p: usize) -> f64 {
+        // Chunk by chunk, each chunk's block component-major (see `Estimator::chunk`).
+        let d = self.problem.dim();
+        let (c, lane) = (l / CHUNK, l % CHUNK);
+        let w = (self.batch - c * CHUNK).min(CHUNK);
+        self.grads[c * CHUNK * d + p * w + lane]
+    }
+
+    /// The per-sample gradients of the last batch, sample-major (`[l * dim + p]`), copied
+    /// out (for tests and diagnostics; runs read [`Engine::sample_gradient`]).
+    pub fn sample_gradients(&self) -> Vec<f64> {
+        let d = self.problem.dim();
+        (0..self.batch)
+            .flat_map(|l| (0..d).map(move |p| (l, p)))
+            .map(|(l, p)| self.sample_gradient(l, p))
+            .collect()
     }
 
     /// `f` per sample under the estimator's semantics.

@@ -64,7 +64,6 @@ impl Estimator for Lyy18 {
         let p = cx.problem;
         let st = cx.state;
         let w = scratch.w;
-        let d = p.dim();
         let m = p.family.model_param_count();
         let n = p.family.latent_count();
         let params = &cx.theta[..m];
@@ -120,12 +119,11 @@ impl Estimator for Lyy18 {
             }
             let guard = &self.guards[k];
             let factor = big_k as f64 * diff * q / a_j.abs();
-            let row = &mut grads[l * d..(l + 1) * d];
             for &(i, a_i) in &guard.coefficients {
                 let i = i as usize;
                 let s_star = (scratch.points[i * w + l] - st.loc(i)) / st.scale(i);
                 for (q_idx, dl, ds) in st.jacobian(i) {
-                    row[q_idx] += factor * a_i * (dl + s_star * ds);
+                    grads[q_idx * w + l] += factor * a_i * (dl + s_star * ds);
                 }
             }
         }

@@ -125,8 +125,9 @@ pub trait Estimator: Send + Sync + fmt::Debug {
     /// The semantics this estimator differentiates at iteration `k`.
     fn semantics(&self, k: u64) -> Semantics;
 
-    /// Gradient samples for the `scratch.w` lanes drawn in `scratch`: `grads[l * dim + p]`,
-    /// and `f` under [`Estimator::semantics`] in `values[l]`.
+    /// Gradient samples for the `w = scratch.w` lanes drawn in `scratch`, component-major
+    /// (`grads[p * w + l]`, so that per-lane loops are contiguous), and `f` under
+    /// [`Estimator::semantics`] in `values[l]`.
     fn chunk(&self, cx: &Context<'_>, scratch: &mut Scratch, grads: &mut [f64], values: &mut [f64]);
 }
 

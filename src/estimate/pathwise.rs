@@ -64,5 +64,5 @@ pub(super) fn pathwise_chunk(
     let logp = std::mem::take(&mut scratch.grad.value);
     p.f_values(cx.state, scratch, &logp, values);
     scratch.grad.value = logp;
-    p.pathwise_rows(cx.state, scratch, grads);
+    p.pathwise_block(cx.state, scratch, grads);
 }

@@ -77,7 +77,6 @@ impl Problem {
             forced: Vec::with_capacity(2 * CHUNK),
             lanes: Vec::with_capacity(CHUNK),
             out: vec![0.0; 2 * CHUNK],
-            rows: std::cell::RefCell::new(Vec::new()),
             w: 0,
         }
     }
@@ -176,19 +175,16 @@ impl Problem {
     /// The pathwise (reparameterisation) gradient of `f(theta, phi_theta(s))` per lane from
     /// the tape's per-sample gradient in `scratch.grad`: direct parameter derivatives, plus
     /// `df/dz_i * (d loc_i + s_i d scale_i)`, plus `d ln scale_i` for latents in the entropy.
-    /// Rows are sample-major: `grads[l * dim + p]`.
-    pub(crate) fn pathwise_rows(&self, state: &FamilyState, scratch: &Scratch, grads: &mut [f64]) {
+    /// Component-major, as every estimator's chunk: `grads[p * w + l]`, so the lane loops
+    /// are contiguous; each `(l, p)` gets its start value, then latent by latent.
+    pub(crate) fn pathwise_block(&self, state: &FamilyState, scratch: &Scratch, grads: &mut [f64]) {
         let w = scratch.w;
         let d = self.dim();
         let m = self.family.model_param_count();
         let g = &scratch.grad;
-        // Accumulated component-major (`acc[p * w + l]`), so the lane loops are contiguous,
-        // then transposed into the rows. Each `(l, p)` gets the same additions in the same
-        // order as row by row: its start value, then latent by latent.
-        let mut acc = scratch.rows.borrow_mut();
-        acc.clear();
-        acc.extend_from_slice(&g.params[..m * w]);
-        acc.resize(d * w, 0.0);
+        let acc = &mut grads[..d * w];
+        acc[..m * w].copy_from_slice(&g.params[..m * w]);
+        acc[m * w..].fill(0.0);
         for i in 0..self.family.latent_count() {
             let entropy = self.family.in_entropy[i];
             let inv_scale = 1.0 / state.scale(i);
@@ -205,11 +201,6 @@ impl Problem {
                     }
                     *a += v;
                 }
-            }
-        }
-        for (l, row) in grads[..w * d].chunks_exact_mut(d).enumerate() {
-            for (p, r) in row.iter_mut().enumerate() {
-                *r = acc[p * w + l];
             }
         }
     }
@@ -229,8 +220,6 @@ pub struct Scratch {
     /// Per lane, LYY18's choice: `(if-statement, coordinate, a_kj, q_j(z*_j))`.
     pub(crate) lanes: Vec<Option<(usize, usize, f64, f64)>>,
     pub(crate) out: Vec<f64>,
-    /// The pathwise gradient rows while they are assembled, component-major.
-    pub(crate) rows: std::cell::RefCell<Vec<f64>>,
     /// Lanes currently drawn.
     pub(crate) w: usize,
 }

@@ -56,23 +56,18 @@ impl Estimator for Score {
         let logp = std::mem::take(&mut scratch.out);
         p.f_values(cx.state, scratch, &logp, values);
         scratch.out = logp;
-        for l in 0..w {
-            let row = &mut grads[l * d..(l + 1) * d];
-            row.fill(0.0);
-            for (k, r) in row[..m].iter_mut().enumerate() {
-                *r = scratch.grad.params[k * w + l];
-            }
-        }
+        grads[..m * w].copy_from_slice(&scratch.grad.params[..m * w]);
+        grads[m * w..d * w].fill(0.0);
         // d log N(z | loc, scale) = (s / scale) d loc + ((s^2 - 1) / scale) d scale at fixed z.
         // In variational mode f contains -log q(z), whose direct derivative is the negative.
         for i in 0..n {
             let inv = 1.0 / cx.state.scale(i);
             let entropy = if fam.in_entropy(i) { 1.0 } else { 0.0 };
             for (q, dl, ds) in cx.state.jacobian(i) {
-                for l in 0..w {
-                    let s = scratch.s[i * w + l];
+                let s = &scratch.s[i * w..(i + 1) * w];
+                for ((g, &s), &v) in grads[q * w..(q + 1) * w].iter_mut().zip(s).zip(values.iter()) {
                     let score = inv * (s * dl + (s * s - 1.0) * ds);
-                    grads[l * d + q] += (values[l] - entropy) * score;
+                    *g += (v - entropy) * score;
                 }
             }
         }

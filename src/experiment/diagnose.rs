@@ -110,7 +110,7 @@ pub fn diagnose(model: &Model, config: &DiagnoseConfig) -> Result<DiagnoseReport
                 &scratch.z[..n],
                 &mut scratch.grad,
             );
-            problem.pathwise_rows(&state, &scratch, &mut ad);
+            problem.pathwise_block(&state, &scratch, &mut ad);
             for p in 0..d {
                 let h = 1e-5 * theta[p].abs().max(1.0);
                 let mut t = theta.clone();
