@@ -165,10 +165,10 @@ impl Engine {
         self.mean.fill(0.0);
         for (c, block) in self.grads[..batch * d].chunks(CHUNK * d).enumerate() {
             let w = (batch - c * CHUNK).min(CHUNK);
-            for l in 0..w {
-                for (p, m) in self.mean.iter_mut().enumerate() {
-                    *m += block[p * w + l];
-                }
+            // One dependent chain of additions per component; the chains of different
+            // components overlap in the CPU.
+            for (m, lanes) in self.mean.iter_mut().zip(block.chunks_exact(w)) {
+                *m = lanes.iter().fold(*m, |acc, g| acc + g);
             }
         }
         let inv = if batch == 0 { 0.0 } else { 1.0 / batch as f64 };
