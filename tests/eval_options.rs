@@ -182,3 +182,39 @@ fn forcing_right_after_a_crisp_sweep_equals_full_forced_forwards() {
         }
     }
 }
+
+/// A latent that reaches the output only through guards: the crisp reverse sweep has nothing
+/// to do (its gradient is exactly zero, as Reparam's on a randomised-response survey), the
+/// smoothed one differentiates through the guards.
+#[test]
+fn the_crisp_reverse_sweep_skips_what_only_feeds_guards() {
+    let b = Builder::new();
+    let c = b.latent("c");
+    let u = b.latent("u");
+    let mut total = b.constant(0.0);
+    for k in 0..5 {
+        let cheat = b.if_neg(u * (k as f64) - c, b.constant(1.0), b.constant(0.0));
+        total = total + cheat;
+    }
+    let p = b.finish(&[(total + 1.0).ln()]).unwrap();
+    let tape = Tape::compile(&p, 0);
+    let smooth = Semantics::Smoothed { eta: 0.5 };
+    assert_eq!(tape.reverse_len(Semantics::Crisp), 0);
+    assert!(
+        tape.reverse_len(smooth) > 10,
+        "{}",
+        tape.reverse_len(smooth)
+    );
+    let (params, latents) = (vec![], vec![0.3, -0.2]);
+    let mut ws = tape.workspace();
+    let mut g = BatchGradient::new(&tape, 1);
+    tape.gradient(&mut ws, Semantics::Crisp, &params, &latents, &mut g);
+    assert_eq!(g.latents, vec![0.0, 0.0]);
+    assert!(g.value[0] > 0.0);
+    tape.gradient(&mut ws, smooth, &params, &latents, &mut g);
+    assert!(
+        g.latents.iter().all(|x| x.is_finite() && *x != 0.0),
+        "{:?}",
+        g.latents
+    );
+}

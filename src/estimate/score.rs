@@ -65,7 +65,11 @@ impl Estimator for Score {
             let entropy = if fam.in_entropy(i) { 1.0 } else { 0.0 };
             for (q, dl, ds) in cx.state.jacobian(i) {
                 let s = &scratch.s[i * w..(i + 1) * w];
-                for ((g, &s), &v) in grads[q * w..(q + 1) * w].iter_mut().zip(s).zip(values.iter()) {
+                for ((g, &s), &v) in grads[q * w..(q + 1) * w]
+                    .iter_mut()
+                    .zip(s)
+                    .zip(values.iter())
+                {
                     let score = inv * (s * dl + (s * s - 1.0) * ds);
                     *g += (v - entropy) * score;
                 }

@@ -419,6 +419,16 @@ impl Tape {
         self.fused_squares
     }
 
+    /// Instructions of the reverse sweep under `semantics` (for tests and benchmark
+    /// reports): steps whose adjoint can only be zero, or cannot flow on to a latent or
+    /// parameter, are left out.
+    pub fn reverse_len(&self, semantics: Semantics) -> usize {
+        match semantics {
+            Semantics::Smoothed { .. } => self.smooth_plan.steps.len(),
+            _ => self.crisp_plan.steps.len(),
+        }
+    }
+
     /// How many additions were fused away into sum chains (for tests and benchmark reports).
     pub fn fused_additions(&self) -> usize {
         self.fused_chains
@@ -720,6 +730,30 @@ impl Tape {
     }
 }
 
+/// Per slot, whether adjoints flow from it to an active latent or parameter along the edges
+/// the semantics differentiates (a crisp guard passes nothing).
+fn reaches_inputs(steps: &[Step], adj: &[u32], chains: &[(u32, bool)], smooth: bool) -> Vec<bool> {
+    let mut reach = vec![false; adj.len()];
+    for step in steps {
+        let r = |s: u32| reach[s as usize];
+        let here = match step.op {
+            Op::Param { .. } | Op::Latent { .. } => adj[step.out as usize] != NONE,
+            Op::Unary { a, .. } => r(a),
+            Op::Binary { a, b, .. } => r(a) || r(b),
+            Op::NormalSquare { x, m, s, .. } => r(x) || r(m) || r(s),
+            Op::SumChain { base, from, to } => {
+                r(base)
+                    || chains[from as usize..to as usize]
+                        .iter()
+                        .any(|&(t, _)| r(t))
+            }
+            Op::If { g, t, e, .. } => (smooth && r(g)) || r(t) || r(e),
+        };
+        reach[step.out as usize] = here;
+    }
+    reach
+}
+
 /// What the reverse plans are built from: every step in slot order, the adjoint index and
 /// uniformity of each slot, the slots fused away, the sum-chain terms, the output, and the
 /// adjoints the gradient reads.
@@ -766,11 +800,18 @@ fn plan(shape: &Shape, smooth: bool) -> Plan {
     // step's liveness when it reaches it. A dead step would only add exact `+0.0`s (adjoints
     // are never `-0.0`: the first contribution is written as `0.0 + c`), so skipping it
     // changes no bit; it saves e.g. the crisp sweep through everything xornet's guards read.
+    //
+    // Symmetrically, a contribution is only worth making to a slot from which adjoints can
+    // flow on to a latent or parameter (`reaches`, in slot order): under crisp semantics
+    // nothing that only feeds guards does (the Reparam gradient of `cheating` is exactly
+    // zero, so its reverse sweep becomes empty). Such a slot's adjoint never reaches an
+    // input's, so the gradient keeps its bits.
+    let reaches = reaches_inputs(steps, adj, chains, smooth);
     let live = std::cell::RefCell::new(vec![false; adj.len()]);
     live.borrow_mut()[output as usize] = true;
     let mut target = |slot: u32, wanted: bool| -> Target {
         let a = adj[slot as usize];
-        if !wanted || a == NONE {
+        if !wanted || a == NONE || !reaches[slot as usize] {
             return NO_TARGET;
         }
         live.borrow_mut()[slot as usize] = true;
@@ -781,7 +822,7 @@ fn plan(shape: &Shape, smooth: bool) -> Plan {
     let mut out = Vec::new();
     for &step in steps.iter().rev() {
         let ad = adj[step.out as usize];
-        if ad == NONE || !live.borrow()[step.out as usize] {
+        if ad == NONE || !live.borrow()[step.out as usize] || !reaches[step.out as usize] {
             continue;
         }
         let to = match step.op {

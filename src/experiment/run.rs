@@ -438,9 +438,7 @@ fn measure(
     }
     let var_component = if d == 0 { 0.0 } else { var_sum / d as f64 };
     norms.clear();
-    norms.extend((0..n).map(|l| {
-        (0..d).map(|p| g(l, p)).map(|x| x * x).sum::<f64>().sqrt()
-    }));
+    norms.extend((0..n).map(|l| (0..d).map(|p| g(l, p)).map(|x| x * x).sum::<f64>().sqrt()));
     let var_norm = sample_variance(norms.iter().copied());
     let eta = engine.estimator().semantics(k);
     let row = TrajectoryRow {
