@@ -1,0 +1,71 @@
+//! Whether cost grows linearly with program size (issue 6): the `cheating` survey with 100,
+//! 1,000 and 10,000 students (300 to 30,000 if-statements), its compile time and, for every
+//! estimator, the single-thread seconds per gradient sample (batch 16) relative to the
+//! 100-student model. Linear cost gives ratios of 10 and 100.
+//!
+//! `cargo bench --bench scaling [-- STUDENTS...]`. The sizes are timed interleaved
+//! (`experiment::cost`), so a change in the machine's load shifts them alike.
+//!
+//! Not here: the built-in models' samples per second (`benches/estimators.rs`, `dsgd bench`).
+
+use std::path::Path;
+use std::time::Instant;
+
+use dsgd::estimate::EstimatorKind;
+use dsgd::experiment::cost::{CostConfig, measure_interleaved};
+use dsgd::lang::{CompileOptions, compile_source};
+
+/// The built-in survey with `students` students, 35% of whom said yes.
+fn survey(students: usize) -> String {
+    let source = dsgd::models::builtin_source("cheating").expect("cheating is built in");
+    let yes = students * 35 / 100;
+    source
+        .replace(
+            "const students = 100;",
+            &format!("const students = {students};"),
+        )
+        .replace("const yes = 35;", &format!("const yes = {yes};"))
+}
+
+fn main() {
+    let sizes: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let sizes = if sizes.is_empty() {
+        vec![100, 1_000, 10_000]
+    } else {
+        sizes
+    };
+    let config = CostConfig {
+        batch: 16,
+        warmup_seconds: 0.2,
+        repeats: 5,
+        repeat_seconds: 0.3,
+    };
+    let mut base: Option<Vec<f64>> = None;
+    println!("students  compile (s)  seconds per sample (ratio to the first size)");
+    for &students in &sizes {
+        let source = survey(students);
+        assert!(source.contains(&format!("students = {students}")));
+        let clock = Instant::now();
+        let model = compile_source(
+            "cheating",
+            &source,
+            Path::new("."),
+            &CompileOptions::default(),
+        )
+        .expect("the survey compiles");
+        let compile = clock.elapsed().as_secs_f64();
+        let costs = measure_interleaved(&model, &EstimatorKind::ALL, 0.1, None, &config)
+            .expect("every estimator applies to the survey");
+        let per_sample: Vec<f64> = costs.iter().map(|c| c.seconds_per_sample()).collect();
+        let first = base.get_or_insert_with(|| per_sample.clone());
+        let cells: Vec<String> = costs
+            .iter()
+            .zip(per_sample.iter().zip(first.iter()))
+            .map(|(c, (s, b))| format!("{} {:.3e} ({:.0}x)", c.estimator, s, s / b))
+            .collect();
+        println!("{students:>8}  {compile:>11.3}  {}", cells.join("  "));
+    }
+}
