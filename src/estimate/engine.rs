@@ -223,6 +223,31 @@ impl Engine {
         self.grads[c * CHUNK * d + p * w + lane]
     }
 
+    /// Component `p` of every sample's gradient in the last batch, in lane order.
+    pub fn component(&self, p: usize) -> impl Iterator<Item = f64> + Clone + '_ {
+        let d = self.problem.dim();
+        let batch = self.batch;
+        self.grads[..batch * d]
+            .chunks(CHUNK * d)
+            .enumerate()
+            .flat_map(move |(c, block)| {
+                let w = (batch - c * CHUNK).min(CHUNK);
+                block[p * w..(p + 1) * w].iter().copied()
+            })
+    }
+
+    /// Calls `f` with each sample's gradient components in order, sample by sample.
+    pub fn for_each_sample(&self, mut f: impl FnMut(&mut dyn Iterator<Item = f64>)) {
+        let d = self.problem.dim();
+        let batch = self.batch;
+        for (c, block) in self.grads[..batch * d].chunks(CHUNK * d).enumerate() {
+            let w = (batch - c * CHUNK).min(CHUNK);
+            for l in 0..w {
+                f(&mut (0..d).map(|p| block[p * w + l]));
+            }
+        }
+    }
+
     /// The per-sample gradients of the last batch, sample-major (`[l * dim + p]`), copied
     /// out (for tests and diagnostics; runs read [`Engine::sample_gradient`]).
     pub fn sample_gradients(&self) -> Vec<f64> {

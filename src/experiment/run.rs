@@ -431,14 +431,13 @@ fn measure(
     let crisp = engine.crisp_values();
     let elbo = sign * crisp.iter().sum::<f64>() / n as f64;
     let d = engine.problem().dim();
-    let g = |l: usize, p: usize| engine.sample_gradient(l, p);
     let mut var_sum = 0.0;
     for p in 0..d {
-        var_sum += sample_variance((0..n).map(|l| g(l, p)));
+        var_sum += sample_variance(engine.component(p));
     }
     let var_component = if d == 0 { 0.0 } else { var_sum / d as f64 };
     norms.clear();
-    norms.extend((0..n).map(|l| (0..d).map(|p| g(l, p)).map(|x| x * x).sum::<f64>().sqrt()));
+    engine.for_each_sample(|g| norms.push(g.map(|x| x * x).sum::<f64>().sqrt()));
     let var_norm = sample_variance(norms.iter().copied());
     let eta = engine.estimator().semantics(k);
     let row = TrajectoryRow {
