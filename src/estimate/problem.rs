@@ -178,6 +178,25 @@ impl Problem {
     /// Component-major, as every estimator's chunk: `grads[p * w + l]`, so the lane loops
     /// are contiguous; each `(l, p)` gets its start value, then latent by latent.
     pub(crate) fn pathwise_block(&self, state: &FamilyState, scratch: &Scratch, grads: &mut [f64]) {
+        #[cfg(target_arch = "x86_64")]
+        if crate::eval::simd_available() {
+            // SAFETY: the CPU has AVX2 and FMA (checked just above).
+            unsafe { self.pathwise_avx2(state, scratch, grads) };
+            return;
+        }
+        self.pathwise_body(state, scratch, grads);
+    }
+
+    /// [`Problem::pathwise_block`] compiled for AVX2 (4 lanes a vector instead of 2; no
+    /// fused multiply-adds, so the same bits).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn pathwise_avx2(&self, state: &FamilyState, scratch: &Scratch, grads: &mut [f64]) {
+        self.pathwise_body(state, scratch, grads);
+    }
+
+    #[inline(always)]
+    fn pathwise_body(&self, state: &FamilyState, scratch: &Scratch, grads: &mut [f64]) {
         let w = scratch.w;
         let d = self.dim();
         let m = self.family.model_param_count();
@@ -191,15 +210,12 @@ impl Problem {
             let dz = &g.latents[i * w..(i + 1) * w];
             let s = &scratch.s[i * w..(i + 1) * w];
             for (p, dl, ds) in state.jacobian(i) {
-                for ((a, &dz), &s) in acc[p * w..(p + 1) * w].iter_mut().zip(dz).zip(s) {
-                    let mut v = dz * (dl + s * ds);
-                    if dz == 0.0 {
-                        v = 0.0;
-                    }
-                    if entropy {
-                        v += ds * inv_scale;
-                    }
-                    *a += v;
+                let lanes = acc[p * w..(p + 1) * w].iter_mut().zip(dz).zip(s);
+                // `v + ds / scale` for latents in the entropy, `v` itself otherwise.
+                let with = |v: f64| if entropy { v + ds * inv_scale } else { v };
+                for ((a, &dz), &s) in lanes {
+                    let v = dz * (dl + s * ds);
+                    *a += with(if dz == 0.0 { 0.0 } else { v });
                 }
             }
         }
