@@ -3,11 +3,16 @@
 //!
 //! So a batch gives the same numbers however it is split between threads, and a run is
 //! reproducible bit for bit from its seed. ChaCha8 is keyed by the first three, and the
-//! sample index selects its stream (an O(1) jump).
+//! sample index selects its stream (an O(1) jump). Bulk draws ([`SampleRng::fill_normals`])
+//! give the same numbers as one [`SampleRng::normal`] after another, through the exact fast
+//! path of [`super::normal`].
 
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use rand_distr::StandardNormal;
+
+use super::chacha;
+use super::normal;
 
 /// What the random numbers are for; each purpose has its own streams.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -71,6 +76,7 @@ impl StreamKey {
         key[24..].copy_from_slice(&ch.to_le_bytes());
         SampleRng {
             rng: ChaCha8Rng::from_seed(key),
+            key: chacha::key_words(&key),
         }
     }
 }
@@ -79,6 +85,8 @@ impl StreamKey {
 #[derive(Debug)]
 pub struct SampleRng {
     rng: ChaCha8Rng,
+    /// The same key as ChaCha words, for the bulk path.
+    key: [u32; 8],
 }
 
 impl SampleRng {
@@ -91,6 +99,32 @@ impl SampleRng {
     /// A standard normal draw.
     pub fn normal(&mut self) -> f64 {
         self.rng.sample(StandardNormal)
+    }
+
+    /// What `out.len()` calls of [`SampleRng::normal`] give after [`SampleRng::lane`]`(lane)`,
+    /// bit for bit, drawn in bulk. Afterwards the position `normal()` reads from is
+    /// unspecified: call `lane` before drawing one at a time again.
+    pub fn fill_normals(&mut self, lane: usize, out: &mut [f64]) {
+        let n = out.len();
+        self.fill_lanes(lane, 1, n, out);
+    }
+
+    /// `n` normals for each of the samples `first..first + w`, latent-major: `s[k * w + l]`
+    /// is what the `k`-th `normal()` of lane `first + l` gives. Same position caveat as
+    /// [`SampleRng::fill_normals`].
+    pub fn fill_lanes(&mut self, first: usize, w: usize, n: usize, s: &mut [f64]) {
+        let s = &mut s[..n * w];
+        match normal::table() {
+            Some(z) => z.fill_streams(&self.key, first as u64, w, n, s),
+            None => {
+                for l in 0..w {
+                    self.lane(first + l);
+                    for k in 0..n {
+                        s[k * w + l] = self.normal();
+                    }
+                }
+            }
+        }
     }
 
     /// A uniform index in `0..n` (`n >= 1`).
