@@ -13,6 +13,7 @@
 //! trusted; if anything disagrees (a changed dependency), [`table`] is `None` and callers
 //! use the plain generator. This file knows nothing of keys, purposes or samples.
 
+use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 
 use rand::rngs::ChaCha8Rng;
@@ -26,6 +27,9 @@ use super::chacha::{self, BLOCK_WORDS, Job, SLOTS};
 pub(crate) struct Ziggurat {
     x: [f64; 257],
 }
+
+/// How many draws each stream of a group makes before the next stream's turn.
+const WINDOW: usize = 16;
 
 /// The exponent bits that turn a 52-bit fraction into a float in `[2, 4)`.
 const EXP_TWO: u64 = 1024 << 52;
@@ -100,8 +104,21 @@ impl Ziggurat {
                 std::array::from_fn(|j| LaneWords::new(key, first.wrapping_add((g + j) as u64)));
             let mut done = [0usize; SLOTS];
             while self.refill_group(&mut lanes[..gw], &done[..gw], n) {
-                for j in 0..gw {
-                    self.run(&mut lanes[j], s, w, g + j, &mut done[j], n);
+                // The streams advance together a few draws at a time, so the stores of a
+                // window land on the same few cache lines of the latent-major output.
+                let mut end = done[..gw].iter().min().copied().unwrap_or(n);
+                loop {
+                    end += WINDOW;
+                    let mut busy = false;
+                    for j in 0..gw {
+                        if done[j] < n && lanes[j].pos + 2 <= lanes[j].len {
+                            busy = true;
+                            self.run(&mut lanes[j], s, w, g + j, &mut done[j], end.min(n));
+                        }
+                    }
+                    if !busy {
+                        break;
+                    }
                 }
             }
             g += gw;
@@ -152,9 +169,9 @@ impl Ziggurat {
         any
     }
 
-    /// Draws into `s[k * stride + lane]` for `k = *done..n` while the buffer lasts: quick
+    /// Draws into `s[k * stride + lane]` for `k = *done..upto` while the buffer lasts: quick
     /// draws inline, anything else by `StandardNormal` from the same word on.
-    #[inline]
+    #[inline(never)]
     fn run(
         &self,
         lw: &mut LaneWords<'_>,
@@ -162,25 +179,33 @@ impl Ziggurat {
         stride: usize,
         lane: usize,
         done: &mut usize,
-        n: usize,
+        upto: usize,
     ) {
-        loop {
-            // The common case, on locals so the loop stays in registers.
-            let (mut k, mut p) = (*done, lw.pos);
-            let words = &lw.buf[..lw.len];
-            while k < n && p + 2 <= words.len() {
-                let word = u64::from(words[p]) | (u64::from(words[p + 1]) << 32);
-                let Some(x) = self.quick(word) else { break };
-                s[k * stride + lane] = x;
-                k += 1;
-                p += 2;
-            }
-            lw.pos = p;
-            *done = k;
-            if k == n || p + 2 > lw.len {
+        let n = upto;
+        while *done < n {
+            let (k, p) = (*done, lw.pos);
+            let words = lw.words().get(p..).unwrap_or_default();
+            let m = (n - k).min(words.len() / 2);
+            let outs = &mut s[k * stride + lane..];
+            if m == 0 || outs.len() <= (m - 1) * stride {
                 return;
             }
-            s[k * stride + lane] = slow(lw);
+            // The common case, on locals and with the bounds checked once, so the loop
+            // stays short.
+            let mut took = 0;
+            while took < m {
+                let word = u64::from(words[2 * took]) | (u64::from(words[2 * took + 1]) << 32);
+                let Some(x) = self.quick(word) else { break };
+                outs[took * stride] = x;
+                took += 1;
+            }
+            lw.pos = p + 2 * took;
+            *done = k + took;
+            if *done == n || lw.pos + 2 > lw.len {
+                return;
+            }
+            // `words[lw.pos..]` failed the quick test: the crate draws from that word on.
+            s[*done * stride + lane] = slow(lw);
             *done += 1;
         }
     }
@@ -224,8 +249,9 @@ pub(crate) struct LaneWords<'k> {
     next_block: u64,
     pos: usize,
     len: usize,
-    /// One word left over plus one full refill.
-    buf: [u32; 2 + SLOTS * BLOCK_WORDS],
+    /// One word left over plus one full refill; `buf[..len]` is initialised (the rest is
+    /// left uninitialised so that setting up a group of streams costs nothing).
+    buf: [MaybeUninit<u32>; 2 + SLOTS * BLOCK_WORDS],
 }
 
 impl<'k> LaneWords<'k> {
@@ -236,7 +262,7 @@ impl<'k> LaneWords<'k> {
             next_block: 0,
             pos: 0,
             len: 0,
-            buf: [0; 2 + SLOTS * BLOCK_WORDS],
+            buf: [MaybeUninit::uninit(); 2 + SLOTS * BLOCK_WORDS],
         }
     }
 
@@ -248,11 +274,23 @@ impl<'k> LaneWords<'k> {
     }
 
     fn append(&mut self, block: &[u32; BLOCK_WORDS]) {
-        self.buf[self.len..self.len + BLOCK_WORDS].copy_from_slice(block);
+        for (d, w) in self.buf[self.len..self.len + BLOCK_WORDS]
+            .iter_mut()
+            .zip(block)
+        {
+            d.write(*w);
+        }
         self.len += BLOCK_WORDS;
     }
 
-    /// The next word, fetching the next eight blocks of this stream when empty.
+    /// The words bought so far (read or not).
+    fn words(&self) -> &[u32] {
+        // SAFETY: `buf[..len]` is initialised: `append` writes every word below `len`, and
+        // `compact` only moves initialised words down.
+        unsafe { std::slice::from_raw_parts(self.buf.as_ptr().cast::<u32>(), self.len) }
+    }
+
+    /// The next word, fetching the next `SLOTS` blocks of this stream when empty.
     fn word(&mut self) -> u32 {
         if self.pos == self.len {
             self.compact();
@@ -268,7 +306,7 @@ impl<'k> LaneWords<'k> {
                 self.append(block);
             }
         }
-        let w = self.buf[self.pos];
+        let w = self.words()[self.pos];
         self.pos += 1;
         w
     }
