@@ -29,7 +29,7 @@ pub(crate) struct Ziggurat {
 }
 
 /// How many draws each stream of a group makes before the next stream's turn.
-const WINDOW: usize = 16;
+const WINDOW: usize = 32;
 
 /// The exponent bits that turn a 52-bit fraction into a float in `[2, 4)`.
 const EXP_TWO: u64 = 1024 << 52;
@@ -193,10 +193,11 @@ impl Ziggurat {
             // The common case, on locals and with the bounds checked once, so the loop
             // stays short.
             let mut took = 0;
-            while took < m {
-                let word = u64::from(words[2 * took]) | (u64::from(words[2 * took + 1]) << 32);
+            let pairs = words[..2 * m].chunks_exact(2);
+            for (o, pair) in outs.iter_mut().step_by(stride).zip(pairs) {
+                let word = u64::from(pair[0]) | (u64::from(pair[1]) << 32);
                 let Some(x) = self.quick(word) else { break };
-                outs[took * stride] = x;
+                *o = x;
                 took += 1;
             }
             lw.pos = p + 2 * took;
