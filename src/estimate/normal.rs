@@ -195,7 +195,7 @@ impl Ziggurat {
             let mut took = 0;
             let pairs = words[..2 * m].chunks_exact(2);
             for (o, pair) in outs.iter_mut().step_by(stride).zip(pairs) {
-                let word = u64::from(pair[0]) | (u64::from(pair[1]) << 32);
+                let word = pair_word(pair);
                 let Some(x) = self.quick(word) else { break };
                 *o = x;
                 took += 1;
@@ -230,6 +230,22 @@ impl Ziggurat {
                 })
             })
         })
+    }
+}
+
+/// The 64-bit draw made of two consecutive keystream words, low first.
+#[inline(always)]
+fn pair_word(pair: &[u32]) -> u64 {
+    #[cfg(target_endian = "little")]
+    {
+        assert!(pair.len() == 2);
+        // SAFETY: `pair` is two u32s, eight readable bytes; on a little-endian machine the
+        // low word comes first, so one load gives the draw.
+        unsafe { pair.as_ptr().cast::<u64>().read_unaligned() }
+    }
+    #[cfg(not(target_endian = "little"))]
+    {
+        u64::from(pair[0]) | (u64::from(pair[1]) << 32)
     }
 }
 
