@@ -1,5 +1,5 @@
 //! Exact bulk standard normals: the numbers `rand_distr::StandardNormal` draws from
-//! `ChaCha8Rng`, bit for bit, several times faster.
+//! `ChaCha8Rng`, bit for bit, in about 60 % of the time (measured: 1.4-2x faster per draw).
 //!
 //! `StandardNormal` is a ZIGNOR ziggurat: one 64-bit word gives a box `i` (its low byte) and
 //! `u` in `[-1, 1)` (its top 52 bits); `x = u * X[i]` is returned when `|x| < X[i + 1]`,
@@ -11,7 +11,9 @@
 //! it is read back at first use by feeding `StandardNormal` crafted words (see
 //! [`Ziggurat::probe`]), and the whole path is compared with the plain one before it is
 //! trusted; if anything disagrees (a changed dependency), [`table`] is `None` and callers
-//! use the plain generator. This file knows nothing of keys, purposes or samples.
+//! use the plain generator. A group of up to 16 streams gets its blocks in shared vector
+//! calls and advances `WINDOW` draws at a time, so the latent-major stores stay in a few
+//! cache lines. This file knows nothing of keys, purposes or samples.
 
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;

@@ -111,7 +111,7 @@ impl SampleRng {
 
     /// `n` normals for each of the samples `first..first + w`, latent-major: `s[k * w + l]`
     /// is what the `k`-th `normal()` of lane `first + l` gives. Same position caveat as
-    /// [`SampleRng::fill_normals`].
+    /// [`SampleRng::fill_normals`]. Panics if `s` is shorter than `n * w`, like a slice copy.
     pub fn fill_lanes(&mut self, first: usize, w: usize, n: usize, s: &mut [f64]) {
         let s = &mut s[..n * w];
         match normal::table() {
