@@ -116,13 +116,17 @@ impl SampleRng {
         let s = &mut s[..n * w];
         match normal::table() {
             Some(z) => z.fill_streams(&self.key, first as u64, w, n, s),
-            None => {
-                for l in 0..w {
-                    self.lane(first + l);
-                    for k in 0..n {
-                        s[k * w + l] = self.normal();
-                    }
-                }
+            None => self.fill_plain(first, w, n, s),
+        }
+    }
+
+    /// [`SampleRng::fill_lanes`] one `normal()` at a time: the fallback when the fast
+    /// path failed its self-check.
+    fn fill_plain(&mut self, first: usize, w: usize, n: usize, s: &mut [f64]) {
+        for l in 0..w {
+            self.lane(first + l);
+            for k in 0..n {
+                s[k * w + l] = self.normal();
             }
         }
     }
@@ -168,6 +172,21 @@ mod tests {
         assert_ne!(
             base,
             draws(StreamKey::new(3, 17, Purpose::Measure), Channel::Noise, 5)
+        );
+    }
+
+    #[test]
+    fn the_fallback_gives_what_the_bulk_path_gives() {
+        let key = StreamKey::new(8, 3, Purpose::Measure);
+        let (first, w, n) = (40, 16, 37);
+        let mut bulk = vec![0.0; w * n];
+        let mut plain = vec![0.0; w * n];
+        key.rng(Channel::Noise).fill_lanes(first, w, n, &mut bulk);
+        key.rng(Channel::Noise).fill_plain(first, w, n, &mut plain);
+        assert_eq!(bulk, plain);
+        assert!(
+            normal::table().is_some(),
+            "the bulk path should be in use here"
         );
     }
 }
