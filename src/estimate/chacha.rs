@@ -58,37 +58,8 @@ pub(crate) fn blocks(key: &[u32; 8], jobs: &[Job; SLOTS], out: &mut Blocks) {
     blocks_portable(key, jobs, out);
 }
 
-/// The build without any run-time CPU features (also what tests compare the others with).
-pub(crate) fn blocks_portable(key: &[u32; 8], jobs: &[Job; SLOTS], out: &mut Blocks) {
-    for (t, job) in jobs.iter().enumerate() {
-        let mut input = [0u32; BLOCK_WORDS];
-        input[..4].copy_from_slice(&SIGMA);
-        input[4..12].copy_from_slice(key);
-        input[12] = job.block as u32;
-        input[13] = (job.block >> 32) as u32;
-        input[14] = job.stream as u32;
-        input[15] = (job.stream >> 32) as u32;
-        let mut x = input;
-        for _ in 0..4 {
-            for [a, b, c, d] in ROUND {
-                x[a] = x[a].wrapping_add(x[b]);
-                x[d] = (x[d] ^ x[a]).rotate_left(16);
-                x[c] = x[c].wrapping_add(x[d]);
-                x[b] = (x[b] ^ x[c]).rotate_left(12);
-                x[a] = x[a].wrapping_add(x[b]);
-                x[d] = (x[d] ^ x[a]).rotate_left(8);
-                x[c] = x[c].wrapping_add(x[d]);
-                x[b] = (x[b] ^ x[c]).rotate_left(7);
-            }
-        }
-        for ((o, x), i) in out[t].iter_mut().zip(x).zip(input) {
-            *o = x.wrapping_add(i);
-        }
-    }
-}
-
-/// One double round (columns, then diagonals) with literal indices, so the vector builds
-/// keep the whole state in registers.
+/// One double round (columns, then diagonals) with literal indices, so that every build
+/// keeps the whole state in registers.
 macro_rules! double_round {
     ($quarter:ident) => {
         $quarter!(0, 4, 8, 12);
@@ -102,17 +73,39 @@ macro_rules! double_round {
     };
 }
 
-/// The quarter rounds of one double round: columns, then diagonals.
-const ROUND: [[usize; 4]; 8] = [
-    [0, 4, 8, 12],
-    [1, 5, 9, 13],
-    [2, 6, 10, 14],
-    [3, 7, 11, 15],
-    [0, 5, 10, 15],
-    [1, 6, 11, 12],
-    [2, 7, 8, 13],
-    [3, 4, 9, 14],
-];
+/// Blocks one at a time without any run-time CPU features: the fallback, what tests compare
+/// the vector builds with, and cheaper than a vector call when only one or two blocks are
+/// wanted. Computes as many blocks as `jobs` and `out` both have.
+pub(crate) fn blocks_portable(key: &[u32; 8], jobs: &[Job], out: &mut [[u32; BLOCK_WORDS]]) {
+    for (job, out) in jobs.iter().zip(out.iter_mut()) {
+        let mut input = [0u32; BLOCK_WORDS];
+        input[..4].copy_from_slice(&SIGMA);
+        input[4..12].copy_from_slice(key);
+        input[12] = job.block as u32;
+        input[13] = (job.block >> 32) as u32;
+        input[14] = job.stream as u32;
+        input[15] = (job.stream >> 32) as u32;
+        let mut x = input;
+        macro_rules! quarter {
+            ($a:literal, $b:literal, $c:literal, $d:literal) => {
+                x[$a] = x[$a].wrapping_add(x[$b]);
+                x[$d] = (x[$d] ^ x[$a]).rotate_left(16);
+                x[$c] = x[$c].wrapping_add(x[$d]);
+                x[$b] = (x[$b] ^ x[$c]).rotate_left(12);
+                x[$a] = x[$a].wrapping_add(x[$b]);
+                x[$d] = (x[$d] ^ x[$a]).rotate_left(8);
+                x[$c] = x[$c].wrapping_add(x[$d]);
+                x[$b] = (x[$b] ^ x[$c]).rotate_left(7);
+            };
+        }
+        for _ in 0..4 {
+            double_round!(quarter);
+        }
+        for ((o, x), i) in out.iter_mut().zip(x).zip(input) {
+            *o = x.wrapping_add(i);
+        }
+    }
+}
 
 /// The vector builds: one state word per register, a slot per 32-bit lane; the result is
 /// transposed 4 x 4 within each 128-bit lane and stored 16 bytes at a time.

@@ -30,6 +30,9 @@ pub(crate) struct Ziggurat {
     x: [f64; 257],
 }
 
+/// Up to this many blocks, one at a time beats a vector call for all `SLOTS`.
+const FEW_BLOCKS: usize = 2;
+
 /// How many draws each stream of a group makes before the next stream's turn.
 const WINDOW: usize = 32;
 
@@ -99,11 +102,15 @@ impl Ziggurat {
         s: &mut [f64],
     ) {
         assert!(s.len() >= n * w, "output too short for {w} x {n} normals");
+        let mut bufs = [EMPTY; SLOTS];
         let mut g = 0;
         while g < w {
             let gw = (w - g).min(SLOTS);
-            let mut lanes: [LaneWords; SLOTS] =
-                std::array::from_fn(|j| LaneWords::new(key, first.wrapping_add((g + j) as u64)));
+            let mut stream = first.wrapping_add(g as u64);
+            let mut lanes = bufs.each_mut().map(|buf| {
+                stream = stream.wrapping_add(1);
+                LaneWords::new(key, stream.wrapping_sub(1), buf)
+            });
             let mut done = [0usize; SLOTS];
             while self.refill_group(&mut lanes[..gw], &done[..gw], n) {
                 // The streams advance together a few draws at a time, so the stores of a
@@ -163,7 +170,12 @@ impl Ziggurat {
             }
         }
         if queued > 0 {
-            chacha::blocks(lanes[owner[0]].key, &jobs, &mut out);
+            let key = lanes[owner[0]].key;
+            if queued <= FEW_BLOCKS {
+                chacha::blocks_portable(key, &jobs[..queued], &mut out[..queued]);
+            } else {
+                chacha::blocks(key, &jobs, &mut out);
+            }
             for t in 0..queued {
                 lanes[owner[t]].append(&out[t]);
             }
@@ -268,20 +280,26 @@ pub(crate) struct LaneWords<'k> {
     next_block: u64,
     pos: usize,
     len: usize,
-    /// One word left over plus one full refill; `buf[..len]` is initialised (the rest is
-    /// left uninitialised so that setting up a group of streams costs nothing).
-    buf: [MaybeUninit<u32>; 2 + SLOTS * BLOCK_WORDS],
+    /// Borrowed, so that a group of streams is set up without copying buffers around;
+    /// `buf[..len]` is initialised, the rest need not be.
+    buf: &'k mut Buffer,
 }
 
+/// One word left over plus one full refill.
+type Buffer = [MaybeUninit<u32>; 2 + SLOTS * BLOCK_WORDS];
+
+/// An uninitialised buffer (costs nothing to make).
+const EMPTY: Buffer = [MaybeUninit::uninit(); 2 + SLOTS * BLOCK_WORDS];
+
 impl<'k> LaneWords<'k> {
-    pub(crate) fn new(key: &'k [u32; 8], stream: u64) -> LaneWords<'k> {
+    pub(crate) fn new(key: &'k [u32; 8], stream: u64, buf: &'k mut Buffer) -> LaneWords<'k> {
         LaneWords {
             key,
             stream,
             next_block: 0,
             pos: 0,
             len: 0,
-            buf: [MaybeUninit::uninit(); 2 + SLOTS * BLOCK_WORDS],
+            buf,
         }
     }
 
@@ -309,21 +327,19 @@ impl<'k> LaneWords<'k> {
         unsafe { std::slice::from_raw_parts(self.buf.as_ptr().cast::<u32>(), self.len) }
     }
 
-    /// The next word, fetching the next `SLOTS` blocks of this stream when empty.
+    /// The next word, fetching the next block of this stream when empty (a slow draw
+    /// rarely needs more than a few words).
     fn word(&mut self) -> u32 {
         if self.pos == self.len {
             self.compact();
-            let (stream, base) = (self.stream, self.next_block);
-            self.next_block = base.wrapping_add(SLOTS as u64);
-            let jobs: [Job; SLOTS] = std::array::from_fn(|b| Job {
-                stream,
-                block: base.wrapping_add(b as u64),
-            });
-            let mut out = [[0u32; BLOCK_WORDS]; SLOTS];
-            chacha::blocks(self.key, &jobs, &mut out);
-            for block in &out {
-                self.append(block);
-            }
+            let job = Job {
+                stream: self.stream,
+                block: self.next_block,
+            };
+            self.next_block = self.next_block.wrapping_add(1);
+            let mut out = [[0u32; BLOCK_WORDS]; 1];
+            chacha::blocks_portable(self.key, &[job], &mut out);
+            self.append(&out[0]);
         }
         let w = self.words()[self.pos];
         self.pos += 1;

@@ -103,7 +103,9 @@ impl SampleRng {
 
     /// What `out.len()` calls of [`SampleRng::normal`] give after [`SampleRng::lane`]`(lane)`,
     /// bit for bit, drawn in bulk. Afterwards the position `normal()` reads from is
-    /// unspecified: call `lane` before drawing one at a time again.
+    /// unspecified: call `lane` before drawing one at a time again. The gain is for many
+    /// draws, or many lanes at once ([`SampleRng::fill_lanes`]); for a handful of draws of
+    /// one lane, `normal()` is as fast.
     pub fn fill_normals(&mut self, lane: usize, out: &mut [f64]) {
         let n = out.len();
         self.fill_lanes(lane, 1, n, out);
