@@ -4,8 +4,10 @@
 //! [`Engine`] drives batches, threads and averaging. Estimators never print and never draw
 //! their own Gaussian noise (the engine does), so all five see the same `z` for the same key.
 
+mod chacha;
 mod engine;
 mod lyy18;
+mod normal;
 mod pathwise;
 mod problem;
 mod rng;

@@ -98,13 +98,7 @@ impl Problem {
     /// depend on `theta`, so it can be drawn ahead.
     pub(crate) fn draw_noise(&self, key: StreamKey, first: usize, w: usize, s: &mut [f64]) {
         let n = self.family.latent_count();
-        let mut rng = key.rng(Channel::Noise);
-        for l in 0..w {
-            let r = rng.lane(first + l);
-            for i in 0..n {
-                s[i * w + l] = r.normal();
-            }
-        }
+        key.rng(Channel::Noise).fill_lanes(first, w, n, s);
     }
 
     /// Sets `z = phi_theta(s)` for the `w` lanes of noise in `scratch.s`.
