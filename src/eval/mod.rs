@@ -19,6 +19,7 @@ mod fuse;
 mod kernels;
 mod sweep;
 mod tape;
+pub mod vmath;
 
 pub use sweep::simd_available;
 pub use tape::{BatchGradient, CHUNK, Tape, Workspace};

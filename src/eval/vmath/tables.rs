@@ -1,0 +1,229 @@
+//! The constants and lookup tables of the exact vector `exp` and `ln`, computed at first use
+//! in double-double arithmetic by our own series (nothing is copied from a libm).
+//!
+//! A double-double `hi + lo` carries about 104 bits; every entry here is accurate to better
+//! than 2^-100 relative, far below the 2^-66 the kernels' error budget allows for the tables.
+//! `ln 2 = 2 atanh(1/3)`, `2^(j/N) = exp(j ln2 / N)` by its Taylor series, and
+//! `ln c = 2 atanh((c - 1) / (c + 1))`, all summed until the next term is below 2^-112.
+//!
+//! Not here: the kernels that read the tables (`avx2.rs`), or when they are used (`mod.rs`).
+
+/// Entries of the `exp` table: `2^(j / EXP_N)` for `j` in `0..EXP_N`.
+pub const EXP_N: usize = 256;
+/// Entries of the `ln` table (see [`Tables::ln`]).
+pub const LN_N: usize = 256;
+/// `ln`'s argument is reduced to `x = 2^E m` with `m` in `[LN_M0, 2 LN_M0)`: subtracting the
+/// bits of `LN_M0` from those of `x` puts `E` in the exponent field and the position of `m`
+/// in its interval in the mantissa field, whose top 8 bits index the table.
+pub const LN_M0: f64 = 0.6875;
+
+/// A double-double: the unevaluated sum `hi + lo` with `|lo| <= ulp(hi) / 2`.
+#[derive(Clone, Copy, Debug)]
+pub struct Dd {
+    pub hi: f64,
+    pub lo: f64,
+}
+
+/// `a + b = s + e` exactly (Knuth's 2Sum, any magnitudes).
+#[inline(always)]
+pub fn two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
+}
+
+/// `a + b = s + e` exactly, given `|a| >= |b|` (or `a == 0`).
+#[inline(always)]
+fn fast_two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    (s, b - (s - a))
+}
+
+impl Dd {
+    fn from(x: f64) -> Dd {
+        Dd { hi: x, lo: 0.0 }
+    }
+
+    fn add(self, o: Dd) -> Dd {
+        let (s, e) = two_sum(self.hi, o.hi);
+        let (t, f) = two_sum(self.lo, o.lo);
+        let (s, e) = fast_two_sum(s, e + t);
+        let (hi, lo) = fast_two_sum(s, e + f);
+        Dd { hi, lo }
+    }
+
+    fn neg(self) -> Dd {
+        Dd {
+            hi: -self.hi,
+            lo: -self.lo,
+        }
+    }
+
+    fn sub(self, o: Dd) -> Dd {
+        self.add(o.neg())
+    }
+
+    fn mul(self, o: Dd) -> Dd {
+        let p = self.hi * o.hi;
+        let e = self.hi.mul_add(o.hi, -p);
+        let e = e + (self.hi * o.lo + self.lo * o.hi);
+        let (hi, lo) = fast_two_sum(p, e);
+        Dd { hi, lo }
+    }
+
+    fn div(self, o: Dd) -> Dd {
+        // Three quotient digits, each from the remainder of the ones before.
+        let q1 = self.hi / o.hi;
+        let r = self.sub(o.mul(Dd::from(q1)));
+        let q2 = r.hi / o.hi;
+        let r = r.sub(o.mul(Dd::from(q2)));
+        let q3 = r.hi / o.hi;
+        let (hi, lo) = fast_two_sum(q1, q2);
+        Dd { hi, lo }.add(Dd::from(q3))
+    }
+}
+
+/// Below this a series term no longer matters (2^-112).
+const TINY: f64 = 1.925_929_944_387_236e-34;
+
+/// `2 atanh(u) = 2 (u + u^3/3 + u^5/5 + ...)` for `|u| <= 1/3`.
+fn two_atanh(u: Dd) -> Dd {
+    let u2 = u.mul(u);
+    let mut power = u;
+    let mut sum = u;
+    let mut k = 1.0;
+    while power.hi.abs() > TINY {
+        power = power.mul(u2);
+        k += 2.0;
+        sum = sum.add(power.div(Dd::from(k)));
+    }
+    sum.add(sum)
+}
+
+/// `ln c` for a double `c` in `[1/2, 2]`.
+fn ln_dd(c: f64) -> Dd {
+    // c - 1 is exact there (Sterbenz); c + 1 is held exactly as a double-double.
+    let (s, e) = two_sum(c, 1.0);
+    two_atanh(Dd::from(c - 1.0).div(Dd { hi: s, lo: e }))
+}
+
+/// `exp(y)` for `|y| <= 1` by its Taylor series.
+fn exp_dd(y: Dd) -> Dd {
+    let mut term = Dd::from(1.0);
+    let mut sum = term;
+    let mut n = 0.0;
+    while term.hi.abs() > TINY {
+        n += 1.0;
+        term = term.mul(y).div(Dd::from(n));
+        sum = sum.add(term);
+    }
+    sum
+}
+
+/// 2^43.
+const TWO_43: f64 = 8_796_093_022_208.0;
+
+/// Everything the kernels read.
+pub struct Tables {
+    /// `(2^(j/N)).hi, (2^(j/N)).lo` for `j` in `0..EXP_N`, interleaved (one gather index).
+    pub exp: [[f64; 2]; EXP_N],
+    /// `N / ln 2`, to find `k = round(x N / ln 2)`.
+    pub exp_inv_step: f64,
+    /// `ln 2 / N` as `hi + lo`: `x - k hi` is exact with a fused multiply-add.
+    pub exp_step_hi: f64,
+    pub exp_step_lo: f64,
+    /// Per interval `j` of `m`: `c_j ~ 1/m` and `-ln c_j` as `hi, lo` with `hi` a multiple
+    /// of 2^-43 (and padding to four: a row is one 32-byte load). `c_j = 1` on the two intervals beside
+    /// `m = 1`, so `ln` near 1 has no cancellation at all.
+    pub ln: [[f64; 4]; LN_N],
+    /// `ln 2` as `hi + lo` with `hi` of 42 significant bits (a multiple of 2^-42): `E hi` is
+    /// exact for any exponent, and so is `E hi + (-ln c_j)_hi`.
+    pub ln2_hi: f64,
+    pub ln2_lo: f64,
+}
+
+impl Tables {
+    /// Computes every table (about a hundred microseconds, once per process).
+    pub fn compute() -> Box<Tables> {
+        let ln2 = two_atanh(Dd::from(1.0).div(Dd::from(3.0)));
+
+        let mut exp = [[0.0; 2]; EXP_N];
+        for (j, e) in exp.iter_mut().enumerate() {
+            let y = ln2.mul(Dd::from(j as f64)).div(Dd::from(EXP_N as f64));
+            let t = exp_dd(y);
+            *e = [t.hi, t.lo];
+        }
+        let step = ln2.div(Dd::from(EXP_N as f64));
+
+        let mut ln = [[0.0; 4]; LN_N];
+        // Intervals below m = 1 are half as wide (the mantissa's step halves below 1).
+        // The mantissa field spans [LN_M0, 1) over its first 2 - 2 LN_M0 (exactly).
+        let below = ((2.0 - 2.0 * LN_M0) * LN_N as f64) as usize;
+        for (j, e) in ln.iter_mut().enumerate() {
+            let c = if j + 1 == below || j == below {
+                1.0
+            } else {
+                let width = if j < below { 0.5 } else { 1.0 } / LN_N as f64;
+                let lo = if j < below {
+                    LN_M0 + j as f64 * width
+                } else {
+                    1.0 + (j - below) as f64 * width
+                };
+                1.0 / (lo + width / 2.0)
+            };
+            let l = ln_dd(c).neg();
+            // A multiple of 2^-43 (|l| < 1/2: at most 42 bits), so `E ln2_hi + hi` is exact.
+            let hi = (l.hi * TWO_43).round() / TWO_43;
+            *e = [c, hi, l.sub(Dd::from(hi)).hi, 0.0];
+        }
+        let ln2_hi = f64::from_bits(ln2.hi.to_bits() & !0x7ff);
+        let ln2_lo = ln2.sub(Dd::from(ln2_hi)).hi;
+
+        Box::new(Tables {
+            exp,
+            exp_inv_step: EXP_N as f64 / ln2.hi,
+            exp_step_hi: step.hi,
+            exp_step_lo: step.lo,
+            ln,
+            ln2_hi,
+            ln2_lo,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn double_double_constants_agree_with_std_to_the_last_bit() {
+        let t = Tables::compute();
+        // The high parts are the correctly rounded values, which std's (nearly correctly
+        // rounded) functions return for these arguments.
+        assert_eq!(t.ln2_hi + t.ln2_lo, std::f64::consts::LN_2);
+        assert_eq!(t.exp[0], [1.0, 0.0]);
+        assert_eq!(t.exp[128][0], std::f64::consts::SQRT_2);
+        for (j, e) in t.exp.iter().enumerate() {
+            let want = (j as f64 / EXP_N as f64).exp2();
+            assert!((e[0] - want).abs() <= f64::EPSILON * want, "j {j}");
+            assert!(e[1].abs() <= f64::EPSILON * e[0] / 2.0, "j {j}");
+        }
+        for (j, e) in t.ln.iter().enumerate() {
+            let want = -e[0].ln();
+            assert!(
+                (e[1] + e[2] - want).abs() <= f64::EPSILON * want.abs(),
+                "j {j}"
+            );
+            assert_eq!(e[1], (e[1] * TWO_43).round() / TWO_43, "j {j}");
+        }
+        assert_eq!(t.ln[159][..3], [1.0, 0.0, 0.0]);
+        assert_eq!(t.ln[160][..3], [1.0, 0.0, 0.0]);
+        // 2^(j/N) squared N/j times over is 2 (checks the low parts: to ~2^-100).
+        let x = Dd {
+            hi: t.exp[64][0],
+            lo: t.exp[64][1],
+        };
+        let x4 = x.mul(x).mul(x.mul(x));
+        assert!((x4.hi - 2.0).abs() + x4.lo.abs() < 1e-30, "{x4:?}");
+    }
+}
