@@ -25,7 +25,13 @@ pub fn sigmoid(x: f64) -> f64 {
 /// the two weights of a smoothed if-statement.
 #[inline]
 pub fn sigmoid_pair(x: f64) -> (f64, f64) {
-    let e = (-x.abs()).exp();
+    sigmoid_pair_from_exp(x, (-x.abs()).exp())
+}
+
+/// [`sigmoid_pair`] given its `exp`: `e` must be `exp(-|x|)` (with the bits of `f64::exp`),
+/// so that a caller can compute the `exp` of many lanes at once.
+#[inline(always)]
+pub fn sigmoid_pair_from_exp(x: f64, e: f64) -> (f64, f64) {
     let (big, small) = (1.0 / (1.0 + e), e / (1.0 + e));
     if x >= 0.0 { (big, small) } else { (small, big) }
 }

@@ -15,9 +15,10 @@
 //! Not here: which operands carry adjoints, or the order of the instructions (`sweep.rs`).
 
 use crate::ir::{Binary, Unary, binary_derivatives, binary_value, unary_derivative, unary_value};
-use crate::special::{exp_poly, sigmoid_pair, sigmoid_pair_poly};
+use crate::special::{exp_poly, sigmoid_pair_from_exp, sigmoid_pair_poly};
 
 use super::tape::CHUNK;
+use super::vmath;
 
 /// The lanes of one node in one chunk.
 pub type Lanes = [f64; CHUNK];
@@ -76,9 +77,14 @@ fn masked(d: f64, local: f64) -> f64 {
     if d == 0.0 { 0.0 } else { c }
 }
 
-/// `op(a)` on every lane.
+/// `op(a)` on every lane; `exp` and `ln` by [`vmath`] (the same bits, in vector code).
 #[inline(always)]
 pub fn unary_forward(op: Unary, a: &Lanes) -> Lanes {
+    match op {
+        Unary::Exp => return vmath::exp_lanes(a),
+        Unary::Log => return vmath::ln_lanes(a),
+        _ => {}
+    }
     macro_rules! run {
         ($o:expr) => {
             map(|l| unary_value($o, a[l]))
@@ -293,8 +299,11 @@ pub fn smooth_weights(g: &Lanes, eta: f64, approx: bool) -> (Lanes, Lanes) {
             (we[l], wt[l]) = sigmoid_pair_poly(g[l] / eta);
         }
     } else {
+        // `sigmoid_pair`'s operations, its one `exp` taken for all lanes at once.
+        let x = map(|l| g[l] / eta);
+        let e = vmath::exp_lanes(&map(|l| -x[l].abs()));
         for l in 0..CHUNK {
-            (we[l], wt[l]) = sigmoid_pair(g[l] / eta);
+            (we[l], wt[l]) = sigmoid_pair_from_exp(x[l], e[l]);
         }
     }
     (we, wt)
