@@ -3,7 +3,7 @@
 //!
 //! The tape's results must not move by one ulp (xornet's final ELBO moves by up to 13 % when
 //! they do), so a fast `exp` has to be libm's `exp`, bit for bit. The AVX2/FMA kernels
-//! (`avx2.rs`) evaluate each lane to about 2^-66 relative and keep the exact error of the final
+//! (`avx2.rs`) evaluate each lane to 2^-61 relative or better and keep the exact error of the final
 //! rounding; a lane whose true value is far enough from a rounding boundary that libm (within
 //! its documented 0.511/0.519 ulp) must round it the same way takes the vector result, and
 //! every other lane (about 3 % for `exp`, 6 % for `ln`, plus NaN, infinities, subnormal results

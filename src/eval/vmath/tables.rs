@@ -1,8 +1,9 @@
 //! The constants and lookup tables of the exact vector `exp` and `ln`, computed at first use
 //! in double-double arithmetic by our own series (nothing is copied from a libm).
 //!
-//! A double-double `hi + lo` carries about 104 bits; every entry here is accurate to better
-//! than 2^-100 relative, far below the 2^-66 the kernels' error budget allows for the tables.
+//! A double-double `hi + lo` carries about 104 bits; the entries are accurate to about 2^-100
+//! relative (`2^(j/N)`) or 2^-95 absolute (`ln c`, whose `hi` is cut to a multiple of 2^-43),
+//! far below the kernels' error budget (2^-61 of a result of at least 2^-9 there).
 //! `ln 2 = 2 atanh(1/3)`, `2^(j/N) = exp(j ln2 / N)` by its Taylor series, and
 //! `ln c = 2 atanh((c - 1) / (c + 1))`, all summed until the next term is below 2^-112.
 //!
