@@ -242,7 +242,7 @@ pub fn ln4(t: &Tables, x: __m256d) -> (__m256d, i32) {
 /// The lanes of `y` in `mask` recomputed as `f(x)`, in registers: writing single lanes to
 /// memory and reading the vector back would stall the load on the narrower stores.
 #[target_feature(enable = "avx2,fma")]
-#[inline(never)]
+#[inline]
 fn redo4(y: __m256d, x: __m256d, mut mask: i32, f: fn(f64) -> f64) -> __m256d {
     let mut xs = [0.0; 4];
     // SAFETY: `xs` holds four lanes.
@@ -275,16 +275,33 @@ fn chunk(
     for q in 0..CHUNK / 4 {
         // SAFETY: lanes 4q..4q + 4 are inside both arrays.
         unsafe {
-            let x = _mm256_loadu_pd(a.as_ptr().add(4 * q));
-            let (mut y, m) = f(t, x);
-            if m != 0 {
-                y = redo4(y, x, m, std);
-            }
+            let (y, m) = f(t, _mm256_loadu_pd(a.as_ptr().add(4 * q)));
             _mm256_storeu_pd(out.as_mut_ptr().add(4 * q), y);
             bad |= (m as u32) << (4 * q);
         }
     }
+    // One branch per chunk, and no call inside the loop above (which would spill it).
+    if bad != 0 {
+        redo(&mut out, a, bad, std);
+    }
     (out, bad)
+}
+
+/// The lanes in `bad` of `out` recomputed by `std`, a quad at a time in registers.
+#[target_feature(enable = "avx2,fma")]
+#[inline(never)]
+fn redo(out: &mut [f64; CHUNK], a: &[f64; CHUNK], bad: u32, std: fn(f64) -> f64) {
+    for q in 0..CHUNK / 4 {
+        let m = ((bad >> (4 * q)) & 0xf) as i32;
+        if m != 0 {
+            // SAFETY: lanes 4q..4q + 4 are inside both arrays.
+            unsafe {
+                let x = _mm256_loadu_pd(a.as_ptr().add(4 * q));
+                let y = _mm256_loadu_pd(out.as_ptr().add(4 * q));
+                _mm256_storeu_pd(out.as_mut_ptr().add(4 * q), redo4(y, x, m, std));
+            }
+        }
+    }
 }
 
 /// `f64::exp` over a chunk: the results and the mask of the lanes `std` computed.
