@@ -72,6 +72,16 @@ impl Dd {
         Dd { hi, lo }
     }
 
+    /// `self / d` for a double `d`.
+    fn div_f(self, d: f64) -> Dd {
+        let q1 = self.hi / d;
+        let p = q1 * d;
+        let e = q1.mul_add(d, -p);
+        let q2 = (((self.hi - p) - e) + self.lo) / d;
+        let (hi, lo) = fast_two_sum(q1, q2);
+        Dd { hi, lo }
+    }
+
     fn div(self, o: Dd) -> Dd {
         // Three quotient digits, each from the remainder of the ones before.
         let q1 = self.hi / o.hi;
@@ -96,16 +106,28 @@ fn two_atanh(u: Dd) -> Dd {
     while power.hi.abs() > TINY {
         power = power.mul(u2);
         k += 2.0;
-        sum = sum.add(power.div(Dd::from(k)));
+        sum = sum.add(power.div_f(k));
     }
     sum.add(sum)
 }
 
-/// `ln c` for a double `c` in `[1/2, 2]`.
-fn ln_dd(c: f64) -> Dd {
-    // c - 1 is exact there (Sterbenz); c + 1 is held exactly as a double-double.
-    let (s, e) = two_sum(c, 1.0);
-    two_atanh(Dd::from(c - 1.0).div(Dd { hi: s, lo: e }))
+/// `ln c` for a double `c` in `[1/2, 2]`, given `ln 2` and the table `2^(j/N)`:
+/// `c = 2^(k/N) w` with `w` within `2^-9` of 1, and `ln w = 2 atanh((w - 1) / (w + 1))`
+/// converges in a few terms.
+fn ln_dd(c: f64, ln2: Dd, exp: &[[f64; 2]; EXP_N]) -> Dd {
+    // `k` only has to be near `N log2 c`; std's `log2` is good enough for choosing it.
+    let k = (c.log2() * EXP_N as f64).round() as i64;
+    let j = k.rem_euclid(EXP_N as i64) as usize;
+    let scale = if k < 0 { 0.5 } else { 1.0 };
+    let t = Dd {
+        hi: exp[j][0] * scale,
+        lo: exp[j][1] * scale,
+    };
+    let w = Dd::from(c).div(t);
+    let u = w.sub(Dd::from(1.0)).div(w.add(Dd::from(1.0)));
+    ln2.mul(Dd::from(k as f64))
+        .div_f(EXP_N as f64)
+        .add(two_atanh(u))
 }
 
 /// `exp(y)` for `|y| <= 1` by its Taylor series.
@@ -115,7 +137,7 @@ fn exp_dd(y: Dd) -> Dd {
     let mut n = 0.0;
     while term.hi.abs() > TINY {
         n += 1.0;
-        term = term.mul(y).div(Dd::from(n));
+        term = term.mul(y).div_f(n);
         sum = sum.add(term);
     }
     sum
@@ -148,10 +170,13 @@ impl Tables {
     pub fn compute() -> Box<Tables> {
         let ln2 = two_atanh(Dd::from(1.0).div(Dd::from(3.0)));
 
+        // 2^(j/N) = 2^(16 a / N) 2^(b / N), j = 16 a + b: 32 Taylor series instead of 256.
+        let two_pow = |i: usize| exp_dd(ln2.mul(Dd::from(i as f64)).div_f(EXP_N as f64));
+        let fine: Vec<Dd> = (0..16).map(two_pow).collect();
+        let coarse: Vec<Dd> = (0..EXP_N / 16).map(|a| two_pow(16 * a)).collect();
         let mut exp = [[0.0; 2]; EXP_N];
         for (j, e) in exp.iter_mut().enumerate() {
-            let y = ln2.mul(Dd::from(j as f64)).div(Dd::from(EXP_N as f64));
-            let t = exp_dd(y);
+            let t = coarse[j / 16].mul(fine[j % 16]);
             *e = [t.hi, t.lo];
         }
         let step = ln2.div(Dd::from(EXP_N as f64));
@@ -172,7 +197,7 @@ impl Tables {
                 };
                 1.0 / (lo + width / 2.0)
             };
-            let l = ln_dd(c).neg();
+            let l = ln_dd(c, ln2, &exp).neg();
             // A multiple of 2^-43 (|l| < 1/2: at most 42 bits), so `E ln2_hi + hi` is exact.
             let hi = (l.hi * TWO_43).round() / TWO_43;
             *e = [c, hi, l.sub(Dd::from(hi)).hi, 0.0];
@@ -226,5 +251,15 @@ mod tests {
         };
         let x4 = x.mul(x).mul(x.mul(x));
         assert!((x4.hi - 2.0).abs() + x4.lo.abs() < 1e-30, "{x4:?}");
+        // exp(ln c_j) = c_j by the Taylor series directly: the ln table to ~2^-100 (ln c is
+        // below 1/2, where the series converges in a few dozen terms).
+        for (j, e) in t.ln.iter().enumerate() {
+            let back = exp_dd(Dd {
+                hi: -e[1],
+                lo: -e[2],
+            });
+            let diff = back.sub(Dd::from(e[0]));
+            assert!((diff.hi / e[0]).abs() < 1e-29, "j {j}: {diff:?}");
+        }
     }
 }
