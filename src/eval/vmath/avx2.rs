@@ -41,16 +41,6 @@ fn splat(x: f64) -> __m256d {
     _mm256_set1_pd(x)
 }
 
-/// `a + b = s + e` exactly (2Sum).
-#[target_feature(enable = "avx2,fma")]
-#[inline]
-fn two_sum(a: __m256d, b: __m256d) -> (__m256d, __m256d) {
-    let s = _mm256_add_pd(a, b);
-    let bb = _mm256_sub_pd(s, a);
-    let e = _mm256_add_pd(_mm256_sub_pd(a, _mm256_sub_pd(s, bb)), _mm256_sub_pd(b, bb));
-    (s, e)
-}
-
 /// `a + b = s + e` exactly, given `|a| >= |b|`.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
@@ -87,7 +77,8 @@ fn lanes_u64(v: __m256i) -> [u64; 4] {
 /// `exp` of four lanes and the mask (low 4 bits) of lanes to recompute with std.
 ///
 /// `x = k ln2/N + r` (`k = round(x N / ln2)`, `r = x - k hi - k lo` as a double-double: the
-/// first step is exact with FMA, the second is 2Sum plus the exact product error), then
+/// first step is exact with FMA, the second's rounding error is recovered by one more FMA),
+/// then
 /// `exp(x) = 2^K T_j exp(r)` with `k = N K + j`, `T_j = 2^(j/N)` as a double-double and
 /// `exp(r) - 1 = r + r^2 (1/2 + r/6 + ... + r^4/720)`. With `N = 256`, `|r| <= 2^-9.5`: the
 /// truncation is below `r^7/5040 < 2^-78`, the table below 2^-100, each rounding after the
@@ -119,10 +110,10 @@ pub fn exp4(t: &Tables, x: __m256d) -> (__m256d, i32) {
     let (th, tl) = (_mm256_unpacklo_pd(r02, r13), _mm256_unpackhi_pd(r02, r13));
 
     let r1 = _mm256_fnmadd_pd(kf, splat(t.exp_step_hi), x);
-    let p_hi = _mm256_mul_pd(kf, splat(t.exp_step_lo));
-    let p_lo = _mm256_fmsub_pd(kf, splat(t.exp_step_lo), p_hi);
-    let (r, r_lo) = two_sum(r1, _mm256_xor_pd(p_hi, splat(-0.0)));
-    let r_lo = _mm256_sub_pd(r_lo, p_lo);
+    let r = _mm256_fnmadd_pd(kf, splat(t.exp_step_lo), r1);
+    // The rounding error of `r`: `r1 - r` is exact (Sterbenz) unless `|r| < 2^-42`, where
+    // the error is below 2^-95 anyway.
+    let r_lo = _mm256_fnmadd_pd(kf, splat(t.exp_step_lo), _mm256_sub_pd(r1, r));
 
     let mut p = splat(1.0 / 720.0);
     for c in [1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5] {
