@@ -17,14 +17,9 @@ fn bench_gradient(c: &mut Criterion) {
     let program = support::thermostat();
     let tape = Tape::compile(&program, 0);
     let params = support::params(&program);
-    for (name, sem, approx) in [
-        ("smoothed", Semantics::Smoothed { eta: 0.1 }, false),
-        (
-            "smoothed_approx_exp",
-            Semantics::Smoothed { eta: 0.1 },
-            true,
-        ),
-        ("crisp", Semantics::Crisp, false),
+    for (name, sem) in [
+        ("smoothed", Semantics::Smoothed { eta: 0.1 }),
+        ("crisp", Semantics::Crisp),
     ] {
         let mut group = c.benchmark_group(format!(
             "tape_gradient_{name}/{}_nodes_{}_ifs",
@@ -34,7 +29,6 @@ fn bench_gradient(c: &mut Criterion) {
         for batch in [16usize, 1000] {
             let latents = support::latents(&program, batch);
             let mut ws = tape.workspace();
-            ws.set_approx_exp(approx);
             let mut grad = BatchGradient::new(&tape, batch);
             group.throughput(Throughput::Elements(batch as u64));
             group.bench_with_input(BenchmarkId::from_parameter(batch), &batch, |bench, _| {

@@ -2,7 +2,7 @@
 //! time (`perf stat`): `cargo bench --bench tape_count -- BATCH ITERS [crisp]` runs ITERS
 //! gradient sweeps over BATCH samples of the thermostat program and prints a checksum of the
 //! results (the bits of every value and gradient), so that a speed-up can be checked not to
-//! change a single result. `DSGD_APPROX_EXP=1` switches on the polynomial `exp`.
+//! change a single result.
 //!
 //! Not a statistical benchmark: `benches/tape.rs` is.
 
@@ -31,7 +31,6 @@ fn main() {
     let params = support::params(&program);
     let latents = support::latents(&program, batch);
     let mut ws = tape.workspace();
-    ws.set_approx_exp(std::env::var_os("DSGD_APPROX_EXP").is_some());
     let mut grad = BatchGradient::new(&tape, batch);
     let start = Instant::now();
     for _ in 0..iters {

@@ -25,63 +25,13 @@ pub fn sigmoid(x: f64) -> f64 {
 /// the two weights of a smoothed if-statement.
 #[inline]
 pub fn sigmoid_pair(x: f64) -> (f64, f64) {
-    let e = (-x.abs()).exp();
-    let (big, small) = (1.0 / (1.0 + e), e / (1.0 + e));
-    if x >= 0.0 { (big, small) } else { (small, big) }
+    sigmoid_pair_from_exp(x, (-x.abs()).exp())
 }
 
-/// `exp(x)` by a polynomial, with no branches and no table, so that a loop over lanes of it
-/// compiles to vector code (the standard library's `exp` is a scalar call). Within about
-/// 1 ulp of `f64::exp` over the whole range (the test `exp_poly_is_within_two_ulp_of_std`
-/// measures it on a million inputs), but *not* bit-identical: used only when a workspace
-/// asks for it (`Workspace::set_approx_exp`).
-///
-/// `x = n ln 2 + r` with `|r| <= ln 2 / 2` (Cody-Waite: `n ln2_hi` is exact), `exp(r)` by its
-/// Taylor polynomial to degree 13 (truncation below 0.05 ulp), and `2^n` applied in two
-/// halves so that results down into the subnormals and up to overflow come out right.
+/// [`sigmoid_pair`] given its `exp`: `e` must be `exp(-|x|)` (with the bits of `f64::exp`),
+/// so that a caller can compute the `exp` of many lanes at once.
 #[inline(always)]
-pub fn exp_poly(x: f64) -> f64 {
-    // 1.5 * 2^52: adding it rounds to an integer (to nearest even) held in the low bits.
-    const MAGIC: f64 = 6_755_399_441_055_744.0;
-    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
-    // The Taylor coefficients 1/k!, highest first.
-    const C: [f64; 12] = [
-        1.0 / 6_227_020_800.0,
-        1.0 / 479_001_600.0,
-        1.0 / 39_916_800.0,
-        1.0 / 3_628_800.0,
-        1.0 / 362_880.0,
-        1.0 / 40_320.0,
-        1.0 / 5_040.0,
-        1.0 / 720.0,
-        1.0 / 120.0,
-        1.0 / 24.0,
-        1.0 / 6.0,
-        0.5,
-    ];
-    // Beyond these, exp is 0 or infinite anyway; NaN stays NaN.
-    let x = x.clamp(-746.0, 710.0);
-    let t = x * std::f64::consts::LOG2_E + MAGIC;
-    let n = t - MAGIC;
-    let k = (t.to_bits() as i64).wrapping_sub(MAGIC.to_bits() as i64);
-    let r = (x - n * LN2_HI) - n * LN2_LO;
-    let mut p = C[0];
-    for c in &C[1..] {
-        p = p * r + c;
-    }
-    let p = 1.0 + r * (1.0 + r * p);
-    let k1 = k >> 1;
-    let k2 = k - k1;
-    let s1 = f64::from_bits(((k1 + 1023) as u64) << 52);
-    let s2 = f64::from_bits(((k2 + 1023) as u64) << 52);
-    p * s1 * s2
-}
-
-/// [`sigmoid_pair`] with [`exp_poly`] in place of `exp`: the smoothing weights, vectorisable.
-#[inline(always)]
-pub fn sigmoid_pair_poly(x: f64) -> (f64, f64) {
-    let e = exp_poly(-x.abs());
+pub fn sigmoid_pair_from_exp(x: f64, e: f64) -> (f64, f64) {
     let (big, small) = (1.0 / (1.0 + e), e / (1.0 + e));
     if x >= 0.0 { (big, small) } else { (small, big) }
 }
@@ -90,6 +40,23 @@ pub fn sigmoid_pair_poly(x: f64) -> (f64, f64) {
 #[inline]
 pub fn softplus(x: f64) -> f64 {
     x.max(0.0) + (-x.abs()).exp().ln_1p()
+}
+
+/// `(sigmoid(x), softplus(x))` from one `exp`, bit for bit equal to the two calls (both take
+/// `exp(-|x|)`): a guide's scale and its derivative.
+#[inline]
+pub fn sigmoid_softplus(x: f64) -> (f64, f64) {
+    if x.is_nan() {
+        // The two take NaNs of different signs through `exp`; keep each one's.
+        return (sigmoid(x), softplus(x));
+    }
+    let e = (-x.abs()).exp();
+    let sigmoid = if x >= 0.0 {
+        1.0 / (1.0 + e)
+    } else {
+        e / (1.0 + e)
+    };
+    (sigmoid, x.max(0.0) + e.ln_1p())
 }
 
 /// The inverse of [`softplus`]: `ln(exp(y) - 1)`, used to store a guide's standard deviation.
@@ -214,6 +181,26 @@ mod tests {
     }
 
     #[test]
+    fn sigmoid_softplus_equals_the_two_calls_bit_for_bit() {
+        let mut xs = vec![
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            1e-300,
+            -1e-300,
+        ];
+        xs.extend((0..2000).map(|i| (i as f64 - 1000.0) * 0.0371));
+        xs.extend([-745.5, -40.0, 36.0, 710.0, 800.0]);
+        for x in xs {
+            let (s, p) = sigmoid_softplus(x);
+            assert_eq!(s.to_bits(), sigmoid(x).to_bits(), "sigmoid {x}");
+            assert_eq!(p.to_bits(), softplus(x).to_bits(), "softplus {x}");
+        }
+    }
+
+    #[test]
     fn softplus_and_log_sigmoid_are_stable() {
         assert_eq!(softplus(800.0), 800.0);
         assert!((softplus(-800.0)).abs() < 1e-300);
@@ -280,57 +267,5 @@ mod tests {
         let h = 1e-6;
         let fd = (lgamma(3.7 + h) - lgamma(3.7 - h)) / (2.0 * h);
         assert!((digamma(3.7) - fd).abs() < 1e-8);
-    }
-
-    /// Distance in units in the last place (of the larger magnitude).
-    fn ulps(a: f64, b: f64) -> f64 {
-        if a == b {
-            return 0.0;
-        }
-        let m = a.abs().max(b.abs()).max(f64::MIN_POSITIVE);
-        let ulp = f64::from_bits(m.to_bits() + 1) - m;
-        (a - b).abs() / ulp
-    }
-
-    #[test]
-    fn exp_poly_is_within_two_ulp_of_std() {
-        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut worst = 0.0f64;
-        for i in 0..1_000_000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let u = (state >> 11) as f64 / (1u64 << 53) as f64;
-            // Half the inputs over the whole range, half where the smoothing weights live.
-            let x = if i % 2 == 0 {
-                -745.0 + 1454.0 * u
-            } else {
-                -40.0 * u
-            };
-            let (got, want) = (exp_poly(x), x.exp());
-            if want >= f64::MIN_POSITIVE {
-                worst = worst.max(ulps(got, want));
-            } else {
-                assert!((got - want).abs() <= 2.0 * 5e-324, "x {x}: {got} vs {want}");
-            }
-        }
-        assert!(worst <= 2.0, "worst {worst} ulp");
-        for (x, want) in [
-            (0.0, 1.0),
-            (-0.0, 1.0),
-            (f64::NEG_INFINITY, 0.0),
-            (f64::INFINITY, f64::INFINITY),
-            (-746.0, 0.0),
-            (709.8, f64::INFINITY),
-        ] {
-            assert_eq!(exp_poly(x), want, "x {x}");
-        }
-        assert!(exp_poly(f64::NAN).is_nan());
-        assert!(exp_poly(709.7).is_finite() && ulps(exp_poly(709.7), 709.7f64.exp()) <= 2.0);
-        assert!(exp_poly(-745.0) > 0.0);
-        let (a, b) = sigmoid_pair_poly(f64::NAN);
-        assert!(a.is_nan() && b.is_nan());
-        assert_eq!(sigmoid_pair_poly(f64::INFINITY), (1.0, 0.0));
-        assert_eq!(sigmoid_pair_poly(-1e300), (0.0, 1.0));
     }
 }

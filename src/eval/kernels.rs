@@ -15,9 +15,10 @@
 //! Not here: which operands carry adjoints, or the order of the instructions (`sweep.rs`).
 
 use crate::ir::{Binary, Unary, binary_derivatives, binary_value, unary_derivative, unary_value};
-use crate::special::{exp_poly, sigmoid_pair, sigmoid_pair_poly};
+use crate::special::sigmoid_pair_from_exp;
 
 use super::tape::CHUNK;
+use super::vmath;
 
 /// The lanes of one node in one chunk.
 pub type Lanes = [f64; CHUNK];
@@ -76,9 +77,14 @@ fn masked(d: f64, local: f64) -> f64 {
     if d == 0.0 { 0.0 } else { c }
 }
 
-/// `op(a)` on every lane.
+/// `op(a)` on every lane; `exp` and `ln` by [`vmath`] (the same bits, in vector code).
 #[inline(always)]
 pub fn unary_forward(op: Unary, a: &Lanes) -> Lanes {
+    match op {
+        Unary::Exp => return vmath::exp_lanes(a),
+        Unary::Log => return vmath::ln_lanes(a),
+        _ => {}
+    }
     macro_rules! run {
         ($o:expr) => {
             map(|l| unary_value($o, a[l]))
@@ -283,27 +289,17 @@ pub fn select_reverse(g: &Lanes, ad: &Lanes, force: Option<bool>) -> (Lanes, Lan
 
 /// The weights `(sigma(g/eta), sigma(-g/eta))` of a smoothed if-statement's else and then
 /// branches: computed once in the forward sweep and kept for the reverse one.
-/// With `approx`, through the vectorisable [`sigmoid_pair_poly`].
+/// `special::sigmoid_pair`'s operations, its one `exp` taken for all lanes at once.
 #[inline(always)]
-pub fn smooth_weights(g: &Lanes, eta: f64, approx: bool) -> (Lanes, Lanes) {
+pub fn smooth_weights(g: &Lanes, eta: f64) -> (Lanes, Lanes) {
     let mut we = [0.0; CHUNK];
     let mut wt = [0.0; CHUNK];
-    if approx {
-        for l in 0..CHUNK {
-            (we[l], wt[l]) = sigmoid_pair_poly(g[l] / eta);
-        }
-    } else {
-        for l in 0..CHUNK {
-            (we[l], wt[l]) = sigmoid_pair(g[l] / eta);
-        }
+    let x = map(|l| g[l] / eta);
+    let e = vmath::exp_lanes(&map(|l| -x[l].abs()));
+    for l in 0..CHUNK {
+        (we[l], wt[l]) = sigmoid_pair_from_exp(x[l], e[l]);
     }
     (we, wt)
-}
-
-/// `exp` on every lane by the vectorisable [`exp_poly`].
-#[inline(always)]
-pub fn exp_poly_forward(a: &Lanes) -> Lanes {
-    map(|l| exp_poly(a[l]))
 }
 
 /// Smoothed if: `sigma(-g/eta) t + sigma(g/eta) e`, a branch whose weight underflows to

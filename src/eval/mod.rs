@@ -11,14 +11,14 @@
 //! (`fuse.rs`) repeat the scalar operations of what they replace in the same order, and
 //! adjoints receive their contributions in the unfused order; a tape compiled for some latents
 //! only (`Tape::compile_active`) skips adjoints nobody reads, and `Tape::forward_forced`
-//! right after a crisp sweep of the same chunk redoes only the steps whose inputs changed.
-//! The one exception is opt-in:
-//! `Workspace::set_approx_exp`.
+//! right after a crisp sweep of the same chunk redoes only the steps whose inputs changed;
+//! `exp` and `ln` lanes come from `vmath`, which gives the standard library's bits.
 
 mod fuse;
 mod kernels;
 mod sweep;
 mod tape;
+pub mod vmath;
 
 pub use sweep::simd_available;
 pub use tape::{BatchGradient, CHUNK, Tape, Workspace};

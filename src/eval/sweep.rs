@@ -9,7 +9,6 @@
 //! Not here: the compile-time plans the sweeps follow (`tape.rs`).
 
 use crate::ir::{Binary, Branch, Semantics, Unary, binary_value, unary_value};
-use crate::special::exp_poly;
 
 use super::kernels::{self, Lanes, Wants};
 use super::tape::{CHUNK, NONE, Op, Step, Tape, Target, Workspace};
@@ -54,7 +53,6 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
         let r = match step.op {
             Op::Param { k } => params[k as usize],
             Op::Latent { .. } => unreachable!("a latent is never uniform"),
-            Op::Unary { op, a } if ws.approx_exp && op == Unary::Exp => exp_poly(v(a)),
             Op::Unary { op, a } => unary_value(op, v(a)),
             Op::Binary { op, a, b } => binary_value(op, v(a), v(b)),
             Op::NormalSquare { .. } | Op::SumChain { .. } => {
@@ -71,7 +69,7 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
                 let (g, t, e) = (one(v(g)), one(v(t)), one(v(e)));
                 match semantics {
                     Semantics::Smoothed { eta } => {
-                        let (we, wt) = kernels::smooth_weights(&g, eta, ws.approx_exp);
+                        let (we, wt) = kernels::smooth_weights(&g, eta);
                         ws.weights[cache as usize] = [we, wt];
                         kernels::smooth_forward(&we, &wt, &t, &e)[0]
                     }
@@ -144,7 +142,6 @@ fn forward_body(
     semantics: Semantics,
     x: &Input,
 ) {
-    let approx = ws.approx_exp;
     let vals = &mut ws.values[..];
     let weights = &mut ws.weights[..];
     for step in steps {
@@ -159,7 +156,6 @@ fn forward_body(
                 lanes[..x.w].copy_from_slice(src);
                 lanes
             }
-            Op::Unary { op, a } if approx && op == Unary::Exp => kernels::exp_poly_forward(v(a)),
             Op::Unary { op, a } => kernels::unary_forward(op, v(a)),
             Op::Binary { op, a, b } => kernels::binary_forward(op, v(a), v(b)),
             Op::NormalSquare { x, m, s, c } => kernels::normal_square_forward(v(x), v(m), v(s), c),
@@ -178,7 +174,7 @@ fn forward_body(
                 cache,
             } => match semantics {
                 Semantics::Smoothed { eta } => {
-                    let (we, wt) = kernels::smooth_weights(v(g), eta, approx);
+                    let (we, wt) = kernels::smooth_weights(v(g), eta);
                     let r = kernels::smooth_forward(&we, &wt, v(t), v(e));
                     weights[cache as usize] = [we, wt];
                     r

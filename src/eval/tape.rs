@@ -151,7 +151,6 @@ pub struct Workspace {
     pub(super) adjoints: Vec<Lanes>,
     pub(super) weights: Vec<[Lanes; 2]>,
     pub(super) simd: bool,
-    pub(super) approx_exp: bool,
     /// Whether `values` hold one chunk's crisp forward sweep (for
     /// [`Tape::forward_forced`] to redo only what changed), except downstream of the
     /// if-statements in `forced`.
@@ -177,14 +176,6 @@ impl Workspace {
     /// portable one. Both give bit-identical results; this exists to test and measure that.
     pub fn set_simd(&mut self, on: bool) {
         self.simd = on;
-    }
-
-    /// Switches the smoothing weights and `exp` nodes to a vectorisable polynomial `exp`
-    /// ([`crate::special::exp_poly`], within 2 ulp of the standard library's) instead of the
-    /// standard library's scalar one. Off by default: with it on, results differ from the
-    /// reference interpreter in the last bits; the vector and portable builds still agree.
-    pub fn set_approx_exp(&mut self, on: bool) {
-        self.approx_exp = on;
     }
 }
 
@@ -442,7 +433,6 @@ impl Tape {
             adjoints: vec![[0.0; CHUNK]; self.active_count],
             weights: vec![[[0.0; CHUNK]; 2]; self.if_slots],
             simd: true,
-            approx_exp: false,
             crisp_chunk: false,
             forced: Vec::new(),
             dirty: vec![false; self.len],

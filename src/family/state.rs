@@ -5,7 +5,7 @@
 
 use super::{Family, FamilyError, Role, Source};
 use crate::eval::{BatchGradient, Tape, Workspace};
-use crate::special::{HALF_LN_2PI, sigmoid, softplus};
+use crate::special::{HALF_LN_2PI, sigmoid_softplus};
 
 /// `loc`, `scale` of every latent at one `theta`, with `d loc / d theta` and
 /// `d scale / d theta` stored sparsely per latent (a guided latent has two entries).
@@ -87,11 +87,12 @@ impl FamilyState {
             let e = self.start[i];
             let (loc, scale) = match *role {
                 Role::Guided { mu, rho } => {
+                    let (ds, scale) = sigmoid_softplus(theta[rho]);
                     self.dloc[e] = 1.0;
                     self.dscale[e] = 0.0;
                     self.dloc[e + 1] = 0.0;
-                    self.dscale[e + 1] = sigmoid(theta[rho]);
-                    (theta[mu], softplus(theta[rho]))
+                    self.dscale[e + 1] = ds;
+                    (theta[mu], scale)
                 }
                 Role::Fixed { loc, scale } => (loc, scale),
                 Role::User { ref loc, ref scale } => {
