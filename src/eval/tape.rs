@@ -62,8 +62,8 @@ pub(super) enum Op {
         from: u32,
         to: u32,
     },
-    /// `cache` numbers the tape's if-statements densely: where the smoothing weights of the
-    /// forward sweep are kept for the reverse one.
+    /// `cache` is where the smoothing weights of the forward sweep are kept for the reverse
+    /// one (if-statements whose weights the reverse sweep never reads share one place).
     If {
         g: u32,
         t: u32,
@@ -358,8 +358,13 @@ impl Tape {
             output,
             inputs: &inputs,
         };
-        let smooth_plan = plan(&shape, true);
-        let crisp_plan = plan(&shape, false);
+        let mut smooth_plan = plan(&shape, true);
+        let mut crisp_plan = plan(&shape, false);
+        let if_slots = share_unread_weights(
+            if_slots as usize,
+            [&mut uniform_steps, &mut steps],
+            [&mut smooth_plan, &mut crisp_plan],
+        );
         Tape {
             id: NEXT_TAPE_ID.fetch_add(1, Ordering::Relaxed),
             len: adj.len(),
@@ -368,7 +373,7 @@ impl Tape {
             steps,
             adj,
             active_count: active_count as usize,
-            if_slots: if_slots as usize,
+            if_slots,
             output,
             smooth_plan,
             crisp_plan,
@@ -718,6 +723,46 @@ impl Tape {
             "workspace of another tape"
         );
     }
+}
+
+/// Gives the smoothing weights the reverse sweep reads (those of the if-statements in the
+/// smoothed plan) places of their own, in the order the reverse sweep reads them, and lets all
+/// the others share one scratch place: the reverse sweep then streams through a dense array
+/// (for `cheating`, a third of the size, without the coin tosses' weights in between) instead
+/// of picking every third entry out of a large one. Returns the number of places.
+fn share_unread_weights(
+    if_slots: usize,
+    step_lists: [&mut Vec<Step>; 2],
+    plans: [&mut Plan; 2],
+) -> usize {
+    let [smooth, crisp] = plans;
+    let mut place = vec![u32::MAX; if_slots];
+    let mut next = 0u32;
+    for rs in smooth.steps.iter().rev() {
+        if let Op::If { cache, .. } = rs.step.op
+            && place[cache as usize] == u32::MAX
+        {
+            place[cache as usize] = next;
+            next += 1;
+        }
+    }
+    let shared = next;
+    let scratch_needed = place.iter().any(|&p| p == u32::MAX);
+    for p in place.iter_mut().filter(|p| **p == u32::MAX) {
+        *p = shared;
+    }
+    let renumber = |step: &mut Step| {
+        if let Op::If { cache, .. } = &mut step.op {
+            *cache = place[*cache as usize];
+        }
+    };
+    for list in step_lists {
+        list.iter_mut().for_each(renumber);
+    }
+    for plan in [smooth, crisp] {
+        plan.steps.iter_mut().for_each(|rs| renumber(&mut rs.step));
+    }
+    shared as usize + usize::from(scratch_needed)
 }
 
 /// Per slot, whether adjoints flow from it to an active latent or parameter along the edges
