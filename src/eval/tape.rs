@@ -747,7 +747,7 @@ fn share_unread_weights(
         }
     }
     let shared = next;
-    let scratch_needed = place.iter().any(|&p| p == u32::MAX);
+    let scratch_needed = place.contains(&u32::MAX);
     for p in place.iter_mut().filter(|p| **p == u32::MAX) {
         *p = shared;
     }
