@@ -1,7 +1,8 @@
 //! The tape's opt-in evaluation options give the bits of the plain calls they replace:
 //! gradients restricted to some latents (`Tape::compile_active`) equal the full gradients on
-//! those latents and the parameters, and per-sample forcing (`Tape::forward_forced`) equals
-//! one `Semantics::Forced` forward per sample.
+//! those latents and the parameters, and per-sample forcing (`Tape::forward_forced`, also
+//! told which latents moved: `forward_forced_near`) equals one `Semantics::Forced` forward
+//! per sample.
 //!
 //! Not here: whether the plain calls are right (`eval_reference.rs`, `core_props.rs`).
 
@@ -160,12 +161,25 @@ fn forcing_right_after_a_crisp_sweep_equals_full_forced_forwards() {
             ws.set_simd(simd);
             let mut reference = tape.workspace();
             reference.set_simd(simd);
+            let mut near = tape.workspace();
+            near.set_simd(simd);
             let mut grad = BatchGradient::new(&tape, w);
+            tape.gradient(&mut near, Semantics::Crisp, &params, &z, &mut grad);
             tape.gradient(&mut ws, Semantics::Crisp, &params, &z, &mut grad);
+            // The coordinates moved: `l % LATENTS` for each lane `l`.
+            let coordinates: Vec<u32> = (0..w.min(LATENTS) as u32).collect();
             let mut changed = false;
             for f in [&forced_else, &forced_then, &forced_else] {
                 let mut got = vec![0.0; w];
                 tape.forward_forced(&mut ws, &params, &moved, f, &mut got);
+                let mut hinted = vec![0.0; w];
+                let hint = Some(&coordinates[..]);
+                tape.forward_forced_near(&mut near, &params, &moved, f, hint, &mut hinted);
+                assert_eq!(
+                    hinted.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    "w {w}: the hinted sweep differs"
+                );
                 let mut full = vec![0.0; w];
                 tape.forward_forced(&mut reference, &params, &moved, f, &mut full);
                 for (l, &(index, branch)) in f.iter().enumerate() {

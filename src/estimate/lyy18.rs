@@ -70,6 +70,7 @@ impl Estimator for Lyy18 {
         let mut rng = cx.key.rng(Channel::Choice);
         scratch.forced.clear();
         scratch.lanes.clear();
+        scratch.moved.clear();
         // Each lane's boundary point, evaluated forced to else and then forced to then by
         // two batched forwards (the same bits as one call per point); right after the crisp
         // sweep at `z`, they redo only what the moved coordinate and forced if reach.
@@ -94,6 +95,9 @@ impl Estimator for Lyy18 {
                 .sum();
             let zj = -(guard.constant + rest) / a_j;
             scratch.points[j * w + l] = zj;
+            if !scratch.moved.contains(&(j as u32)) {
+                scratch.moved.push(j as u32);
+            }
             let q = st.marginal_density(j, zj);
             scratch.lanes.push((q != 0.0).then_some((k, j, a_j, q)));
             scratch.forced.push((k as u32, Branch::Else));
@@ -105,10 +109,14 @@ impl Estimator for Lyy18 {
         let (else_out, then_out) = scratch.out[..2 * w].split_at_mut(w);
         let points = &scratch.points[..n * w];
         let (forced_else, forced_then) = scratch.forced.split_at(w);
+        // The points differ from `z`, which the workspace was just swept at, only in the
+        // moved coordinates.
+        let moved = Some(&scratch.moved[..]);
+        let ws = &mut scratch.ws;
         p.tape
-            .forward_forced(&mut scratch.ws, params, points, forced_else, else_out);
+            .forward_forced_near(ws, params, points, forced_else, moved, else_out);
         p.tape
-            .forward_forced(&mut scratch.ws, params, points, forced_then, then_out);
+            .forward_forced_near(ws, params, points, forced_then, moved, then_out);
         for l in 0..w {
             let Some((k, _j, a_j, q)) = scratch.lanes[l] else {
                 continue;

@@ -75,6 +75,7 @@ impl Problem {
             z: vec![0.0; n * CHUNK],
             points: vec![0.0; n * CHUNK],
             forced: Vec::with_capacity(2 * CHUNK),
+            moved: Vec::with_capacity(CHUNK),
             lanes: Vec::with_capacity(CHUNK),
             out: vec![0.0; 2 * CHUNK],
             w: 0,
@@ -227,6 +228,8 @@ pub struct Scratch {
     /// LYY18's boundary point of each lane (latent-major).
     pub(crate) points: Vec<f64>,
     pub(crate) forced: Vec<(u32, crate::ir::Branch)>,
+    /// The coordinates LYY18 moved to reach the chunk's boundary points.
+    pub(crate) moved: Vec<u32>,
     /// Per lane, LYY18's choice: `(if-statement, coordinate, a_kj, q_j(z*_j))`.
     pub(crate) lanes: Vec<Option<(usize, usize, f64, f64)>>,
     pub(crate) out: Vec<f64>,

@@ -489,6 +489,23 @@ impl Tape {
         forced: &[(u32, Branch)],
         out: &mut [f64],
     ) {
+        self.forward_forced_near(ws, params, latents, forced, None, out);
+    }
+
+    /// [`Tape::forward_forced`] where the caller vouches that only the latents listed in
+    /// `moved` (all of them when `None`) can differ from those of the last sweep on `ws`: the
+    /// incremental sweep then compares only those instead of every latent of every lane (for
+    /// a program with tens of thousands of latents, that comparison alone streams megabytes
+    /// per call). A latent wrongly left out keeps its old value.
+    pub fn forward_forced_near(
+        &self,
+        ws: &mut Workspace,
+        params: &[f64],
+        latents: &[f64],
+        forced: &[(u32, Branch)],
+        moved: Option<&[u32]>,
+        out: &mut [f64],
+    ) {
         let batch = out.len();
         assert_eq!(forced.len(), batch, "one forcing per sample");
         self.check_inputs(ws, params, latents, batch);
@@ -506,7 +523,7 @@ impl Tape {
             ws.point = point;
             return;
         }
-        if self.forward_forced_incremental(ws, params, latents, forced, out) {
+        if self.forward_forced_incremental(ws, params, latents, forced, moved, out) {
             return;
         }
         self.prepare(ws);
@@ -549,6 +566,7 @@ impl Tape {
         params: &[f64],
         latents: &[f64],
         forced: &[(u32, Branch)],
+        moved: Option<&[u32]>,
         out: &mut [f64],
     ) -> bool {
         let w = out.len();
@@ -565,12 +583,16 @@ impl Tape {
         }
         let mut dirty = std::mem::take(&mut ws.dirty);
         dirty.fill(false);
-        for (i, s) in self.latent_slots.iter().enumerate() {
-            if let Some(s) = *s {
+        let mut compare = |i: usize| {
+            if let Some(s) = self.latent_slots.get(i).copied().flatten() {
                 let src = &latents[i * w..(i + 1) * w];
                 let held = &ws.values[s as usize];
                 dirty[s as usize] = (0..CHUNK).any(|l| !same(held[l], src[l.min(w - 1)]));
             }
+        };
+        match moved {
+            Some(moved) => moved.iter().for_each(|&i| compare(i as usize)),
+            None => (0..self.latent_slots.len()).for_each(compare),
         }
         let mut reforce = std::mem::take(&mut ws.reforce);
         for &k in ws.forced.iter().chain(forced.iter().map(|(k, _)| k)) {
