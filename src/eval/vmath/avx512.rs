@@ -147,6 +147,29 @@ pub fn exp8(t: &Tables, x: __m512d) -> (__m512d, __mmask8) {
     (y, bad)
 }
 
+/// Four lanes at `p` by one 256-bit load the compiler cannot merge with its neighbour: the
+/// tape writes its lanes with 256-bit stores just before, and a 512-bit load across two of
+/// them cannot take its data from the store buffer (Zen 4 then waits for the stores to
+/// retire, which cost the kernel's whole gain inside the models).
+///
+/// # Safety
+/// `p..p + 4` must be readable.
+#[target_feature(enable = "avx512f,avx2,fma")]
+#[inline]
+unsafe fn load4(p: *const f64) -> __m256d {
+    let v: __m256d;
+    // SAFETY: the caller's.
+    unsafe {
+        std::arch::asm!(
+            "vmovupd {v}, ymmword ptr [{p}]",
+            v = out(ymm_reg) v,
+            p = in(reg) p,
+            options(pure, readonly, nostack, preserves_flags)
+        )
+    };
+    v
+}
+
 /// `f` (an eight-lane kernel) over a chunk with its fallback lanes recomputed by `std`.
 #[target_feature(enable = "avx512f,avx2,fma")]
 #[inline]
@@ -156,41 +179,41 @@ fn chunk(
     f: fn(&Tables, __m512d) -> (__m512d, __mmask8),
     std: fn(f64) -> f64,
 ) -> ([f64; CHUNK], u32) {
-    let mut out = [0.0; CHUNK];
+    let mut ys = [_mm512_setzero_pd(); CHUNK / 8];
     let mut bad = 0u32;
-    for q in 0..CHUNK / 8 {
-        // SAFETY: lanes 8q..8q + 8 are inside both arrays.
-        unsafe {
-            let (y, m) = f(t, _mm512_loadu_pd(a.as_ptr().add(8 * q)));
-            _mm512_storeu_pd(out.as_mut_ptr().add(8 * q), y);
-            bad |= (m as u32) << (8 * q);
-        }
+    for (q, y) in ys.iter_mut().enumerate() {
+        // SAFETY: lanes 8q..8q + 8 are inside `a`.
+        let x = unsafe {
+            let p = a.as_ptr().add(8 * q);
+            _mm512_insertf64x4::<1>(_mm512_castpd256_pd512(load4(p)), load4(p.add(4)))
+        };
+        let (v, m) = f(t, x);
+        *y = v;
+        bad |= (m as u32) << (8 * q);
     }
+    // One branch per chunk; on the common path the results go from registers to `out`.
     if bad != 0 {
-        redo(&mut out, a, bad, std);
+        redo(&mut ys, a, bad, std);
+    }
+    let mut out = [0.0; CHUNK];
+    for (q, y) in ys.iter().enumerate() {
+        // SAFETY: lanes 8q..8q + 8 are inside `out`.
+        unsafe { _mm512_storeu_pd(out.as_mut_ptr().add(8 * q), *y) };
     }
     (out, bad)
 }
 
-/// The lanes in `bad` of `out` recomputed by `std`, eight at a time in registers (no narrow
-/// stores under a wide load).
+/// The lanes in `bad` of `ys` recomputed by `std`, in registers (no narrow stores under a
+/// wide load).
 #[target_feature(enable = "avx512f,avx2,fma")]
 #[inline(never)]
-fn redo(out: &mut [f64; CHUNK], a: &[f64; CHUNK], bad: u32, std: fn(f64) -> f64) {
-    for q in 0..CHUNK / 8 {
+fn redo(ys: &mut [__m512d; CHUNK / 8], a: &[f64; CHUNK], bad: u32, std: fn(f64) -> f64) {
+    for (q, y) in ys.iter_mut().enumerate() {
         let mut m = (bad >> (8 * q)) & 0xff;
-        if m != 0 {
-            // SAFETY: lanes 8q..8q + 8 are inside both arrays.
-            unsafe {
-                let mut y = _mm512_loadu_pd(out.as_ptr().add(8 * q));
-                while m != 0 {
-                    let l = m.trailing_zeros() as usize;
-                    let v = _mm512_set1_pd(std(a[8 * q + l]));
-                    y = _mm512_mask_mov_pd(y, 1 << l, v);
-                    m &= m - 1;
-                }
-                _mm512_storeu_pd(out.as_mut_ptr().add(8 * q), y);
-            }
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            *y = _mm512_mask_mov_pd(*y, 1 << l, _mm512_set1_pd(std(a[8 * q + l])));
+            m &= m - 1;
         }
     }
 }
