@@ -76,10 +76,12 @@ fn unsafe_rounding(s: __m512d, err: __m512d, pass: f64) -> __mmask8 {
 /// Fast2Sum: `|r^2/2| < |r|`; `r^2/2` split exactly by FMA) and
 /// `tail = r^3 (1/6 + r/24 + ... + r^5/40320) + r_lo (1 + r)` plus the low parts.
 /// Error budget, relative to the result: truncation `r^9/9! < 2^-68`; `r_lo r^2/2 < 2^-71`;
-/// `tail < 2^-18.5`, so each of its roundings (and the polynomial's, relative 2^-52 of
-/// `r^3/6 < 2^-19`) is below 2^-71, under 2^-68 together; `tl tail < 2^-71`; the table and
-/// `ln 2/16` below 2^-95; the final double-double steps (as in `exp4`) below 2^-100. In all
-/// below 2^-66, well inside the 2^-61 the rounding test assumes.
+/// `tail < 2^-18.5`, so each of its four roundings, the polynomial's (relative 2^-52 of
+/// `r^3/6 < 2^-19`) and that of `small = T_hi tail + ...` are below 2^-71, under 2^-68
+/// together; `tl tail < 2^-71`; the table and `ln 2/16` below 2^-95; the other steps (as
+/// in `exp4`: exact products and Fast2Sums, `u` and `tl a` rounded at 2^-52) below 2^-100.
+/// In all below 2^-66 of `T_hi >= 1` (the result is at least `0.97 T_hi`), well inside the
+/// 2^-61 the rounding test assumes.
 #[target_feature(enable = "avx512f,avx2,fma")]
 #[inline]
 pub fn exp8(t: &Tables, x: __m512d) -> (__m512d, __mmask8) {
