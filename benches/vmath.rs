@@ -1,5 +1,5 @@
-//! Cost of `exp` and `ln` over one chunk of lanes: the exact vector path (`eval::vmath`)
-//! against the standard library lane by lane, on arguments where the models' weights and
+//! Cost of `exp` and `ln` over one chunk of lanes: the exact vector path (`eval::vmath`, as
+//! dispatched and, for `exp`, forced to AVX2) against the standard library lane by lane, on arguments where the models' weights and
 //! log-densities live.
 //!
 //! Not here: the tape around them (`benches/tape.rs`).
@@ -29,8 +29,14 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("lanes_16");
     group.throughput(Throughput::Elements((xe.len() * CHUNK) as u64));
     type Kernel = fn(&[f64; CHUNK]) -> [f64; CHUNK];
-    let cases: [(&str, &Vec<[f64; CHUNK]>, Kernel); 4] = [
+    // The AVX2 kernels where the dispatched ones are AVX-512 (else std: compare with `_std`).
+    let exp_avx2: Kernel = |a| match vmath::exp_lanes_fallbacks_on(vmath::Isa::Avx2, a) {
+        Some((y, _)) => y,
+        None => a.map(f64::exp),
+    };
+    let cases: [(&str, &Vec<[f64; CHUNK]>, Kernel); 5] = [
         ("exp_vmath", &xe, vmath::exp_lanes),
+        ("exp_vmath_avx2", &xe, exp_avx2),
         ("exp_std", &xe, |a| a.map(f64::exp)),
         ("ln_vmath", &xl, vmath::ln_lanes),
         ("ln_std", &xl, |a| a.map(f64::ln)),

@@ -3,6 +3,7 @@
 //! the edges of the fast ranges and every special value; and the share of lanes sent back to
 //! std, against the margins the kernels document.
 
+use dsgd::eval::vmath::Isa;
 use dsgd::eval::{CHUNK, simd_available, vmath};
 
 /// SplitMix64: a fixed, reproducible stream of 64-bit words.
@@ -28,36 +29,59 @@ impl Stream {
 }
 
 type Fast = fn(&[f64; CHUNK]) -> ([f64; CHUNK], u32);
+type FastOn = fn(Isa, &[f64; CHUNK]) -> Option<([f64; CHUNK], u32)>;
 
-/// Runs `fast` on `n` inputs from `inputs` (in chunks) and compares every lane with `std`'s bits;
-/// returns the number of lanes the fast path sent back to std.
-fn compare(n: usize, fast: Fast, std: fn(f64) -> f64, mut inputs: impl FnMut() -> f64) -> usize {
+/// Runs `fast` (the dispatched path) and `fast_on` for every kernel set this CPU has on `n`
+/// inputs from `inputs` (in chunks) and compares every lane with `std`'s bits; returns the
+/// number of lanes the dispatched path sent back to std.
+fn compare(
+    n: usize,
+    (fast, fast_on): (Fast, FastOn),
+    std: fn(f64) -> f64,
+    mut inputs: impl FnMut() -> f64,
+) -> usize {
     let mut fallbacks = 0;
     for _ in 0..n.div_ceil(CHUNK) {
         let x: [f64; CHUNK] = std::array::from_fn(|_| inputs());
         let (y, mask) = fast(&x);
         fallbacks += mask.count_ones() as usize;
-        for l in 0..CHUNK {
-            assert_eq!(
-                y[l].to_bits(),
-                std(x[l]).to_bits(),
-                "x = {:e} ({:#x}): {:e} against std's {:e}",
-                x[l],
-                x[l].to_bits(),
-                y[l],
-                std(x[l])
-            );
+        let others = [Isa::Avx2, Isa::Avx512]
+            .into_iter()
+            .filter(|&isa| Some(isa) != vmath::isa())
+            .filter_map(|isa| fast_on(isa, &x).map(|(y, _)| y));
+        for y in std::iter::once(y).chain(others) {
+            for l in 0..CHUNK {
+                assert_eq!(
+                    y[l].to_bits(),
+                    std(x[l]).to_bits(),
+                    "x = {:e} ({:#x}): {:e} against std's {:e}",
+                    x[l],
+                    x[l].to_bits(),
+                    y[l],
+                    std(x[l])
+                );
+            }
         }
     }
     fallbacks
 }
 
 fn exp_check(n: usize, inputs: impl FnMut() -> f64) -> usize {
-    compare(n, vmath::exp_lanes_fallbacks, f64::exp, inputs)
+    compare(
+        n,
+        (vmath::exp_lanes_fallbacks, vmath::exp_lanes_fallbacks_on),
+        f64::exp,
+        inputs,
+    )
 }
 
 fn ln_check(n: usize, inputs: impl FnMut() -> f64) -> usize {
-    compare(n, vmath::ln_lanes_fallbacks, f64::ln, inputs)
+    compare(
+        n,
+        (vmath::ln_lanes_fallbacks, vmath::ln_lanes_fallbacks_on),
+        f64::ln,
+        inputs,
+    )
 }
 
 #[test]
@@ -65,6 +89,22 @@ fn the_vector_path_is_on_wherever_avx2_is() {
     // With AVX2/FMA, the one-time self-check against this libm passed; without, every lane
     // goes to std (and the tests below still hold).
     assert_eq!(vmath::active(), simd_available());
+    // The AVX-512 set where the CPU has it (it passes the self-check wherever AVX2 does),
+    // and each set runs exactly where the CPU has it.
+    let avx512 = cfg!(target_arch = "x86_64") && std::arch::is_x86_feature_detected!("avx512f");
+    if vmath::active() {
+        let want = if avx512 { Isa::Avx512 } else { Isa::Avx2 };
+        assert_eq!(vmath::isa(), Some(want));
+    }
+    let x = [0.5; CHUNK];
+    assert_eq!(
+        vmath::exp_lanes_fallbacks_on(Isa::Avx512, &x).is_some(),
+        vmath::active() && avx512
+    );
+    assert_eq!(
+        vmath::ln_lanes_fallbacks_on(Isa::Avx2, &x).is_some(),
+        vmath::active()
+    );
 }
 
 #[test]
@@ -94,13 +134,16 @@ fn exp_equals_std_where_the_models_live() {
 #[test]
 fn exp_equals_std_at_the_edges() {
     let mut s = Stream(4);
-    // Arguments near the reduction's interval boundaries (k ln2/256 +- a few ulp) and tiny.
-    let step = std::f64::consts::LN_2 / 256.0;
-    exp_check(1 << 20, || {
-        let k = (s.next() % 200_000) as f64 - 100_000.0;
-        let x = (k + 0.5) * step;
-        f64::from_bits(x.to_bits().wrapping_add(s.next() % 9).wrapping_sub(4))
-    });
+    // Arguments near the reductions' interval boundaries (k ln2/N +- a few ulp, N = 256 for
+    // AVX2, 16 for AVX-512) and tiny.
+    for (n, ks) in [(256.0, 200_000), (16.0, 12_500)] {
+        let step = std::f64::consts::LN_2 / n;
+        exp_check(1 << 19, || {
+            let k = (s.next() % ks) as f64 - (ks / 2) as f64;
+            let x = (k + 0.5) * step;
+            f64::from_bits(x.to_bits().wrapping_add(s.next() % 9).wrapping_sub(4))
+        });
+    }
     exp_check(1 << 20, || {
         let tiny = 2f64.powi(-((s.next() % 1080) as i32));
         if s.next() & 1 == 0 { tiny } else { -tiny }

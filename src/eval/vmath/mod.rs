@@ -10,14 +10,21 @@
 //! or arguments, overflow) is recomputed by std alone. `exp(x) = +0` for `x < -746` is exact in
 //! vector code: the smoothing weights' `exp(-|g/eta|)` lands there often.
 //!
+//! Two kernel sets: AVX-512 (`avx512.rs`, eight lanes per instruction, `exp`'s table in
+//! registers; `ln` is the AVX2 one) where the CPU has AVX-512F, else AVX2/FMA (`avx2.rs`,
+//! four lanes). Every lane
+//! of either is std's bits or recomputed by std, so the choice never shows in a result.
 //! At first use the tables are computed (`tables.rs`) and the kernels checked against std on a
 //! few thousand fixed inputs; on a CPU without AVX2/FMA, or a libm that rounds differently, the
-//! fast path stays off for the process and every lane goes to std.
+//! fast path stays off for the process and every lane goes to std (an AVX-512 set failing the
+//! check leaves the AVX2 one in use).
 //!
 //! Not here: where the tape uses these (`kernels.rs`).
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 mod tables;
 
 use std::sync::OnceLock;
@@ -38,25 +45,62 @@ const _: () = assert!(
     "the kernels run 4 lanes at a time"
 );
 
-/// The tables, or `None` where the fast path is off.
-static STATE: OnceLock<Option<Box<Tables>>> = OnceLock::new();
-
-#[inline(always)]
-fn tables() -> Option<&'static Tables> {
-    STATE.get_or_init(init).as_deref()
+/// The kernel sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    /// AVX2 and FMA, four lanes per instruction.
+    Avx2,
+    /// AVX-512F, eight lanes per instruction.
+    Avx512,
 }
 
-fn init() -> Option<Box<Tables>> {
+/// The tables and the kernel set in use.
+struct State {
+    tables: Box<Tables>,
+    isa: Isa,
+}
+
+/// `None` where the fast path is off.
+static STATE: OnceLock<Option<State>> = OnceLock::new();
+
+#[inline(always)]
+fn state() -> Option<&'static State> {
+    STATE.get_or_init(init).as_ref()
+}
+
+fn init() -> Option<State> {
     if !super::sweep::simd_available() {
         return None;
     }
-    let t = Tables::compute();
-    self_check(&t).then_some(t)
+    let tables = Tables::compute();
+    let isa = [Isa::Avx512, Isa::Avx2]
+        .into_iter()
+        .find(|&isa| supported(isa) && self_check(&tables, isa))?;
+    Some(State { tables, isa })
+}
+
+/// Whether this CPU runs `isa`'s kernels.
+fn supported(isa: Isa) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        super::sweep::simd_available()
+            && (isa == Isa::Avx2 || std::arch::is_x86_feature_detected!("avx512f"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = isa;
+        false
+    }
 }
 
 /// Whether the vector path is in use in this process (false: every lane is std's).
 pub fn active() -> bool {
-    tables().is_some()
+    state().is_some()
+}
+
+/// The kernel set in use, if any.
+pub fn isa() -> Option<Isa> {
+    state().map(|s| s.isa)
 }
 
 /// `f64::exp` of every lane.
@@ -74,30 +118,67 @@ pub fn ln_lanes(a: &Lanes) -> Lanes {
 /// [`exp_lanes`] and the mask of lanes that were computed by std (bit `l` for lane `l`).
 #[inline(always)]
 pub fn exp_lanes_fallbacks(a: &Lanes) -> (Lanes, u32) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(t) = tables() {
-        // SAFETY: tables exist only where AVX2 and FMA were detected (`init`).
-        return unsafe { avx2::exp_chunk(t, a) };
+    match state() {
+        Some(s) => run(&s.tables, s.isa, a, Fun::Exp),
+        None => (a.map(f64::exp), ALL),
     }
-    (a.map(f64::exp), ALL)
 }
 
 /// [`ln_lanes`] and the mask of lanes that were computed by std (bit `l` for lane `l`).
 #[inline(always)]
 pub fn ln_lanes_fallbacks(a: &Lanes) -> (Lanes, u32) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(t) = tables() {
-        // SAFETY: tables exist only where AVX2 and FMA were detected (`init`).
-        return unsafe { avx2::ln_chunk(t, a) };
+    match state() {
+        Some(s) => run(&s.tables, s.isa, a, Fun::Ln),
+        None => (a.map(f64::ln), ALL),
     }
-    (a.map(f64::ln), ALL)
+}
+
+/// [`exp_lanes_fallbacks`] by the kernel set `isa`, whichever is in use (for tests that hold
+/// both sets to std); `None` where the fast path is off or the CPU lacks `isa`.
+pub fn exp_lanes_fallbacks_on(isa: Isa, a: &Lanes) -> Option<(Lanes, u32)> {
+    let s = state().filter(|_| supported(isa))?;
+    Some(run(&s.tables, isa, a, Fun::Exp))
+}
+
+/// [`ln_lanes_fallbacks`] by the kernel set `isa` (see [`exp_lanes_fallbacks_on`]).
+pub fn ln_lanes_fallbacks_on(isa: Isa, a: &Lanes) -> Option<(Lanes, u32)> {
+    let s = state().filter(|_| supported(isa))?;
+    Some(run(&s.tables, isa, a, Fun::Ln))
+}
+
+#[derive(Clone, Copy)]
+enum Fun {
+    Exp,
+    Ln,
+}
+
+/// `fun` over a chunk by the kernels of `isa`, which the caller has checked the CPU runs.
+#[inline(always)]
+fn run(t: &Tables, isa: Isa, a: &Lanes, fun: Fun) -> (Lanes, u32) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `isa` is `supported` (the callers check it, `init` for the state's own).
+    unsafe {
+        match (isa, fun) {
+            (Isa::Avx512, Fun::Exp) => avx512::exp_chunk(t, a),
+            (Isa::Avx2, Fun::Exp) => avx2::exp_chunk(t, a),
+            // `avx512.rs` says why there is no AVX-512 `ln`.
+            (_, Fun::Ln) => avx2::ln_chunk(t, a),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (t, isa);
+        match fun {
+            Fun::Exp => (a.map(f64::exp), ALL),
+            Fun::Ln => (a.map(f64::ln), ALL),
+        }
+    }
 }
 
 /// Whether the kernels give std's bits on 4,096 fixed inputs per function (tens of
 /// microseconds): the guard against a libm that rounds otherwise than the one the error
 /// bounds in `avx2.rs` are about.
-#[cfg(target_arch = "x86_64")]
-fn self_check(t: &Tables) -> bool {
+fn self_check(t: &Tables, isa: Isa) -> bool {
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move || {
         state ^= state << 13;
@@ -123,8 +204,7 @@ fn self_check(t: &Tables) -> bool {
                 _ => 1e-3 + 1e3 * unit(v),
             };
         }
-        // SAFETY: `init` calls this only where AVX2 and FMA were detected.
-        let (ye, yl) = unsafe { (avx2::exp_chunk(t, &xe).0, avx2::ln_chunk(t, &xl).0) };
+        let (ye, yl) = (run(t, isa, &xe, Fun::Exp).0, run(t, isa, &xl, Fun::Ln).0);
         for l in 0..CHUNK {
             if ye[l].to_bits() != xe[l].exp().to_bits() || yl[l].to_bits() != xl[l].ln().to_bits() {
                 return false;
@@ -132,9 +212,4 @@ fn self_check(t: &Tables) -> bool {
         }
     }
     true
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn self_check(_: &Tables) -> bool {
-    false
 }

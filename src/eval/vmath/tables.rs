@@ -155,6 +155,14 @@ pub struct Tables {
     /// `ln 2 / N` as `hi + lo`: `x - k hi` is exact with a fused multiply-add.
     pub exp_step_hi: f64,
     pub exp_step_lo: f64,
+    /// `2^(j/16)` for `j` in `0..16` as `hi` and `lo` (every 16th entry of `exp`): the AVX-512
+    /// `exp` holds them in registers.
+    pub exp16_hi: [f64; 16],
+    pub exp16_lo: [f64; 16],
+    /// `16 / ln 2` and `ln 2 / 16` as `hi + lo`, as `exp_inv_step` and `exp_step_*` for 16.
+    pub exp16_inv_step: f64,
+    pub exp16_step_hi: f64,
+    pub exp16_step_lo: f64,
     /// Per interval `j` of `m`: `c_j ~ 1/m` and `-ln c_j` as `hi, lo` with `hi` a multiple
     /// of 2^-43 (and padding to four: a row is one 32-byte load). `c_j = 1` on the two intervals beside
     /// `m = 1`, so `ln` near 1 has no cancellation at all.
@@ -205,7 +213,14 @@ impl Tables {
         let ln2_hi = f64::from_bits(ln2.hi.to_bits() & !0x7ff);
         let ln2_lo = ln2.sub(Dd::from(ln2_hi)).hi;
 
+        // Scaling by a power of two is exact: ln2/16 = (ln2/N) (N/16).
+        let to16 = (EXP_N / 16) as f64;
         Box::new(Tables {
+            exp16_hi: std::array::from_fn(|j| exp[j * EXP_N / 16][0]),
+            exp16_lo: std::array::from_fn(|j| exp[j * EXP_N / 16][1]),
+            exp16_inv_step: 16.0 / ln2.hi,
+            exp16_step_hi: step.hi * to16,
+            exp16_step_lo: step.lo * to16,
             exp,
             exp_inv_step: EXP_N as f64 / ln2.hi,
             exp_step_hi: step.hi,
@@ -242,6 +257,16 @@ mod tests {
             );
             assert_eq!(e[1], (e[1] * TWO_43).round() / TWO_43, "j {j}");
         }
+        // The 16-entry table and step: every 16th entry, and ln2/16 to the last bit.
+        for j in 0..16 {
+            assert_eq!([t.exp16_hi[j], t.exp16_lo[j]], t.exp[16 * j], "j {j}");
+        }
+        assert_eq!(
+            t.exp16_step_hi + t.exp16_step_lo,
+            std::f64::consts::LN_2 / 16.0
+        );
+        assert_eq!(t.exp16_step_hi * 16.0, t.ln2_hi + t.ln2_lo);
+        assert!(t.exp16_step_lo.abs() <= f64::EPSILON * t.exp16_step_hi / 2.0);
         assert_eq!(t.ln[159][..3], [1.0, 0.0, 0.0]);
         assert_eq!(t.ln[160][..3], [1.0, 0.0, 0.0]);
         // 2^(j/N) squared N/j times over is 2 (checks the low parts: to ~2^-100).
