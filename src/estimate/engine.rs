@@ -162,15 +162,16 @@ impl Engine {
                 .for_each(|(c, ((g, v), cr))| run(c, g, v, cr));
         }
         // Each component summed in lane order, as the mean of the rows.
-        self.mean.fill(0.0);
-        for (c, block) in self.grads[..batch * d].chunks(CHUNK * d).enumerate() {
-            let w = (batch - c * CHUNK).min(CHUNK);
+        let mut mean = std::mem::take(&mut self.mean);
+        mean.fill(0.0);
+        for (w, block) in self.blocks() {
             // One dependent chain of additions per component; the chains of different
             // components overlap in the CPU.
-            for (m, lanes) in self.mean.iter_mut().zip(block.chunks_exact(w)) {
+            for (m, lanes) in mean.iter_mut().zip(block.chunks_exact(w)) {
                 *m = lanes.iter().fold(*m, |acc, g| acc + g);
             }
         }
+        self.mean = mean;
         let inv = if batch == 0 { 0.0 } else { 1.0 / batch as f64 };
         for m in &mut self.mean {
             *m *= inv;
@@ -214,34 +215,34 @@ impl Engine {
         &self.mean
     }
 
+    /// The last batch's gradient samples chunk by chunk: each chunk's width `w` and its block,
+    /// component-major (`block[p * w + l]`, see `Estimator::chunk`).
+    fn blocks(&self) -> impl Iterator<Item = (usize, &[f64])> + Clone + '_ {
+        let batch = self.batch;
+        self.grads[..batch * self.problem.dim()]
+            .chunks(CHUNK * self.problem.dim().max(1))
+            .enumerate()
+            .map(move |(c, block)| ((batch - c * CHUNK).min(CHUNK), block))
+    }
+
     /// Component `p` of sample `l`'s gradient in the last batch.
     pub fn sample_gradient(&self, l: usize, p: usize) -> f64 {
-        // Chunk by chunk, each chunk's block component-major (see `Estimator::chunk`).
-        let d = self.problem.dim();
-        let (c, lane) = (l / CHUNK, l % CHUNK);
+        // Chunk `c`'s block starts after `c` full chunks (see `Engine::blocks`).
+        let c = l / CHUNK;
         let w = (self.batch - c * CHUNK).min(CHUNK);
-        self.grads[c * CHUNK * d + p * w + lane]
+        self.grads[c * CHUNK * self.problem.dim() + p * w + l % CHUNK]
     }
 
     /// Component `p` of every sample's gradient in the last batch, in lane order.
     pub fn component(&self, p: usize) -> impl Iterator<Item = f64> + Clone + '_ {
-        let d = self.problem.dim();
-        let batch = self.batch;
-        self.grads[..batch * d]
-            .chunks(CHUNK * d)
-            .enumerate()
-            .flat_map(move |(c, block)| {
-                let w = (batch - c * CHUNK).min(CHUNK);
-                block[p * w..(p + 1) * w].iter().copied()
-            })
+        self.blocks()
+            .flat_map(move |(w, block)| block[p * w..(p + 1) * w].iter().copied())
     }
 
     /// Calls `f` with each sample's gradient components in order, sample by sample.
     pub fn for_each_sample(&self, mut f: impl FnMut(&mut dyn Iterator<Item = f64>)) {
         let d = self.problem.dim();
-        let batch = self.batch;
-        for (c, block) in self.grads[..batch * d].chunks(CHUNK * d).enumerate() {
-            let w = (batch - c * CHUNK).min(CHUNK);
+        for (w, block) in self.blocks() {
             for l in 0..w {
                 f(&mut (0..d).map(|p| block[p * w + l]));
             }
@@ -249,7 +250,8 @@ impl Engine {
     }
 
     /// The per-sample gradients of the last batch, sample-major (`[l * dim + p]`), copied
-    /// out (for tests and diagnostics; runs read [`Engine::sample_gradient`]).
+    /// out (for tests and diagnostics; runs read [`Engine::component`] and
+    /// [`Engine::for_each_sample`]).
     pub fn sample_gradients(&self) -> Vec<f64> {
         let d = self.problem.dim();
         (0..self.batch)
