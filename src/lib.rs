@@ -4,6 +4,7 @@
 //! [`ir`] (the DAG and its analyses), [`lang`] (text to IR), [`eval`] (the batched tape),
 //! [`family`], [`estimate`], [`optim`] and [`experiment`].
 
+pub mod elementary;
 pub mod estimate;
 pub mod eval;
 pub mod experiment;

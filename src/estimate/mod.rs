@@ -4,11 +4,11 @@
 //! [`Engine`] drives batches, threads and averaging. Estimators never print and never draw
 //! their own Gaussian noise (the engine does), so all five see the same `z` for the same key.
 
-mod chacha;
 mod engine;
 mod lyy18;
-mod normal;
+pub mod normal;
 mod pathwise;
+mod philox;
 mod problem;
 mod rng;
 mod schedule;
