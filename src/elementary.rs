@@ -86,13 +86,7 @@ fn pow2_biased(biased: u64) -> f64 {
 #[inline(always)]
 pub fn exp(x: f64) -> f64 {
     // Beyond these every result is 0 or inf anyway; NaN passes through (comparisons fail).
-    let x_c = if x < -750.0 {
-        -750.0
-    } else if x > 710.0 {
-        710.0
-    } else {
-        x
-    };
+    let x_c = x.clamp(-750.0, 710.0);
     let kr = x_c.mul_add(INV_LN2, ROUND);
     let k = kr - ROUND;
     // r = r_hi + r_lo = x - k ln 2 to about 2^-106 (the first product is exact, see above).
@@ -139,7 +133,7 @@ fn ln_core(m: f64, c: f64) -> f64 {
     let eb = bits.wrapping_add(0x3ff0_0000_0000_0000 - OFFSET) >> 52;
     let f = f64::from_bits(bits.wrapping_sub(eb.wrapping_sub(1023) << 52)) - 1.0;
     // `e` as a double, exactly: `2^52 + eb` read as a double, minus `2^52 + 1023`.
-    let e = f64::from_bits(ROUND.to_bits() - (1u64 << 51) | eb) - 4_503_599_627_371_519.0;
+    let e = f64::from_bits((ROUND.to_bits() - (1u64 << 51)) | eb) - 4_503_599_627_371_519.0;
     let e = if sub { e - 54.0 } else { e };
     let s = f / (2.0 + f);
     let z = s * s;
