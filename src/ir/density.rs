@@ -36,12 +36,12 @@ impl<'b> At<'b> {
 }
 
 /// A latent on its support: the program's unconstrained latent `u`, the value `z = T(u)` the
-/// model uses, and `log |T'(u)|`.
+/// model uses, and `log |T'(u)|` (`None` for the identity, whose log-Jacobian is 0).
 #[derive(Copy, Clone, Debug)]
 pub struct Constrained<'b> {
     pub u: Var<'b>,
     pub z: Var<'b>,
-    pub log_jacobian: Var<'b>,
+    pub log_jacobian: Option<Var<'b>>,
     pub transform: Transform,
     ln_z: Option<Var<'b>>,
     ln_1mz: Option<Var<'b>>,
@@ -90,15 +90,15 @@ impl Builder {
     }
 
     /// Declares the next latent on `transform`: the program's latent is `u`, the model's value
-    /// `z = T(u)`. The caller adds `log_jacobian` to the log-density.
+    /// `z = T(u)`. The caller adds `log_jacobian` (if any) to the log-density.
     pub fn constrained_latent(&self, name: &str, transform: Transform) -> Constrained<'_> {
         let u = self.latent_on(name, transform);
         let (z, log_jacobian, ln_z, ln_1mz) = match transform {
-            Transform::Identity => (u, self.constant(0.0), None, None),
+            Transform::Identity => (u, None, None, None),
             Transform::Exp { lower } => {
                 let e = u.exp();
                 let ln_z = (lower == 0.0).then_some(u);
-                (e + lower, u, ln_z, None)
+                (e + lower, Some(u), ln_z, None)
             }
             Transform::Logit { lower, upper } => {
                 let width = upper - lower;
@@ -109,7 +109,12 @@ impl Builder {
                 let z = u.sigmoid() * width + lower;
                 let log_jacobian = ln_p + ln_q + width.ln();
                 let unit = lower == 0.0 && upper == 1.0;
-                (z, log_jacobian, unit.then_some(ln_p), unit.then_some(ln_q))
+                (
+                    z,
+                    Some(log_jacobian),
+                    unit.then_some(ln_p),
+                    unit.then_some(ln_q),
+                )
             }
         };
         Constrained {
@@ -146,10 +151,11 @@ impl Builder {
             ln_x: latent.ln_z,
             ln_1mx: latent.ln_1mz,
         };
-        let log_density = if transform == Transform::Identity {
-            inside_support(dist, at, args)
-        } else {
-            inside_support(dist, at, args) + latent.log_jacobian
+        let log_density = match latent.log_jacobian {
+            Some(log_jacobian) => inside_support(dist, at, args) + log_jacobian,
+            // On the real line there is no support to check: the plain expansion, node for
+            // node as it always was (so models of such latents compile to the same program).
+            None => self.log_density(dist, latent.z, args)?,
         };
         Ok(Sampled {
             latent,
