@@ -8,6 +8,7 @@
 //! iterate they start from), and the steps draw their next noise ahead; both are applied in
 //! the serial order.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use thiserror::Error;
@@ -79,6 +80,9 @@ pub enum RunError {
     Estimate(#[from] EstimateError),
     #[error("cannot start worker threads: {0}")]
     Threads(String),
+    /// The caller's cancel flag was raised (e.g. Ctrl-C in the Python package).
+    #[error("the run was cancelled")]
+    Cancelled,
 }
 
 impl RunConfig {
@@ -137,16 +141,29 @@ pub fn run(
     config: &RunConfig,
     observers: &mut [&mut dyn Observer],
 ) -> Result<RunReport, RunError> {
+    run_cancellable(model, config, observers, &AtomicBool::new(false))
+}
+
+/// [`run`], ending with [`RunError::Cancelled`] soon after `cancel` becomes true: the loop
+/// reads the flag before every step, so a front end (the Python package on Ctrl-C) can stop a
+/// long run within one step and one measurement.
+pub fn run_cancellable(
+    model: &Model,
+    config: &RunConfig,
+    observers: &mut [&mut dyn Observer],
+    cancel: &AtomicBool,
+) -> Result<RunReport, RunError> {
     config.validate()?;
+    let go = |observers: &mut [&mut dyn Observer]| run_in_pool(model, config, observers, cancel);
     match config.threads {
         Some(n) => {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(n)
                 .build()
                 .map_err(|e| RunError::Threads(e.to_string()))?;
-            pool.install(|| run_in_pool(model, config, observers))
+            pool.install(|| go(observers))
         }
-        None => run_in_pool(model, config, observers),
+        None => go(observers),
     }
 }
 
@@ -154,6 +171,7 @@ fn run_in_pool(
     model: &Model,
     config: &RunConfig,
     observers: &mut [&mut dyn Observer],
+    cancel: &AtomicBool,
 ) -> Result<RunReport, RunError> {
     let clock = Instant::now();
     let problem = Problem::new(model)?;
@@ -165,11 +183,14 @@ fn run_in_pool(
     let probe_estimator = estimate::build(config.estimator, &problem, config.eta, Some(decay))?;
     let probe = Engine::new(problem.clone(), probe_estimator);
     let mut engine = Engine::new(problem, estimator);
-    let mut runner = Runner::new(&mut engine, probe, config);
+    let mut runner = Runner::new(&mut engine, probe, config, cancel);
     for o in observers.iter_mut() {
         o.started(config.iterations);
     }
     runner.go(observers);
+    if cancel.load(Ordering::Relaxed) {
+        return Err(RunError::Cancelled);
+    }
     let Runner {
         theta,
         trajectory,
@@ -224,6 +245,7 @@ struct Runner<'a> {
     /// The engine of the measurements.
     probe: Engine,
     config: &'a RunConfig,
+    cancel: &'a AtomicBool,
     theta: Vec<f64>,
     trajectory: Vec<TrajectoryRow>,
     norms: Vec<f64>,
@@ -249,12 +271,18 @@ struct Segment {
 type Measured = Result<(TrajectoryRow, Option<String>), String>;
 
 impl<'a> Runner<'a> {
-    fn new(engine: &'a mut Engine, probe: Engine, config: &'a RunConfig) -> Runner<'a> {
+    fn new(
+        engine: &'a mut Engine,
+        probe: Engine,
+        config: &'a RunConfig,
+        cancel: &'a AtomicBool,
+    ) -> Runner<'a> {
         Runner {
             theta: engine.problem().family().init(),
             engine,
             probe,
             config,
+            cancel,
             trajectory: Vec::new(),
             norms: Vec::new(),
             stop: StopReason::Completed,
@@ -273,6 +301,9 @@ impl<'a> Runner<'a> {
         let mut optimizer = cfg.optimizer.build(self.theta.len());
         let mut k = 0;
         while k < cfg.iterations {
+            if self.cancel.load(Ordering::Relaxed) {
+                return;
+            }
             let end = (k + cfg.log_every).min(cfg.iterations);
             let start_theta = self.theta.clone();
             let Runner {
@@ -280,10 +311,11 @@ impl<'a> Runner<'a> {
                 probe,
                 theta,
                 norms,
+                cancel,
                 ..
             } = self;
             let (segment, measured) = rayon::join(
-                || steps(engine, cfg, optimizer.as_mut(), theta, k..end),
+                || steps(engine, cfg, optimizer.as_mut(), theta, k..end, cancel),
                 || measure(probe, cfg, &start_theta, k, norms),
             );
             if !self.record(measured, observers) {
@@ -356,6 +388,7 @@ fn steps(
     optimizer: &mut dyn crate::optim::Optimizer,
     theta: &mut [f64],
     range: std::ops::Range<u64>,
+    cancel: &AtomicBool,
 ) -> Segment {
     let mut seg = Segment {
         done: range.start,
@@ -364,6 +397,9 @@ fn steps(
         failed: None,
     };
     for k in range {
+        if cancel.load(Ordering::Relaxed) {
+            return seg;
+        }
         let step = engine.evaluate_then_draw(
             theta,
             StreamKey::new(cfg.seed, k, Purpose::Step),
