@@ -55,7 +55,7 @@ fn same_seed_same_json_with_one_and_two_threads() {
         "eta",
         "seed",
         "iterations",
-        "final_elbo",
+        "final_value",
         "theta",
         "trajectory",
     ] {
@@ -271,6 +271,8 @@ fn every_estimator_runs_on_a_paper_model() {
         assert_eq!(v["estimator"], est);
         assert_eq!(v["theta"].as_array().unwrap().len(), 6);
         assert!(v["final_elbo"].as_f64().unwrap() < 0.0);
+        assert_eq!(v["final_elbo"], v["final_value"]);
+        assert_eq!(v["kind"], "elbo");
     }
 }
 
