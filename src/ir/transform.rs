@@ -84,17 +84,32 @@ impl Transform {
         }
     }
 
-    /// The support in words, e.g. `z > 0`, `0 < z < 1`, `real`.
+    /// `z = T(u)` written out with the given names, e.g. `s = exp(u)`.
+    pub fn formula(&self, z: &str, u: &str) -> String {
+        match *self {
+            Transform::Identity => format!("{z} = {u}"),
+            Transform::Exp { lower } if lower == 0.0 => format!("{z} = exp({u})"),
+            Transform::Exp { lower } => format!("{z} = {lower} + exp({u})"),
+            Transform::Logit { lower, upper } if lower == 0.0 && upper == 1.0 => {
+                format!("{z} = sigmoid({u})")
+            }
+            Transform::Logit { lower, upper } => {
+                format!("{z} = {lower} + {} sigmoid({u})", upper - lower)
+            }
+        }
+    }
+
+    /// The support as an interval: `real`, `(0, inf)`, `(0, 1)`.
     pub fn support_text(&self) -> String {
         match *self {
             Transform::Identity => "real".to_string(),
-            Transform::Exp { lower } => format!("> {lower}"),
+            Transform::Exp { lower } => format!("({lower}, inf)"),
             Transform::Logit { lower, upper } => format!("({lower}, {upper})"),
         }
     }
 }
 
-/// `exp: z > 0`, `logit: z in (0, 1)`, `identity: z real`.
+/// The formula and the support, e.g. `z = 0 + exp(u) (z > 0)`.
 impl fmt::Display for Transform {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
