@@ -13,8 +13,10 @@ use std::time::Instant;
 
 use thiserror::Error;
 
+use super::convergence::{RunFacts, assess};
 use super::observe::Observer;
-use super::report::{RunReport, StopReason, TrajectoryRow};
+use super::report::{NamedValues, ObjectiveKind, RunReport, StopReason, TrajectoryRow};
+use super::summary::{guide_moments, latent_summaries, param_values};
 use crate::estimate::{
     self, Engine, EstimateError, EstimatorKind, NonFinite, Problem, Purpose, StreamKey,
 };
@@ -201,9 +203,30 @@ fn run_in_pool(
         ..
     } = runner;
     let problem = engine.problem();
+    let family = problem.family();
     let kind = config.estimator;
+    let objective = match problem.mode() {
+        Mode::Variational => ObjectiveKind::Elbo,
+        Mode::Objective { .. } => ObjectiveKind::Objective,
+    };
+    let latents = latent_summaries(family, &theta).unwrap_or_default();
+    let params = NamedValues(param_values(family, &theta));
+    let param_names: Vec<String> = params.names().map(String::from).collect();
+    let latent_names: Vec<String> = latents.iter().map(|l| l.name.clone()).collect();
+    let verdict = assess(&RunFacts {
+        kind: objective,
+        stop,
+        done,
+        skipped,
+        trajectory: &trajectory,
+        param_names: &param_names,
+        latent_names: &latent_names,
+    });
+    let last = trajectory.last();
+    let final_value = last.map_or(f64::NAN, |r| r.value);
     let report = RunReport {
         model: problem.name().to_string(),
+        kind: objective,
         mode: match problem.mode() {
             Mode::Variational => "variational",
             Mode::Objective { .. } => "objective",
@@ -224,9 +247,15 @@ fn run_in_pool(
         iterations_requested: config.iterations,
         log_every: config.log_every,
         log_samples: config.log_samples,
-        final_elbo: trajectory.last().map_or(f64::NAN, |r| r.elbo),
+        final_value,
+        final_value_se: last.map_or(f64::NAN, |r| r.value_se),
+        final_elbo: (objective == ObjectiveKind::Elbo).then_some(final_value),
+        params,
+        latents,
+        converged: verdict.converged,
+        convergence: verdict.reason,
         theta,
-        theta_names: problem.family().names().to_vec(),
+        theta_names: family.names().to_vec(),
         stop_reason: stop,
         stop_message: message,
         skipped_steps: skipped,
@@ -466,6 +495,7 @@ fn measure(
     let sign = engine.problem().objective_sign();
     let crisp = engine.crisp_values();
     let elbo = sign * crisp.iter().sum::<f64>() / n as f64;
+    let value_se = (sample_variance(crisp.iter().copied()) / n as f64).sqrt();
     let d = engine.problem().dim();
     let mut var_sum = 0.0;
     for p in 0..d {
@@ -476,15 +506,21 @@ fn measure(
     engine.for_each_sample(|g| norms.push(g.map(|x| x * x).sum::<f64>().sqrt()));
     let var_norm = sample_variance(norms.iter().copied());
     let eta = engine.estimator().semantics(k);
+    let family = engine.problem().family();
+    let (latent_loc, latent_scale) = guide_moments(family, theta);
     let row = TrajectoryRow {
         iter: k,
-        elbo,
+        value: elbo,
+        value_se,
         var_component,
         var_norm,
         eta: match eta {
             crate::ir::Semantics::Smoothed { eta } => Some(eta),
             _ => None,
         },
+        params: theta[..family.model_param_count()].to_vec(),
+        latent_loc,
+        latent_scale,
     };
     let problem = (!elbo.is_finite()).then(|| match crisp.iter().position(|v| !v.is_finite()) {
         Some(l) => format!(
