@@ -277,7 +277,7 @@ fn reports_are_written_atomically_as_json_and_csv() {
     }
     let csv = std::fs::read_to_string(dir.join("trajectory.csv")).unwrap();
     assert!(
-        csv.starts_with("iter,elbo,var_component,var_norm,eta\n"),
+        csv.starts_with("iter,elbo,elbo_se,var_component,var_norm,eta,smoothed,gap,gap_se\n"),
         "{csv}"
     );
     assert_eq!(csv.lines().count(), 1 + 3);

@@ -24,8 +24,9 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = EstimatorArg::Dsgd)]
     estimator: EstimatorArg,
     /// Smoothing accuracy: DSGD reaches it at iteration 4000; Fixed uses it throughout.
-    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true, value_parser = positive)]
-    eta: f64,
+    /// `auto` (DSGD only) chooses it from the run's measurements (docs/adaptive-eta.md).
+    #[arg(long, default_value = "0.1", allow_negative_numbers = true, value_parser = eta_choice)]
+    eta: EtaChoice,
     /// DSGD's decay in eta_k = eta (4000 / (k + 1))^decay [default: 1 / (2 * nesting depth)].
     #[arg(long, allow_negative_numbers = true, value_parser = non_negative)]
     eta_decay: Option<f64>,
@@ -90,6 +91,22 @@ enum OnNonFiniteArg {
     Continue,
 }
 
+/// `--eta`: a positive number, or `auto`.
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum EtaChoice {
+    Value(f64),
+    Auto,
+}
+
+fn eta_choice(s: &str) -> Result<EtaChoice, String> {
+    if s.eq_ignore_ascii_case("auto") {
+        return Ok(EtaChoice::Auto);
+    }
+    positive(s)
+        .map(EtaChoice::Value)
+        .map_err(|e| format!("{e} (or `auto`)"))
+}
+
 fn at_least<const N: usize>(s: &str) -> Result<usize, String> {
     let x: usize = s
         .parse()
@@ -112,7 +129,11 @@ impl RunArgs {
                 EstimatorArg::Score => EstimatorKind::Score,
                 EstimatorArg::Lyy18 => EstimatorKind::Lyy18,
             },
-            eta: self.eta,
+            eta: match self.eta {
+                EtaChoice::Value(eta) => eta,
+                EtaChoice::Auto => dsgd::estimate::START_AMPLITUDE,
+            },
+            eta_auto: self.eta == EtaChoice::Auto,
             eta_decay: self.eta_decay,
             iterations: self.iters,
             batch: self.batch,
@@ -200,6 +221,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         write_summary(&mut out, &report, &written)?;
     }
     out.flush()?;
+    if let Some(w) = &report.smoothing_warning {
+        eprintln!("warning: {w}");
+    }
     match (report.stop_reason, &report.stop_message) {
         (StopReason::NonFinite, Some(msg)) => {
             eprintln!("error: run stopped {msg}");
@@ -238,7 +262,13 @@ fn locate(err: RunError, loaded: &Loaded) -> anyhow::Error {
 
 fn write_summary(out: &mut impl Write, r: &RunReport, written: &[PathBuf]) -> std::io::Result<()> {
     let mut est = r.estimator.clone();
-    if let Some(eta) = r.eta {
+    if r.eta_auto {
+        est += " (eta auto";
+        if let Some(d) = r.eta_decay {
+            est += &format!(", decay {d}");
+        }
+        est += ")";
+    } else if let Some(eta) = r.eta {
         est += &format!(" (eta {eta}");
         if let Some(d) = r.eta_decay {
             est += &format!(", decay {d}");
@@ -260,6 +290,14 @@ fn write_summary(out: &mut impl Write, r: &RunReport, written: &[PathBuf]) -> st
         "{} of {} iterations in {:.2} s ({}); final {what} {:.6}",
         r.iterations, r.iterations_requested, r.seconds, r.stop_reason, r.final_elbo
     )?;
+    if let Some(last) = r.trajectory.last()
+        && let (Some(gap), Some(se)) = (last.gap, last.gap_se)
+    {
+        writeln!(
+            out,
+            "smoothing gap at the end: {gap:.6} ± {se:.2e} (smoothed minus original {what})"
+        )?;
+    }
     let width = r.theta_names.iter().map(String::len).max().unwrap_or(0);
     for (name, value) in r.theta_names.iter().zip(&r.theta) {
         writeln!(out, "  {name:<width$}  {value:.6}")?;

@@ -4,6 +4,7 @@
 //! [`Engine`] drives batches, threads and averaging. Estimators never print and never draw
 //! their own Gaussian noise (the engine does), so all five see the same `z` for the same key.
 
+mod adaptive;
 mod chacha;
 mod engine;
 mod lyy18;
@@ -14,6 +15,7 @@ mod rng;
 mod schedule;
 mod score;
 
+pub use adaptive::{Adjustment, AutoEta, BiasProbe, START_AMPLITUDE};
 pub use engine::{Engine, NonFinite};
 pub use lyy18::Lyy18;
 pub use pathwise::Pathwise;

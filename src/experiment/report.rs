@@ -18,12 +18,22 @@ pub struct TrajectoryRow {
     /// Mean crisp `f` over the fresh samples: the ELBO, or in objective mode the user's `E`
     /// (for `minimize E` this is `E` itself, not the maximised `-E`).
     pub elbo: f64,
+    /// The standard error of `elbo` (the samples' std over the square root of their number).
+    pub elbo_se: f64,
     /// Mean over components of the per-component sample variance (ddof 1).
     pub var_component: f64,
     /// Sample variance (ddof 1) of the L2 norm of the gradient samples.
     pub var_norm: f64,
     /// The accuracy coefficient the estimator used at this iteration (smoothed estimators).
     pub eta: Option<f64>,
+    /// The smoothed objective at `eta` on the same samples as `elbo` (smoothed estimators).
+    pub smoothed: Option<f64>,
+    /// The smoothing gap `smoothed - elbo`: how far the problem the estimator differentiates
+    /// is from the original one at this iterate.
+    pub gap: Option<f64>,
+    /// The standard error of `gap` (the per-sample differences' std over the square root of
+    /// their number).
+    pub gap_se: Option<f64>,
 }
 
 /// Why a run ended.
@@ -54,6 +64,9 @@ pub struct RunReport {
     pub estimator: String,
     /// `--eta` (the accuracy at iteration 4000, or Fixed's constant); null when unused.
     pub eta: Option<f64>,
+    /// True when DSGD chose its accuracy from the run's measurements (`--eta auto`); the
+    /// trajectory's `eta` column shows the accuracy used at each measurement.
+    pub eta_auto: bool,
     /// The decay of DSGD's schedule; null for other estimators.
     pub eta_decay: Option<f64>,
     pub optimizer: String,
@@ -76,6 +89,9 @@ pub struct RunReport {
     pub stop_message: Option<String>,
     /// Steps skipped because the gradient was not finite (`--on-nonfinite continue`).
     pub skipped_steps: u64,
+    /// Set when a smoothing run ends with a smoothing gap larger than its noise: the answer
+    /// is then that of the smoothed problem, not yet of the original one.
+    pub smoothing_warning: Option<String>,
     pub trajectory: Vec<TrajectoryRow>,
     /// Wall-clock time of the run.
     pub seconds: f64,
@@ -87,14 +103,24 @@ impl RunReport {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
 
-    /// The trajectory as CSV (`iter,elbo,var_component,var_norm,eta`).
+    /// The trajectory as CSV (`iter,elbo,elbo_se,var_component,var_norm,eta,smoothed,gap,gap_se`).
     pub fn trajectory_csv(&self) -> Result<String, csv::Error> {
         let mut w = csv::Writer::from_writer(Vec::new());
         for row in &self.trajectory {
             w.serialize(row)?;
         }
         if self.trajectory.is_empty() {
-            w.write_record(["iter", "elbo", "var_component", "var_norm", "eta"])?;
+            w.write_record([
+                "iter",
+                "elbo",
+                "elbo_se",
+                "var_component",
+                "var_norm",
+                "eta",
+                "smoothed",
+                "gap",
+                "gap_se",
+            ])?;
         }
         let bytes = w
             .into_inner()
