@@ -75,6 +75,8 @@ enum EstimatorArg {
     Reparam,
     Score,
     Lyy18,
+    /// Score with a leave-one-out baseline.
+    Rloo,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -128,6 +130,7 @@ impl RunArgs {
                 EstimatorArg::Reparam => EstimatorKind::Reparam,
                 EstimatorArg::Score => EstimatorKind::Score,
                 EstimatorArg::Lyy18 => EstimatorKind::Lyy18,
+                EstimatorArg::Rloo => EstimatorKind::Rloo,
             },
             eta: match self.eta {
                 EtaChoice::Value(eta) => eta,

@@ -11,6 +11,7 @@ mod lyy18;
 mod normal;
 mod pathwise;
 mod problem;
+mod rloo;
 mod rng;
 mod schedule;
 mod score;
@@ -20,6 +21,7 @@ pub use engine::{Engine, NonFinite};
 pub use lyy18::Lyy18;
 pub use pathwise::Pathwise;
 pub use problem::{Problem, Scratch};
+pub use rloo::Rloo;
 pub use rng::{Channel, Purpose, SampleRng, StreamKey};
 pub use schedule::{K_MATCH, Schedule};
 pub use score::Score;
@@ -45,15 +47,18 @@ pub enum EstimatorKind {
     Score,
     /// Reparameterisation plus the boundary term of Lee, Yu and Yang (2018).
     Lyy18,
+    /// Score with a leave-one-out baseline (variance reduction; unbiased).
+    Rloo,
 }
 
 impl EstimatorKind {
-    pub const ALL: [EstimatorKind; 5] = [
+    pub const ALL: [EstimatorKind; 6] = [
         EstimatorKind::Dsgd,
         EstimatorKind::Fixed,
         EstimatorKind::Reparam,
         EstimatorKind::Score,
         EstimatorKind::Lyy18,
+        EstimatorKind::Rloo,
     ];
 
     pub fn name(self) -> &'static str {
@@ -63,6 +68,7 @@ impl EstimatorKind {
             EstimatorKind::Reparam => "reparam",
             EstimatorKind::Score => "score",
             EstimatorKind::Lyy18 => "lyy18",
+            EstimatorKind::Rloo => "rloo",
         }
     }
 
@@ -91,7 +97,7 @@ impl FromStr for EstimatorKind {
 /// Why an estimator cannot be set up.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum EstimateError {
-    #[error("unknown estimator `{0}` (expected one of dsgd, fixed, reparam, score, lyy18)")]
+    #[error("unknown estimator `{0}` (expected one of dsgd, fixed, reparam, score, lyy18, rloo)")]
     UnknownEstimator(String),
     #[error("eta must be positive and finite, got {0}")]
     BadEta(f64),
@@ -156,5 +162,6 @@ pub fn build(
         EstimatorKind::Reparam => Box::new(Pathwise::new(kind, Schedule::Crisp)),
         EstimatorKind::Score => Box::new(Score),
         EstimatorKind::Lyy18 => Box::new(Lyy18::new(problem)?),
+        EstimatorKind::Rloo => Box::new(Rloo),
     })
 }
