@@ -6,7 +6,7 @@
 mod infer_common;
 
 use dsgd::estimate::{self, Engine, EstimatorKind, Problem, Purpose, StreamKey};
-use dsgd::ir::{Builder, Dist, LatentKind, LatentSpec, Mode, Model};
+use dsgd::ir::{Builder, Dist, Mode, Model};
 use dsgd::special::normal_pdf;
 use infer_common::{example, vi_step, vi_step_gradient};
 
