@@ -82,7 +82,7 @@ pub(super) fn add_scores_with(
     coeff: &[f64],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if crate::eval::simd_available() {
+    if crate::cpu::avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
         unsafe { add_scores_avx2(cx, scratch, grads, coeff) };
         return;
