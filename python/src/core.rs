@@ -276,6 +276,7 @@ pub fn run_config(o: &FitOptions) -> Result<RunConfig, CoreError> {
         estimator: estimator_kind(&o.estimator)?,
         eta: o.eta,
         eta_decay: o.eta_decay,
+        eta_auto: false,
         iterations: o.iters,
         batch: o.batch,
         optimizer,
