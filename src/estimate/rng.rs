@@ -168,7 +168,7 @@ impl SampleRng {
     ) {
         let s = &mut s[..n * w];
         #[cfg(target_arch = "x86_64")]
-        if set == KernelSet::Avx2 && crate::eval::simd_available() {
+        if set == KernelSet::Avx2 && crate::cpu::avx2_fma() {
             // SAFETY: the CPU has AVX2 and FMA (checked just above).
             unsafe { self.fill_avx2(first as u64, w, n, s) };
             return;

@@ -9,7 +9,7 @@
 
 use crate::elementary;
 
-use super::kernels::Lanes;
+use super::instr::Lanes;
 
 /// The builds of a vector routine the binary may choose at run time. Every routine has the
 /// same operations in the same order in each, so the choice never shows in a result.
@@ -24,7 +24,7 @@ pub enum KernelSet {
 impl KernelSet {
     /// The fastest set this CPU runs.
     pub fn best() -> KernelSet {
-        if super::simd_available() {
+        if crate::cpu::avx2_fma() {
             KernelSet::Avx2
         } else {
             KernelSet::Portable
@@ -34,7 +34,7 @@ impl KernelSet {
     /// Every set this CPU runs, portable first.
     pub fn available() -> Vec<KernelSet> {
         let mut sets = vec![KernelSet::Portable];
-        if super::simd_available() {
+        if crate::cpu::avx2_fma() {
             sets.push(KernelSet::Avx2);
         }
         sets
@@ -57,7 +57,7 @@ pub fn ln_lanes(a: &Lanes) -> Lanes {
 /// portable build runs otherwise).
 pub fn exp_lanes_on(set: KernelSet, a: &Lanes) -> Lanes {
     #[cfg(target_arch = "x86_64")]
-    if set == KernelSet::Avx2 && super::simd_available() {
+    if set == KernelSet::Avx2 && crate::cpu::avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
         return unsafe { exp_avx2(a) };
     }
@@ -68,7 +68,7 @@ pub fn exp_lanes_on(set: KernelSet, a: &Lanes) -> Lanes {
 /// [`ln_lanes`] in the build `set` (see [`exp_lanes_on`]).
 pub fn ln_lanes_on(set: KernelSet, a: &Lanes) -> Lanes {
     #[cfg(target_arch = "x86_64")]
-    if set == KernelSet::Avx2 && super::simd_available() {
+    if set == KernelSet::Avx2 && crate::cpu::avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
         return unsafe { ln_avx2(a) };
     }
