@@ -194,7 +194,9 @@ fn exponential_model(dir: &std::path::Path) -> String {
     let path = dir.join("expo.dsgd");
     std::fs::write(
         &path,
-        "let z = sample Exponential(1) init(mean = 1, std = 1);\n",
+        // A latent's own support is no boundary (it is sampled on it), but an expression of
+        // latents observed from a half-line distribution keeps its support check.
+        "let z = sample Normal(1, 1);\nobserve z ~ Exponential(1);\n",
     )
     .unwrap();
     path.to_string_lossy().into_owned()
