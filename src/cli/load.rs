@@ -13,6 +13,8 @@ pub struct Loaded {
     /// The file name used in messages (`temperature.dsgd` for a built-in).
     pub file: String,
     pub source: String,
+    /// Whether `spec` named a built-in model (which brings its recommended settings).
+    pub builtin: bool,
 }
 
 /// Loads `spec`: an existing path is compiled; otherwise a built-in of that name. The model's
@@ -36,6 +38,7 @@ pub fn load_with_data(spec: &str, data: Option<&Path>) -> anyhow::Result<Loaded>
             model,
             file: spec.to_string(),
             source,
+            builtin: false,
         });
     }
     if let Some(result) = models::builtin_with_data(spec, &data) {
@@ -46,6 +49,7 @@ pub fn load_with_data(spec: &str, data: Option<&Path>) -> anyhow::Result<Loaded>
             model,
             file: format!("{spec}.dsgd"),
             source,
+            builtin: true,
         });
     }
     if path.exists() {
