@@ -12,6 +12,7 @@ pub mod figure1a;
 pub mod observe;
 pub mod paper;
 pub mod plot;
+pub mod precise;
 pub mod report;
 pub mod report_md;
 pub mod reproduce;
