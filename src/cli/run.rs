@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use dsgd::estimate::{EstimateError, EstimatorKind};
 use dsgd::experiment::observe::Observer;
+use dsgd::experiment::precise::PreciseConfig;
 use dsgd::experiment::report::{RunReport, StopReason};
 use dsgd::experiment::run::{OnNonFinite, RunConfig, RunError, run as run_model};
 use dsgd::optim::{AdamConfig, OptimizerConfig, SgdConfig};
@@ -65,6 +66,20 @@ pub struct RunArgs {
     /// What to do when the objective or a gradient is NaN or infinite.
     #[arg(long, value_enum, default_value_t = OnNonFiniteArg::Stop)]
     on_nonfinite: OnNonFiniteArg,
+    /// Also measure the objective at the final parameters precisely: fresh samples until the
+    /// standard error is at most --precise-rel-se of the value (at least
+    /// --precise-min-samples, at most --precise-max-samples); reported as `final_precise`.
+    #[arg(long)]
+    precise: bool,
+    /// The precise measurement's target standard error, relative to |value|.
+    #[arg(long, default_value_t = PreciseConfig::default().rel_se, value_parser = positive, requires = "precise")]
+    precise_rel_se: f64,
+    /// The precise measurement's floor of samples.
+    #[arg(long, default_value_t = PreciseConfig::default().min_samples, value_parser = at_least::<2>, requires = "precise")]
+    precise_min_samples: usize,
+    /// The precise measurement's cap of samples.
+    #[arg(long, default_value_t = PreciseConfig::default().max_samples, value_parser = at_least::<2>, requires = "precise")]
+    precise_max_samples: usize,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -140,6 +155,11 @@ impl RunArgs {
                 OnNonFiniteArg::Continue => OnNonFinite::Continue,
             },
             threads: self.threads,
+            precise: self.precise.then_some(PreciseConfig {
+                rel_se: self.precise_rel_se,
+                min_samples: self.precise_min_samples,
+                max_samples: self.precise_max_samples,
+            }),
         }
     }
 }
@@ -260,6 +280,13 @@ fn write_summary(out: &mut impl Write, r: &RunReport, written: &[PathBuf]) -> st
         "{} of {} iterations in {:.2} s ({}); final {what} {:.6}",
         r.iterations, r.iterations_requested, r.seconds, r.stop_reason, r.final_elbo
     )?;
+    if let Some(p) = &r.final_precise {
+        writeln!(
+            out,
+            "precise final {what} {:.6} ± {:.2e} (standard error, {} samples)",
+            p.value, p.se, p.samples
+        )?;
+    }
     let width = r.theta_names.iter().map(String::len).max().unwrap_or(0);
     for (name, value) in r.theta_names.iter().zip(&r.theta) {
         writeln!(out, "  {name:<width$}  {value:.6}")?;

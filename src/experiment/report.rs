@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::precise::PreciseValue;
+
 /// One measurement: at iteration `iter` (steps taken so far), the crisp objective estimate
 /// and the variance of the estimator's gradient samples.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -69,6 +71,11 @@ pub struct RunReport {
     pub log_samples: usize,
     /// The last logged objective estimate.
     pub final_elbo: f64,
+    /// The objective at the final parameters from many samples, with its standard error
+    /// (`value`, `se`, `samples`); only when asked for (`dsgd run --precise`, and in
+    /// `dsgd reproduce`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_precise: Option<PreciseValue>,
     pub theta: Vec<f64>,
     pub theta_names: Vec<String>,
     pub stop_reason: StopReason,

@@ -13,6 +13,7 @@ use std::time::Instant;
 use thiserror::Error;
 
 use super::observe::Observer;
+use super::precise::{self, PreciseConfig};
 use super::report::{RunReport, StopReason, TrajectoryRow};
 use crate::estimate::{
     self, Engine, EstimateError, EstimatorKind, NonFinite, Problem, Purpose, StreamKey,
@@ -48,6 +49,9 @@ pub struct RunConfig {
     pub on_nonfinite: OnNonFinite,
     /// Worker threads; `None` uses rayon's global pool.
     pub threads: Option<usize>,
+    /// Measure the objective at the final parameters precisely (many samples, a stated
+    /// standard error) besides the paper's 1,000-sample final value; `None`: do not.
+    pub precise: Option<PreciseConfig>,
 }
 
 impl Default for RunConfig {
@@ -64,6 +68,7 @@ impl Default for RunConfig {
             log_samples: 1000,
             on_nonfinite: OnNonFinite::Stop,
             threads: None,
+            precise: None,
         }
     }
 }
@@ -127,6 +132,9 @@ impl RunConfig {
         if self.threads == Some(0) {
             return bad("threads must be at least 1".into());
         }
+        if let Some(p) = &self.precise {
+            p.validate().map_err(RunError::Config)?;
+        }
         Ok(())
     }
 }
@@ -180,6 +188,10 @@ fn run_in_pool(
         ..
     } = runner;
     let problem = engine.problem();
+    // A parameter vector the family rejects has no precise value (the run's message says why).
+    let final_precise = config
+        .precise
+        .and_then(|p| precise::measure(problem, &theta, config.seed, done, &p).ok());
     let kind = config.estimator;
     let report = RunReport {
         model: problem.name().to_string(),
@@ -204,6 +216,7 @@ fn run_in_pool(
         log_every: config.log_every,
         log_samples: config.log_samples,
         final_elbo: trajectory.last().map_or(f64::NAN, |r| r.elbo),
+        final_precise,
         theta,
         theta_names: problem.family().names().to_vec(),
         stop_reason: stop,
