@@ -17,6 +17,8 @@ fn cell(kind: EstimatorKind, eta: Option<f64>, finals: &[f64], var: f64) -> Cell
         },
         final_elbo: finals.to_vec(),
         summary: Summary::of(finals),
+        final_precise: vec![None; finals.len()],
+        precise_summary: Summary::of(&[]),
         mean_var_component: var,
         mean_var_norm: 2.0 * var,
         late_elbo_std: 0.0,

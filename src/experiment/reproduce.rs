@@ -15,6 +15,7 @@ use super::compare::{self, ModelComparison};
 use super::cost::{self, Cost, CostConfig};
 use super::figure1a::write_figure1a;
 use super::plot::{PlotError, write_svg_and_png};
+use super::precise::PreciseConfig;
 use super::report::{RunReport, write_atomic};
 use super::run::{OnNonFinite, RunConfig, RunError};
 use super::sweep::{self, Job};
@@ -57,6 +58,8 @@ pub struct ReproduceConfig {
     pub log_samples: usize,
     /// The eta whose DSGD and Fixed runs give Table 2's variances.
     pub variance_eta: f64,
+    /// Each run's precise final value (see [`super::precise`]); `None`: not measured.
+    pub precise: Option<PreciseConfig>,
     #[serde(skip)]
     pub cost: CostConfig,
 }
@@ -75,6 +78,11 @@ impl ReproduceConfig {
             log_every: 100,
             log_samples: 1000,
             variance_eta: 0.1,
+            precise: Some(PreciseConfig {
+                rel_se: 1e-3,
+                min_samples: 1 << 15,
+                max_samples: 1 << 18,
+            }),
             cost: CostConfig::default(),
         }
     }
@@ -88,6 +96,11 @@ impl ReproduceConfig {
             etas: vec![0.1, 0.14],
             iterations: 1000,
             log_samples: 200,
+            precise: Some(PreciseConfig {
+                rel_se: 1e-3,
+                min_samples: 1 << 13,
+                max_samples: 1 << 15,
+            }),
             cost: CostConfig {
                 batch: 16,
                 warmup_seconds: 0.02,
@@ -113,6 +126,7 @@ impl ReproduceConfig {
             log_every: self.log_every,
             log_samples: self.log_samples,
             on_nonfinite: OnNonFinite::Stop,
+            precise: self.precise,
             ..RunConfig::default()
         }
     }
