@@ -71,6 +71,11 @@ pub struct RunReport {
     pub log_samples: usize,
     /// The last logged objective estimate.
     pub final_elbo: f64,
+    /// The standard error `final_elbo` states from its own samples (their standard deviation
+    /// / sqrt(log_samples)); reported with `final_precise`, to tell whether the two disagree
+    /// beyond their errors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_elbo_se: Option<f64>,
     /// The objective at the final parameters from many samples, with its standard error
     /// (`value`, `se`, `samples`); only when asked for (`dsgd run --precise`, and in
     /// `dsgd reproduce`).

@@ -185,8 +185,15 @@ fn run_in_pool(
         message,
         skipped,
         done,
+        probe,
         ..
     } = runner;
+    // The last measurement is the final value's: its samples are still in the probe.
+    let final_elbo_se = config.precise.and_then(|_| {
+        let crisp = probe.crisp_values();
+        (trajectory.last().is_some_and(|r| r.iter == done) && crisp.len() >= 2)
+            .then(|| standard_error(crisp))
+    });
     let problem = engine.problem();
     // A parameter vector the family rejects has no precise value (the run's message says why).
     let final_precise = config
@@ -216,6 +223,7 @@ fn run_in_pool(
         log_every: config.log_every,
         log_samples: config.log_samples,
         final_elbo: trajectory.last().map_or(f64::NAN, |r| r.elbo),
+        final_elbo_se,
         final_precise,
         theta,
         theta_names: problem.family().names().to_vec(),
@@ -471,6 +479,11 @@ fn measure(
         None => format!("at iteration {k}: the objective estimate is {elbo}"),
     });
     Ok((row, problem))
+}
+
+/// The standard error of the mean of `xs`.
+fn standard_error(xs: &[f64]) -> f64 {
+    (sample_variance(xs.iter().copied()) / xs.len() as f64).sqrt()
 }
 
 /// The sample variance (ddof 1), two-pass for accuracy.
