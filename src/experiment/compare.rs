@@ -161,6 +161,9 @@ pub struct Cell {
     pub summary: Summary,
     /// The precise final value per seed, in seed order, where the runs measured one.
     pub final_precise: Vec<Option<PreciseValue>>,
+    /// The standard error each seed's final ELBO states from its own samples (with the
+    /// precise values).
+    pub final_elbo_se: Vec<Option<f64>>,
     /// [`Summary`] of the precise values (`n` is 0 when none was measured).
     pub precise_summary: Summary,
     /// Mean over every logged iterate of every seed of `Avg(V(.))` and of `V(||.||_2)`.
@@ -248,6 +251,7 @@ pub fn aggregate(
                 final_elbo: finals,
                 precise_summary: Summary::of(&precise_values),
                 final_precise: precise,
+                final_elbo_se: runs.iter().map(|r| r.final_elbo_se).collect(),
                 mean_var_component: mean_of(&|r| r.var_component),
                 mean_var_norm: mean_of(&|r| r.var_norm),
                 late_elbo_std: {
