@@ -8,6 +8,7 @@ pub mod claims;
 pub mod compare;
 pub mod cost;
 pub mod diagnose;
+pub mod fidelity_md;
 pub mod figure1a;
 pub mod observe;
 pub mod paper;
