@@ -18,7 +18,7 @@ fn cell(kind: EstimatorKind, eta: Option<f64>, finals: &[f64], var: f64) -> Cell
         final_elbo: finals.to_vec(),
         summary: Summary::of(finals),
         final_precise: vec![None; finals.len()],
-        final_elbo_se: vec![None; finals.len()],
+        final_value_se: vec![0.0; finals.len()],
         precise_summary: Summary::of(&[]),
         mean_var_component: var,
         mean_var_norm: 2.0 * var,

@@ -13,6 +13,8 @@ pub struct Loaded {
     /// The file name used in messages (`temperature.dsgd` for a built-in).
     pub file: String,
     pub source: String,
+    /// Whether `spec` named a built-in model (which brings its recommended settings).
+    pub builtin: bool,
 }
 
 /// Loads `spec`: an existing path is compiled; otherwise a built-in of that name.
@@ -37,6 +39,7 @@ pub fn load(spec: &str) -> anyhow::Result<Loaded> {
             model,
             file: spec.to_string(),
             source,
+            builtin: false,
         });
     }
     if let Some(result) = models::builtin(spec) {
@@ -47,6 +50,7 @@ pub fn load(spec: &str) -> anyhow::Result<Loaded> {
             model,
             file: format!("{spec}.dsgd"),
             source,
+            builtin: true,
         });
     }
     if path.exists() {

@@ -9,8 +9,9 @@ use clap::{Args, ValueEnum};
 use dsgd::estimate::{EstimateError, EstimatorKind};
 use dsgd::experiment::observe::Observer;
 use dsgd::experiment::precise::PreciseConfig;
-use dsgd::experiment::report::{RunReport, StopReason};
+use dsgd::experiment::report::{ObjectiveKind, RunReport, StopReason};
 use dsgd::experiment::run::{OnNonFinite, RunConfig, RunError, run as run_model};
+use dsgd::models::Recommended;
 use dsgd::optim::{AdamConfig, OptimizerConfig, SgdConfig};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -25,9 +26,11 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = EstimatorArg::Dsgd)]
     estimator: EstimatorArg,
     /// Smoothing accuracy: DSGD reaches it at iteration 4000; Fixed uses it throughout.
-    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true, value_parser = positive)]
-    eta: f64,
-    /// DSGD's decay in eta_k = eta (4000 / (k + 1))^decay [default: 1 / (2 * nesting depth)].
+    /// `auto` (DSGD only) chooses it from the run's measurements (docs/adaptive-eta.md).
+    #[arg(long, default_value = "0.1", allow_negative_numbers = true, value_parser = eta_choice)]
+    eta: EtaChoice,
+    /// DSGD's decay in eta_k = eta (4000 / (k + 1))^decay [default: a built-in model's own,
+    /// else 1 / (2 * nesting depth)].
     #[arg(long, allow_negative_numbers = true, value_parser = non_negative)]
     eta_decay: Option<f64>,
     /// Optimisation steps.
@@ -39,7 +42,8 @@ pub struct RunArgs {
     /// The optimiser.
     #[arg(long, value_enum, default_value_t = OptimizerArg::Adam)]
     optimizer: OptimizerArg,
-    /// Step size: Adam's (default 0.0015) or SGD's gamma_0 in gamma_0 / k^p (default 0.5).
+    /// Step size: Adam's (default: a built-in model's own, else 0.0015) or SGD's gamma_0 in
+    /// gamma_0 / k^p (default 0.5).
     #[arg(long, allow_negative_numbers = true, value_parser = positive)]
     lr: Option<f64>,
     /// SGD's p in gamma_0 / k^p.
@@ -89,6 +93,8 @@ enum EstimatorArg {
     Reparam,
     Score,
     Lyy18,
+    /// Score with a leave-one-out baseline.
+    Rloo,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -105,6 +111,22 @@ enum OnNonFiniteArg {
     Continue,
 }
 
+/// `--eta`: a positive number, or `auto`.
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum EtaChoice {
+    Value(f64),
+    Auto,
+}
+
+fn eta_choice(s: &str) -> Result<EtaChoice, String> {
+    if s.eq_ignore_ascii_case("auto") {
+        return Ok(EtaChoice::Auto);
+    }
+    positive(s)
+        .map(EtaChoice::Value)
+        .map_err(|e| format!("{e} (or `auto`)"))
+}
+
 fn at_least<const N: usize>(s: &str) -> Result<usize, String> {
     let x: usize = s
         .parse()
@@ -117,8 +139,9 @@ fn at_least<const N: usize>(s: &str) -> Result<usize, String> {
 }
 
 impl RunArgs {
-    /// The validated run settings (clap has checked each value's range).
-    fn config(&self) -> RunConfig {
+    /// The validated run settings (clap has checked each value's range); what the user left
+    /// unset comes from `recommended` (a built-in model's settings) or the general defaults.
+    fn config(&self, recommended: Recommended) -> RunConfig {
         RunConfig {
             estimator: match self.estimator {
                 EstimatorArg::Dsgd => EstimatorKind::Dsgd,
@@ -126,16 +149,21 @@ impl RunArgs {
                 EstimatorArg::Reparam => EstimatorKind::Reparam,
                 EstimatorArg::Score => EstimatorKind::Score,
                 EstimatorArg::Lyy18 => EstimatorKind::Lyy18,
+                EstimatorArg::Rloo => EstimatorKind::Rloo,
             },
-            eta: self.eta,
-            eta_decay: self.eta_decay,
+            eta: match self.eta {
+                EtaChoice::Value(eta) => eta,
+                EtaChoice::Auto => dsgd::estimate::START_AMPLITUDE,
+            },
+            eta_auto: self.eta == EtaChoice::Auto,
+            eta_decay: self.eta_decay.or(recommended.eta_decay),
             iterations: self.iters,
             batch: self.batch,
             optimizer: match self.optimizer {
                 OptimizerArg::Adam => {
                     let d = AdamConfig::default();
                     OptimizerConfig::Adam(AdamConfig {
-                        lr: self.lr.unwrap_or(d.lr),
+                        lr: self.lr.or(recommended.lr).unwrap_or(d.lr),
                         ..d
                     })
                 }
@@ -187,7 +215,7 @@ impl Observer for Progress {
     }
 
     fn logged(&mut self, row: &dsgd::experiment::report::TrajectoryRow) {
-        self.bar.set_message(format!("objective {:.4}", row.elbo));
+        self.bar.set_message(format!("value {:.4}", row.value));
     }
 
     fn finished(&mut self, _report: &RunReport) {
@@ -197,7 +225,12 @@ impl Observer for Progress {
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let loaded = load(&args.model)?;
-    let config = args.config();
+    let recommended = if loaded.builtin {
+        dsgd::models::recommended(&loaded.model.name)
+    } else {
+        Recommended::default()
+    };
+    let config = args.config(recommended);
     let mut progress = std::io::stderr()
         .is_terminal()
         .then(|| Progress::new(config.iterations));
@@ -217,9 +250,25 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         writeln!(out, "{}", report.to_json())?;
     } else {
-        write_summary(&mut out, &report, &written)?;
+        let own = Own {
+            lr: args.lr.is_none()
+                && recommended.lr.is_some()
+                && args.optimizer == OptimizerArg::Adam,
+            decay: args.eta_decay.is_none() && recommended.eta_decay.is_some(),
+        };
+        write_summary(&mut out, &report, own, &written)?;
     }
     out.flush()?;
+    if let Some(w) = &report.smoothing_warning {
+        eprintln!("warning: {w}");
+    }
+    if report.iterations > 0 && report.skipped_steps == report.iterations {
+        eprintln!(
+            "error: every step was skipped: the gradient was never finite ({})",
+            report.stop_message.as_deref().unwrap_or("no message")
+        );
+        return Ok(ExitCode::from(1));
+    }
     match (report.stop_reason, &report.stop_message) {
         (StopReason::NonFinite, Some(msg)) => {
             eprintln!("error: run stopped {msg}");
@@ -234,6 +283,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         _ => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// Which settings came from the built-in model rather than the user or the defaults.
+#[derive(Copy, Clone, Debug, Default)]
+struct Own {
+    lr: bool,
+    decay: bool,
 }
 
 /// A run error, with a non-affine guard's source position as `file:line:column`.
@@ -256,29 +312,47 @@ fn locate(err: RunError, loaded: &Loaded) -> anyhow::Error {
     }
 }
 
-fn write_summary(out: &mut impl Write, r: &RunReport, written: &[PathBuf]) -> std::io::Result<()> {
+fn write_summary(
+    out: &mut impl Write,
+    r: &RunReport,
+    own: Own,
+    written: &[PathBuf],
+) -> std::io::Result<()> {
+    let mark = |yes: bool| if yes { " (the model's own)" } else { "" };
     let mut est = r.estimator.clone();
-    if let Some(eta) = r.eta {
+    if r.eta_auto {
+        est += " (eta auto";
+        if let Some(d) = r.eta_decay {
+            est += &format!(", decay {d}{}", mark(own.decay));
+        }
+        est += ")";
+    } else if let Some(eta) = r.eta {
         est += &format!(" (eta {eta}");
         if let Some(d) = r.eta_decay {
-            est += &format!(", decay {d}");
+            est += &format!(", decay {d}{}", mark(own.decay));
         }
         est += ")";
     }
     writeln!(
         out,
-        "{}: {est}, {} lr {}, batch {}, seed {}",
-        r.model, r.optimizer, r.lr, r.batch, r.seed
+        "{}: {est}, {} lr {}{}, batch {}, seed {}",
+        r.model,
+        r.optimizer,
+        r.lr,
+        mark(own.lr),
+        r.batch,
+        r.seed
     )?;
-    let what = if r.mode == "variational" {
-        "ELBO"
-    } else {
-        "objective"
-    };
+    let what = r.kind.label();
     writeln!(
         out,
-        "{} of {} iterations in {:.2} s ({}); final {what} {:.6}",
-        r.iterations, r.iterations_requested, r.seconds, r.stop_reason, r.final_elbo
+        "{} of {} iterations in {:.2} s ({}); final {what} {:.6} (standard error {:.2e})",
+        r.iterations,
+        r.iterations_requested,
+        r.seconds,
+        r.stop_reason,
+        r.final_value,
+        r.final_value_se
     )?;
     if let Some(p) = &r.final_precise {
         writeln!(
@@ -287,12 +361,61 @@ fn write_summary(out: &mut impl Write, r: &RunReport, written: &[PathBuf]) -> st
             p.value, p.se, p.samples
         )?;
     }
-    let width = r.theta_names.iter().map(String::len).max().unwrap_or(0);
-    for (name, value) in r.theta_names.iter().zip(&r.theta) {
-        writeln!(out, "  {name:<width$}  {value:.6}")?;
+    if let Some(last) = r.trajectory.last()
+        && let (Some(gap), Some(se)) = (last.gap, last.gap_se)
+    {
+        writeln!(
+            out,
+            "smoothing gap at the end: {gap:.6} ± {se:.2e} (smoothed minus original {what})"
+        )?;
+    }
+    writeln!(out, "{}", r.convergence)?;
+    if !r.params.0.is_empty() {
+        writeln!(out, "parameters:")?;
+        let width = r.params.names().map(str::len).max().unwrap_or(0);
+        for (name, value) in &r.params.0 {
+            writeln!(out, "  {name:<width$}  {value:.6}")?;
+        }
+    }
+    if !r.latents.is_empty() {
+        let heading = match r.kind {
+            ObjectiveKind::Elbo => "latents (posterior approximation)",
+            ObjectiveKind::Objective => "latents (sampling distribution at the final parameters)",
+        };
+        writeln!(out, "{heading}:")?;
+        let width = r
+            .latents
+            .iter()
+            .map(|l| l.name.len())
+            .max()
+            .unwrap_or(0)
+            .max(6);
+        writeln!(
+            out,
+            "  {:<width$}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}",
+            "latent", "mean", "sd", "5%", "50%", "95%"
+        )?;
+        for l in &r.latents {
+            writeln!(
+                out,
+                "  {:<width$}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}",
+                l.name,
+                short(l.mean),
+                short(l.sd),
+                short(l.q05),
+                short(l.q50),
+                short(l.q95)
+            )?;
+        }
     }
     for path in written {
         writeln!(out, "wrote {}", path.display())?;
     }
     Ok(())
+}
+
+/// A number in at most 11 characters, six significant digits.
+fn short(x: f64) -> String {
+    let s = format!("{x:.6}");
+    if s.len() <= 11 { s } else { format!("{x:.4e}") }
 }

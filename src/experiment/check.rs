@@ -21,6 +21,9 @@ pub struct CheckReport {
     /// Every guard is safe: the convergence theorem applies.
     pub safe: bool,
     pub unsafe_guards: Vec<GuardNote>,
+    /// Guards that read a parameter directly: Reparam and Score are then biased (their crisp
+    /// gradients miss the moving boundary) even when every guard is safe.
+    pub param_dependent_guards: Vec<GuardNote>,
     /// Number of guards that are affine in the latents.
     pub affine_guards: usize,
     pub lyy18_applicable: bool,
@@ -29,6 +32,20 @@ pub struct CheckReport {
     pub default_eta_decay: f64,
     /// Every if-statement, in the program's numbering.
     pub guards: Vec<GuardDetail>,
+    /// Every latent's support and the transform that puts it on the real line (the guide is
+    /// Gaussian on the unconstrained value).
+    pub latent_supports: Vec<LatentSupport>,
+}
+
+/// Where one latent lives: `support` `real`, `(0, inf)`, `(0, 1)`; `transform` `identity`,
+/// `exp` or `logit` (`z = T(u)`, the guide on `u`).
+#[derive(Clone, Debug, Serialize)]
+pub struct LatentSupport {
+    pub name: String,
+    pub support: String,
+    pub transform: String,
+    /// `z = T(u)` with the latent's name, e.g. `s = exp(u)`.
+    pub formula: String,
 }
 
 /// One if-statement as the analyses see it.
@@ -83,6 +100,14 @@ impl CheckReport {
             location: where_(g.index, g.span),
             reason: why.to_string(),
         });
+        let param_dependent_guards = a
+            .param_dependent()
+            .map(|g| GuardNote {
+                index: g.index,
+                location: where_(g.index, g.span),
+                reason: "the guard depends on a parameter directly".to_string(),
+            })
+            .collect();
         let fixed_latents = model
             .latents
             .iter()
@@ -106,8 +131,23 @@ impl CheckReport {
                 }),
             })
             .collect();
+        let latent_supports = p
+            .latent_names()
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let t = p.latent_transform(i);
+                LatentSupport {
+                    name: name.clone(),
+                    support: t.support_text(),
+                    transform: t.name().to_string(),
+                    formula: t.formula(name, "u"),
+                }
+            })
+            .collect();
         CheckReport {
             guards,
+            latent_supports,
             model: model.name.clone(),
             mode: match model.mode {
                 Mode::Variational => "variational".to_string(),
@@ -122,6 +162,7 @@ impl CheckReport {
             nodes: p.node_count(),
             safe: a.safe(),
             unsafe_guards,
+            param_dependent_guards,
             affine_guards: a.guards.iter().filter(|g| g.affine.is_ok()).count(),
             lyy18_applicable: a.all_affine(),
             lyy18_blocked_by,
@@ -139,6 +180,26 @@ impl std::fmt::Display for CheckReport {
             String::new()
         };
         writeln!(f, "  latents        {}{fixed}", self.latents)?;
+        let constrained: Vec<&LatentSupport> = self
+            .latent_supports
+            .iter()
+            .filter(|l| l.transform != "identity")
+            .collect();
+        for (k, l) in constrained.iter().take(10).enumerate() {
+            let label = if k == 0 { "constrained" } else { "" };
+            writeln!(
+                f,
+                "  {label:<13}  {} in {}: {}, guide on u",
+                l.name, l.support, l.formula
+            )?;
+        }
+        if constrained.len() > 10 {
+            writeln!(
+                f,
+                "                 ... and {} more",
+                constrained.len() - 10
+            )?;
+        }
         writeln!(f, "  parameters     {}", self.params)?;
         writeln!(f, "  if-statements  {}", self.if_statements)?;
         writeln!(f, "  nesting depth  {}", self.nesting_depth)?;
@@ -176,6 +237,16 @@ impl std::fmt::Display for CheckReport {
             if groups.len() > 10 {
                 writeln!(f, "    ... and {} more places", groups.len() - 10)?;
             }
+        }
+        if let Some(first) = self.param_dependent_guards.first() {
+            writeln!(
+                f,
+                "  warning        {} guard(s) depend on a parameter directly (first at {}): \
+                 Reparam and Score are biased there; only smoothing (dsgd, fixed) accounts \
+                 for the moving boundary (see `dsgd advise`)",
+                self.param_dependent_guards.len(),
+                first.location
+            )?;
         }
         writeln!(
             f,

@@ -70,7 +70,8 @@ pub fn lyy18_refusal(model: &Model) -> Option<String> {
     }
 }
 
-/// The arms of a comparison, in table order: DSGD per eta, Fixed per eta, Score, Reparam,
+/// The arms of a comparison, in table order: DSGD per eta, Fixed per eta, Score, RLOO (Score
+/// with a leave-one-out baseline), Reparam,
 /// and LYY18 when `lyy18` is true.
 pub fn arms(etas: &[f64], lyy18: bool) -> Vec<Arm> {
     let mut v = Vec::new();
@@ -82,6 +83,10 @@ pub fn arms(etas: &[f64], lyy18: bool) -> Vec<Arm> {
     }
     v.push(Arm {
         estimator: EstimatorKind::Score,
+        eta: None,
+    });
+    v.push(Arm {
+        estimator: EstimatorKind::Rloo,
         eta: None,
     });
     v.push(Arm {
@@ -161,9 +166,8 @@ pub struct Cell {
     pub summary: Summary,
     /// The precise final value per seed, in seed order, where the runs measured one.
     pub final_precise: Vec<Option<PreciseValue>>,
-    /// The standard error each seed's final ELBO states from its own samples (with the
-    /// precise values).
-    pub final_elbo_se: Vec<Option<f64>>,
+    /// The standard error each seed's final value states from its own samples.
+    pub final_value_se: Vec<f64>,
     /// [`Summary`] of the precise values (`n` is 0 when none was measured).
     pub precise_summary: Summary,
     /// Mean over every logged iterate of every seed of `Avg(V(.))` and of `V(||.||_2)`.
@@ -230,7 +234,7 @@ pub fn aggregate(
         .map(|arm| {
             let runs: Vec<&RunReport> =
                 reports.iter().copied().filter(|r| arm.matches(r)).collect();
-            let finals: Vec<f64> = runs.iter().map(|r| r.final_elbo).collect();
+            let finals: Vec<f64> = runs.iter().map(|r| r.final_value).collect();
             let precise: Vec<Option<PreciseValue>> = runs.iter().map(|r| r.final_precise).collect();
             let precise_values: Vec<f64> = precise.iter().flatten().map(|p| p.value).collect();
             let mean_of = |get: &dyn Fn(&super::report::TrajectoryRow) -> f64| {
@@ -251,7 +255,7 @@ pub fn aggregate(
                 final_elbo: finals,
                 precise_summary: Summary::of(&precise_values),
                 final_precise: precise,
-                final_elbo_se: runs.iter().map(|r| r.final_elbo_se).collect(),
+                final_value_se: runs.iter().map(|r| r.final_value_se).collect(),
                 mean_var_component: mean_of(&|r| r.var_component),
                 mean_var_norm: mean_of(&|r| r.var_norm),
                 late_elbo_std: {
@@ -261,7 +265,7 @@ pub fn aggregate(
                             let n = r.trajectory.len();
                             let tail: Vec<f64> = r.trajectory[n.saturating_sub(10)..]
                                 .iter()
-                                .map(|t| t.elbo)
+                                .map(|t| t.value)
                                 .collect();
                             Summary::of(&tail).std
                         })
@@ -297,9 +301,9 @@ pub fn mean_trajectory(runs: &[&RunReport]) -> Vec<(f64, f64)> {
     let mut acc: std::collections::BTreeMap<u64, (f64, usize)> = Default::default();
     for r in runs {
         for row in &r.trajectory {
-            if row.elbo.is_finite() {
+            if row.value.is_finite() {
                 let e = acc.entry(row.iter).or_insert((0.0, 0));
-                e.0 += row.elbo;
+                e.0 += row.value;
                 e.1 += 1;
             }
         }

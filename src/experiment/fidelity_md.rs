@@ -41,15 +41,15 @@ impl Flattery {
 /// their errors.
 pub fn flattery(model: &str, c: &Cell) -> Option<Flattery> {
     let mut diffs = Vec::new();
-    let mut var = 0.0;
+    let mut var = 0.0f64;
     let mut seeds_high = 0;
     for ((short, p), short_se) in c
         .final_elbo
         .iter()
         .zip(&c.final_precise)
-        .zip(&c.final_elbo_se)
+        .zip(&c.final_value_se)
     {
-        let (p, short_se) = ((*p)?, (*short_se)?);
+        let p = (*p)?;
         let d = short - p.value;
         let v = short_se * short_se + p.se * p.se;
         if !(d.is_finite() && v.is_finite()) {

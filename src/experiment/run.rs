@@ -8,15 +8,19 @@
 //! iterate they start from), and the steps draw their next noise ahead; both are applied in
 //! the serial order.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use thiserror::Error;
 
+use super::convergence::{RunFacts, assess};
 use super::observe::Observer;
 use super::precise::{self, PreciseConfig};
-use super::report::{RunReport, StopReason, TrajectoryRow};
+use super::report::{NamedValues, ObjectiveKind, RunReport, StopReason, TrajectoryRow};
+use super::summary::{guide_moments, latent_summaries, param_values};
 use crate::estimate::{
-    self, Engine, EstimateError, EstimatorKind, NonFinite, Problem, Purpose, StreamKey,
+    self, AutoEta, BiasProbe, Engine, EstimateError, EstimatorKind, NonFinite, Pathwise, Problem,
+    Purpose, StreamKey,
 };
 use crate::family::FamilyError;
 use crate::ir::{Mode, Model};
@@ -40,6 +44,9 @@ pub struct RunConfig {
     pub eta: f64,
     /// DSGD's decay; `None` means `1 / (2 l)` from the nesting depth.
     pub eta_decay: Option<f64>,
+    /// `--eta auto`: DSGD's accuracy is chosen from the run's measurements
+    /// (`estimate::AutoEta`) and `eta` is not read.
+    pub eta_auto: bool,
     pub iterations: u64,
     pub batch: usize,
     pub optimizer: OptimizerConfig,
@@ -60,6 +67,7 @@ impl Default for RunConfig {
             estimator: EstimatorKind::Dsgd,
             eta: 0.1,
             eta_decay: None,
+            eta_auto: false,
             iterations: 10_000,
             batch: 16,
             optimizer: OptimizerConfig::Adam(Default::default()),
@@ -84,6 +92,9 @@ pub enum RunError {
     Estimate(#[from] EstimateError),
     #[error("cannot start worker threads: {0}")]
     Threads(String),
+    /// The caller's cancel flag was raised (e.g. Ctrl-C in the Python package).
+    #[error("the run was cancelled")]
+    Cancelled,
 }
 
 impl RunConfig {
@@ -92,6 +103,12 @@ impl RunConfig {
         let bad = |s: String| Err(RunError::Config(s));
         if !(self.eta > 0.0 && self.eta.is_finite()) {
             return bad(format!("eta must be positive and finite, got {}", self.eta));
+        }
+        if self.eta_auto && self.estimator != EstimatorKind::Dsgd {
+            return bad(format!(
+                "eta auto adapts DSGD's schedule only, not {}'s",
+                self.estimator
+            ));
         }
         if let Some(d) = self.eta_decay.filter(|d| !(*d >= 0.0 && d.is_finite())) {
             return bad(format!(
@@ -145,16 +162,29 @@ pub fn run(
     config: &RunConfig,
     observers: &mut [&mut dyn Observer],
 ) -> Result<RunReport, RunError> {
+    run_cancellable(model, config, observers, &AtomicBool::new(false))
+}
+
+/// [`run`], ending with [`RunError::Cancelled`] soon after `cancel` becomes true: the loop
+/// reads the flag before every step, so a front end (the Python package on Ctrl-C) can stop a
+/// long run within one step and one measurement.
+pub fn run_cancellable(
+    model: &Model,
+    config: &RunConfig,
+    observers: &mut [&mut dyn Observer],
+    cancel: &AtomicBool,
+) -> Result<RunReport, RunError> {
     config.validate()?;
+    let go = |observers: &mut [&mut dyn Observer]| run_in_pool(model, config, observers, cancel);
     match config.threads {
         Some(n) => {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(n)
                 .build()
                 .map_err(|e| RunError::Threads(e.to_string()))?;
-            pool.install(|| run_in_pool(model, config, observers))
+            pool.install(|| go(observers))
         }
-        None => run_in_pool(model, config, observers),
+        None => go(observers),
     }
 }
 
@@ -162,22 +192,31 @@ fn run_in_pool(
     model: &Model,
     config: &RunConfig,
     observers: &mut [&mut dyn Observer],
+    cancel: &AtomicBool,
 ) -> Result<RunReport, RunError> {
     let clock = Instant::now();
     let problem = Problem::new(model)?;
     let decay = config
         .eta_decay
         .unwrap_or_else(|| problem.analysis().default_eta_decay());
-    let estimator = estimate::build(config.estimator, &problem, config.eta, Some(decay))?;
+    let auto = config
+        .eta_auto
+        .then(|| AutoEta::new(estimate::START_AMPLITUDE, decay));
+    let eta = auto.map_or(config.eta, |a| a.amplitude());
+    let estimator = estimate::build(config.estimator, &problem, eta, Some(decay))?;
     // The measurements get their own engine, so that they can run beside the steps.
-    let probe_estimator = estimate::build(config.estimator, &problem, config.eta, Some(decay))?;
+    let probe_estimator = estimate::build(config.estimator, &problem, eta, Some(decay))?;
     let probe = Engine::new(problem.clone(), probe_estimator);
     let mut engine = Engine::new(problem, estimator);
-    let mut runner = Runner::new(&mut engine, probe, config);
+    let mut runner = Runner::new(&mut engine, probe, config, cancel);
+    runner.auto = auto;
     for o in observers.iter_mut() {
         o.started(config.iterations);
     }
     runner.go(observers);
+    if cancel.load(Ordering::Relaxed) {
+        return Err(RunError::Cancelled);
+    }
     let Runner {
         theta,
         trajectory,
@@ -185,30 +224,45 @@ fn run_in_pool(
         message,
         skipped,
         done,
-        probe,
         ..
     } = runner;
-    // The last measurement is the final value's: its samples are still in the probe.
-    let final_elbo_se = config.precise.and_then(|_| {
-        let crisp = probe.crisp_values();
-        (trajectory.last().is_some_and(|r| r.iter == done) && crisp.len() >= 2)
-            .then(|| standard_error(crisp))
-    });
     let problem = engine.problem();
+    let family = problem.family();
     // A parameter vector the family rejects has no precise value (the run's message says why).
     let final_precise = config
         .precise
         .and_then(|p| precise::measure(problem, &theta, config.seed, done, &p).ok());
     let kind = config.estimator;
+    let objective = match problem.mode() {
+        Mode::Variational => ObjectiveKind::Elbo,
+        Mode::Objective { .. } => ObjectiveKind::Objective,
+    };
+    let latents = latent_summaries(family, &theta).unwrap_or_default();
+    let params = NamedValues(param_values(family, &theta));
+    let param_names: Vec<String> = params.names().map(String::from).collect();
+    let latent_names: Vec<String> = latents.iter().map(|l| l.name.clone()).collect();
+    let verdict = assess(&RunFacts {
+        kind: objective,
+        stop,
+        done,
+        skipped,
+        trajectory: &trajectory,
+        param_names: &param_names,
+        latent_names: &latent_names,
+    });
+    let last = trajectory.last();
+    let final_value = last.map_or(f64::NAN, |r| r.value);
     let report = RunReport {
         model: problem.name().to_string(),
+        kind: objective,
         mode: match problem.mode() {
             Mode::Variational => "variational",
             Mode::Objective { .. } => "objective",
         }
         .to_string(),
         estimator: kind.name().to_string(),
-        eta: kind.uses_eta().then_some(config.eta),
+        eta: (kind.uses_eta() && !config.eta_auto).then_some(config.eta),
+        eta_auto: config.eta_auto,
         eta_decay: (kind == EstimatorKind::Dsgd).then_some(decay),
         optimizer: config.optimizer.name().to_string(),
         lr: config.optimizer.lr(),
@@ -222,14 +276,20 @@ fn run_in_pool(
         iterations_requested: config.iterations,
         log_every: config.log_every,
         log_samples: config.log_samples,
-        final_elbo: trajectory.last().map_or(f64::NAN, |r| r.elbo),
-        final_elbo_se,
+        final_value,
+        final_value_se: last.map_or(f64::NAN, |r| r.value_se),
+        final_elbo: (objective == ObjectiveKind::Elbo).then_some(final_value),
         final_precise,
+        params,
+        latents,
+        converged: verdict.converged,
+        convergence: verdict.reason,
         theta,
-        theta_names: problem.family().names().to_vec(),
+        theta_names: family.names().to_vec(),
         stop_reason: stop,
         stop_message: message,
         skipped_steps: skipped,
+        smoothing_warning: last.and_then(smoothing_warning),
         trajectory,
         seconds: clock.elapsed().as_secs_f64(),
     };
@@ -245,9 +305,13 @@ struct Runner<'a> {
     /// The engine of the measurements.
     probe: Engine,
     config: &'a RunConfig,
+    cancel: &'a AtomicBool,
     theta: Vec<f64>,
     trajectory: Vec<TrajectoryRow>,
     norms: Vec<f64>,
+    /// `--eta auto`'s controller, and the measurement's gradient samples it compares.
+    auto: Option<AutoEta>,
+    samples: Vec<f64>,
     stop: StopReason,
     message: Option<String>,
     skipped: u64,
@@ -270,14 +334,22 @@ struct Segment {
 type Measured = Result<(TrajectoryRow, Option<String>), String>;
 
 impl<'a> Runner<'a> {
-    fn new(engine: &'a mut Engine, probe: Engine, config: &'a RunConfig) -> Runner<'a> {
+    fn new(
+        engine: &'a mut Engine,
+        probe: Engine,
+        config: &'a RunConfig,
+        cancel: &'a AtomicBool,
+    ) -> Runner<'a> {
         Runner {
             theta: engine.problem().family().init(),
             engine,
             probe,
             config,
+            cancel,
             trajectory: Vec::new(),
             norms: Vec::new(),
+            auto: None,
+            samples: Vec::new(),
             stop: StopReason::Completed,
             message: None,
             skipped: 0,
@@ -294,6 +366,9 @@ impl<'a> Runner<'a> {
         let mut optimizer = cfg.optimizer.build(self.theta.len());
         let mut k = 0;
         while k < cfg.iterations {
+            if self.cancel.load(Ordering::Relaxed) {
+                return;
+            }
             let end = (k + cfg.log_every).min(cfg.iterations);
             let start_theta = self.theta.clone();
             let Runner {
@@ -301,12 +376,31 @@ impl<'a> Runner<'a> {
                 probe,
                 theta,
                 norms,
+                cancel,
+                auto,
+                samples,
                 ..
             } = self;
-            let (segment, measured) = rayon::join(
-                || steps(engine, cfg, optimizer.as_mut(), theta, k..end),
-                || measure(probe, cfg, &start_theta, k, norms),
+            let (segment, (measured, bias)) = rayon::join(
+                || steps(engine, cfg, optimizer.as_mut(), theta, k..end, cancel),
+                || {
+                    let measured = measure(probe, cfg, &start_theta, k, norms);
+                    let bias = match auto {
+                        Some(a) if measured.is_ok() => {
+                            probe_bias(probe, cfg, &start_theta, k, a, samples)
+                        }
+                        _ => None,
+                    };
+                    (measured, bias)
+                },
             );
+            if let (Some(a), Some(b)) = (self.auto.as_mut(), bias) {
+                // The next segment's steps and measurement use the adjusted schedule.
+                a.update(&b);
+                for e in [&mut *self.engine, &mut self.probe] {
+                    e.set_estimator(Box::new(Pathwise::new(EstimatorKind::Dsgd, a.schedule())));
+                }
+            }
             if !self.record(measured, observers) {
                 // The run ended at the measurement: the segment's steps never happened.
                 self.theta = start_theta;
@@ -377,6 +471,7 @@ fn steps(
     optimizer: &mut dyn crate::optim::Optimizer,
     theta: &mut [f64],
     range: std::ops::Range<u64>,
+    cancel: &AtomicBool,
 ) -> Segment {
     let mut seg = Segment {
         done: range.start,
@@ -385,6 +480,9 @@ fn steps(
         failed: None,
     };
     for k in range {
+        if cancel.load(Ordering::Relaxed) {
+            return seg;
+        }
         let step = engine.evaluate_then_draw(
             theta,
             StreamKey::new(cfg.seed, k, Purpose::Step),
@@ -451,6 +549,7 @@ fn measure(
     let sign = engine.problem().objective_sign();
     let crisp = engine.crisp_values();
     let elbo = sign * crisp.iter().sum::<f64>() / n as f64;
+    let value_se = (sample_variance(crisp.iter().copied()) / n as f64).sqrt();
     let d = engine.problem().dim();
     let mut var_sum = 0.0;
     for p in 0..d {
@@ -460,16 +559,34 @@ fn measure(
     norms.clear();
     engine.for_each_sample(|g| norms.push(g.map(|x| x * x).sum::<f64>().sqrt()));
     let var_norm = sample_variance(norms.iter().copied());
-    let eta = engine.estimator().semantics(k);
+    let eta = match engine.estimator().semantics(k) {
+        crate::ir::Semantics::Smoothed { eta } => Some(eta),
+        _ => None,
+    };
+    let gap = eta.map(|_| {
+        let diffs = engine
+            .values()
+            .iter()
+            .zip(crisp)
+            .map(|(s, c)| sign * (s - c));
+        let gap = diffs.clone().sum::<f64>() / n as f64;
+        (gap, (sample_variance(diffs) / n as f64).sqrt())
+    });
+    let family = engine.problem().family();
+    let (latent_loc, latent_scale) = guide_moments(family, theta);
     let row = TrajectoryRow {
         iter: k,
-        elbo,
+        value: elbo,
+        value_se,
         var_component,
         var_norm,
-        eta: match eta {
-            crate::ir::Semantics::Smoothed { eta } => Some(eta),
-            _ => None,
-        },
+        eta,
+        smoothed: gap.map(|(g, _)| elbo + g),
+        gap: gap.map(|(g, _)| g),
+        gap_se: gap.map(|(_, se)| se),
+        params: theta[..family.model_param_count()].to_vec(),
+        latent_loc,
+        latent_scale,
     };
     let problem = (!elbo.is_finite()).then(|| match crisp.iter().position(|v| !v.is_finite()) {
         Some(l) => format!(
@@ -481,10 +598,87 @@ fn measure(
     Ok((row, problem))
 }
 
-/// The standard error of the mean of `xs`.
-fn standard_error(xs: &[f64]) -> f64 {
-    (sample_variance(xs.iter().copied()) / xs.len() as f64).sqrt()
+/// `--eta auto`'s probe: after [`measure`] left the gradient samples at the current eta in
+/// `engine`, the same samples (same key) at half the accuracy, and what the controller
+/// compares (`estimate::BiasProbe`). `None` when a quantity is not finite.
+fn probe_bias(
+    engine: &mut Engine,
+    cfg: &RunConfig,
+    theta: &[f64],
+    k: u64,
+    auto: &AutoEta,
+    samples: &mut Vec<f64>,
+) -> Option<BiasProbe> {
+    let n = cfg.log_samples;
+    let d = engine.problem().dim();
+    samples.clear();
+    for p in 0..d {
+        samples.extend(engine.component(p));
+    }
+    let (mut grad_sq, mut grad_var) = (0.0, 0.0);
+    for lanes in samples.chunks_exact(n) {
+        let mean = lanes.iter().sum::<f64>() / n as f64;
+        grad_sq += mean * mean;
+        grad_var += sample_variance(lanes.iter().copied());
+    }
+    engine.set_estimator(Box::new(Pathwise::new(
+        EstimatorKind::Dsgd,
+        auto.half_schedule(),
+    )));
+    let evaluated = engine.evaluate(
+        theta,
+        StreamKey::new(cfg.seed, k, Purpose::Measure),
+        n,
+        false,
+    );
+    let (mut diff_sq, mut diff_var) = (0.0, 0.0);
+    if evaluated.is_ok() {
+        for (p, lanes) in samples.chunks_exact(n).enumerate() {
+            let diffs = lanes.iter().zip(engine.component(p)).map(|(a, b)| a - b);
+            let mean = diffs.clone().sum::<f64>() / n as f64;
+            diff_sq += mean * mean;
+            diff_var += sample_variance(diffs);
+        }
+    }
+    engine.set_estimator(Box::new(Pathwise::new(
+        EstimatorKind::Dsgd,
+        auto.schedule(),
+    )));
+    let probe = BiasProbe {
+        grad_sq,
+        grad_var,
+        diff_sq,
+        diff_var,
+        samples: n,
+        batch: cfg.batch,
+    };
+    (evaluated.is_ok()
+        && [grad_sq, grad_var, diff_sq, diff_var]
+            .iter()
+            .all(|x| x.is_finite()))
+    .then_some(probe)
 }
+
+/// Why the final answer is still that of the smoothed problem, when the last measurement's
+/// smoothing gap exceeds its noise: both the gap's own standard error and the standard
+/// error of the objective estimate, so that a gap nobody could see in the reported objective
+/// does not warn.
+fn smoothing_warning(row: &TrajectoryRow) -> Option<String> {
+    let (eta, gap, se) = (row.eta?, row.gap?, row.gap_se?);
+    let noise = se.max(row.value_se);
+    (gap.abs() > GAP_NOISE_FACTOR * noise).then(|| {
+        format!(
+            "at the end (eta {eta:.3e}) the smoothed objective differs from the original by \
+             {gap:.4} (standard error {se:.2e}; objective's {:.2e}): the result is that of the \
+             smoothed problem, not yet of the original one; tighten eta further (more \
+             iterations, a smaller --eta, or --eta auto)",
+            row.value_se
+        )
+    })
+}
+
+/// How many standard errors a final smoothing gap must exceed to be reported.
+pub const GAP_NOISE_FACTOR: f64 = 2.0;
 
 /// The sample variance (ddof 1), two-pass for accuracy.
 fn sample_variance(xs: impl Iterator<Item = f64> + Clone) -> f64 {

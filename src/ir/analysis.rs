@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::node::{Binary, Node, NodeId, Unary};
 use super::program::{Program, Span};
+use super::transform::Transform;
 
 /// Everything `dsgd check` reports about a program's if-statements.
 #[derive(Clone, Debug)]
@@ -29,6 +30,9 @@ pub struct GuardInfo {
     pub guard_depth: u32,
     /// `None` when the guard is safe (the paper's SGuard), else why not.
     pub unsafe_reason: Option<UnsafeReason>,
+    /// The guard reads a parameter directly, so its boundary moves with theta: the crisp
+    /// gradients (Reparam, Score) miss that motion and only smoothing accounts for it.
+    pub depends_on_param: bool,
     /// The guard as `c + a . z`, or why it is not of that form.
     pub affine: Result<AffineGuard, NotAffine>,
 }
@@ -83,6 +87,10 @@ pub enum NotAffine {
     ContainsIf,
     /// It depends on a parameter directly, so the boundary moves with theta.
     DependsOnParam,
+    /// It applies a non-linear function to a constrained latent's unconstrained value
+    /// (`z = exp(u)` in `z + w < 1`): only a comparison of the latent itself with a constant
+    /// is rewritten into one of `u`.
+    ConstrainedLatent,
 }
 
 impl std::fmt::Display for NotAffine {
@@ -91,6 +99,10 @@ impl std::fmt::Display for NotAffine {
             NotAffine::Nonlinear => "it is a non-linear function of the latents",
             NotAffine::ContainsIf => "it is built from other if-statements",
             NotAffine::DependsOnParam => "it depends on a parameter directly",
+            NotAffine::ConstrainedLatent => {
+                "it is non-linear in a constrained latent's unconstrained value u; only a \
+                 comparison of the latent with a constant, z < c, becomes u < T^-1(c)"
+            }
         })
     }
 }
@@ -117,6 +129,11 @@ impl Analysis {
             .find_map(|g| g.affine.clone().err().map(|e| (g, e)))
     }
 
+    /// The if-statements whose guard reads a parameter directly.
+    pub fn param_dependent(&self) -> impl Iterator<Item = &GuardInfo> {
+        self.guards.iter().filter(|g| g.depends_on_param)
+    }
+
     /// The accuracy decay the paper's theorem suggests: `1 / (2 l)` (0.5 when `l <= 1`).
     pub fn default_eta_decay(&self) -> f64 {
         1.0 / (2.0 * f64::from(self.nesting_depth.max(1)))
@@ -127,7 +144,8 @@ impl Analysis {
 pub fn analyse(program: &Program) -> Analysis {
     let nodes = program.nodes();
     let depth = nesting_depths(nodes);
-    let safety = safety_table(nodes, &node_facts(nodes));
+    let facts = node_facts(nodes);
+    let safety = safety_table(nodes, &facts);
     let guard_ids: Vec<NodeId> = (0..program.if_count())
         .map(|index| match program.node(program.if_node(index)) {
             Node::If { guard, .. } => guard,
@@ -147,6 +165,7 @@ pub fn analyse(program: &Program) -> Analysis {
                 span: program.if_span(index),
                 guard_depth: depth[guard.index()],
                 unsafe_reason: safety[guard.index()].clone(),
+                depends_on_param: facts[guard.index()].param,
                 affine: match &affine[guard.index()] {
                     Some(form) => form.clone().map(Affine::finish),
                     None => unreachable!("every guard's form is computed"),
@@ -305,9 +324,14 @@ fn affine_forms(program: &Program, guards: &[NodeId]) -> Vec<Option<Result<Affin
     let nodes = program.nodes();
     let needed = program.reachable_from(guards);
     let mut memo: Vec<Option<Result<Affine, NotAffine>>> = vec![None; nodes.len()];
+    // The unconstrained latent of a constrained one: a non-linear function of it is `z`.
+    let constrained = |id: NodeId| match nodes[id.index()] {
+        Node::Latent(j) => program.latent_transform(j as usize) != Transform::Identity,
+        _ => false,
+    };
     for (i, &node) in nodes.iter().enumerate() {
         if needed[i] {
-            memo[i] = Some(affine_step(node, &memo));
+            memo[i] = Some(affine_step(node, &memo, &constrained));
         }
     }
     memo
@@ -317,6 +341,7 @@ fn affine_forms(program: &Program, guards: &[NodeId]) -> Vec<Option<Result<Affin
 fn affine_step(
     node: Node,
     memo: &[Option<Result<Affine, NotAffine>>],
+    constrained: &dyn Fn(NodeId) -> bool,
 ) -> Result<Affine, NotAffine> {
     let form = |id: NodeId| match &memo[id.index()] {
         Some(r) => r.as_ref().map_err(|e| e.clone()),
@@ -333,6 +358,7 @@ fn affine_step(
         Node::Unary(Unary::Neg, a) => form(a).map(|x| x.scaled(-1.0)),
         Node::Unary(op, a) => match form(a)?.as_constant() {
             Some(c) => Ok(Affine::constant(super::ops::unary_value(op, c))),
+            None if constrained(a) => Err(NotAffine::ConstrainedLatent),
             None => Err(NotAffine::Nonlinear),
         },
         Node::Binary(op, a, b) => {
