@@ -239,10 +239,7 @@ pub fn reproduce(
         let name = &config.models[i];
         let runs: Vec<&RunReport> = reports[range.clone()].iter().collect();
         for (job, r) in jobs[range].iter().zip(&runs) {
-            let arm = compare::Arm {
-                estimator: job.config.estimator,
-                eta: job.config.estimator.uses_eta().then_some(job.config.eta),
-            };
+            let arm = compare::Arm::of(&job.config);
             let dir = out
                 .join("runs")
                 .join(name)

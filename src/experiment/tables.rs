@@ -150,7 +150,7 @@ pub fn table1(cmp: &ModelComparison) -> String {
         s += &format!(
             "| {} | {} | {} | {} | {} | {} |\n",
             c.arm.estimator.name(),
-            c.arm.eta.map_or("–".into(), |e| e.to_string()),
+            c.arm.eta_text(),
             ours,
             p.map_or("–".into(), ms),
             p.map_or("–".into(), |p| num(c.summary.mean - p.mean)),
