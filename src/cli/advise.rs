@@ -8,7 +8,7 @@ use dsgd::experiment::advise::{AdviseConfig, advise};
 use dsgd::lang::locate;
 
 use super::args::positive;
-use super::load::load;
+use super::load::load_with_data;
 
 /// The static analysis and a short pilot at the initial parameters: which estimators apply,
 /// which are biased, and their work-normalised variances.
@@ -28,10 +28,13 @@ pub struct AdviseArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// A JSON object binding the model's `data` declarations by name (replacing their values).
+    #[arg(long, value_name = "FILE.json")]
+    pub data: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: AdviseArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load(&args.model)?;
+    let loaded = load_with_data(&args.model, args.data.as_deref())?;
     let locate_span = |s| {
         let l = locate(&loaded.source, s);
         format!("{}:{}:{}", loaded.file, l.line, l.column)

@@ -15,12 +15,15 @@ use dsgd::optim::{AdamConfig, OptimizerConfig, SgdConfig};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::args::{non_negative, positive};
-use super::load::{Loaded, load};
+use super::load::{Loaded, load_with_data};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// A model file (`.dsgd`) or the name of a built-in model.
     model: String,
+    /// A JSON object binding the model's `data` declarations by name (replacing their values).
+    #[arg(long, value_name = "FILE.json")]
+    pub data: Option<std::path::PathBuf>,
     /// The gradient estimator.
     #[arg(long, value_enum, default_value_t = EstimatorArg::Dsgd)]
     estimator: EstimatorArg,
@@ -204,7 +207,7 @@ impl Observer for Progress {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load(&args.model)?;
+    let loaded = load_with_data(&args.model, args.data.as_deref())?;
     let recommended = if loaded.builtin {
         dsgd::models::recommended(&loaded.model.name)
     } else {
