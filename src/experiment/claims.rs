@@ -129,7 +129,7 @@ fn spread_of(
     let means: Vec<f64> = cmp
         .cells
         .iter()
-        .filter(|c| c.arm.estimator == kind)
+        .filter(|c| c.arm.estimator == kind && c.arm.eta.is_some())
         .map(stat)
         .collect();
     if means.len() < 2 || means.iter().any(|m| !m.is_finite()) {

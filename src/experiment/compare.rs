@@ -34,14 +34,37 @@ impl Arm {
         run.estimator == self.estimator.name()
             && match self.eta {
                 Some(e) => run.eta.is_some_and(|x| (x - e).abs() < 1e-9),
-                None => true,
+                None => run.eta_auto == self.is_auto(),
             }
+    }
+
+    /// DSGD with `--eta auto`: the smoothing arm without an eta.
+    pub fn is_auto(&self) -> bool {
+        self.estimator == EstimatorKind::Dsgd && self.eta.is_none()
+    }
+
+    /// The arm of a run's configuration.
+    pub fn of(config: &RunConfig) -> Arm {
+        Arm {
+            estimator: config.estimator,
+            eta: (config.estimator.uses_eta() && !config.eta_auto).then_some(config.eta),
+        }
+    }
+
+    /// How the tables print the arm's eta: the number, `auto`, or a dash.
+    pub fn eta_text(&self) -> String {
+        match self.eta {
+            Some(eta) => eta.to_string(),
+            None if self.is_auto() => "auto".into(),
+            None => "–".into(),
+        }
     }
 
     /// `dsgd η=0.1`, `score`.
     pub fn label(&self) -> String {
         match self.eta {
             Some(eta) => format!("{} η={eta}", self.estimator.name()),
+            None if self.is_auto() => format!("{} η=auto", self.estimator.name()),
             None => self.estimator.name().to_string(),
         }
     }
@@ -50,6 +73,7 @@ impl Arm {
     pub fn slug(&self) -> String {
         match self.eta {
             Some(eta) => format!("{}-eta{eta}", self.estimator.name()),
+            None if self.is_auto() => format!("{}-auto", self.estimator.name()),
             None => self.estimator.name().to_string(),
         }
     }
@@ -70,7 +94,7 @@ pub fn lyy18_refusal(model: &Model) -> Option<String> {
     }
 }
 
-/// The arms of a comparison, in table order: DSGD per eta, Fixed per eta, Score, RLOO (Score
+/// The arms of a comparison, in table order: DSGD per eta and with `--eta auto`, Fixed per eta, Score, RLOO (Score
 /// with a leave-one-out baseline), Reparam,
 /// and LYY18 when `lyy18` is true.
 pub fn arms(etas: &[f64], lyy18: bool) -> Vec<Arm> {
@@ -80,6 +104,13 @@ pub fn arms(etas: &[f64], lyy18: bool) -> Vec<Arm> {
             estimator: kind,
             eta: Some(eta),
         }));
+        if kind == EstimatorKind::Dsgd {
+            // `--eta auto`, beside the etas it should make unnecessary.
+            v.push(Arm {
+                estimator: kind,
+                eta: None,
+            });
+        }
     }
     v.push(Arm {
         estimator: EstimatorKind::Score,
@@ -113,6 +144,7 @@ pub fn jobs(model: usize, arms: &[Arm], seeds: u64, base: &RunConfig) -> Vec<Job
                 config: RunConfig {
                     estimator: arm.estimator,
                     eta: arm.eta.unwrap_or(base.eta),
+                    eta_auto: arm.is_auto(),
                     seed,
                     ..base.clone()
                 },
@@ -322,7 +354,11 @@ pub fn trajectory_plot(model: &str, arms: &[Arm], reports: &[&RunReport], seeds:
         series.push(Series::new(
             arm.label(),
             arm.estimator.name(),
-            arm.eta.map(|e| e.to_string()).unwrap_or_default(),
+            match arm.eta {
+                Some(e) => e.to_string(),
+                None if arm.is_auto() => "auto".into(),
+                None => String::new(),
+            },
             mean_trajectory(&runs),
         ));
     }

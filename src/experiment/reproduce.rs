@@ -292,10 +292,7 @@ pub fn reproduce(
         let extra_runs: Vec<&RunReport> = reports[extra_range.clone()].iter().collect();
         let all_jobs = jobs[range].iter().chain(&jobs[extra_range]);
         for (job, r) in all_jobs.zip(runs.iter().chain(&extra_runs)) {
-            let arm = compare::Arm {
-                estimator: job.config.estimator,
-                eta: job.config.estimator.uses_eta().then_some(job.config.eta),
-            };
+            let arm = compare::Arm::of(&job.config);
             let dir = out
                 .join("runs")
                 .join(name)

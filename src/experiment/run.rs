@@ -19,8 +19,8 @@ use super::precise::{self, PreciseConfig};
 use super::report::{NamedValues, ObjectiveKind, RunReport, StopReason, TrajectoryRow};
 use super::summary::{guide_moments, latent_summaries, param_values};
 use crate::estimate::{
-    self, AutoEta, BiasProbe, Engine, EstimateError, EstimatorKind, NonFinite, Pathwise, Problem,
-    Purpose, StreamKey,
+    self, Adjustment, AutoEta, Engine, EstimateError, EstimatorKind, GapProbe, NonFinite, Pathwise,
+    Problem, Purpose, StreamKey,
 };
 use crate::family::FamilyError;
 use crate::ir::{Mode, Model};
@@ -309,9 +309,8 @@ struct Runner<'a> {
     theta: Vec<f64>,
     trajectory: Vec<TrajectoryRow>,
     norms: Vec<f64>,
-    /// `--eta auto`'s controller, and the measurement's gradient samples it compares.
+    /// `--eta auto`'s controller.
     auto: Option<AutoEta>,
-    samples: Vec<f64>,
     stop: StopReason,
     message: Option<String>,
     skipped: u64,
@@ -349,7 +348,6 @@ impl<'a> Runner<'a> {
             trajectory: Vec::new(),
             norms: Vec::new(),
             auto: None,
-            samples: Vec::new(),
             stop: StopReason::Completed,
             message: None,
             skipped: 0,
@@ -377,30 +375,13 @@ impl<'a> Runner<'a> {
                 theta,
                 norms,
                 cancel,
-                auto,
-                samples,
                 ..
             } = self;
-            let (segment, (measured, bias)) = rayon::join(
+            let (segment, measured) = rayon::join(
                 || steps(engine, cfg, optimizer.as_mut(), theta, k..end, cancel),
-                || {
-                    let measured = measure(probe, cfg, &start_theta, k, norms);
-                    let bias = match auto {
-                        Some(a) if measured.is_ok() => {
-                            probe_bias(probe, cfg, &start_theta, k, a, samples)
-                        }
-                        _ => None,
-                    };
-                    (measured, bias)
-                },
+                || measure(probe, cfg, &start_theta, k, norms),
             );
-            if let (Some(a), Some(b)) = (self.auto.as_mut(), bias) {
-                // The next segment's steps and measurement use the adjusted schedule.
-                a.update(&b);
-                for e in [&mut *self.engine, &mut self.probe] {
-                    e.set_estimator(Box::new(Pathwise::new(EstimatorKind::Dsgd, a.schedule())));
-                }
-            }
+            self.adapt_eta(&measured);
             if !self.record(measured, observers) {
                 // The run ended at the measurement: the segment's steps never happened.
                 self.theta = start_theta;
@@ -431,6 +412,32 @@ impl<'a> Runner<'a> {
                 &mut self.norms,
             );
             self.record(measured, observers);
+        }
+    }
+
+    /// `--eta auto`: the measurement's smoothing gap adjusts the schedule of the next
+    /// segment's steps and measurement (this segment's steps ran beside the measurement).
+    fn adapt_eta(&mut self, measured: &Measured) {
+        let (Some(auto), Ok((row, _))) = (self.auto.as_mut(), measured) else {
+            return;
+        };
+        let (Some(smoothed), Some(gap), Some(gap_se)) = (row.smoothed, row.gap, row.gap_se) else {
+            return;
+        };
+        let probe = GapProbe {
+            // Rows are in the user's sense (`minimize E` logs `E`); progress is upwards.
+            smoothed: self.engine.problem().objective_sign() * smoothed,
+            gap,
+            gap_se,
+            value_se: row.value_se,
+        };
+        if auto.update(&probe) != Adjustment::Kept {
+            for e in [&mut *self.engine, &mut self.probe] {
+                e.set_estimator(Box::new(Pathwise::new(
+                    EstimatorKind::Dsgd,
+                    auto.schedule(),
+                )));
+            }
         }
     }
 
@@ -596,67 +603,6 @@ fn measure(
         None => format!("at iteration {k}: the objective estimate is {elbo}"),
     });
     Ok((row, problem))
-}
-
-/// `--eta auto`'s probe: after [`measure`] left the gradient samples at the current eta in
-/// `engine`, the same samples (same key) at half the accuracy, and what the controller
-/// compares (`estimate::BiasProbe`). `None` when a quantity is not finite.
-fn probe_bias(
-    engine: &mut Engine,
-    cfg: &RunConfig,
-    theta: &[f64],
-    k: u64,
-    auto: &AutoEta,
-    samples: &mut Vec<f64>,
-) -> Option<BiasProbe> {
-    let n = cfg.log_samples;
-    let d = engine.problem().dim();
-    samples.clear();
-    for p in 0..d {
-        samples.extend(engine.component(p));
-    }
-    let (mut grad_sq, mut grad_var) = (0.0, 0.0);
-    for lanes in samples.chunks_exact(n) {
-        let mean = lanes.iter().sum::<f64>() / n as f64;
-        grad_sq += mean * mean;
-        grad_var += sample_variance(lanes.iter().copied());
-    }
-    engine.set_estimator(Box::new(Pathwise::new(
-        EstimatorKind::Dsgd,
-        auto.half_schedule(),
-    )));
-    let evaluated = engine.evaluate(
-        theta,
-        StreamKey::new(cfg.seed, k, Purpose::Measure),
-        n,
-        false,
-    );
-    let (mut diff_sq, mut diff_var) = (0.0, 0.0);
-    if evaluated.is_ok() {
-        for (p, lanes) in samples.chunks_exact(n).enumerate() {
-            let diffs = lanes.iter().zip(engine.component(p)).map(|(a, b)| a - b);
-            let mean = diffs.clone().sum::<f64>() / n as f64;
-            diff_sq += mean * mean;
-            diff_var += sample_variance(diffs);
-        }
-    }
-    engine.set_estimator(Box::new(Pathwise::new(
-        EstimatorKind::Dsgd,
-        auto.schedule(),
-    )));
-    let probe = BiasProbe {
-        grad_sq,
-        grad_var,
-        diff_sq,
-        diff_var,
-        samples: n,
-        batch: cfg.batch,
-    };
-    (evaluated.is_ok()
-        && [grad_sq, grad_var, diff_sq, diff_var]
-            .iter()
-            .all(|x| x.is_finite()))
-    .then_some(probe)
 }
 
 /// Why the final answer is still that of the smoothed problem, when the last measurement's

@@ -225,7 +225,7 @@ pub fn table1_with(cmp: &ModelComparison, median_cells: &[MedianCell]) -> String
             s,
             "| {} | {} | {} |",
             c.arm.estimator.name(),
-            c.arm.eta.map_or("–".into(), |e| e.to_string()),
+            c.arm.eta_text(),
             ours
         );
         if precise {
