@@ -9,6 +9,7 @@ use std::fmt::Write;
 use super::claims::{self, ModelResults};
 use super::reproduce::Reproduction;
 use super::tables::{self, BandCell, num};
+use crate::estimate::EstimatorKind;
 
 /// The Markdown report.
 pub fn render(rep: &Reproduction) -> String {
@@ -161,6 +162,8 @@ pub fn render(rep: &Reproduction) -> String {
         s += "\n";
     }
 
+    s += &auto_eta_section(rep);
+
     s += "## The paper's claims, checked against these results\n\n";
     let results: Vec<ModelResults<'_>> = rep
         .models
@@ -176,10 +179,15 @@ pub fn render(rep: &Reproduction) -> String {
             let _ = writeln!(s, "  - {e}");
         }
     }
-    s += "\n## Where we differ, and why\n\n";
+    s += "\n";
+    s += &super::fidelity_md::precise_claims(rep);
+    s += "## Where we differ, and why\n\n";
     s += &notes(rep, &band);
-    s += "\n## Appendix: final ELBO per seed\n\n";
+    s += "\n";
+    s += &super::fidelity_md::section(rep);
+    s += "## Appendix: final ELBO per seed\n\n";
     s += &per_seed(rep);
+    s += &super::fidelity_md::per_seed_precise(rep);
     s
 }
 
@@ -383,6 +391,63 @@ fn notes(rep: &Reproduction, band: &[BandCell]) -> String {
         } else {
             format!("agrees with the paper's except on {}", differ.join("; "))
         }
+    );
+    s
+}
+
+/// `--eta auto` against fixed-schedule DSGD at each eta run: per model, every arm's mean
+/// final ELBO, and the two checks of the adaptive schedule: at least the median over the
+/// etas, and within 2 % (or 3 nats, whichever is larger) of the best.
+fn auto_eta_section(rep: &Reproduction) -> String {
+    let etas = &rep.config.etas;
+    let mut s = String::from("## `--eta auto` against DSGD at each η\n\n");
+    s += "Mean final ELBO ± std over seeds: DSGD with `--eta auto` (no tuning) beside DSGD with \
+          each fixed-schedule η. `≥ median`: auto's mean is at least the median over the η \
+          columns of their means; `near best`: within 2 % (or 3 nats, whichever is larger) of \
+          the best of them. docs/adaptive-eta.md gives the rule.\n\n| model | auto |";
+    for eta in etas {
+        let _ = write!(s, " η={eta} |");
+    }
+    s += " ≥ median | near best |\n| --- | --- |";
+    s += &" --- |".repeat(etas.len() + 2);
+    s += "\n";
+    let mut passes = (0, 0, 0);
+    for m in &rep.models {
+        let cmp = &m.comparison;
+        let Some(auto) = cmp.cell(EstimatorKind::Dsgd, None) else {
+            continue;
+        };
+        let fixed: Vec<f64> = etas
+            .iter()
+            .filter_map(|&e| cmp.cell(EstimatorKind::Dsgd, Some(e)))
+            .map(|c| c.summary.mean)
+            .collect();
+        let best = fixed.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let mean = auto.summary.mean;
+        let at_least_median = mean >= median(&fixed);
+        let near_best = mean >= best - (0.02 * best.abs()).max(3.0);
+        passes.0 += 1;
+        passes.1 += usize::from(at_least_median);
+        passes.2 += usize::from(near_best);
+        let ms = |c: &super::compare::Cell| {
+            format!(
+                "{} ± {}",
+                tables::num(c.summary.mean),
+                tables::num(c.summary.std)
+            )
+        };
+        let _ = write!(s, "| {} | {} |", cmp.model, ms(auto));
+        for &e in etas {
+            let cell = cmp.cell(EstimatorKind::Dsgd, Some(e));
+            let _ = write!(s, " {} |", cell.map_or("–".into(), ms));
+        }
+        let yes = |b: bool| if b { "yes" } else { "**no**" };
+        let _ = writeln!(s, " {} | {} |", yes(at_least_median), yes(near_best));
+    }
+    let _ = writeln!(
+        s,
+        "\nAt least the median on {} of {} models; near the best on {} of {}.\n",
+        passes.1, passes.0, passes.2, passes.0
     );
     s
 }

@@ -15,11 +15,12 @@ use thiserror::Error;
 
 use super::convergence::{RunFacts, assess};
 use super::observe::Observer;
+use super::precise::{self, PreciseConfig};
 use super::report::{NamedValues, ObjectiveKind, RunReport, StopReason, TrajectoryRow};
 use super::summary::{guide_moments, latent_summaries, param_values};
 use crate::estimate::{
-    self, AutoEta, BiasProbe, Engine, EstimateError, EstimatorKind, NonFinite, Pathwise, Problem,
-    Purpose, StreamKey,
+    self, Adjustment, AutoEta, Engine, EstimateError, EstimatorKind, GapProbe, NonFinite, Pathwise,
+    Problem, Purpose, StreamKey,
 };
 use crate::family::FamilyError;
 use crate::ir::{Mode, Model};
@@ -55,6 +56,9 @@ pub struct RunConfig {
     pub on_nonfinite: OnNonFinite,
     /// Worker threads; `None` uses rayon's global pool.
     pub threads: Option<usize>,
+    /// Measure the objective at the final parameters precisely (many samples, a stated
+    /// standard error) besides the paper's 1,000-sample final value; `None`: do not.
+    pub precise: Option<PreciseConfig>,
 }
 
 impl Default for RunConfig {
@@ -72,6 +76,7 @@ impl Default for RunConfig {
             log_samples: 1000,
             on_nonfinite: OnNonFinite::Stop,
             threads: None,
+            precise: None,
         }
     }
 }
@@ -143,6 +148,9 @@ impl RunConfig {
         }
         if self.threads == Some(0) {
             return bad("threads must be at least 1".into());
+        }
+        if let Some(p) = &self.precise {
+            p.validate().map_err(RunError::Config)?;
         }
         Ok(())
     }
@@ -220,6 +228,10 @@ fn run_in_pool(
     } = runner;
     let problem = engine.problem();
     let family = problem.family();
+    // A parameter vector the family rejects has no precise value (the run's message says why).
+    let final_precise = config
+        .precise
+        .and_then(|p| precise::measure(problem, &theta, config.seed, done, &p).ok());
     let kind = config.estimator;
     let objective = match problem.mode() {
         Mode::Variational => ObjectiveKind::Elbo,
@@ -267,6 +279,7 @@ fn run_in_pool(
         final_value,
         final_value_se: last.map_or(f64::NAN, |r| r.value_se),
         final_elbo: (objective == ObjectiveKind::Elbo).then_some(final_value),
+        final_precise,
         params,
         latents,
         converged: verdict.converged,
@@ -296,9 +309,8 @@ struct Runner<'a> {
     theta: Vec<f64>,
     trajectory: Vec<TrajectoryRow>,
     norms: Vec<f64>,
-    /// `--eta auto`'s controller, and the measurement's gradient samples it compares.
+    /// `--eta auto`'s controller.
     auto: Option<AutoEta>,
-    samples: Vec<f64>,
     stop: StopReason,
     message: Option<String>,
     skipped: u64,
@@ -336,7 +348,6 @@ impl<'a> Runner<'a> {
             trajectory: Vec::new(),
             norms: Vec::new(),
             auto: None,
-            samples: Vec::new(),
             stop: StopReason::Completed,
             message: None,
             skipped: 0,
@@ -364,30 +375,13 @@ impl<'a> Runner<'a> {
                 theta,
                 norms,
                 cancel,
-                auto,
-                samples,
                 ..
             } = self;
-            let (segment, (measured, bias)) = rayon::join(
+            let (segment, measured) = rayon::join(
                 || steps(engine, cfg, optimizer.as_mut(), theta, k..end, cancel),
-                || {
-                    let measured = measure(probe, cfg, &start_theta, k, norms);
-                    let bias = match auto {
-                        Some(a) if measured.is_ok() => {
-                            probe_bias(probe, cfg, &start_theta, k, a, samples)
-                        }
-                        _ => None,
-                    };
-                    (measured, bias)
-                },
+                || measure(probe, cfg, &start_theta, k, norms),
             );
-            if let (Some(a), Some(b)) = (self.auto.as_mut(), bias) {
-                // The next segment's steps and measurement use the adjusted schedule.
-                a.update(&b);
-                for e in [&mut *self.engine, &mut self.probe] {
-                    e.set_estimator(Box::new(Pathwise::new(EstimatorKind::Dsgd, a.schedule())));
-                }
-            }
+            self.adapt_eta(&measured);
             if !self.record(measured, observers) {
                 // The run ended at the measurement: the segment's steps never happened.
                 self.theta = start_theta;
@@ -418,6 +412,32 @@ impl<'a> Runner<'a> {
                 &mut self.norms,
             );
             self.record(measured, observers);
+        }
+    }
+
+    /// `--eta auto`: the measurement's smoothing gap adjusts the schedule of the next
+    /// segment's steps and measurement (this segment's steps ran beside the measurement).
+    fn adapt_eta(&mut self, measured: &Measured) {
+        let (Some(auto), Ok((row, _))) = (self.auto.as_mut(), measured) else {
+            return;
+        };
+        let (Some(smoothed), Some(gap), Some(gap_se)) = (row.smoothed, row.gap, row.gap_se) else {
+            return;
+        };
+        let probe = GapProbe {
+            // Rows are in the user's sense (`minimize E` logs `E`); progress is upwards.
+            smoothed: self.engine.problem().objective_sign() * smoothed,
+            gap,
+            gap_se,
+            value_se: row.value_se,
+        };
+        if auto.update(&probe) != Adjustment::Kept {
+            for e in [&mut *self.engine, &mut self.probe] {
+                e.set_estimator(Box::new(Pathwise::new(
+                    EstimatorKind::Dsgd,
+                    auto.schedule(),
+                )));
+            }
         }
     }
 
@@ -583,67 +603,6 @@ fn measure(
         None => format!("at iteration {k}: the objective estimate is {elbo}"),
     });
     Ok((row, problem))
-}
-
-/// `--eta auto`'s probe: after [`measure`] left the gradient samples at the current eta in
-/// `engine`, the same samples (same key) at half the accuracy, and what the controller
-/// compares (`estimate::BiasProbe`). `None` when a quantity is not finite.
-fn probe_bias(
-    engine: &mut Engine,
-    cfg: &RunConfig,
-    theta: &[f64],
-    k: u64,
-    auto: &AutoEta,
-    samples: &mut Vec<f64>,
-) -> Option<BiasProbe> {
-    let n = cfg.log_samples;
-    let d = engine.problem().dim();
-    samples.clear();
-    for p in 0..d {
-        samples.extend(engine.component(p));
-    }
-    let (mut grad_sq, mut grad_var) = (0.0, 0.0);
-    for lanes in samples.chunks_exact(n) {
-        let mean = lanes.iter().sum::<f64>() / n as f64;
-        grad_sq += mean * mean;
-        grad_var += sample_variance(lanes.iter().copied());
-    }
-    engine.set_estimator(Box::new(Pathwise::new(
-        EstimatorKind::Dsgd,
-        auto.half_schedule(),
-    )));
-    let evaluated = engine.evaluate(
-        theta,
-        StreamKey::new(cfg.seed, k, Purpose::Measure),
-        n,
-        false,
-    );
-    let (mut diff_sq, mut diff_var) = (0.0, 0.0);
-    if evaluated.is_ok() {
-        for (p, lanes) in samples.chunks_exact(n).enumerate() {
-            let diffs = lanes.iter().zip(engine.component(p)).map(|(a, b)| a - b);
-            let mean = diffs.clone().sum::<f64>() / n as f64;
-            diff_sq += mean * mean;
-            diff_var += sample_variance(diffs);
-        }
-    }
-    engine.set_estimator(Box::new(Pathwise::new(
-        EstimatorKind::Dsgd,
-        auto.schedule(),
-    )));
-    let probe = BiasProbe {
-        grad_sq,
-        grad_var,
-        diff_sq,
-        diff_var,
-        samples: n,
-        batch: cfg.batch,
-    };
-    (evaluated.is_ok()
-        && [grad_sq, grad_var, diff_sq, diff_var]
-            .iter()
-            .all(|x| x.is_finite()))
-    .then_some(probe)
 }
 
 /// Why the final answer is still that of the smoothed problem, when the last measurement's
