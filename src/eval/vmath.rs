@@ -9,7 +9,7 @@
 
 use crate::elementary;
 
-use super::instr::Lanes;
+use super::instr::{CHUNK, Lanes};
 
 /// The builds of a vector routine the binary may choose at run time. Every routine has the
 /// same operations in the same order in each, so the choice never shows in a result.
@@ -44,13 +44,24 @@ impl KernelSet {
 /// `exp` of every lane (in the caller's build).
 #[inline(always)]
 pub fn exp_lanes(a: &Lanes) -> Lanes {
-    a.map(elementary::exp)
+    lanes(a, elementary::exp)
 }
 
 /// `ln` of every lane (in the caller's build).
 #[inline(always)]
 pub fn ln_lanes(a: &Lanes) -> Lanes {
-    a.map(elementary::ln)
+    lanes(a, elementary::ln)
+}
+
+/// `f` of every lane, inlined into the caller: `array::map` may stay a call, compiled
+/// without the caller's FMA, where every `mul_add` becomes a call to libm's `fma`.
+#[inline(always)]
+fn lanes(a: &Lanes, f: impl Fn(f64) -> f64) -> Lanes {
+    let mut out = [0.0; CHUNK];
+    for (y, &x) in out.iter_mut().zip(a) {
+        *y = f(x);
+    }
+    out
 }
 
 /// [`exp_lanes`] in the build `set`; `set` must be one of [`KernelSet::available`] (the
