@@ -52,7 +52,7 @@ fn integral(mu: f64, sd: f64, w: impl Fn(f64) -> f64) -> f64 {
     let q = |z: f64| normal_pdf((z - mu) / sd) / sd;
     let f = |z: f64| log_p(z) * q(z) * w(z);
     let (lo, hi) = (mu - 14.0 * sd, mu + 14.0 * sd);
-    simpson(&f, lo, C, 40_000) + simpson(&f, C, hi, 40_000)
+    simpson(f, lo, C, 40_000) + simpson(f, C, hi, 40_000)
 }
 
 /// The exact ELBO gradient `(d/d mu, d/d rho)` at `(mu, rho)`.
