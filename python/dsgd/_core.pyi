@@ -30,13 +30,20 @@ class Latents(TypedDict):
     q05: Array
     q50: Array
     q95: Array
+    guide_loc: Array
+    guide_scale: Array
+    transform: List[str]
 
 class Trajectory(TypedDict):
     iter: npt.NDArray[np.int64]
-    objective: Array
+    value: Array
+    value_se: Array
     var_component: Array
     var_norm: Array
     eta: Array
+    params: Array
+    latent_loc: Array
+    latent_scale: Array
 
 class Fit:
     """The result of ``Model.fit``."""
@@ -45,18 +52,32 @@ class Fit:
     def final_value(self) -> float:
         """The last measured objective: the ELBO, or the user's ``E``."""
     @property
-    def params(self) -> Array:
-        """The fitted parameter vector (names in ``param_names``)."""
+    def final_value_se(self) -> float: ...
     @property
-    def param_names(self) -> List[str]: ...
+    def kind(self) -> str:
+        """``"elbo"`` or ``"objective"``."""
     @property
-    def latent_names(self) -> List[str]: ...
+    def theta(self) -> Array:
+        """The fitted vector (names in ``theta_names``), what ``Model.gradients`` takes."""
+    @property
+    def theta_names(self) -> List[str]: ...
+    @property
+    def params(self) -> Dict[str, float]:
+        """The model's own parameters by name."""
+    @property
+    def latent_names(self) -> List[str]:
+        """The fitted latents (fixed ones left out)."""
     @property
     def latents(self) -> Latents:
         """Per-latent mean, sd and 5/50/95 % quantiles of the fitted guide."""
     @property
     def trajectory(self) -> Trajectory:
         """The measurements during the run, as columns."""
+    @property
+    def converged(self) -> bool: ...
+    @property
+    def convergence(self) -> str:
+        """Why the run is or is not judged converged."""
     @property
     def status(self) -> str:
         """``"completed"`` or ``"non_finite"``."""
@@ -95,9 +116,9 @@ class Model:
     @property
     def source(self) -> str: ...
     @property
-    def param_names(self) -> List[str]: ...
+    def theta_names(self) -> List[str]: ...
     @property
-    def init_params(self) -> Array: ...
+    def init_theta(self) -> Array: ...
     @property
     def latent_names(self) -> List[str]: ...
     def check(self) -> Dict[str, Any]:
@@ -122,7 +143,7 @@ class Model:
         """Optimises the model with ``dsgd run``'s options and defaults."""
     def gradients(
         self,
-        params: Optional[Union[Sequence[float], Array]] = None,
+        theta: Optional[Union[Sequence[float], Array]] = None,
         n: int = 1000,
         *,
         estimator: str = "dsgd",
@@ -131,7 +152,7 @@ class Model:
         seed: int = 0,
         iteration: int = 3999,
     ) -> Array:
-        """``(n, len(param_names))`` per-sample gradient estimates at ``params``."""
+        """``(n, len(theta_names))`` per-sample gradient estimates at ``theta``."""
     def _fit_many(self, options: List[Dict[str, Any]]) -> List[Fit]: ...
     def _compare(self, **options: Any) -> str: ...
     def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]: ...

@@ -20,12 +20,14 @@ class SweepResult(dict):
     """The sweep's table as columns (a dict of equal-length lists, one row per fit, in grid
     order then seed order), so that ``pandas.DataFrame(result)`` is the table.
 
-    Columns: every option the grid varies, ``seed``, ``final_value``, ``status``,
-    ``message``, ``iterations``, ``params`` (a numpy array per row; names in
-    ``param_names``) and ``seconds`` (wall time, the one column that depends on the machine).
+    Columns: every option the grid varies, ``seed``, ``final_value`` and ``final_value_se``,
+    ``converged``, ``status``, ``message``, ``iterations``, ``params`` (the model's own
+    parameters by name, a dict per row), ``theta`` (the fitted vector, a numpy array per row;
+    names in ``theta_names``) and ``seconds`` (wall time, the one column that depends on the
+    machine).
     """
 
-    param_names: List[str]
+    theta_names: List[str]
 
     def to_pandas(self) -> Any:
         """The table as a pandas DataFrame (needs pandas)."""
@@ -71,12 +73,27 @@ def _row(fit: Fit) -> Dict[str, Any]:
     """What a sweep keeps of one fit (plain values: they travel back from Ray workers)."""
     return {
         "final_value": fit.final_value,
+        "final_value_se": fit.final_value_se,
+        "converged": fit.converged,
         "status": fit.status,
         "message": fit.message,
         "iterations": fit.iterations,
         "params": fit.params,
+        "theta": fit.theta,
         "seconds": fit.seconds,
     }
+
+_ROW_KEYS = [
+    "final_value",
+    "final_value_se",
+    "converged",
+    "status",
+    "message",
+    "iterations",
+    "params",
+    "theta",
+    "seconds",
+]
 
 
 def _fit_row(model: Model, options: Dict[str, Any]) -> Dict[str, Any]:
@@ -153,7 +170,7 @@ def sweep(
     rows = _run_local(model, tasks) if backend == "local" else _run_ray(model, tasks)
     columns: Dict[str, List[Any]] = {k: [] for k in varied}
     columns["seed"] = []
-    for k in ("final_value", "status", "message", "iterations", "params", "seconds"):
+    for k in _ROW_KEYS:
         columns[k] = []
     for t, r in zip(tasks, rows):
         for k in varied:
@@ -162,5 +179,5 @@ def sweep(
         for k, v in r.items():
             columns[k].append(v)
     result = SweepResult(columns)
-    result.param_names = model.param_names
+    result.theta_names = model.theta_names
     return result

@@ -19,6 +19,7 @@ use dsgd::experiment::run::{OnNonFinite, RunConfig, RunError, run_cancellable};
 use dsgd::experiment::tables;
 use dsgd::ir::Model;
 use dsgd::lang::{CompileError, CompileOptions, Resolver, compile_with, locate};
+use dsgd::models::Recommended;
 use dsgd::optim::{AdamConfig, OptimizerConfig, SgdConfig};
 use rayon::prelude::*;
 
@@ -200,22 +201,28 @@ pub fn check_json(c: &Compiled) -> String {
     serde_json::to_string(&report).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }
 
-/// The names of the parameter vector's components (`theta`, `mu[z]`, `rho[z]`), its initial
-/// value, and the latents' names.
+/// The layout of a model's optimised vector `theta` and its fitted latents.
 pub struct Layout {
-    pub param_names: Vec<String>,
-    pub init: Vec<f64>,
+    /// `theta`'s components: the model's `param`s, then `mu[z]`, `rho[z]` per guided latent.
+    pub theta_names: Vec<String>,
+    /// Where a fit starts.
+    pub init_theta: Vec<f64>,
+    /// The fitted latents (fixed ones left out), in the order of the report's `latents`.
     pub latent_names: Vec<String>,
 }
 
-/// The layout of `model`'s parameter vector.
+/// The layout of `model`.
 pub fn layout(model: &Model) -> Result<Layout, CoreError> {
     let problem = Problem::new(model).map_err(|e| CoreError::Invalid(e.to_string()))?;
     let f = problem.family();
+    let names = f.latent_names();
     Ok(Layout {
-        param_names: f.names().to_vec(),
-        init: f.init(),
-        latent_names: f.latent_names().to_vec(),
+        theta_names: f.names().to_vec(),
+        init_theta: f.init(),
+        latent_names: fitted_latents(model)?
+            .into_iter()
+            .map(|i| names[i].clone())
+            .collect(),
     })
 }
 
@@ -243,13 +250,18 @@ pub fn estimator_kind(name: &str) -> Result<EstimatorKind, CoreError> {
         .map_err(|e| CoreError::Invalid(e.to_string()))
 }
 
-/// The run configuration `dsgd run` would build from the same options.
-pub fn run_config(o: &FitOptions) -> Result<RunConfig, CoreError> {
+/// The run configuration `dsgd run` would build from the same options: what the caller
+/// left unset comes from a built-in model's recommended settings, then the defaults.
+pub fn run_config(c: &Compiled, o: &FitOptions) -> Result<RunConfig, CoreError> {
+    let recommended = match &c.source {
+        ModelSource::Builtin(name) => dsgd::models::recommended(name),
+        ModelSource::Text { .. } => Recommended::default(),
+    };
     let optimizer = match o.optimizer.to_ascii_lowercase().as_str() {
         "adam" => {
             let d = AdamConfig::default();
             OptimizerConfig::Adam(AdamConfig {
-                lr: o.lr.unwrap_or(d.lr),
+                lr: o.lr.or(recommended.lr).unwrap_or(d.lr),
                 ..d
             })
         }
@@ -275,7 +287,7 @@ pub fn run_config(o: &FitOptions) -> Result<RunConfig, CoreError> {
     let config = RunConfig {
         estimator: estimator_kind(&o.estimator)?,
         eta: o.eta,
-        eta_decay: o.eta_decay,
+        eta_decay: o.eta_decay.or(recommended.eta_decay),
         iterations: o.iters,
         batch: o.batch,
         optimizer,
@@ -411,39 +423,6 @@ pub fn compare(c: &Compiled, o: &CompareOptions, cancel: &AtomicBool) -> Result<
     Ok(out.to_string())
 }
 
-/// One latent's guide in natural units: mean, standard deviation and quantiles.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LatentSummary {
-    pub name: String,
-    pub mean: f64,
-    pub sd: f64,
-    /// At [`QUANTILES`].
-    pub quantiles: Vec<f64>,
-}
-
-/// The quantile levels of [`LatentSummary::quantiles`].
-pub const QUANTILES: [f64; 3] = [0.05, 0.5, 0.95];
-
-/// The guide of every latent at `theta`: `z_i = loc_i + scale_i s`, `s ~ N(0, 1)`.
-pub fn latent_summaries(model: &Model, theta: &[f64]) -> Result<Vec<LatentSummary>, CoreError> {
-    let (problem, state) = guide_at(model, theta)?;
-    let f = problem.family();
-    Ok((0..f.latent_count())
-        .map(|i| {
-            let (loc, scale) = (state.loc(i), state.scale(i));
-            LatentSummary {
-                name: f.latent_names()[i].clone(),
-                mean: loc,
-                sd: scale,
-                quantiles: QUANTILES
-                    .iter()
-                    .map(|&q| loc + scale * dsgd::special::probit(q))
-                    .collect(),
-            }
-        })
-        .collect())
-}
-
 fn guide_at(
     model: &Model,
     theta: &[f64],
@@ -461,7 +440,7 @@ fn check_dim(problem: &Problem, theta: &[f64]) -> Result<(), CoreError> {
     let d = problem.dim();
     if theta.len() != d {
         return Err(CoreError::Invalid(format!(
-            "params has {} entries; this model's parameter vector has {d} ({})",
+            "theta has {} entries; this model's theta has {d} ({})",
             theta.len(),
             problem.family().names().join(", ")
         )));
@@ -472,20 +451,35 @@ fn check_dim(problem: &Problem, theta: &[f64]) -> Result<(), CoreError> {
 /// The stream tag of posterior draws.
 const SAMPLE_TAG: u32 = 1;
 
-/// `n` draws of the latents from the guide at `theta`, row-major `(n, latents)`; a pure
-/// function of `seed`.
+/// The fitted latents (all but the fixed ones), in the order of `RunReport::latents`.
+pub fn fitted_latents(model: &Model) -> Result<Vec<usize>, CoreError> {
+    let problem = Problem::new(model).map_err(|e| CoreError::Invalid(e.to_string()))?;
+    Ok(problem
+        .family()
+        .gradient_wanted()
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, fitted)| fitted.then_some(i))
+        .collect())
+}
+
+/// `n` draws of the fitted latents (the order of `RunReport::latents`) from the family at
+/// `theta`, in natural units (`z = T(loc + scale s)`), row-major; a pure function of `seed`.
 pub fn sample(model: &Model, theta: &[f64], n: usize, seed: u64) -> Result<Vec<f64>, CoreError> {
     let (problem, state) = guide_at(model, theta)?;
-    let latents = problem.family().latent_count();
+    let fitted = fitted_latents(model)?;
+    let all = problem.family().latent_count();
     let key = StreamKey::new(seed, 0, Purpose::Other(SAMPLE_TAG));
-    let mut out = vec![0.0; n * latents];
-    let mut s = vec![0.0; latents];
+    let mut out = Vec::with_capacity(n * fitted.len());
+    let mut s = vec![0.0; all];
     let mut rng = key.rng(estimate::Channel::Noise);
-    for (row, z) in out.chunks_exact_mut(latents.max(1)).enumerate() {
+    for row in 0..n {
         rng.fill_normals(row, &mut s);
-        for (i, (zi, si)) in z.iter_mut().zip(&s).enumerate() {
-            *zi = state.loc(i) + state.scale(i) * si;
-        }
+        out.extend(fitted.iter().map(|&i| {
+            model
+                .latent_transform(i)
+                .to_constrained(state.loc(i) + state.scale(i) * s[i])
+        }));
     }
     Ok(out)
 }

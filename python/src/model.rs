@@ -93,20 +93,20 @@ impl Model {
         self.compiled.text().to_string()
     }
 
-    /// The names of the parameter vector's components: the model's `param`s, then
+    /// The names of the optimised vector `theta`'s components: the model's `param`s, then
     /// `mu[z]` and `rho[z]` (`std = softplus(rho)`) for each latent `z` with a guide.
     #[getter]
-    fn param_names(&self) -> Vec<String> {
-        self.layout.param_names.clone()
+    fn theta_names(&self) -> Vec<String> {
+        self.layout.theta_names.clone()
     }
 
-    /// The initial parameter vector (what a fit starts from).
+    /// The initial `theta` (what a fit starts from).
     #[getter]
-    fn init_params<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        PyArray1::from_vec(py, self.layout.init.clone())
+    fn init_theta<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_vec(py, self.layout.init_theta.clone())
     }
 
-    /// The latent variables' names, in the order of `Fit.sample`'s columns.
+    /// The fitted latents' names (fixed latents left out), the order of `Fit.sample`'s columns.
     #[getter]
     fn latent_names(&self) -> Vec<String> {
         self.layout.latent_names.clone()
@@ -130,23 +130,23 @@ impl Model {
     #[pyo3(signature = (**options))]
     fn fit(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Fit> {
         let opts = options::fit_options(options, &[])?;
-        let config = core::run_config(&opts).map_err(|e| to_py(py, e))?;
+        let config = core::run_config(&self.compiled, &opts).map_err(|e| to_py(py, e))?;
         let compiled = &self.compiled;
         let report = interrupt::run(py, |cancel| core::fit(compiled, &config, cancel))?;
-        Fit::new(py, self.compiled.clone(), self.layout.clone(), report)
+        Ok(Fit::new(self.compiled.clone(), self.layout.clone(), report))
     }
 
-    /// Per-sample gradient estimates at `params` (default: the initial parameters), an
-    /// `(n, len(param_names))` array: the `n` samples an optimisation step with batch `n`
+    /// Per-sample gradient estimates at `theta` (default: `init_theta`), an
+    /// `(n, len(theta_names))` array: the `n` samples an optimisation step with batch `n`
     /// would average, of the maximised objective (the ELBO, `E` for `maximize`, `-E` for
     /// `minimize`). Options: estimator="dsgd", eta=0.1, eta_decay=None, seed=0 and
     /// iteration=3999 (the step whose random streams are used and, for DSGD, whose
     /// eta_k = eta * (4000 / (iteration + 1))^decay: at 3999 it is `eta` itself).
-    #[pyo3(signature = (params = None, n = 1000, **options))]
+    #[pyo3(signature = (theta = None, n = 1000, **options))]
     fn gradients<'py>(
         &self,
         py: Python<'py>,
-        params: Option<Vec<f64>>,
+        theta: Option<Vec<f64>>,
         n: i64,
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
@@ -157,12 +157,12 @@ impl Model {
         }
         let n = n as usize;
         let opts = options::gradient_options(options, &[])?;
-        let theta = params.unwrap_or_else(|| self.layout.init.clone());
+        let theta = theta.unwrap_or_else(|| self.layout.init_theta.clone());
         let compiled = &self.compiled;
         let g = interrupt::run(py, |cancel| {
             core::gradients(&compiled.model, &theta, n, &opts, cancel)
         })?;
-        let d = self.layout.param_names.len();
+        let d = self.layout.theta_names.len();
         Ok(PyArray1::from_vec(py, g).reshape([n, d])?.into_any())
     }
 
@@ -173,15 +173,15 @@ impl Model {
             .iter()
             .map(|d| {
                 let o = options::fit_options(Some(d), &[])?;
-                core::run_config(&o).map_err(|e| to_py(py, e))
+                core::run_config(&self.compiled, &o).map_err(|e| to_py(py, e))
             })
             .collect::<PyResult<Vec<_>>>()?;
         let compiled = &self.compiled;
         let reports = interrupt::run(py, |cancel| core::fit_many(compiled, &configs, cancel))?;
-        reports
+        Ok(reports
             .into_iter()
-            .map(|r| Fit::new(py, self.compiled.clone(), self.layout.clone(), r))
-            .collect()
+            .map(|r| Fit::new(self.compiled.clone(), self.layout.clone(), r))
+            .collect())
     }
 
     /// The comparison of `dsgd compare --json` (a JSON string); `dsgd.compare` wraps it.
@@ -194,11 +194,11 @@ impl Model {
 
     fn __repr__(&self) -> String {
         format!(
-            "Model({:?}, {}, latents={}, params={})",
+            "Model({:?}, {}, latents={}, theta={})",
             self.compiled.model.name,
             self.mode(),
             self.layout.latent_names.len(),
-            self.layout.param_names.len()
+            self.layout.theta_names.len()
         )
     }
 

@@ -57,12 +57,12 @@ def test_sweep_rows_are_the_single_fits():
     assert res["estimator"] == ["dsgd"] * 4 + ["score"] * 4
     assert res["eta"] == [0.1, 0.1, 0.2, 0.2] * 2
     assert res["seed"] == [0, 5] * 4
-    assert res.param_names == ["theta"]
+    assert res.theta_names == ["theta"]
     for i in range(8):
         fit = m.fit(estimator=res["estimator"][i], eta=res["eta"][i], seed=res["seed"][i],
                     iters=200, log_samples=100)
         assert res["final_value"][i] == fit.final_value
-        assert np.array_equal(res["params"][i], fit.params)
+        assert np.array_equal(res["theta"][i], fit.theta)
         assert res["status"][i] == "completed" and res["iterations"][i] == 200
     df = res.to_pandas()
     assert df.shape == (8, len(res))
@@ -116,7 +116,7 @@ def test_ray_backend_gives_the_local_table(ray_local, tmp_path):
         for k in local:
             if k == "seconds":
                 continue
-            if k == "params":
+            if k == "theta":
                 assert all(np.array_equal(a, b) for a, b in zip(local[k], remote[k]))
             else:
                 assert local[k] == remote[k], k
