@@ -10,6 +10,7 @@ __version__: str
 FIT_OPTIONS: List[str]
 
 Array = npt.NDArray[np.float64]
+Data = Dict[str, Union[float, Sequence[Any], Array]]
 
 class CompileError(Exception):
     """A model that does not compile; ``str(e)`` is the whole diagnostic."""
@@ -102,12 +103,19 @@ class Model:
 
     @staticmethod
     def from_source(
-        text: str, name: str = "model", base_dir: Optional[Union[str, PathLike[str]]] = None
+        text: str,
+        name: str = "model",
+        base_dir: Optional[Union[str, PathLike[str]]] = None,
+        data: Optional[Data] = None,
     ) -> Model: ...
     @staticmethod
-    def from_file(path: Union[str, PathLike[str]]) -> Model: ...
+    def from_file(path: Union[str, PathLike[str]], data: Optional[Data] = None) -> Model: ...
     @staticmethod
-    def builtin(name: str) -> Model: ...
+    def builtin(name: str, data: Optional[Data] = None) -> Model: ...
+    def with_data(self, data: Data) -> Model:
+        """The same model with ``data`` bound to its ``data`` declarations by name."""
+    @property
+    def data(self) -> Dict[str, Array]: ...
     @property
     def name(self) -> str: ...
     @property
@@ -127,7 +135,7 @@ class Model:
         self,
         *,
         estimator: str = "dsgd",
-        eta: float = 0.1,
+        eta: Union[float, str] = 0.1,
         eta_decay: Optional[float] = None,
         iters: int = 10_000,
         batch: int = 16,
@@ -139,6 +147,7 @@ class Model:
         log_samples: int = 1000,
         on_nonfinite: str = "stop",
         threads: Optional[int] = None,
+        data: Optional[Data] = None,
     ) -> Fit:
         """Optimises the model with ``dsgd run``'s options and defaults."""
     def gradients(
@@ -151,10 +160,11 @@ class Model:
         eta_decay: Optional[float] = None,
         seed: int = 0,
         iteration: int = 3999,
+        data: Optional[Data] = None,
     ) -> Array:
         """``(n, len(theta_names))`` per-sample gradient estimates at ``theta``."""
     def _fit_many(self, options: List[Dict[str, Any]]) -> List[Fit]: ...
     def _compare(self, **options: Any) -> str: ...
     def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]: ...
 
-def _restore_model(state: Tuple[Any, ...]) -> Model: ...
+def _restore_model(state: Tuple[Any, ...], data: List[Any]) -> Model: ...

@@ -137,7 +137,8 @@ def sweep(
     ``grid`` is a dict from a ``Model.fit`` option to the values to try (the Cartesian
     product is run, e.g. ``{"estimator": ["dsgd", "fixed"], "eta": [0.1, 0.14]}``) or an
     explicit list of option dicts. ``seeds`` is a count (seeds ``0..seeds``) or a list of
-    seeds. Further keyword ``options`` apply to every fit (e.g. ``iters=2000``).
+    seeds. Further keyword ``options`` apply to every fit (e.g. ``iters=2000``, or
+    ``data={...}`` as in ``Model.with_data``).
 
     ``backend="local"`` runs the fits in parallel on this machine (the Rust thread pool,
     GIL released, Ctrl-C stops it); ``backend="ray"`` submits one Ray task per fit to the
@@ -148,7 +149,15 @@ def sweep(
     """
     if backend not in ("local", "ray"):
         raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
+    if "data" in options:
+        data = options.pop("data")
+        if data is not None:
+            model = model.with_data(data)
     configs = _configs(grid)
+    if any("data" in c for c in configs):
+        raise ValueError(
+            "data cannot vary in a grid: sweep each data set separately (data=...)"
+        )
     seed_list = _seeds(seeds)
     for key in list(options) + [k for c in configs for k in c]:
         if key not in FIT_OPTIONS:

@@ -18,7 +18,7 @@ use dsgd::experiment::reproduce::{ReproduceConfig, paper_settings};
 use dsgd::experiment::run::{OnNonFinite, RunConfig, RunError, run_cancellable};
 use dsgd::experiment::tables;
 use dsgd::ir::Model;
-use dsgd::lang::{CompileError, CompileOptions, Resolver, compile_with, locate};
+use dsgd::lang::{CompileError, CompileOptions, DataSet, Resolver, compile_with_data, locate};
 use dsgd::models::Recommended;
 use dsgd::optim::{AdamConfig, OptimizerConfig, SgdConfig};
 use rayon::prelude::*;
@@ -91,11 +91,25 @@ impl Resolver for Recorded<'_> {
     }
 }
 
-/// A compiled model with where it came from.
+/// Values bound to a model's `data` declarations: per name, the array's shape (empty for a
+/// number) and its numbers row-major, as numpy holds them.
+pub type Data = Vec<(String, Vec<usize>, Vec<f64>)>;
+
+fn dataset(data: &Data) -> Result<DataSet, CoreError> {
+    let mut set = DataSet::new("data");
+    for (name, shape, values) in data {
+        set.insert_array(name, shape, values)
+            .map_err(|e| CoreError::Invalid(e.to_string()))?;
+    }
+    Ok(set)
+}
+
+/// A compiled model with where it came from and the data bound to it.
 #[derive(Clone, Debug)]
 pub struct Compiled {
     pub model: Model,
     pub source: ModelSource,
+    pub data: Data,
 }
 
 impl Compiled {
@@ -124,28 +138,46 @@ pub fn builtin_models() -> Vec<(String, String)> {
         .collect()
 }
 
-/// Compiles a built-in model.
-pub fn compile_builtin(name: &str) -> Result<Compiled, CoreError> {
-    match dsgd::models::builtin(name) {
+fn compiled(r: Result<Model, CompileError>) -> Result<Model, CoreError> {
+    r.map_err(|e| CoreError::Compile(Box::new(e)))
+}
+
+/// Compiles a built-in model, its `data` declarations bound from `data` (replacing the
+/// embedded values).
+pub fn compile_builtin(name: &str, data: Data) -> Result<Compiled, CoreError> {
+    match dsgd::models::builtin_with_data(name, &dataset(&data)?) {
         None => Err(CoreError::Invalid(format!(
             "no built-in model `{name}` (built-ins: {})",
             dsgd::models::builtin_names().join(", ")
         ))),
         Some(r) => Ok(Compiled {
-            model: r.map_err(|e| CoreError::Compile(Box::new(e)))?,
+            model: compiled(r)?,
             source: ModelSource::Builtin(name.to_string()),
+            data,
         }),
     }
 }
 
-/// Compiles model text named `file` in messages; data files are read relative to `base_dir`.
-pub fn compile_text(file: &str, source: &str, base_dir: &Path) -> Result<Compiled, CoreError> {
+/// Compiles model text named `file` in messages; data files are read relative to `base_dir`
+/// and `data` binds `data` declarations by name.
+pub fn compile_text(
+    file: &str,
+    source: &str,
+    base_dir: &Path,
+    data: Data,
+) -> Result<Compiled, CoreError> {
     let resolver = RecordingResolver {
         base_dir: base_dir.to_path_buf(),
         read: Mutex::new(BTreeMap::new()),
     };
-    let model = compile_with(file, source, &resolver, &CompileOptions::default())
-        .map_err(|e| CoreError::Compile(Box::new(e)))?;
+    let set = dataset(&data)?;
+    let model = compiled(compile_with_data(
+        file,
+        source,
+        &resolver,
+        &set,
+        &CompileOptions::default(),
+    ))?;
     let files = resolver.read.into_inner().unwrap_or_default();
     Ok(Compiled {
         model,
@@ -154,11 +186,12 @@ pub fn compile_text(file: &str, source: &str, base_dir: &Path) -> Result<Compile
             source: source.to_string(),
             files,
         },
+        data,
     })
 }
 
 /// Compiles the model file at `path` (data files relative to its directory).
-pub fn compile_file(path: &Path) -> Result<Compiled, CoreError> {
+pub fn compile_file(path: &Path, data: Data) -> Result<Compiled, CoreError> {
     let source = std::fs::read_to_string(path).map_err(|e| {
         let msg = format!("cannot read model file `{}`: {e}", path.display());
         match e.kind() {
@@ -167,23 +200,31 @@ pub fn compile_file(path: &Path) -> Result<Compiled, CoreError> {
         }
     })?;
     let base = path.parent().unwrap_or(Path::new("."));
-    compile_text(&path.display().to_string(), &source, base)
+    compile_text(&path.display().to_string(), &source, base, data)
 }
 
-/// Compiles `source` again (in another process, after unpickling).
-pub fn recompile(source: &ModelSource) -> Result<Compiled, CoreError> {
+/// Compiles `source` again with `data` (after unpickling in another process, or to bind
+/// other data): data files come from those read the first time.
+pub fn recompile(source: &ModelSource, data: Data) -> Result<Compiled, CoreError> {
     match source {
-        ModelSource::Builtin(name) => compile_builtin(name),
+        ModelSource::Builtin(name) => compile_builtin(name, data),
         ModelSource::Text {
             file,
             source: text,
             files,
         } => {
-            let model = compile_with(file, text, &Recorded(files), &CompileOptions::default())
-                .map_err(|e| CoreError::Compile(Box::new(e)))?;
+            let set = dataset(&data)?;
+            let model = compiled(compile_with_data(
+                file,
+                text,
+                &Recorded(files),
+                &set,
+                &CompileOptions::default(),
+            ))?;
             Ok(Compiled {
                 model,
                 source: source.clone(),
+                data,
             })
         }
     }
@@ -231,6 +272,8 @@ pub fn layout(model: &Model) -> Result<Layout, CoreError> {
 pub struct FitOptions {
     pub estimator: String,
     pub eta: f64,
+    /// `eta="auto"`: DSGD chooses eta from the run's measurements.
+    pub eta_auto: bool,
     pub eta_decay: Option<f64>,
     pub iters: u64,
     pub batch: usize,
@@ -288,6 +331,7 @@ pub fn run_config(c: &Compiled, o: &FitOptions) -> Result<RunConfig, CoreError> 
         estimator: estimator_kind(&o.estimator)?,
         eta: o.eta,
         eta_decay: o.eta_decay.or(recommended.eta_decay),
+        eta_auto: o.eta_auto,
         iterations: o.iters,
         batch: o.batch,
         optimizer,

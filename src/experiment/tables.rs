@@ -25,6 +25,7 @@ pub fn paper_cell(model: &str, arm: &Arm) -> Option<MeanStd> {
         EstimatorKind::Score => Some(t.score),
         EstimatorKind::Reparam => Some(t.reparam),
         EstimatorKind::Lyy18 => t.lyy18,
+        EstimatorKind::Rloo => None,
     }
 }
 
@@ -174,7 +175,8 @@ pub struct VarianceRow {
     pub var_norm_ratio: f64,
 }
 
-/// Table 2's rows of one model: DSGD and Fixed at `eta`, Reparam, LYY18 (if run) and Score.
+/// Table 2's rows of one model: DSGD and Fixed at `eta`, Reparam, LYY18 (if run), RLOO (if
+/// run) and Score.
 /// Empty when Score's cost or variance is missing.
 pub fn variance_rows(cmp: &ModelComparison, costs: &[Cost], eta: f64) -> Vec<VarianceRow> {
     let cost_of = |k: EstimatorKind| {
@@ -194,6 +196,7 @@ pub fn variance_rows(cmp: &ModelComparison, costs: &[Cost], eta: f64) -> Vec<Var
         EstimatorKind::Fixed,
         EstimatorKind::Reparam,
         EstimatorKind::Lyy18,
+        EstimatorKind::Rloo,
         EstimatorKind::Score,
     ];
     order
