@@ -300,20 +300,19 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         let local = self.frame.iter().any(|s| s.contains_key(&id.name));
         match self.globals.get(&id.name) {
             Some(g) if !local && g.kind == "data" => {
-                let from = if self.data.get(&id.name).is_some() {
-                    format!("its value comes from {}", self.data.origin())
-                } else {
-                    "its value is written in the model".to_string()
-                };
-                Diag::new(
+                let d = Diag::new(
                     d.span,
                     format!(
                         "index {i} is out of range for data `{}{path}`, which has {len} element(s)",
                         id.name
                     ),
                     format!("an index from 0 to {}", len as i64 - 1),
-                )
-                .with_note(from)
+                );
+                if self.data.get(&id.name).is_some() {
+                    d.with_note(format!("its value comes from {}", self.data.origin()))
+                } else {
+                    d
+                }
             }
             _ => d,
         }
