@@ -10,6 +10,7 @@ __version__: str
 FIT_OPTIONS: List[str]
 
 Array = npt.NDArray[np.float64]
+Data = Dict[str, Union[float, Sequence[Any], Array]]
 
 class CompileError(Exception):
     """A model that does not compile; ``str(e)`` is the whole diagnostic."""
@@ -30,13 +31,20 @@ class Latents(TypedDict):
     q05: Array
     q50: Array
     q95: Array
+    guide_loc: Array
+    guide_scale: Array
+    transform: List[str]
 
 class Trajectory(TypedDict):
     iter: npt.NDArray[np.int64]
-    objective: Array
+    value: Array
+    value_se: Array
     var_component: Array
     var_norm: Array
     eta: Array
+    params: Array
+    latent_loc: Array
+    latent_scale: Array
 
 class Fit:
     """The result of ``Model.fit``."""
@@ -45,18 +53,32 @@ class Fit:
     def final_value(self) -> float:
         """The last measured objective: the ELBO, or the user's ``E``."""
     @property
-    def params(self) -> Array:
-        """The fitted parameter vector (names in ``param_names``)."""
+    def final_value_se(self) -> float: ...
     @property
-    def param_names(self) -> List[str]: ...
+    def kind(self) -> str:
+        """``"elbo"`` or ``"objective"``."""
     @property
-    def latent_names(self) -> List[str]: ...
+    def theta(self) -> Array:
+        """The fitted vector (names in ``theta_names``), what ``Model.gradients`` takes."""
+    @property
+    def theta_names(self) -> List[str]: ...
+    @property
+    def params(self) -> Dict[str, float]:
+        """The model's own parameters by name."""
+    @property
+    def latent_names(self) -> List[str]:
+        """The fitted latents (fixed ones left out)."""
     @property
     def latents(self) -> Latents:
         """Per-latent mean, sd and 5/50/95 % quantiles of the fitted guide."""
     @property
     def trajectory(self) -> Trajectory:
         """The measurements during the run, as columns."""
+    @property
+    def converged(self) -> bool: ...
+    @property
+    def convergence(self) -> str:
+        """Why the run is or is not judged converged."""
     @property
     def status(self) -> str:
         """``"completed"`` or ``"non_finite"``."""
@@ -81,12 +103,19 @@ class Model:
 
     @staticmethod
     def from_source(
-        text: str, name: str = "model", base_dir: Optional[Union[str, PathLike[str]]] = None
+        text: str,
+        name: str = "model",
+        base_dir: Optional[Union[str, PathLike[str]]] = None,
+        data: Optional[Data] = None,
     ) -> Model: ...
     @staticmethod
-    def from_file(path: Union[str, PathLike[str]]) -> Model: ...
+    def from_file(path: Union[str, PathLike[str]], data: Optional[Data] = None) -> Model: ...
     @staticmethod
-    def builtin(name: str) -> Model: ...
+    def builtin(name: str, data: Optional[Data] = None) -> Model: ...
+    def with_data(self, data: Data) -> Model:
+        """The same model with ``data`` bound to its ``data`` declarations by name."""
+    @property
+    def data(self) -> Dict[str, Array]: ...
     @property
     def name(self) -> str: ...
     @property
@@ -95,9 +124,9 @@ class Model:
     @property
     def source(self) -> str: ...
     @property
-    def param_names(self) -> List[str]: ...
+    def theta_names(self) -> List[str]: ...
     @property
-    def init_params(self) -> Array: ...
+    def init_theta(self) -> Array: ...
     @property
     def latent_names(self) -> List[str]: ...
     def check(self) -> Dict[str, Any]:
@@ -106,7 +135,7 @@ class Model:
         self,
         *,
         estimator: str = "dsgd",
-        eta: float = 0.1,
+        eta: Union[float, str] = 0.1,
         eta_decay: Optional[float] = None,
         iters: int = 10_000,
         batch: int = 16,
@@ -118,11 +147,12 @@ class Model:
         log_samples: int = 1000,
         on_nonfinite: str = "stop",
         threads: Optional[int] = None,
+        data: Optional[Data] = None,
     ) -> Fit:
         """Optimises the model with ``dsgd run``'s options and defaults."""
     def gradients(
         self,
-        params: Optional[Union[Sequence[float], Array]] = None,
+        theta: Optional[Union[Sequence[float], Array]] = None,
         n: int = 1000,
         *,
         estimator: str = "dsgd",
@@ -130,10 +160,11 @@ class Model:
         eta_decay: Optional[float] = None,
         seed: int = 0,
         iteration: int = 3999,
+        data: Optional[Data] = None,
     ) -> Array:
-        """``(n, len(param_names))`` per-sample gradient estimates at ``params``."""
+        """``(n, len(theta_names))`` per-sample gradient estimates at ``theta``."""
     def _fit_many(self, options: List[Dict[str, Any]]) -> List[Fit]: ...
     def _compare(self, **options: Any) -> str: ...
     def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]: ...
 
-def _restore_model(state: Tuple[Any, ...]) -> Model: ...
+def _restore_model(state: Tuple[Any, ...], data: List[Any]) -> Model: ...

@@ -58,8 +58,9 @@ print("last day of the first rate ~", (21 * phi_tau - 1).mean().round(2))
 
 # %%
 traj = fit.trajectory
-print("objective at", traj["iter"][[0, -1]], ":", traj["objective"][[0, -1]])
-g = model.gradients(fit.params, n=512, estimator="score", seed=2)
+print("ELBO at", traj["iter"][[0, -1]], ":", traj["value"][[0, -1]])
+print("converged:", fit.converged, "-", fit.convergence)
+g = model.gradients(fit.theta, n=512, estimator="score", seed=2)
 print("score-gradient mean", g.mean(axis=0).round(2), "sd", g.std(axis=0).round(2))
 
 # %% [markdown]

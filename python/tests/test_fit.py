@@ -39,19 +39,23 @@ def test_defaults_are_the_cli_defaults(cli):
 def test_the_fit_views_agree_with_the_report():
     fit = dsgd.Model.builtin("textmsg").fit(iters=300, log_every=100, seed=2)
     r = fit.report
-    assert fit.final_value == r["final_elbo"]
-    assert fit.params.tolist() == r["theta"]
-    assert fit.param_names == r["theta_names"]
+    assert fit.final_value == r["final_value"] == r["final_elbo"]
+    assert fit.final_value_se == r["final_value_se"] and fit.kind == r["kind"] == "elbo"
+    assert fit.theta.tolist() == r["theta"]
+    assert fit.theta_names == r["theta_names"]
+    assert fit.params == r["params"] == {}
     assert fit.status == "completed" and fit.message is None
+    assert fit.converged == r["converged"] and fit.convergence == r["convergence"]
     assert fit.iterations == 300
     t = fit.trajectory
     assert t["iter"].tolist() == [0, 100, 200, 300]
-    assert t["objective"].tolist() == [row["elbo"] for row in r["trajectory"]]
-    assert t["var_norm"].tolist() == [row["var_norm"] for row in r["trajectory"]]
-    assert t["eta"].tolist() == [row["eta"] for row in r["trajectory"]]
+    for key in ["value", "value_se", "var_component", "var_norm", "eta"]:
+        assert t[key].tolist() == [row[key] for row in r["trajectory"]], key
+    assert t["latent_loc"].tolist() == [row["latent_loc"] for row in r["trajectory"]]
+    assert t["latent_scale"].shape == (4, 3) and t["params"].shape == (4, 0)
     df = fit.to_pandas()
-    assert list(df.columns) == ["iter", "objective", "var_component", "var_norm", "eta"]
-    assert len(df) == 4 and df["objective"].iloc[-1] == fit.final_value
+    assert list(df.columns) == ["iter", "value", "value_se", "var_component", "var_norm", "eta"]
+    assert len(df) == 4 and df["value"].iloc[-1] == fit.final_value
 
 
 def test_eta_is_nan_for_estimators_that_do_not_smooth():
@@ -65,7 +69,7 @@ def softplus(x):
 
 def test_latent_summaries_are_the_fitted_guide():
     fit = dsgd.Model.builtin("textmsg").fit(iters=300, seed=0)
-    theta = dict(zip(fit.param_names, fit.params))
+    theta = dict(zip(fit.theta_names, fit.theta))
     lat = fit.latents
     assert lat["name"] == fit.latent_names == ["l1", "l2", "tau"]
     for i, name in enumerate(lat["name"]):
@@ -76,6 +80,8 @@ def test_latent_summaries_are_the_fitted_guide():
         assert lat["q05"][i] == pytest.approx(mu - 1.6448536269514722 * sd, rel=1e-12)
         assert lat["q50"][i] == pytest.approx(mu, rel=1e-12)
         assert lat["q95"][i] == pytest.approx(mu + 1.6448536269514722 * sd, rel=1e-12)
+    assert lat["transform"] == ["identity"] * 3
+    assert lat["guide_loc"].tolist() == lat["mean"].tolist()
     df = fit.latents_to_pandas()
     assert list(df.index) == ["l1", "l2", "tau"]
 
@@ -83,14 +89,18 @@ def test_latent_summaries_are_the_fitted_guide():
 def test_objective_models_summarise_their_sample_distribution():
     # Example 1.1: z ~ N(theta, 1), so the latent's mean is theta and its sd 1.
     fit = dsgd.Model.builtin("example").fit(iters=200)
-    assert fit.latents["mean"][0] == pytest.approx(fit.params[0], rel=1e-12)
+    assert fit.kind == "objective"
+    assert fit.params == {"theta": fit.theta[0]}
+    assert fit.latents["mean"][0] == pytest.approx(fit.theta[0], rel=1e-12)
     assert fit.latents["sd"][0] == 1.0
+    df = fit.to_pandas()
+    assert df["theta"].tolist() == fit.trajectory["params"][:, 0].tolist()
 
 
 def test_a_non_finite_run_reports_its_status_and_message():
     text = """
     let z = sample Normal(0, 1);
-    factor log(z);
+    factor log(z - 100);
     """
     fit = dsgd.Model.from_source(text).fit(iters=50)
     assert fit.status == "non_finite"

@@ -97,14 +97,14 @@ def test_dsgd_gradients_follow_the_schedule(iteration, eta_used):
 def test_gradients_are_deterministic_and_default_to_the_initial_params():
     m = dsgd.Model.builtin("textmsg")
     a = m.gradients(n=64, estimator="dsgd", seed=1)
-    assert a.shape == (64, len(m.param_names))
-    assert np.array_equal(a, m.gradients(m.init_params, n=64, estimator="dsgd", seed=1))
+    assert a.shape == (64, len(m.theta_names))
+    assert np.array_equal(a, m.gradients(m.init_theta, n=64, estimator="dsgd", seed=1))
     assert not np.array_equal(a, m.gradients(n=64, estimator="dsgd", seed=2))
 
 
 def test_gradient_argument_errors():
     m = dsgd.Model.builtin("textmsg")
-    with pytest.raises(ValueError, match="params has 2 entries; this model's parameter vector has 6"):
+    with pytest.raises(ValueError, match="theta has 2 entries; this model's theta has 6"):
         m.gradients([0.0, 1.0], n=4)
     with pytest.raises(ValueError, match="n must be at least 1"):
         m.gradients(n=0)
