@@ -101,8 +101,8 @@ fn quick_reproduce_writes_the_whole_report() {
     assert!(report.contains("of 5 cells within"), "{report}");
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
-    // DSGD and Fixed at two etas, Score, RLOO, Reparam, LYY18.
-    assert_eq!(summary["runs"], 2 * (2 * 2 + 4));
+    // DSGD and Fixed at two etas, DSGD with eta auto, Score, RLOO, Reparam, LYY18.
+    assert_eq!(summary["runs"], 2 * (2 * 2 + 5));
     assert_eq!(summary["config"]["quick"], true);
     let run: serde_json::Value = serde_json::from_slice(
         &std::fs::read(dir.join("runs/textmsg/dsgd-eta0.1/seed0/run.json")).unwrap(),
@@ -142,8 +142,9 @@ fn compare_prints_json_and_writes_table_and_figure() {
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let cells = v["cells"].as_array().unwrap();
-    // DSGD and Fixed at two etas, Score, RLOO, Reparam; no LYY18 on xornet.
-    assert_eq!(cells.len(), 7);
+    // DSGD and Fixed at two etas, DSGD with eta auto, Score, RLOO, Reparam; no LYY18 on
+    // xornet.
+    assert_eq!(cells.len(), 8);
     assert!(v["lyy18_note"].as_str().unwrap().contains("not affine"));
     assert_eq!(cells[0]["arm"]["estimator"], "dsgd");
     assert_eq!(cells[0]["final_elbo"].as_array().unwrap().len(), 2);
