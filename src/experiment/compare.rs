@@ -8,6 +8,7 @@
 use serde::Serialize;
 
 use super::plot::{Legend, LinePlot, Series, YScale};
+use super::precise::PreciseValue;
 use super::report::RunReport;
 use super::run::RunConfig;
 use super::sweep::Job;
@@ -195,6 +196,12 @@ pub struct Cell {
     /// Final ELBO per seed, in seed order.
     pub final_elbo: Vec<f64>,
     pub summary: Summary,
+    /// The precise final value per seed, in seed order, where the runs measured one.
+    pub final_precise: Vec<Option<PreciseValue>>,
+    /// The standard error each seed's final value states from its own samples.
+    pub final_value_se: Vec<f64>,
+    /// [`Summary`] of the precise values (`n` is 0 when none was measured).
+    pub precise_summary: Summary,
     /// Mean over every logged iterate of every seed of `Avg(V(.))` and of `V(||.||_2)`.
     pub mean_var_component: f64,
     pub mean_var_norm: f64,
@@ -217,6 +224,20 @@ pub struct ModelComparison {
 }
 
 impl ModelComparison {
+    /// The same comparison with every cell's final values replaced by the precise ones,
+    /// when every run of every cell has one (`None` otherwise): the claims and tables on
+    /// precise values are the same functions applied to this.
+    pub fn with_precise_finals(&self) -> Option<ModelComparison> {
+        let mut cmp = self.clone();
+        for c in &mut cmp.cells {
+            let values: Option<Vec<f64>> =
+                c.final_precise.iter().map(|p| p.map(|p| p.value)).collect();
+            c.final_elbo = values?;
+            c.summary = Summary::of(&c.final_elbo);
+        }
+        Some(cmp)
+    }
+
     pub fn cell(&self, kind: EstimatorKind, eta: Option<f64>) -> Option<&Cell> {
         self.cells.iter().find(|c| {
             c.arm.estimator == kind
@@ -246,6 +267,8 @@ pub fn aggregate(
             let runs: Vec<&RunReport> =
                 reports.iter().copied().filter(|r| arm.matches(r)).collect();
             let finals: Vec<f64> = runs.iter().map(|r| r.final_value).collect();
+            let precise: Vec<Option<PreciseValue>> = runs.iter().map(|r| r.final_precise).collect();
+            let precise_values: Vec<f64> = precise.iter().flatten().map(|p| p.value).collect();
             let mean_of = |get: &dyn Fn(&super::report::TrajectoryRow) -> f64| {
                 let v: Vec<f64> = runs
                     .iter()
@@ -262,6 +285,9 @@ pub fn aggregate(
                 arm: *arm,
                 summary: Summary::of(&finals),
                 final_elbo: finals,
+                precise_summary: Summary::of(&precise_values),
+                final_precise: precise,
+                final_value_se: runs.iter().map(|r| r.final_value_se).collect(),
                 mean_var_component: mean_of(&|r| r.var_component),
                 mean_var_norm: mean_of(&|r| r.var_norm),
                 late_elbo_std: {
