@@ -142,7 +142,8 @@ fn compare_prints_json_and_writes_table_and_figure() {
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let cells = v["cells"].as_array().unwrap();
-    // DSGD and Fixed at two etas, DSGD with eta auto, Score, RLOO, Reparam; no LYY18 on xornet.
+    // DSGD and Fixed at two etas, DSGD with eta auto, Score, RLOO, Reparam; no LYY18 on
+    // xornet.
     assert_eq!(cells.len(), 8);
     assert!(v["lyy18_note"].as_str().unwrap().contains("not affine"));
     assert_eq!(cells[0]["arm"]["estimator"], "dsgd");
