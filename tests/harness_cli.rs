@@ -192,7 +192,7 @@ fn bench_reports_samples_per_second_per_estimator() {
         // The JAX figure is given for batch 16 only.
         assert_eq!(r["jax_samples_per_second"].is_null(), r["batch"] != 16);
     }
-    // The JAX figures of issue 6 sit beside the right estimator.
+    // The JAX reference figures sit beside the right estimator.
     let jax = |name: &str| {
         results
             .iter()

@@ -10,6 +10,7 @@ mod models;
 mod progress;
 mod reproduce;
 mod run;
+mod sample;
 
 use std::process::ExitCode;
 
@@ -21,8 +22,10 @@ pub enum Command {
     Check(check::CheckArgs),
     /// List the built-in models.
     Models,
-    /// Optimise a model with one estimator; print or save the trajectory.
+    /// Optimise a model with one estimator; print or save the fitted values and trajectory.
     Run(run::RunArgs),
+    /// Posterior draws of every fitted latent from a run's run.json, as CSV.
+    Sample(sample::SampleArgs),
     /// Check automatic gradients against central finite differences.
     Diagnose(diagnose::DiagnoseArgs),
     /// Every applicable estimator (DSGD and Fixed per eta) over several seeds: table + figure.
@@ -39,6 +42,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Check(args) => check::run(args),
         Command::Models => models::run(),
         Command::Run(args) => run::run(args),
+        Command::Sample(args) => sample::run(args),
         Command::Diagnose(args) => diagnose::diagnose(args),
         Command::Compare(args) => compare::run(args),
         Command::Reproduce(args) => reproduce::run(args),

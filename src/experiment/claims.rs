@@ -1,4 +1,4 @@
-//! The paper's qualitative claims (issue 5, "What must hold"), each checked against our own
+//! The paper's qualitative claims , each checked against our own
 //! numbers: a verdict and the numbers behind it. Nothing is hard-coded but the claims.
 
 use serde::Serialize;

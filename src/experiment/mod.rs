@@ -9,6 +9,7 @@ pub mod compare;
 pub mod convergence;
 pub mod cost;
 pub mod diagnose;
+pub mod draws;
 pub mod figure1a;
 pub mod observe;
 pub mod paper;

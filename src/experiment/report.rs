@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
+pub use super::draws::{DrawError, Draws};
 pub use super::summary::LatentSummary;
 
 /// One measurement: at iteration `iter` (steps taken so far), the crisp objective estimate,
@@ -48,6 +49,8 @@ pub enum StopReason {
     Completed,
     /// The objective or a gradient became NaN or infinite.
     NonFinite,
+    /// An observer asked the run to stop (e.g. Ctrl-C in a front end).
+    Cancelled,
 }
 
 impl fmt::Display for StopReason {
@@ -55,6 +58,7 @@ impl fmt::Display for StopReason {
         f.write_str(match self {
             StopReason::Completed => "all iterations taken",
             StopReason::NonFinite => "stopped early: non-finite objective or gradient",
+            StopReason::Cancelled => "stopped early: cancelled",
         })
     }
 }
@@ -179,6 +183,12 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    /// `n` independent draws of every fitted latent from the fitted family, deterministic
+    /// in `seed` (draw `k` is the same however many are asked for).
+    pub fn draws(&self, n: usize, seed: u64) -> Result<Draws, DrawError> {
+        super::draws::draw(&self.latents, n, seed)
+    }
+
     /// The report as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))

@@ -81,7 +81,7 @@ pub fn render(rep: &Reproduction) -> String {
     }
 
     s += "## Table 1: final ELBO\n\n";
-    s += "Ours (mean ± std over seeds) beside the paper's. `band`: for the cells issue 5 names, \
+    s += "Ours (mean ± std over seeds) beside the paper's. `band`: for the cells the paper's claims rest on, \
           whether ours lies within the paper's mean ± (3 std + 2 % |mean|).\n\n";
     for m in &rep.models {
         let _ = writeln!(s, "### {}\n", m.comparison.model);
@@ -292,7 +292,7 @@ fn notes(rep: &Reproduction, band: &[BandCell]) -> String {
         let positive = c.final_elbo.iter().filter(|v| **v > 0.0).count();
         let _ = writeln!(
             s,
-            "- **walk ends with a positive ELBO** on {positive} of {} seeds of DSGD at η 0.1 (per seed: {}), although an ELBO is a lower bound on log p(x). The model follows DESIGN.md section 7 (steps `z_i ~ N(0, 1)` sampled inside the branch `p >= 0`), and under the language's semantics (DESIGN.md sections 1 and 4) a `sample` inside a branch contributes its prior log-density only where that branch is taken, while the guide's -log q of every latent is always part of the ELBO. Once the walk has stopped at step k, the steps k+1..15 have no prior term, and the ELBO rewards their guide entropy, (1/2) log(2πe σ²) each, which grows without bound as σ grows: the objective is not bounded above, and its value depends on how far Adam (step 0.0015) has let those σ grow in 10,000 iterations (for seed 0 the guide std grows from 0.91 for step 1 to 1.87 for step 15). The paper has the same semantics: its Score and Fixed η 0.06 cells, -85 ± 197, are four seeds at about +13 — our value — and one seed 492.5 lower (with ddof 0, 0.4 × 492.5 = 197); no set of five runs all below log p(x) ≈ -16 could give -37 ± 148 either.",
+            "- **walk ends with a positive ELBO** on {positive} of {} seeds of DSGD at η 0.1 (per seed: {}), although an ELBO is a lower bound on log p(x). The model (models/walk.dsgd) samples its steps `z_i ~ N(0, 1)` inside the branch `p >= 0`, and under the language's semantics (docs/design.md sections 1 and 4) a `sample` inside a branch contributes its prior log-density only where that branch is taken, while the guide's -log q of every latent is always part of the ELBO. Once the walk has stopped at step k, the steps k+1..15 have no prior term, and the ELBO rewards their guide entropy, (1/2) log(2πe σ²) each, which grows without bound as σ grows: the objective is not bounded above, and its value depends on how far Adam (step 0.0015) has let those σ grow in 10,000 iterations (for seed 0 the guide std grows from 0.91 for step 1 to 1.87 for step 15). The paper has the same semantics: its Score and Fixed η 0.06 cells, -85 ± 197, are four seeds at about +13 — our value — and one seed 492.5 lower (with ddof 0, 0.4 × 492.5 = 197); no set of five runs all below log p(x) ≈ -16 could give -37 ± 148 either.",
             c.final_elbo.len(),
             c.final_elbo
                 .iter()

@@ -2,7 +2,7 @@
 //!
 //! Every `log_every` iterations (from iteration 0) and at the end, the runner draws
 //! `log_samples` fresh samples and records the crisp objective estimate and the variance of
-//! the estimator's gradient samples at that iterate (DESIGN.md section 3). A run is a pure
+//! the estimator's gradient samples at that iterate (docs/design.md section 3). A run is a pure
 //! function of its configuration: the thread count changes nothing but the speed. With more
 //! than one thread a measurement runs beside the steps that follow it (it reads only the
 //! iterate they start from), and the steps draw their next noise ahead; both are applied in
@@ -36,17 +36,25 @@ pub enum OnNonFinite {
 /// The settings of one run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunConfig {
+    /// The gradient estimator (default DSGD).
     pub estimator: EstimatorKind,
     /// Accuracy at iteration 4000 (DSGD) or the fixed accuracy (Fixed).
     pub eta: f64,
     /// DSGD's decay; `None` means `1 / (2 l)` from the nesting depth.
     pub eta_decay: Option<f64>,
+    /// Optimisation steps.
     pub iterations: u64,
+    /// Gradient samples averaged per step.
     pub batch: usize,
+    /// The optimiser and its step size.
     pub optimizer: OptimizerConfig,
+    /// The seed: the run is a pure function of it.
     pub seed: u64,
+    /// Iterations between two measurements (which also bounds how soon a cancel is seen).
     pub log_every: u64,
+    /// Fresh samples per measurement.
     pub log_samples: usize,
+    /// What to do on a NaN or infinite objective or gradient.
     pub on_nonfinite: OnNonFinite,
     /// Worker threads; `None` uses rayon's global pool.
     pub threads: Option<usize>,
@@ -73,12 +81,16 @@ impl Default for RunConfig {
 /// Why a run could not start.
 #[derive(Debug, Error)]
 pub enum RunError {
+    /// A setting is out of range; the message names it.
     #[error("invalid setting: {0}")]
     Config(String),
+    /// The model's family cannot be built or evaluated.
     #[error(transparent)]
     Family(#[from] FamilyError),
+    /// The estimator does not apply to the model (e.g. LYY18 on a non-affine guard).
     #[error(transparent)]
     Estimate(#[from] EstimateError),
+    /// The thread pool could not start.
     #[error("cannot start worker threads: {0}")]
     Threads(String),
 }
@@ -335,6 +347,10 @@ impl<'a> Runner<'a> {
                 return;
             }
             k = end;
+            if k < cfg.iterations && observers.iter().any(|o| o.cancelled()) {
+                self.stop = StopReason::Cancelled;
+                break;
+            }
         }
         if self.trajectory.last().is_none_or(|r| r.iter != self.done) {
             let measured = measure(

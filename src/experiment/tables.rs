@@ -84,7 +84,7 @@ pub struct BandCell {
     pub difference: f64,
 }
 
-/// Whether the band check covers `arm` on `model` (issue 5): DSGD, Fixed and LYY18 on
+/// Whether the band check covers `arm` on `model`: DSGD, Fixed and LYY18 on
 /// cheating, textmsg and influenza; DSGD at eta 0.06 and 0.1 on temperature; DSGD at eta
 /// 0.1 to 0.22 on xornet.
 pub fn in_band_scope(model: &str, arm: &Arm) -> bool {
