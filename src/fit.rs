@@ -4,11 +4,12 @@
 //! `estimate`); the crate root re-exports them with the types they take and return.
 
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 
 use crate::estimate::{self, Engine, Problem, Purpose, StreamKey};
 use crate::experiment::observe::Observer;
 use crate::experiment::report::RunReport;
-use crate::experiment::run::{RunConfig, RunError, run};
+use crate::experiment::run::{RunConfig, RunError, run, run_cancellable};
 use crate::ir::Model;
 use crate::lang::{self, CompileError, CompileOptions};
 use crate::optim::{AdamConfig, OptimizerConfig};
@@ -51,13 +52,24 @@ pub fn fit(model: &Model, config: &RunConfig) -> Result<RunReport, RunError> {
     run(model, config, &mut [])
 }
 
-/// [`fit`], reporting progress to `observers` (which may also cancel the run).
+/// [`fit`], reporting progress to `observers`.
 pub fn fit_observed(
     model: &Model,
     config: &RunConfig,
     observers: &mut [&mut dyn Observer],
 ) -> Result<RunReport, RunError> {
     run(model, config, observers)
+}
+
+/// [`fit_observed`] that ends with [`RunError::Cancelled`] soon after `cancel` becomes true
+/// (within one step and one measurement): for front ends that stop on Ctrl-C.
+pub fn fit_cancellable(
+    model: &Model,
+    config: &RunConfig,
+    observers: &mut [&mut dyn Observer],
+    cancel: &AtomicBool,
+) -> Result<RunReport, RunError> {
+    run_cancellable(model, config, observers, cancel)
 }
 
 /// Per-sample gradients of the objective at one point, from one estimator.

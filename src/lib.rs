@@ -38,7 +38,8 @@
 //! - Models: [`compile`], [`compile_file`], [`builtin`] give a [`Model`]; the language is
 //!   described in `docs/language.md`, the semantics and formulas in `docs/design.md`.
 //! - Runs: a [`RunConfig`] (estimator, `eta`, iterations, optimiser, seed, ...) and [`fit`]
-//!   (or [`fit_observed`] with progress hooks and cancellation through [`Observer`]);
+//!   (or [`fit_observed`] with progress hooks through an [`Observer`], [`fit_cancellable`]
+//!   with a cancel flag);
 //!   [`recommended_config`] gives a built-in model's own settings.
 //! - Results: a [`RunReport`] with the final value, the parameters by name, each latent's
 //!   [`LatentSummary`], the convergence verdict, the trajectory of [`TrajectoryRow`]s, and
@@ -53,6 +54,8 @@
 
 mod fit;
 
+#[doc(hidden)]
+pub mod cpu;
 #[doc(hidden)]
 pub mod estimate;
 #[doc(hidden)]
@@ -80,8 +83,8 @@ pub use experiment::report::{
 };
 pub use experiment::run::{OnNonFinite, RunConfig, RunError};
 pub use fit::{
-    GradientSamples, builtin, compile, compile_file, fit, fit_observed, gradient_samples,
-    recommended_config,
+    GradientSamples, builtin, compile, compile_file, fit, fit_cancellable, fit_observed,
+    gradient_samples, recommended_config,
 };
 pub use ir::Model;
 pub use lang::CompileError;

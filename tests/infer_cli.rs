@@ -189,12 +189,14 @@ fn lyy18_on_a_non_affine_model_names_the_guard_and_its_position() {
 }
 
 /// A model file whose log-density is `-inf` for `z < 0`, which its Gaussian guide reaches.
+/// A model whose log-density is -inf for half of the guide's mass: an unconstrained latent
+/// observed as an exponential variate (the support check of an observed value stays crisp).
 fn exponential_model(dir: &std::path::Path) -> String {
     std::fs::create_dir_all(dir).unwrap();
     let path = dir.join("expo.dsgd");
     std::fs::write(
         &path,
-        "let z = sample Exponential(1) init(mean = 1, std = 1);\n",
+        "let z = sample Normal(0, 1) init(mean = 1, std = 1);\nobserve z ~ Exponential(1);\n",
     )
     .unwrap();
     path.to_string_lossy().into_owned()

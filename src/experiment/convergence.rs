@@ -71,12 +71,6 @@ pub fn assess(facts: &RunFacts) -> Verdict {
             facts.done
         ));
     }
-    if facts.stop == StopReason::Cancelled {
-        return no(format!(
-            "not converged: the run was cancelled at iteration {}",
-            facts.done
-        ));
-    }
     if facts.done > 0 && facts.skipped == facts.done {
         return no(
             "not converged: every step was skipped (non-finite gradients), nothing was fitted"

@@ -10,7 +10,8 @@ use thiserror::Error;
 
 use crate::estimate::{Channel, Purpose, StreamKey};
 
-use super::summary::{Identity, LatentSummary, ToConstrained};
+use super::summary::LatentSummary;
+use crate::ir::Transform;
 
 /// Draws of every fitted latent, one row per draw.
 #[derive(Clone, Debug, PartialEq)]
@@ -50,14 +51,16 @@ pub enum DrawError {
 const DRAWS_TAG: u32 = 0x5a17;
 
 /// The map of a transform named in a report.
-fn transform_named(latent: &LatentSummary) -> Result<Box<dyn ToConstrained>, DrawError> {
-    match latent.transform.as_str() {
-        "identity" => Ok(Box::new(Identity)),
-        other => Err(DrawError::UnknownTransform {
+fn transform_named(latent: &LatentSummary) -> Result<Transform, DrawError> {
+    latent
+        .transform_map()
+        .ok_or_else(|| DrawError::UnknownTransform {
             latent: latent.name.clone(),
-            transform: other.to_string(),
-        }),
-    }
+            transform: format!(
+                "{} (lower {:?}, upper {:?})",
+                latent.transform, latent.lower, latent.upper
+            ),
+        })
 }
 
 /// `n` draws of the latents summarised in `latents`, deterministic in `seed`.
@@ -110,7 +113,7 @@ impl Draws {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::summary::summarise_latent;
+    use crate::experiment::summary::{Identity, summarise_latent};
 
     #[test]
     fn draws_have_the_fitted_mean_and_sd_within_their_standard_errors() {
@@ -147,6 +150,33 @@ mod tests {
         let csv = a.to_csv().unwrap();
         assert!(csv.starts_with("a\n"));
         assert_eq!(csv.lines().count(), 51);
+    }
+
+    #[test]
+    fn constrained_draws_follow_the_transform_and_its_closed_form_mean() {
+        // z = 1 + exp(u), u ~ N(0.2, 0.4): E z = 1 + exp(0.2 + 0.08), every draw above 1.
+        let t = Transform::Exp { lower: 1.0 };
+        let l = summarise_latent("s", 0.2, 0.4, &t);
+        assert_eq!((l.lower, l.upper), (Some(1.0), None));
+        assert_eq!(l.transform_map(), Some(t));
+        let mean = 1.0 + (0.2f64 + 0.08).exp();
+        assert!((l.mean - mean).abs() < 1e-12);
+        let n = 20_000;
+        let d = draw(std::slice::from_ref(&l), n, 5).unwrap();
+        assert!(d.rows.iter().all(|r| r[0] > 1.0));
+        let m = d.rows.iter().map(|r| r[0]).sum::<f64>() / n as f64;
+        assert!(
+            (m - l.mean).abs() < 4.0 * l.sd / (n as f64).sqrt(),
+            "{m} vs {}",
+            l.mean
+        );
+        let b = Transform::Logit {
+            lower: -1.0,
+            upper: 2.0,
+        };
+        let l = summarise_latent("p", 0.0, 1.0, &b);
+        assert_eq!(l.transform_map(), Some(b));
+        assert!((l.q50 - 0.5).abs() < 1e-15 && (l.mean - 0.5).abs() < 1e-12);
     }
 
     #[test]

@@ -14,11 +14,6 @@ pub trait Observer: Send {
     fn logged(&mut self, _row: &TrajectoryRow) {}
     /// When the run has ended (normally or not).
     fn finished(&mut self, _report: &RunReport) {}
-    /// Asked after every measurement segment (`log_every` steps): `true` ends the run there,
-    /// with a final measurement and `StopReason::Cancelled`. A front end sets it from Ctrl-C.
-    fn cancelled(&self) -> bool {
-        false
-    }
 }
 
 /// An observer that ignores everything.

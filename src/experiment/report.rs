@@ -49,8 +49,6 @@ pub enum StopReason {
     Completed,
     /// The objective or a gradient became NaN or infinite.
     NonFinite,
-    /// An observer asked the run to stop (e.g. Ctrl-C in a front end).
-    Cancelled,
 }
 
 impl fmt::Display for StopReason {
@@ -58,7 +56,6 @@ impl fmt::Display for StopReason {
         f.write_str(match self {
             StopReason::Completed => "all iterations taken",
             StopReason::NonFinite => "stopped early: non-finite objective or gradient",
-            StopReason::Cancelled => "stopped early: cancelled",
         })
     }
 }

@@ -8,6 +8,7 @@
 //! iterate they start from), and the steps draw their next noise ahead; both are applied in
 //! the serial order.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use thiserror::Error;
@@ -50,7 +51,7 @@ pub struct RunConfig {
     pub optimizer: OptimizerConfig,
     /// The seed: the run is a pure function of it.
     pub seed: u64,
-    /// Iterations between two measurements (which also bounds how soon a cancel is seen).
+    /// Iterations between two measurements.
     pub log_every: u64,
     /// Fresh samples per measurement.
     pub log_samples: usize,
@@ -93,6 +94,9 @@ pub enum RunError {
     /// The thread pool could not start.
     #[error("cannot start worker threads: {0}")]
     Threads(String),
+    /// The caller's cancel flag was raised (e.g. Ctrl-C in the Python package).
+    #[error("the run was cancelled")]
+    Cancelled,
 }
 
 impl RunConfig {
@@ -151,16 +155,29 @@ pub fn run(
     config: &RunConfig,
     observers: &mut [&mut dyn Observer],
 ) -> Result<RunReport, RunError> {
+    run_cancellable(model, config, observers, &AtomicBool::new(false))
+}
+
+/// [`run`], ending with [`RunError::Cancelled`] soon after `cancel` becomes true: the loop
+/// reads the flag before every step, so a front end (the Python package on Ctrl-C) can stop a
+/// long run within one step and one measurement.
+pub fn run_cancellable(
+    model: &Model,
+    config: &RunConfig,
+    observers: &mut [&mut dyn Observer],
+    cancel: &AtomicBool,
+) -> Result<RunReport, RunError> {
     config.validate()?;
+    let go = |observers: &mut [&mut dyn Observer]| run_in_pool(model, config, observers, cancel);
     match config.threads {
         Some(n) => {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(n)
                 .build()
                 .map_err(|e| RunError::Threads(e.to_string()))?;
-            pool.install(|| run_in_pool(model, config, observers))
+            pool.install(|| go(observers))
         }
-        None => run_in_pool(model, config, observers),
+        None => go(observers),
     }
 }
 
@@ -168,6 +185,7 @@ fn run_in_pool(
     model: &Model,
     config: &RunConfig,
     observers: &mut [&mut dyn Observer],
+    cancel: &AtomicBool,
 ) -> Result<RunReport, RunError> {
     let clock = Instant::now();
     let problem = Problem::new(model)?;
@@ -179,11 +197,14 @@ fn run_in_pool(
     let probe_estimator = estimate::build(config.estimator, &problem, config.eta, Some(decay))?;
     let probe = Engine::new(problem.clone(), probe_estimator);
     let mut engine = Engine::new(problem, estimator);
-    let mut runner = Runner::new(&mut engine, probe, config);
+    let mut runner = Runner::new(&mut engine, probe, config, cancel);
     for o in observers.iter_mut() {
         o.started(config.iterations);
     }
     runner.go(observers);
+    if cancel.load(Ordering::Relaxed) {
+        return Err(RunError::Cancelled);
+    }
     let Runner {
         theta,
         trajectory,
@@ -200,7 +221,7 @@ fn run_in_pool(
         Mode::Variational => ObjectiveKind::Elbo,
         Mode::Objective { .. } => ObjectiveKind::Objective,
     };
-    let latents = latent_summaries(family, &theta).unwrap_or_default();
+    let latents = latent_summaries(problem.program(), family, &theta).unwrap_or_default();
     let params = NamedValues(param_values(family, &theta));
     let param_names: Vec<String> = params.names().map(String::from).collect();
     let latent_names: Vec<String> = latents.iter().map(|l| l.name.clone()).collect();
@@ -265,6 +286,7 @@ struct Runner<'a> {
     /// The engine of the measurements.
     probe: Engine,
     config: &'a RunConfig,
+    cancel: &'a AtomicBool,
     theta: Vec<f64>,
     trajectory: Vec<TrajectoryRow>,
     norms: Vec<f64>,
@@ -290,12 +312,18 @@ struct Segment {
 type Measured = Result<(TrajectoryRow, Option<String>), String>;
 
 impl<'a> Runner<'a> {
-    fn new(engine: &'a mut Engine, probe: Engine, config: &'a RunConfig) -> Runner<'a> {
+    fn new(
+        engine: &'a mut Engine,
+        probe: Engine,
+        config: &'a RunConfig,
+        cancel: &'a AtomicBool,
+    ) -> Runner<'a> {
         Runner {
             theta: engine.problem().family().init(),
             engine,
             probe,
             config,
+            cancel,
             trajectory: Vec::new(),
             norms: Vec::new(),
             stop: StopReason::Completed,
@@ -314,6 +342,9 @@ impl<'a> Runner<'a> {
         let mut optimizer = cfg.optimizer.build(self.theta.len());
         let mut k = 0;
         while k < cfg.iterations {
+            if self.cancel.load(Ordering::Relaxed) {
+                return;
+            }
             let end = (k + cfg.log_every).min(cfg.iterations);
             let start_theta = self.theta.clone();
             let Runner {
@@ -321,10 +352,11 @@ impl<'a> Runner<'a> {
                 probe,
                 theta,
                 norms,
+                cancel,
                 ..
             } = self;
             let (segment, measured) = rayon::join(
-                || steps(engine, cfg, optimizer.as_mut(), theta, k..end),
+                || steps(engine, cfg, optimizer.as_mut(), theta, k..end, cancel),
                 || measure(probe, cfg, &start_theta, k, norms),
             );
             if !self.record(measured, observers) {
@@ -347,10 +379,6 @@ impl<'a> Runner<'a> {
                 return;
             }
             k = end;
-            if k < cfg.iterations && observers.iter().any(|o| o.cancelled()) {
-                self.stop = StopReason::Cancelled;
-                break;
-            }
         }
         if self.trajectory.last().is_none_or(|r| r.iter != self.done) {
             let measured = measure(
@@ -401,6 +429,7 @@ fn steps(
     optimizer: &mut dyn crate::optim::Optimizer,
     theta: &mut [f64],
     range: std::ops::Range<u64>,
+    cancel: &AtomicBool,
 ) -> Segment {
     let mut seg = Segment {
         done: range.start,
@@ -409,6 +438,9 @@ fn steps(
         failed: None,
     };
     for k in range {
+        if cancel.load(Ordering::Relaxed) {
+            return seg;
+        }
         let step = engine.evaluate_then_draw(
             theta,
             StreamKey::new(cfg.seed, k, Purpose::Step),
