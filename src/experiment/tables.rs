@@ -128,6 +128,12 @@ pub fn band_check(cmp: &ModelComparison) -> Vec<BandCell> {
 /// Table 1 of one model: every arm's final ELBO (mean ± std over seeds) beside the paper's,
 /// the difference, and the band verdict where the check applies.
 pub fn table1(cmp: &ModelComparison) -> String {
+    table1_with(cmp, true)
+}
+
+/// [`table1`]; without `evaluate_band` (a quick run, whose settings the band was not made
+/// for) the band column reads "not evaluated".
+pub fn table1_with(cmp: &ModelComparison, evaluate_band: bool) -> String {
     let band = band_check(cmp);
     let mut s = String::from(
         "| estimator | η | ours (mean ± std) | paper | ours − paper | band |\n| --- | --- | --- | --- | --- | --- |\n",
@@ -145,7 +151,15 @@ pub fn table1(cmp: &ModelComparison) -> String {
         let verdict = band
             .iter()
             .find(|b| b.arm == c.arm.label())
-            .map_or("", |b| if b.inside { "in" } else { "**OUT**" });
+            .map_or("", |b| {
+                if !evaluate_band {
+                    "not evaluated"
+                } else if b.inside {
+                    "in"
+                } else {
+                    "**OUT**"
+                }
+            });
         s += &format!(
             "| {} | {} | {} | {} | {} | {} |\n",
             c.arm.estimator.name(),
@@ -155,6 +169,47 @@ pub fn table1(cmp: &ModelComparison) -> String {
             p.map_or("–".into(), |p| num(c.summary.mean - p.mean)),
             verdict
         );
+    }
+    s
+}
+
+/// The comparison of any model: per estimator and eta, the final value's mean and spread
+/// over the seeds that took every step, how many runs converged, stopped early or ended
+/// non-finite, each parameter's final value (objective programs) and the mean gradient
+/// variance. No published numbers: for a user's model there are none.
+pub fn comparison_table(cmp: &ModelComparison) -> String {
+    let label = cmp.kind.label();
+    let params: Vec<&str> = cmp.cells.first().map_or(Vec::new(), |c| {
+        c.params.iter().map(|p| p.name.as_str()).collect()
+    });
+    let mut s = format!(
+        "| estimator | η | final {label} (mean ± std) | converged | stopped early | non-finite |"
+    );
+    for p in &params {
+        s += &format!(" {p} (mean ± std) |");
+    }
+    s += " Avg(V) |\n| --- | --- | --- | --- | --- | --- |";
+    s += &" --- |".repeat(params.len() + 1);
+    s += "\n";
+    for c in &cmp.cells {
+        let runs = c.final_elbo.len();
+        s += &format!(
+            "| {} | {} | {} | {}/{runs} | {}/{runs} | {}/{runs} |",
+            c.arm.estimator.name(),
+            c.arm.eta.map_or("–".into(), |e| e.to_string()),
+            if c.summary.n == 0 {
+                "n/a".to_string()
+            } else {
+                format!("{} ± {}", num(c.summary.mean), num(c.summary.std))
+            },
+            c.converged,
+            c.stopped_early,
+            c.summary.non_finite,
+        );
+        for p in &c.params {
+            s += &format!(" {} ± {} |", num(p.mean), num(p.std));
+        }
+        s += &format!(" {} |\n", sci(c.mean_var_component));
     }
     s
 }
