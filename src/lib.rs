@@ -57,6 +57,8 @@ mod fit;
 #[doc(hidden)]
 pub mod cpu;
 #[doc(hidden)]
+pub mod elementary;
+#[doc(hidden)]
 pub mod estimate;
 #[doc(hidden)]
 pub mod eval;

@@ -115,7 +115,7 @@ fn band_is_three_std_plus_two_percent_and_only_in_scope() {
     assert!(!get("lyy18").inside);
     assert_eq!(md.matches("**OUT**").count(), 3);
     // A quick run's table does not judge the band.
-    let quick = table1_with(&cmp, false);
+    let quick = table1_with(&cmp, &[], false);
     assert_eq!(quick.matches("**OUT**").count(), 0);
     assert_eq!(quick.matches("not evaluated").count(), 5);
     // A user's model: no paper or band columns, convergence and early stops instead.

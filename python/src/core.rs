@@ -276,6 +276,7 @@ pub fn run_config(o: &FitOptions) -> Result<RunConfig, CoreError> {
         estimator: estimator_kind(&o.estimator)?,
         eta: o.eta,
         eta_decay: o.eta_decay,
+        eta_auto: false,
         iterations: o.iters,
         batch: o.batch,
         optimizer,
@@ -290,21 +291,42 @@ pub fn run_config(o: &FitOptions) -> Result<RunConfig, CoreError> {
 }
 
 /// One fit, ending early with [`CoreError::Cancelled`] when `cancel` rises.
-pub fn fit(model: &Model, config: &RunConfig, cancel: &AtomicBool) -> Result<RunReport, CoreError> {
-    run_cancellable(model, config, &mut [], cancel).map_err(CoreError::from)
+pub fn fit(c: &Compiled, config: &RunConfig, cancel: &AtomicBool) -> Result<RunReport, CoreError> {
+    run_cancellable(&c.model, config, &mut [], cancel).map_err(|e| located(c, e))
+}
+
+/// A run error, with a non-affine guard's source position as `file:line:column` (as the
+/// command line says it).
+fn located(c: &Compiled, err: RunError) -> CoreError {
+    match err {
+        RunError::Estimate(estimate::EstimateError::NotAffine {
+            index,
+            span: Some(span),
+            reason,
+        }) => {
+            let at = locate(c.text(), span);
+            CoreError::Invalid(format!(
+                "LYY18 does not apply to this model: the guard of if-statement #{index} at {}:{}:{} is not affine ({reason})",
+                c.file(),
+                at.line,
+                at.column
+            ))
+        }
+        other => CoreError::from(other),
+    }
 }
 
 /// Many fits of one model in parallel across fits (results in the given order, each a pure
 /// function of its configuration), ending early when `cancel` rises.
 pub fn fit_many(
-    model: &Model,
+    c: &Compiled,
     configs: &[RunConfig],
     cancel: &AtomicBool,
 ) -> Result<Vec<RunReport>, CoreError> {
     configs
         .par_iter()
         .with_max_len(1)
-        .map(|c| fit(model, c, cancel))
+        .map(|config| fit(c, config, cancel))
         .collect()
 }
 
@@ -329,11 +351,8 @@ pub struct CompareOptions {
 /// `0..seeds`, with the command line's settings. JSON: `comparison` (what `dsgd compare
 /// --json` prints), per cell the paper's `paper` mean and std (built-in paper models) and
 /// whether it lies in the tolerance `band`, and the command line's markdown `table`.
-pub fn compare(
-    model: &Model,
-    o: &CompareOptions,
-    cancel: &AtomicBool,
-) -> Result<String, CoreError> {
+pub fn compare(c: &Compiled, o: &CompareOptions, cancel: &AtomicBool) -> Result<String, CoreError> {
+    let model = &c.model;
     if o.etas.is_empty() || o.seeds == 0 {
         return Err(CoreError::Invalid(
             "a comparison needs at least one eta and one seed".into(),
@@ -363,7 +382,7 @@ pub fn compare(
         .into_iter()
         .map(|j| j.config)
         .collect();
-    let reports = fit_many(model, &configs, cancel)?;
+    let reports = fit_many(c, &configs, cancel)?;
     let refs: Vec<&RunReport> = reports.iter().collect();
     let cmp: ModelComparison = compare::aggregate(&model.name, &arms, &refs, note);
     let paper: Vec<_> = cmp

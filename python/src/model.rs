@@ -132,7 +132,7 @@ impl Model {
         let opts = options::fit_options(options, &[])?;
         let config = core::run_config(&opts).map_err(|e| to_py(py, e))?;
         let compiled = &self.compiled;
-        let report = interrupt::run(py, |cancel| core::fit(&compiled.model, &config, cancel))?;
+        let report = interrupt::run(py, |cancel| core::fit(compiled, &config, cancel))?;
         Fit::new(py, self.compiled.clone(), self.layout.clone(), report)
     }
 
@@ -177,9 +177,7 @@ impl Model {
             })
             .collect::<PyResult<Vec<_>>>()?;
         let compiled = &self.compiled;
-        let reports = interrupt::run(py, |cancel| {
-            core::fit_many(&compiled.model, &configs, cancel)
-        })?;
+        let reports = interrupt::run(py, |cancel| core::fit_many(compiled, &configs, cancel))?;
         reports
             .into_iter()
             .map(|r| Fit::new(py, self.compiled.clone(), self.layout.clone(), r))
@@ -191,7 +189,7 @@ impl Model {
     fn _compare(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
         let opts = options::compare_options(options, &[])?;
         let compiled = &self.compiled;
-        interrupt::run(py, |cancel| core::compare(&compiled.model, &opts, cancel))
+        interrupt::run(py, |cancel| core::compare(compiled, &opts, cancel))
     }
 
     fn __repr__(&self) -> String {

@@ -13,12 +13,15 @@ use dsgd::experiment::paper::JAX_SAMPLES_PER_SECOND;
 use dsgd::experiment::reproduce::paper_settings;
 use serde::Serialize;
 
-use super::load::load;
+use super::load::load_with_data;
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// A model file (`.dsgd`) or the name of a built-in model.
     model: String,
+    /// A JSON object binding the model's `data` declarations by name (replacing their values).
+    #[arg(long, value_name = "FILE.json")]
+    pub data: Option<std::path::PathBuf>,
     /// Print JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -62,7 +65,7 @@ struct BenchReport {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    let model = load(&args.model)?.model;
+    let model = load_with_data(&args.model, args.data.as_deref())?.model;
     let note = lyy18_refusal(&model);
     let (_, decay) = paper_settings(&model.name);
     let jax = JAX_SAMPLES_PER_SECOND

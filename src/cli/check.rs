@@ -7,20 +7,23 @@ use clap::Args;
 use dsgd::experiment::check::CheckReport;
 use dsgd::lang::locate;
 
-use super::load::load;
+use super::load::load_with_data;
 
 /// Counts, nesting depth, safety, affine guards and applicable estimators of a model.
 #[derive(Args, Debug)]
 pub struct CheckArgs {
     /// A `.dsgd` file or the name of a built-in model (see `dsgd models`).
     pub model: String,
+    /// A JSON object binding the model's `data` declarations by name (replacing their values).
+    #[arg(long, value_name = "FILE.json")]
+    pub data: Option<std::path::PathBuf>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load(&args.model)?;
+    let loaded = load_with_data(&args.model, args.data.as_deref())?;
     let locate_span = |s| {
         let l = locate(&loaded.source, s);
         format!("{}:{}:{}", loaded.file, l.line, l.column)

@@ -16,13 +16,16 @@ use dsgd::experiment::tables;
 use dsgd::optim::{AdamConfig, OptimizerConfig};
 
 use super::args::{non_negative, positive};
-use super::load::load;
+use super::load::load_with_data;
 use super::progress::SweepProgress;
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
     /// A model file (`.dsgd`) or the name of a built-in model.
     model: String,
+    /// A JSON object binding the model's `data` declarations by name (replacing their values).
+    #[arg(long, value_name = "FILE.json")]
+    pub data: Option<std::path::PathBuf>,
     /// Accuracy coefficients for DSGD and Fixed.
     #[arg(long, num_args = 1.., allow_negative_numbers = true, value_parser = positive, default_values_t = ETAS.to_vec())]
     etas: Vec<f64>,
@@ -53,7 +56,7 @@ pub struct CompareArgs {
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load(&args.model)?;
+    let loaded = load_with_data(&args.model, args.data.as_deref())?;
     let model = &loaded.model;
     // A built-in model brings its recommended settings; a user's file the general defaults.
     let (paper_lr, paper_decay) = if loaded.builtin {
@@ -96,7 +99,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     if with_paper {
         table += &format!(
             "\nBeside the paper's published numbers (its settings: 10,000 iterations, 5 seeds; the band is judged only at 10,000 iterations):\n\n{}",
-            tables::table1_with(&cmp, args.iters == 10_000)
+            tables::table1_with(&cmp, &[], args.iters == 10_000)
         );
     }
     let problems: Vec<&String> = cmp.cells.iter().flat_map(|c| c.problems.iter()).collect();

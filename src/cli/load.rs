@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 use dsgd::ir::Model;
-use dsgd::lang::{CompileOptions, compile_source};
+use dsgd::lang::{CompileOptions, DataSet, FsResolver, compile_with_data};
 use dsgd::models;
 
 /// A model and the text it was compiled from (for locating spans in reports).
@@ -17,23 +17,22 @@ pub struct Loaded {
     pub builtin: bool,
 }
 
-/// Loads `spec`: an existing path is compiled; otherwise a built-in of that name.
-#[allow(
-    dead_code,
-    reason = "the entry point of the run/compare/bench subcommands"
-)]
-pub fn load_model(spec: &str) -> anyhow::Result<Model> {
-    load(spec).map(|l| l.model)
-}
-
-/// [`load_model`], keeping the source.
-pub fn load(spec: &str) -> anyhow::Result<Loaded> {
+/// Loads `spec`: an existing path is compiled; otherwise a built-in of that name. The model's
+/// `data` declarations are bound from the JSON file `data` if given.
+pub fn load_with_data(spec: &str, data: Option<&Path>) -> anyhow::Result<Loaded> {
+    let data = match data {
+        Some(path) => DataSet::from_json_file(path)?,
+        None => DataSet::default(),
+    };
     let path = Path::new(spec);
     if path.is_file() {
         let source = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read model file `{spec}`"))?;
         let base = path.parent().unwrap_or(Path::new("."));
-        let model = compile_source(spec, &source, base, &CompileOptions::default())
+        let resolver = FsResolver {
+            base_dir: base.to_path_buf(),
+        };
+        let model = compile_with_data(spec, &source, &resolver, &data, &CompileOptions::default())
             .map_err(|e| anyhow::anyhow!("cannot compile `{spec}`\n{e}"))?;
         return Ok(Loaded {
             model,
@@ -42,7 +41,7 @@ pub fn load(spec: &str) -> anyhow::Result<Loaded> {
             builtin: false,
         });
     }
-    if let Some(result) = models::builtin(spec) {
+    if let Some(result) = models::builtin_with_data(spec, &data) {
         let model =
             result.map_err(|e| anyhow::anyhow!("cannot compile built-in model `{spec}`\n{e}"))?;
         let source = models::builtin_source(spec).unwrap_or_default().to_string();

@@ -15,18 +15,22 @@ use dsgd::optim::{AdamConfig, OptimizerConfig, SgdConfig};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::args::{non_negative, positive};
-use super::load::{Loaded, load};
+use super::load::{Loaded, load_with_data};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// A model file (`.dsgd`) or the name of a built-in model.
     model: String,
+    /// A JSON object binding the model's `data` declarations by name (replacing their values).
+    #[arg(long, value_name = "FILE.json")]
+    pub data: Option<std::path::PathBuf>,
     /// The gradient estimator.
     #[arg(long, value_enum, default_value_t = EstimatorArg::Dsgd)]
     estimator: EstimatorArg,
     /// Smoothing accuracy: DSGD reaches it at iteration 4000; Fixed uses it throughout.
-    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true, value_parser = positive)]
-    eta: f64,
+    /// `auto` (DSGD only) chooses it from the run's measurements (docs/adaptive-eta.md).
+    #[arg(long, default_value = "0.1", allow_negative_numbers = true, value_parser = eta_choice)]
+    eta: EtaChoice,
     /// DSGD's decay in eta_k = eta (4000 / (k + 1))^decay [default: a built-in model's own,
     /// else 1 / (2 * nesting depth)].
     #[arg(long, allow_negative_numbers = true, value_parser = non_negative)]
@@ -77,6 +81,8 @@ enum EstimatorArg {
     Reparam,
     Score,
     Lyy18,
+    /// Score with a leave-one-out baseline.
+    Rloo,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -91,6 +97,22 @@ enum OnNonFiniteArg {
     Stop,
     /// Skip non-finite steps and keep going.
     Continue,
+}
+
+/// `--eta`: a positive number, or `auto`.
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum EtaChoice {
+    Value(f64),
+    Auto,
+}
+
+fn eta_choice(s: &str) -> Result<EtaChoice, String> {
+    if s.eq_ignore_ascii_case("auto") {
+        return Ok(EtaChoice::Auto);
+    }
+    positive(s)
+        .map(EtaChoice::Value)
+        .map_err(|e| format!("{e} (or `auto`)"))
 }
 
 fn at_least<const N: usize>(s: &str) -> Result<usize, String> {
@@ -115,8 +137,13 @@ impl RunArgs {
                 EstimatorArg::Reparam => EstimatorKind::Reparam,
                 EstimatorArg::Score => EstimatorKind::Score,
                 EstimatorArg::Lyy18 => EstimatorKind::Lyy18,
+                EstimatorArg::Rloo => EstimatorKind::Rloo,
             },
-            eta: self.eta,
+            eta: match self.eta {
+                EtaChoice::Value(eta) => eta,
+                EtaChoice::Auto => dsgd::estimate::START_AMPLITUDE,
+            },
+            eta_auto: self.eta == EtaChoice::Auto,
             eta_decay: self.eta_decay.or(recommended.eta_decay),
             iterations: self.iters,
             batch: self.batch,
@@ -180,7 +207,7 @@ impl Observer for Progress {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load(&args.model)?;
+    let loaded = load_with_data(&args.model, args.data.as_deref())?;
     let recommended = if loaded.builtin {
         dsgd::models::recommended(&loaded.model.name)
     } else {
@@ -215,6 +242,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         write_summary(&mut out, &report, own, &written)?;
     }
     out.flush()?;
+    if let Some(w) = &report.smoothing_warning {
+        eprintln!("warning: {w}");
+    }
     if report.iterations > 0 && report.skipped_steps == report.iterations {
         eprintln!(
             "error: every step was skipped: the gradient was never finite ({})",
@@ -273,7 +303,13 @@ fn write_summary(
 ) -> std::io::Result<()> {
     let mark = |yes: bool| if yes { " (the model's own)" } else { "" };
     let mut est = r.estimator.clone();
-    if let Some(eta) = r.eta {
+    if r.eta_auto {
+        est += " (eta auto";
+        if let Some(d) = r.eta_decay {
+            est += &format!(", decay {d}{}", mark(own.decay));
+        }
+        est += ")";
+    } else if let Some(eta) = r.eta {
         est += &format!(" (eta {eta}");
         if let Some(d) = r.eta_decay {
             est += &format!(", decay {d}{}", mark(own.decay));
@@ -301,6 +337,14 @@ fn write_summary(
         r.final_value,
         r.final_value_se
     )?;
+    if let Some(last) = r.trajectory.last()
+        && let (Some(gap), Some(se)) = (last.gap, last.gap_se)
+    {
+        writeln!(
+            out,
+            "smoothing gap at the end: {gap:.6} ± {se:.2e} (smoothed minus original {what})"
+        )?;
+    }
     writeln!(out, "{}", r.convergence)?;
     if !r.params.0.is_empty() {
         writeln!(out, "parameters:")?;

@@ -69,7 +69,8 @@ pub fn lyy18_refusal(model: &Model) -> Option<String> {
     }
 }
 
-/// The arms of a comparison, in table order: DSGD per eta, Fixed per eta, Score, Reparam,
+/// The arms of a comparison, in table order: DSGD per eta, Fixed per eta, Score, RLOO (Score
+/// with a leave-one-out baseline), Reparam,
 /// and LYY18 when `lyy18` is true.
 pub fn arms(etas: &[f64], lyy18: bool) -> Vec<Arm> {
     let mut v = Vec::new();
@@ -81,6 +82,10 @@ pub fn arms(etas: &[f64], lyy18: bool) -> Vec<Arm> {
     }
     v.push(Arm {
         estimator: EstimatorKind::Score,
+        eta: None,
+    });
+    v.push(Arm {
+        estimator: EstimatorKind::Rloo,
         eta: None,
     });
     v.push(Arm {

@@ -3,6 +3,7 @@
 //! Only this layer (and the binary) touches the file system; estimators and optimisers
 //! report through the [`observe::Observer`] hooks and return values.
 
+pub mod advise;
 pub mod check;
 pub mod claims;
 pub mod compare;

@@ -54,6 +54,9 @@ pub struct ReproduceConfig {
     pub log_samples: usize,
     /// The eta whose DSGD and Fixed runs give Table 2's variances.
     pub variance_eta: f64,
+    /// Seeds of the band cells judged by their median (`tables::judged_by_median`: xornet);
+    /// the first `seeds` of them are Table 1's, the rest are run for the band only.
+    pub band_median_seeds: u64,
     #[serde(skip)]
     pub cost: CostConfig,
 }
@@ -72,6 +75,7 @@ impl ReproduceConfig {
             log_every: 100,
             log_samples: 1000,
             variance_eta: 0.1,
+            band_median_seeds: 20,
             cost: CostConfig::default(),
         }
     }
@@ -82,6 +86,7 @@ impl ReproduceConfig {
         ReproduceConfig {
             quick: true,
             seeds: 2,
+            band_median_seeds: 2,
             etas: vec![0.1, 0.14],
             iterations: 1000,
             log_samples: 200,
@@ -151,6 +156,8 @@ pub struct ModelOutcome {
     pub eta_decay: f64,
     pub costs: Vec<Cost>,
     pub variance: Vec<VarianceRow>,
+    /// The band cells judged by their median, over all their seeds.
+    pub median_cells: Vec<tables::MedianCell>,
     /// The trajectory figure, relative to the output directory, without extension.
     pub figure: String,
 }
@@ -209,7 +216,35 @@ pub fn reproduce(
         let base = config.base_run(&config.models[i]);
         let range = jobs.len()..jobs.len() + arms.len() * config.seeds as usize;
         jobs.extend(compare::jobs(i, &arms, config.seeds, &base));
-        plans.push((arms, note, range));
+        // The median rule's extra seeds, after every model's table runs.
+        let extra: Vec<compare::Arm> = if tables::judged_by_median(&config.models[i]) {
+            arms.iter()
+                .copied()
+                .filter(|a| tables::in_band_scope(&config.models[i], a))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        plans.push((arms, note, range, extra));
+    }
+    let mut extra_ranges = Vec::new();
+    for (i, plan) in plans.iter().enumerate() {
+        let start = jobs.len();
+        let base = config.base_run(&config.models[i]);
+        for arm in &plan.3 {
+            for seed in config.seeds..config.band_median_seeds {
+                jobs.push(Job {
+                    model: i,
+                    config: RunConfig {
+                        estimator: arm.estimator,
+                        eta: arm.eta.unwrap_or(base.eta),
+                        seed,
+                        ..base.clone()
+                    },
+                });
+            }
+        }
+        extra_ranges.push(start..jobs.len());
     }
     for job in &jobs {
         job.config
@@ -235,10 +270,14 @@ pub fn reproduce(
     write_figure1a(&figures)?;
     let cost_clock = Instant::now();
     let mut outcomes = Vec::new();
-    for (i, (arms, note, range)) in plans.into_iter().enumerate() {
+    for (i, ((arms, note, range, extra), extra_range)) in
+        plans.into_iter().zip(extra_ranges).enumerate()
+    {
         let name = &config.models[i];
         let runs: Vec<&RunReport> = reports[range.clone()].iter().collect();
-        for (job, r) in jobs[range].iter().zip(&runs) {
+        let extra_runs: Vec<&RunReport> = reports[extra_range.clone()].iter().collect();
+        let all_jobs = jobs[range].iter().chain(&jobs[extra_range]);
+        for (job, r) in all_jobs.zip(runs.iter().chain(&extra_runs)) {
             let arm = compare::Arm {
                 estimator: job.config.estimator,
                 eta: job.config.estimator.uses_eta().then_some(job.config.eta),
@@ -251,6 +290,18 @@ pub fn reproduce(
             r.write_to(&dir).map_err(io(&dir))?;
         }
         let comparison = compare::aggregate(name, &arms, &runs, note);
+        let median_cells = extra
+            .iter()
+            .map(|arm| tables::MedianCell {
+                arm: arm.label(),
+                final_elbo: runs
+                    .iter()
+                    .chain(&extra_runs)
+                    .filter(|r| arm.matches(r))
+                    .map(|r| r.final_value)
+                    .collect(),
+            })
+            .collect();
         let plot = compare::trajectory_plot(name, &arms, &runs, config.seeds);
         write_svg_and_png(&plot, &figures.join(name), 1000, 620)?;
         let base = config.base_run(name);
@@ -279,6 +330,7 @@ pub fn reproduce(
             eta_decay: decay,
             costs,
             variance,
+            median_cells,
             figure: format!("figures/{name}"),
         });
     }

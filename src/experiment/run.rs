@@ -18,7 +18,8 @@ use super::observe::Observer;
 use super::report::{NamedValues, ObjectiveKind, RunReport, StopReason, TrajectoryRow};
 use super::summary::{guide_moments, latent_summaries, param_values};
 use crate::estimate::{
-    self, Engine, EstimateError, EstimatorKind, NonFinite, Problem, Purpose, StreamKey,
+    self, AutoEta, BiasProbe, Engine, EstimateError, EstimatorKind, NonFinite, Pathwise, Problem,
+    Purpose, StreamKey,
 };
 use crate::family::FamilyError;
 use crate::ir::{Mode, Model};
@@ -43,6 +44,9 @@ pub struct RunConfig {
     pub eta: f64,
     /// DSGD's decay; `None` means `1 / (2 l)` from the nesting depth.
     pub eta_decay: Option<f64>,
+    /// `--eta auto`: DSGD's accuracy is chosen from the run's measurements
+    /// (`estimate::AutoEta`) and `eta` is not read.
+    pub eta_auto: bool,
     /// Optimisation steps.
     pub iterations: u64,
     /// Gradient samples averaged per step.
@@ -67,6 +71,7 @@ impl Default for RunConfig {
             estimator: EstimatorKind::Dsgd,
             eta: 0.1,
             eta_decay: None,
+            eta_auto: false,
             iterations: 10_000,
             batch: 16,
             optimizer: OptimizerConfig::Adam(Default::default()),
@@ -105,6 +110,12 @@ impl RunConfig {
         let bad = |s: String| Err(RunError::Config(s));
         if !(self.eta > 0.0 && self.eta.is_finite()) {
             return bad(format!("eta must be positive and finite, got {}", self.eta));
+        }
+        if self.eta_auto && self.estimator != EstimatorKind::Dsgd {
+            return bad(format!(
+                "eta auto adapts DSGD's schedule only, not {}'s",
+                self.estimator
+            ));
         }
         if let Some(d) = self.eta_decay.filter(|d| !(*d >= 0.0 && d.is_finite())) {
             return bad(format!(
@@ -192,12 +203,17 @@ fn run_in_pool(
     let decay = config
         .eta_decay
         .unwrap_or_else(|| problem.analysis().default_eta_decay());
-    let estimator = estimate::build(config.estimator, &problem, config.eta, Some(decay))?;
+    let auto = config
+        .eta_auto
+        .then(|| AutoEta::new(estimate::START_AMPLITUDE, decay));
+    let eta = auto.map_or(config.eta, |a| a.amplitude());
+    let estimator = estimate::build(config.estimator, &problem, eta, Some(decay))?;
     // The measurements get their own engine, so that they can run beside the steps.
-    let probe_estimator = estimate::build(config.estimator, &problem, config.eta, Some(decay))?;
+    let probe_estimator = estimate::build(config.estimator, &problem, eta, Some(decay))?;
     let probe = Engine::new(problem.clone(), probe_estimator);
     let mut engine = Engine::new(problem, estimator);
     let mut runner = Runner::new(&mut engine, probe, config, cancel);
+    runner.auto = auto;
     for o in observers.iter_mut() {
         o.started(config.iterations);
     }
@@ -245,7 +261,8 @@ fn run_in_pool(
         }
         .to_string(),
         estimator: kind.name().to_string(),
-        eta: kind.uses_eta().then_some(config.eta),
+        eta: (kind.uses_eta() && !config.eta_auto).then_some(config.eta),
+        eta_auto: config.eta_auto,
         eta_decay: (kind == EstimatorKind::Dsgd).then_some(decay),
         optimizer: config.optimizer.name().to_string(),
         lr: config.optimizer.lr(),
@@ -271,6 +288,7 @@ fn run_in_pool(
         stop_reason: stop,
         stop_message: message,
         skipped_steps: skipped,
+        smoothing_warning: last.and_then(smoothing_warning),
         trajectory,
         seconds: clock.elapsed().as_secs_f64(),
     };
@@ -290,6 +308,9 @@ struct Runner<'a> {
     theta: Vec<f64>,
     trajectory: Vec<TrajectoryRow>,
     norms: Vec<f64>,
+    /// `--eta auto`'s controller, and the measurement's gradient samples it compares.
+    auto: Option<AutoEta>,
+    samples: Vec<f64>,
     stop: StopReason,
     message: Option<String>,
     skipped: u64,
@@ -326,6 +347,8 @@ impl<'a> Runner<'a> {
             cancel,
             trajectory: Vec::new(),
             norms: Vec::new(),
+            auto: None,
+            samples: Vec::new(),
             stop: StopReason::Completed,
             message: None,
             skipped: 0,
@@ -353,12 +376,30 @@ impl<'a> Runner<'a> {
                 theta,
                 norms,
                 cancel,
+                auto,
+                samples,
                 ..
             } = self;
-            let (segment, measured) = rayon::join(
+            let (segment, (measured, bias)) = rayon::join(
                 || steps(engine, cfg, optimizer.as_mut(), theta, k..end, cancel),
-                || measure(probe, cfg, &start_theta, k, norms),
+                || {
+                    let measured = measure(probe, cfg, &start_theta, k, norms);
+                    let bias = match auto {
+                        Some(a) if measured.is_ok() => {
+                            probe_bias(probe, cfg, &start_theta, k, a, samples)
+                        }
+                        _ => None,
+                    };
+                    (measured, bias)
+                },
             );
+            if let (Some(a), Some(b)) = (self.auto.as_mut(), bias) {
+                // The next segment's steps and measurement use the adjusted schedule.
+                a.update(&b);
+                for e in [&mut *self.engine, &mut self.probe] {
+                    e.set_estimator(Box::new(Pathwise::new(EstimatorKind::Dsgd, a.schedule())));
+                }
+            }
             if !self.record(measured, observers) {
                 // The run ended at the measurement: the segment's steps never happened.
                 self.theta = start_theta;
@@ -517,7 +558,19 @@ fn measure(
     norms.clear();
     engine.for_each_sample(|g| norms.push(g.map(|x| x * x).sum::<f64>().sqrt()));
     let var_norm = sample_variance(norms.iter().copied());
-    let eta = engine.estimator().semantics(k);
+    let eta = match engine.estimator().semantics(k) {
+        crate::ir::Semantics::Smoothed { eta } => Some(eta),
+        _ => None,
+    };
+    let gap = eta.map(|_| {
+        let diffs = engine
+            .values()
+            .iter()
+            .zip(crisp)
+            .map(|(s, c)| sign * (s - c));
+        let gap = diffs.clone().sum::<f64>() / n as f64;
+        (gap, (sample_variance(diffs) / n as f64).sqrt())
+    });
     let family = engine.problem().family();
     let (latent_loc, latent_scale) = guide_moments(family, theta);
     let row = TrajectoryRow {
@@ -526,10 +579,10 @@ fn measure(
         value_se,
         var_component,
         var_norm,
-        eta: match eta {
-            crate::ir::Semantics::Smoothed { eta } => Some(eta),
-            _ => None,
-        },
+        eta,
+        smoothed: gap.map(|(g, _)| elbo + g),
+        gap: gap.map(|(g, _)| g),
+        gap_se: gap.map(|(_, se)| se),
         params: theta[..family.model_param_count()].to_vec(),
         latent_loc,
         latent_scale,
@@ -543,6 +596,88 @@ fn measure(
     });
     Ok((row, problem))
 }
+
+/// `--eta auto`'s probe: after [`measure`] left the gradient samples at the current eta in
+/// `engine`, the same samples (same key) at half the accuracy, and what the controller
+/// compares (`estimate::BiasProbe`). `None` when a quantity is not finite.
+fn probe_bias(
+    engine: &mut Engine,
+    cfg: &RunConfig,
+    theta: &[f64],
+    k: u64,
+    auto: &AutoEta,
+    samples: &mut Vec<f64>,
+) -> Option<BiasProbe> {
+    let n = cfg.log_samples;
+    let d = engine.problem().dim();
+    samples.clear();
+    for p in 0..d {
+        samples.extend(engine.component(p));
+    }
+    let (mut grad_sq, mut grad_var) = (0.0, 0.0);
+    for lanes in samples.chunks_exact(n) {
+        let mean = lanes.iter().sum::<f64>() / n as f64;
+        grad_sq += mean * mean;
+        grad_var += sample_variance(lanes.iter().copied());
+    }
+    engine.set_estimator(Box::new(Pathwise::new(
+        EstimatorKind::Dsgd,
+        auto.half_schedule(),
+    )));
+    let evaluated = engine.evaluate(
+        theta,
+        StreamKey::new(cfg.seed, k, Purpose::Measure),
+        n,
+        false,
+    );
+    let (mut diff_sq, mut diff_var) = (0.0, 0.0);
+    if evaluated.is_ok() {
+        for (p, lanes) in samples.chunks_exact(n).enumerate() {
+            let diffs = lanes.iter().zip(engine.component(p)).map(|(a, b)| a - b);
+            let mean = diffs.clone().sum::<f64>() / n as f64;
+            diff_sq += mean * mean;
+            diff_var += sample_variance(diffs);
+        }
+    }
+    engine.set_estimator(Box::new(Pathwise::new(
+        EstimatorKind::Dsgd,
+        auto.schedule(),
+    )));
+    let probe = BiasProbe {
+        grad_sq,
+        grad_var,
+        diff_sq,
+        diff_var,
+        samples: n,
+        batch: cfg.batch,
+    };
+    (evaluated.is_ok()
+        && [grad_sq, grad_var, diff_sq, diff_var]
+            .iter()
+            .all(|x| x.is_finite()))
+    .then_some(probe)
+}
+
+/// Why the final answer is still that of the smoothed problem, when the last measurement's
+/// smoothing gap exceeds its noise: both the gap's own standard error and the standard
+/// error of the objective estimate, so that a gap nobody could see in the reported objective
+/// does not warn.
+fn smoothing_warning(row: &TrajectoryRow) -> Option<String> {
+    let (eta, gap, se) = (row.eta?, row.gap?, row.gap_se?);
+    let noise = se.max(row.value_se);
+    (gap.abs() > GAP_NOISE_FACTOR * noise).then(|| {
+        format!(
+            "at the end (eta {eta:.3e}) the smoothed objective differs from the original by \
+             {gap:.4} (standard error {se:.2e}; objective's {:.2e}): the result is that of the \
+             smoothed problem, not yet of the original one; tighten eta further (more \
+             iterations, a smaller --eta, or --eta auto)",
+            row.value_se
+        )
+    })
+}
+
+/// How many standard errors a final smoothing gap must exceed to be reported.
+pub const GAP_NOISE_FACTOR: f64 = 2.0;
 
 /// The sample variance (ddof 1), two-pass for accuracy.
 fn sample_variance(xs: impl Iterator<Item = f64> + Clone) -> f64 {
