@@ -101,7 +101,7 @@ fn quick_reproduce_writes_the_whole_report() {
     assert!(report.contains("**Not evaluated**"), "{report}");
     assert!(!report.contains("cells within"), "{report}");
     assert!(
-        !report.contains("**holds**") && !report.contains("**FAILS**"),
+        !report.contains("- **holds** —") && !report.contains("- **FAILS** —"),
         "{report}"
     );
     assert!(report.contains("- **not evaluated** —"), "{report}");

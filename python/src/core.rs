@@ -285,6 +285,7 @@ pub fn run_config(o: &FitOptions) -> Result<RunConfig, CoreError> {
         log_samples: o.log_samples,
         on_nonfinite,
         threads: o.threads,
+        precise: None,
     };
     config.validate().map_err(CoreError::from)?;
     Ok(config)

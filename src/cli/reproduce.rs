@@ -25,6 +25,9 @@ pub struct ReproduceArgs {
     /// Worker threads for the sweep [default: all cores]; results do not depend on it.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     threads: Option<u64>,
+    /// Skip the precise final measurement of each run (the 1,000-sample values remain).
+    #[arg(long)]
+    no_precise: bool,
 }
 
 pub fn run(args: ReproduceArgs) -> anyhow::Result<ExitCode> {
@@ -38,6 +41,9 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(m) = args.models {
         config.models = m;
+    }
+    if args.no_precise {
+        config.precise = None;
     }
     let progress = SweepProgress::new(if args.quick { "quick" } else { "reproduction" });
     let go = || reproduce(&config, &args.out, &|d, t| progress.update(d, t));

@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use dsgd::estimate::{EstimateError, EstimatorKind};
 use dsgd::experiment::observe::Observer;
+use dsgd::experiment::precise::PreciseConfig;
 use dsgd::experiment::report::{ObjectiveKind, RunReport, StopReason};
 use dsgd::experiment::run::{OnNonFinite, RunConfig, RunError, run as run_model};
 use dsgd::models::Recommended;
@@ -72,6 +73,20 @@ pub struct RunArgs {
     /// What to do when the objective or a gradient is NaN or infinite.
     #[arg(long, value_enum, default_value_t = OnNonFiniteArg::Stop)]
     on_nonfinite: OnNonFiniteArg,
+    /// Also measure the objective at the final parameters precisely: fresh samples until the
+    /// standard error is at most --precise-rel-se of the value (at least
+    /// --precise-min-samples, at most --precise-max-samples); reported as `final_precise`.
+    #[arg(long)]
+    precise: bool,
+    /// The precise measurement's target standard error, relative to |value|.
+    #[arg(long, default_value_t = PreciseConfig::default().rel_se, value_parser = positive, requires = "precise")]
+    precise_rel_se: f64,
+    /// The precise measurement's floor of samples.
+    #[arg(long, default_value_t = PreciseConfig::default().min_samples, value_parser = at_least::<2>, requires = "precise")]
+    precise_min_samples: usize,
+    /// The precise measurement's cap of samples.
+    #[arg(long, default_value_t = PreciseConfig::default().max_samples, value_parser = at_least::<2>, requires = "precise")]
+    precise_max_samples: usize,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -171,6 +186,11 @@ impl RunArgs {
                 OnNonFiniteArg::Continue => OnNonFinite::Continue,
             },
             threads: self.threads,
+            precise: self.precise.then_some(PreciseConfig {
+                rel_se: self.precise_rel_se,
+                min_samples: self.precise_min_samples,
+                max_samples: self.precise_max_samples,
+            }),
         }
     }
 }
@@ -337,6 +357,13 @@ fn write_summary(
         r.final_value,
         r.final_value_se
     )?;
+    if let Some(p) = &r.final_precise {
+        writeln!(
+            out,
+            "precise final {what} {:.6} ± {:.2e} (standard error, {} samples)",
+            p.value, p.se, p.samples
+        )?;
+    }
     if let Some(last) = r.trajectory.last()
         && let (Some(gap), Some(se)) = (last.gap, last.gap_se)
     {

@@ -8,6 +8,7 @@
 use serde::Serialize;
 
 use super::plot::{Legend, LinePlot, Series, YScale};
+use super::precise::PreciseValue;
 use super::report::{ObjectiveKind, RunReport, StopReason};
 use super::run::RunConfig;
 use super::sweep::Job;
@@ -182,6 +183,12 @@ pub struct Cell {
     pub stopped_early: usize,
     /// Each parameter's final value over the seeds (empty for variational models).
     pub params: Vec<ParamSpread>,
+    /// The precise final value per seed, in seed order, where the runs measured one.
+    pub final_precise: Vec<Option<PreciseValue>>,
+    /// The standard error each seed's final value states from its own samples.
+    pub final_value_se: Vec<f64>,
+    /// [`Summary`] of the precise values (`n` is 0 when none was measured).
+    pub precise_summary: Summary,
     /// Mean over every logged iterate of every seed of `Avg(V(.))` and of `V(||.||_2)`.
     pub mean_var_component: f64,
     pub mean_var_norm: f64,
@@ -206,6 +213,20 @@ pub struct ModelComparison {
 }
 
 impl ModelComparison {
+    /// The same comparison with every cell's final values replaced by the precise ones,
+    /// when every run of every cell has one (`None` otherwise): the claims and tables on
+    /// precise values are the same functions applied to this.
+    pub fn with_precise_finals(&self) -> Option<ModelComparison> {
+        let mut cmp = self.clone();
+        for c in &mut cmp.cells {
+            let values: Option<Vec<f64>> =
+                c.final_precise.iter().map(|p| p.map(|p| p.value)).collect();
+            c.final_elbo = values?;
+            c.summary = Summary::of(&c.final_elbo);
+        }
+        Some(cmp)
+    }
+
     pub fn cell(&self, kind: EstimatorKind, eta: Option<f64>) -> Option<&Cell> {
         self.cells.iter().find(|c| {
             c.arm.estimator == kind
@@ -257,6 +278,8 @@ pub fn aggregate(
                     })
                     .collect()
             });
+            let precise: Vec<Option<PreciseValue>> = runs.iter().map(|r| r.final_precise).collect();
+            let precise_values: Vec<f64> = precise.iter().flatten().map(|p| p.value).collect();
             let mean_of = |get: &dyn Fn(&super::report::TrajectoryRow) -> f64| {
                 let v: Vec<f64> = runs
                     .iter()
@@ -276,6 +299,9 @@ pub fn aggregate(
                 converged: runs.iter().filter(|r| r.converged).count(),
                 stopped_early: runs.len() - complete.len(),
                 params,
+                precise_summary: Summary::of(&precise_values),
+                final_precise: precise,
+                final_value_se: runs.iter().map(|r| r.final_value_se).collect(),
                 mean_var_component: mean_of(&|r| r.var_component),
                 mean_var_norm: mean_of(&|r| r.var_norm),
                 late_elbo_std: {

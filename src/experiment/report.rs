@@ -13,6 +13,7 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
 pub use super::draws::{DrawError, Draws};
+use super::precise::PreciseValue;
 pub use super::summary::LatentSummary;
 
 /// One measurement: at iteration `iter` (steps taken so far), the crisp objective estimate,
@@ -165,6 +166,11 @@ pub struct RunReport {
     /// `final_value` again, present only when `kind` is `elbo`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub final_elbo: Option<f64>,
+    /// The objective at the final parameters from many fresh samples, with its standard
+    /// error (`value`, `se`, `samples`); only when asked for (`dsgd run --precise`, and in
+    /// `dsgd reproduce`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_precise: Option<PreciseValue>,
     /// The model's own parameters (`param`) at the end, by name (an empty object if none).
     pub params: NamedValues,
     /// Each fitted latent's distribution at the end, in its own units (fixed latents are

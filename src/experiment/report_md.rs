@@ -192,10 +192,15 @@ pub fn render(rep: &Reproduction) -> String {
             let _ = writeln!(s, "  - {e}");
         }
     }
-    s += "\n## Where we differ, and why\n\n";
+    s += "\n";
+    s += &super::fidelity_md::precise_claims(rep);
+    s += "## Where we differ, and why\n\n";
     s += &notes(rep, &band);
-    s += "\n## Appendix: final ELBO per seed\n\n";
+    s += "\n";
+    s += &super::fidelity_md::section(rep);
+    s += "## Appendix: final ELBO per seed\n\n";
     s += &per_seed(rep);
+    s += &super::fidelity_md::per_seed_precise(rep);
     s
 }
 

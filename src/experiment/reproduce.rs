@@ -15,6 +15,7 @@ use super::compare::{self, ModelComparison};
 use super::cost::{self, Cost, CostConfig};
 use super::figure1a::write_figure1a;
 use super::plot::{PlotError, write_svg_and_png};
+use super::precise::PreciseConfig;
 use super::report::{RunReport, write_atomic};
 use super::run::{OnNonFinite, RunConfig, RunError};
 use super::sweep::{self, Job};
@@ -57,6 +58,8 @@ pub struct ReproduceConfig {
     /// Seeds of the band cells judged by their median (`tables::judged_by_median`: xornet);
     /// the first `seeds` of them are Table 1's, the rest are run for the band only.
     pub band_median_seeds: u64,
+    /// Each run's precise final value (see [`super::precise`]); `None`: not measured.
+    pub precise: Option<PreciseConfig>,
     #[serde(skip)]
     pub cost: CostConfig,
 }
@@ -76,6 +79,11 @@ impl ReproduceConfig {
             log_samples: 1000,
             variance_eta: 0.1,
             band_median_seeds: 20,
+            precise: Some(PreciseConfig {
+                rel_se: 1e-3,
+                min_samples: 1 << 15,
+                max_samples: 1 << 18,
+            }),
             cost: CostConfig::default(),
         }
     }
@@ -90,6 +98,11 @@ impl ReproduceConfig {
             etas: vec![0.1, 0.14],
             iterations: 1000,
             log_samples: 200,
+            precise: Some(PreciseConfig {
+                rel_se: 1e-3,
+                min_samples: 1 << 13,
+                max_samples: 1 << 15,
+            }),
             cost: CostConfig {
                 batch: 16,
                 warmup_seconds: 0.02,
@@ -115,6 +128,7 @@ impl ReproduceConfig {
             log_every: self.log_every,
             log_samples: self.log_samples,
             on_nonfinite: OnNonFinite::Stop,
+            precise: self.precise,
             ..RunConfig::default()
         }
     }

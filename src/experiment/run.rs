@@ -15,6 +15,7 @@ use thiserror::Error;
 
 use super::convergence::{RunFacts, assess};
 use super::observe::Observer;
+use super::precise::{self, PreciseConfig};
 use super::report::{NamedValues, ObjectiveKind, RunReport, StopReason, TrajectoryRow};
 use super::summary::{guide_moments, latent_summaries, param_values};
 use crate::estimate::{
@@ -63,6 +64,9 @@ pub struct RunConfig {
     pub on_nonfinite: OnNonFinite,
     /// Worker threads; `None` uses rayon's global pool.
     pub threads: Option<usize>,
+    /// Measure the objective at the final parameters precisely (many samples, a stated
+    /// standard error) besides the paper's 1,000-sample final value; `None`: do not.
+    pub precise: Option<PreciseConfig>,
 }
 
 impl Default for RunConfig {
@@ -80,6 +84,7 @@ impl Default for RunConfig {
             log_samples: 1000,
             on_nonfinite: OnNonFinite::Stop,
             threads: None,
+            precise: None,
         }
     }
 }
@@ -155,6 +160,9 @@ impl RunConfig {
         }
         if self.threads == Some(0) {
             return bad("threads must be at least 1".into());
+        }
+        if let Some(p) = &self.precise {
+            p.validate().map_err(RunError::Config)?;
         }
         Ok(())
     }
@@ -232,6 +240,10 @@ fn run_in_pool(
     } = runner;
     let problem = engine.problem();
     let family = problem.family();
+    // A parameter vector the family rejects has no precise value (the run's message says why).
+    let final_precise = config
+        .precise
+        .and_then(|p| precise::measure(problem, &theta, config.seed, done, &p).ok());
     let kind = config.estimator;
     let objective = match problem.mode() {
         Mode::Variational => ObjectiveKind::Elbo,
@@ -279,6 +291,7 @@ fn run_in_pool(
         final_value,
         final_value_se: last.map_or(f64::NAN, |r| r.value_se),
         final_elbo: (objective == ObjectiveKind::Elbo).then_some(final_value),
+        final_precise,
         params,
         latents,
         converged: verdict.converged,

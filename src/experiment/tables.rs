@@ -6,7 +6,9 @@
 
 use serde::Serialize;
 
-use super::compare::{Arm, ModelComparison, Summary};
+use std::fmt::Write;
+
+use super::compare::{Arm, Cell, ModelComparison, Summary};
 use super::cost::Cost;
 use super::paper::{self, MeanStd};
 use crate::estimate::EstimatorKind;
@@ -180,7 +182,8 @@ pub fn band_check_with(cmp: &ModelComparison, median_cells: &[MedianCell]) -> Ve
 }
 
 /// Table 1 of one model: every arm's final ELBO (mean ± std over seeds) beside the paper's,
-/// the difference, and the band verdict where the check applies.
+/// the difference, and the band verdict where the check applies. When the runs measured
+/// precise final values, a column gives their mean ± std over seeds beside ours.
 pub fn table1(cmp: &ModelComparison) -> String {
     table1_with(cmp, &[], true)
 }
@@ -194,9 +197,16 @@ pub fn table1_with(
     evaluate_band: bool,
 ) -> String {
     let band = band_check_with(cmp, median_cells);
-    let mut s = String::from(
-        "| estimator | η | ours (mean ± std) | paper | ours − paper | band |\n| --- | --- | --- | --- | --- | --- |\n",
-    );
+    let precise = cmp.cells.iter().any(|c| c.precise_summary.n > 0);
+    let mut s = String::from("| estimator | η | ours (mean ± std) |");
+    if precise {
+        s += " precise (mean ± std) |";
+    }
+    s += " paper | ours − paper | band |\n| --- | --- | --- |";
+    if precise {
+        s += " --- |";
+    }
+    s += " --- | --- | --- |\n";
     for c in &cmp.cells {
         let p = paper_cell(&cmp.model, &c.arm);
         let mut ours = format!("{} ± {}", num(c.summary.mean), num(c.summary.std));
@@ -218,11 +228,19 @@ pub fn table1_with(
                     None => v.to_string(),
                 }
             });
-        s += &format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
+        let _ = write!(
+            s,
+            "| {} | {} | {} |",
             c.arm.estimator.name(),
             c.arm.eta.map_or("–".into(), |e| e.to_string()),
-            ours,
+            ours
+        );
+        if precise {
+            let _ = write!(s, " {} |", precise_cell(c));
+        }
+        let _ = writeln!(
+            s,
+            " {} | {} | {} |",
             p.map_or("–".into(), ms),
             p.map_or("–".into(), |p| num(c.summary.mean - p.mean)),
             verdict
@@ -270,6 +288,29 @@ pub fn comparison_table(cmp: &ModelComparison) -> String {
         s += &format!(" {} |\n", sci(c.mean_var_component));
     }
     s
+}
+
+/// A cell's precise values as `mean ± std` over seeds, with the largest standard error of
+/// one seed's value when it is not negligible beside that std.
+fn precise_cell(c: &Cell) -> String {
+    let ps = &c.precise_summary;
+    if ps.n == 0 {
+        return "–".into();
+    }
+    let mut out = format!("{} ± {}", num(ps.mean), num(ps.std));
+    let max_se = c
+        .final_precise
+        .iter()
+        .flatten()
+        .map(|p| p.se)
+        .fold(0.0, f64::max);
+    if max_se > 0.1 * ps.std {
+        out += &format!(" (se ≤ {})", num(max_se));
+    }
+    if ps.n + ps.non_finite < c.final_elbo.len() || ps.non_finite > 0 {
+        out += &format!(" ({} of {} runs)", ps.n, c.final_elbo.len());
+    }
+    out
 }
 
 /// One row of Table 2: an estimator's cost and work-normalised variances, as ratios to Score.
