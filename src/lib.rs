@@ -1,17 +1,93 @@
 //! `dsgd`: gradient-based optimisation and variational inference for programs that branch.
 //!
-//! [`cpu`] says which vector code paths this CPU runs. The layers, each depending only on those above it (see `ARCHITECTURE.md`):
-//! [`ir`] (the DAG and its analyses), [`lang`] (text to IR), [`eval`] (the batched tape),
-//! [`family`], [`estimate`], [`optim`] and [`experiment`].
+//! Diagonalisation SGD smooths every if-statement of a model with a sigmoid of accuracy `eta`
+//! and tightens `eta` as the optimisation goes, so that the gradient steps converge to
+//! stationary points of the original, unsmoothed objective. The crate also offers the usual
+//! alternatives (Reparam, Score, LYY18, Fixed) so a model's author can compare them.
+//!
+//! # Quick start
+//!
+//! Fit a model with one latent whose likelihood branches, then read the fitted latent in its
+//! own units, the verdict on convergence, and posterior draws:
+//!
+//! ```
+//! let model = dsgd::compile(
+//!     "threshold.dsgd",
+//!     "let z = sample Normal(0, 1);
+//!      let p = if z > 0.5 { 0.9 } else { 0.2 };
+//!      observe 1 ~ Bernoulli(p);
+//!      observe 1 ~ Bernoulli(p);",
+//! )?;
+//! let config = dsgd::RunConfig {
+//!     iterations: 3000,
+//!     seed: 1,
+//!     ..dsgd::RunConfig::default()
+//! };
+//! let report = dsgd::fit(&model, &config)?;
+//! let z = &report.latents[0];
+//! println!("z: mean {:.3}, sd {:.3}, 90% in [{:.3}, {:.3}]", z.mean, z.sd, z.q05, z.q95);
+//! println!("final ELBO {:.3}; {}", report.final_value, report.convergence);
+//! assert!(z.mean > 0.0); // the data pull z above the threshold
+//! let draws = report.draws(1000, 7)?;
+//! assert_eq!(draws.rows.len(), 1000);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # The stable surface
+//!
+//! - Models: [`compile`], [`compile_file`], [`builtin`] give a [`Model`]; the language is
+//!   described in `docs/language.md`, the semantics and formulas in `docs/design.md`.
+//! - Runs: a [`RunConfig`] (estimator, `eta`, iterations, optimiser, seed, ...) and [`fit`]
+//!   (or [`fit_observed`] with progress hooks through an [`Observer`], [`fit_cancellable`]
+//!   with a cancel flag);
+//!   [`recommended_config`] gives a built-in model's own settings.
+//! - Results: a [`RunReport`] with the final value, the parameters by name, each latent's
+//!   [`LatentSummary`], the convergence verdict, the trajectory of [`TrajectoryRow`]s, and
+//!   [`RunReport::draws`]; its JSON form is documented field by field in `docs/json.md`.
+//! - Gradients at a point: [`gradient_samples`].
+//!
+//! The modules below are public so that the command line, tests and benchmarks can reach
+//! the internals, but they are not a stable API: they are hidden from these docs and may
+//! change in any release.
 
+#![warn(missing_docs)]
+
+mod fit;
+
+#[doc(hidden)]
 pub mod cpu;
+#[doc(hidden)]
 pub mod elementary;
+#[doc(hidden)]
 pub mod estimate;
+#[doc(hidden)]
 pub mod eval;
+#[doc(hidden)]
 pub mod experiment;
+#[doc(hidden)]
 pub mod family;
+#[doc(hidden)]
 pub mod ir;
+#[doc(hidden)]
 pub mod lang;
+#[doc(hidden)]
 pub mod models;
+#[doc(hidden)]
 pub mod optim;
+#[doc(hidden)]
 pub mod special;
+
+pub use estimate::EstimatorKind;
+pub use experiment::observe::Observer;
+pub use experiment::report::{
+    DrawError, Draws, LatentSummary, NamedValues, ObjectiveKind, RunReport, StopReason,
+    TrajectoryRow,
+};
+pub use experiment::run::{OnNonFinite, RunConfig, RunError};
+pub use fit::{
+    GradientSamples, builtin, compile, compile_file, fit, fit_cancellable, fit_observed,
+    gradient_samples, recommended_config,
+};
+pub use ir::Model;
+pub use lang::CompileError;
+pub use optim::{AdamConfig, OptimizerConfig, SgdConfig};

@@ -1,5 +1,5 @@
 //! Hand-computed examples of the core: the paper's `F1` and `F2` (Example 2.1), the crisp and
-//! smoothed NaN cases of DESIGN.md section 1, and common-subexpression elimination.
+//! smoothed NaN cases of docs/design.md section 1, and common-subexpression elimination.
 //!
 //! Not here: random programs against finite differences (`core_props.rs`), batch consistency
 //! (`core_batch.rs`), analyses of guards (`core_analysis.rs`), builder errors

@@ -5,8 +5,10 @@ use dsgd::estimate::EstimatorKind;
 use dsgd::experiment::claims::{ModelResults, Verdict, check_claims, eta_spread};
 use dsgd::experiment::compare::{Arm, Cell, ModelComparison, Summary};
 use dsgd::experiment::cost::Cost;
+use dsgd::experiment::report::ObjectiveKind;
 use dsgd::experiment::tables::{
-    band_check, in_band_scope, num, paper_cell, table1, table2, variance_rows,
+    band_check, comparison_table, in_band_scope, num, paper_cell, table1, table1_with, table2,
+    variance_rows,
 };
 
 fn cell(kind: EstimatorKind, eta: Option<f64>, finals: &[f64], var: f64) -> Cell {
@@ -17,6 +19,9 @@ fn cell(kind: EstimatorKind, eta: Option<f64>, finals: &[f64], var: f64) -> Cell
         },
         final_elbo: finals.to_vec(),
         summary: Summary::of(finals),
+        converged: finals.len(),
+        stopped_early: 0,
+        params: Vec::new(),
         final_precise: vec![None; finals.len()],
         final_value_se: vec![0.0; finals.len()],
         precise_summary: Summary::of(&[]),
@@ -69,6 +74,7 @@ fn comparison(
     cells.push(cell(EstimatorKind::Lyy18, None, &[-70.0, -70.0], 50.0));
     ModelComparison {
         model: model.into(),
+        kind: ObjectiveKind::Elbo,
         lyy18_note: None,
         cells,
     }
@@ -111,6 +117,23 @@ fn band_is_three_std_plus_two_percent_and_only_in_scope() {
     // dsgd η=0.1, fixed η=0.1 and LYY18 at -70.
     assert!(!get("lyy18").inside);
     assert_eq!(md.matches("**OUT**").count(), 3);
+    // A quick run's table does not judge the band.
+    let quick = table1_with(&cmp, &[], false);
+    assert_eq!(quick.matches("**OUT**").count(), 0);
+    assert_eq!(quick.matches("not evaluated").count(), 5);
+    // A user's model: no paper or band columns, convergence and early stops instead.
+    let user = comparison_table(&cmp);
+    assert!(!user.contains("paper") && !user.contains("band"), "{user}");
+    assert!(
+        user.starts_with(
+            "| estimator | η | final ELBO (mean ± std) | converged | stopped early | non-finite |"
+        ),
+        "{user}"
+    );
+    assert!(
+        user.contains("| score | – | -66.0 ± 0.00 | 2/2 | 0/2 | 0/2 |"),
+        "{user}"
+    );
     assert!(
         md.contains("| score | – | -66.0 ± 0.00 | -66.0 ± 1.00 | 0.00 |  |"),
         "{md}"
@@ -217,6 +240,25 @@ fn claims_follow_the_numbers() {
     assert!(claims[0].evidence.iter().any(|e| e.contains("NOT worse")));
     assert_eq!(claims[1].verdict, Verdict::Holds);
     assert_eq!(claims[4].verdict, Verdict::Fails);
+
+    // DSGD and Fixed do the same work per sample: their claim compares variances, so a
+    // timed cost that makes Fixed look twice as fast does not flip it.
+    let mut slow = costs.clone();
+    slow[1] = cost(EstimatorKind::Fixed, 2e5);
+    let rows2: Vec<_> = models
+        .iter()
+        .map(|m| variance_rows(m, &slow, 0.1))
+        .collect();
+    let results: Vec<ModelResults<'_>> = models
+        .iter()
+        .zip(&rows2)
+        .map(|(c, v)| ModelResults {
+            comparison: c,
+            variance: v,
+        })
+        .collect();
+    let claims = check_claims(&results, 0.1);
+    assert_eq!(claims[3].verdict, Verdict::Holds, "{:#?}", claims[3]);
 
     // Nothing run: untested.
     let none = check_claims(&[], 0.1);

@@ -1,5 +1,5 @@
 //! The built-in models compile, and `dsgd check`'s facts about them are the paper's: latents,
-//! if-statements and nesting depth (DESIGN.md section 7), safety and LYY18 applicability.
+//! if-statements and nesting depth (models/*.dsgd), safety and LYY18 applicability.
 
 use dsgd::experiment::check::CheckReport;
 use dsgd::ir::{LatentKind, Mode, Model, Semantics};

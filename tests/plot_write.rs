@@ -244,3 +244,28 @@ proptest::proptest! {
         proptest::prop_assert!(svg.is_ok(), "{:?}", svg.err());
     }
 }
+
+/// A series with a band draws one translucent polygon per run of finite rows, beneath the
+/// lines; a non-finite row splits the band.
+#[test]
+fn bands_are_drawn_as_polygons_split_at_non_finite_rows() {
+    let line = Series::new("dsgd", "dsgd", "", vec![(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)]);
+    let mut plot = LinePlot::new("band", "x", "y");
+    plot.series.push(line.clone());
+    let bare = dsgd::experiment::plot::render_svg(&plot, 400, 300).unwrap();
+    let banded = line.with_band(vec![
+        (0.0, 0.5, 1.5),
+        (1.0, 1.5, 2.5),
+        (2.0, f64::NAN, 3.5),
+        (3.0, 2.0, 4.0),
+        (4.0, 2.5, 4.5),
+    ]);
+    plot.series[0] = banded;
+    let svg = dsgd::experiment::plot::render_svg(&plot, 400, 300).unwrap();
+    assert_eq!(
+        svg.matches("<polygon").count(),
+        bare.matches("<polygon").count() + 2,
+        "{svg}"
+    );
+    assert!(svg.contains("opacity=\"0.15\""), "{svg}");
+}

@@ -14,7 +14,7 @@ fn normal<'b>(x: Var<'b>, loc: Var<'b>, scale: Var<'b>) -> Var<'b> {
         .expect("Normal takes two arguments")
 }
 
-/// The shape of the paper's `temperature` model (DESIGN.md section 7) with synthetic
+/// The shape of the paper's `temperature` model (docs/design.md section 7, models/temperature.dsgd) with synthetic
 /// observations, plus a mean-field Gaussian guide term `-log N(z | mu, softplus(rho))` per
 /// latent so that parameters carry gradients too: 41 latents, 82 parameters, 80 ifs.
 pub fn thermostat() -> Program {

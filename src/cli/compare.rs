@@ -58,7 +58,13 @@ pub struct CompareArgs {
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let loaded = load_with_data(&args.model, args.data.as_deref())?;
     let model = &loaded.model;
-    let (paper_lr, paper_decay) = paper_settings(&model.name);
+    // A built-in model brings its recommended settings; a user's file the general defaults.
+    let (paper_lr, paper_decay) = if loaded.builtin {
+        paper_settings(&model.name)
+    } else {
+        (AdamConfig::default().lr, None)
+    };
+    let with_paper = loaded.builtin && dsgd::experiment::paper::final_elbo(&model.name).is_some();
     let mut base = ReproduceConfig::full().base_run(&model.name);
     base.iterations = args.iters;
     base.log_every = args.log_every;
@@ -88,11 +94,25 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let refs: Vec<&RunReport> = reports.iter().collect();
     let plot = trajectory_plot(&model.name, &arms, &refs, args.seeds);
     let (svg, png) = write_svg_and_png(&plot, &out.join("trajectories"), 1000, 620)?;
-    let table = tables::table1(&cmp);
+    let label = cmp.kind.label();
+    let mut table = tables::comparison_table(&cmp);
+    if with_paper {
+        table += &format!(
+            "\nBeside the paper's published numbers (its settings: 10,000 iterations, 5 seeds; the band is judged only at 10,000 iterations):\n\n{}",
+            tables::table1_with(&cmp, &[], args.iters == 10_000)
+        );
+    }
+    let problems: Vec<&String> = cmp.cells.iter().flat_map(|c| c.problems.iter()).collect();
+    if !problems.is_empty() {
+        table += "\nRuns that stopped early or skipped steps:\n\n";
+        for p in problems {
+            table += &format!("- {p}\n");
+        }
+    }
     let md = out.join("table.md");
     write_atomic(
         &md,
-        format!("# {}: final ELBO\n\n{table}", model.name).as_bytes(),
+        format!("# {}: final {label}\n\n{table}", model.name).as_bytes(),
     )
     .with_context(|| format!("writing {}", md.display()))?;
     let js = out.join("comparison.json");
@@ -104,7 +124,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     } else {
         writeln!(
             stdout,
-            "{}: final ELBO, mean ± std over {} seed(s), {} iterations\n",
+            "{}: final {label}, mean ± std over the seeds' runs that took every step ({} seed(s), {} iterations)\n",
             model.name, args.seeds, args.iters
         )?;
         if let Some(note) = &cmp.lyy18_note {

@@ -11,6 +11,7 @@ mod models;
 mod progress;
 mod reproduce;
 mod run;
+mod sample;
 
 use std::process::ExitCode;
 
@@ -25,8 +26,10 @@ pub enum Command {
     Advise(advise::AdviseArgs),
     /// List the built-in models.
     Models,
-    /// Optimise a model with one estimator; print or save the trajectory.
+    /// Optimise a model with one estimator; print or save the fitted values and trajectory.
     Run(run::RunArgs),
+    /// Posterior draws of every fitted latent from a run's run.json, as CSV.
+    Sample(sample::SampleArgs),
     /// Check automatic gradients against central finite differences.
     Diagnose(diagnose::DiagnoseArgs),
     /// Every applicable estimator (DSGD and Fixed per eta) over several seeds: table + figure.
@@ -44,6 +47,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Advise(args) => advise::run(args),
         Command::Models => models::run(),
         Command::Run(args) => run::run(args),
+        Command::Sample(args) => sample::run(args),
         Command::Diagnose(args) => diagnose::diagnose(args),
         Command::Compare(args) => compare::run(args),
         Command::Reproduce(args) => reproduce::run(args),

@@ -1,4 +1,4 @@
-//! Gradient estimators of `grad_theta E_{z ~ q_theta}[f(theta, z)]` (DESIGN.md section 2).
+//! Gradient estimators of `grad_theta E_{z ~ q_theta}[f(theta, z)]` (docs/design.md section 2).
 //!
 //! Every estimator produces one gradient sample per lane from the noise drawn for it; the
 //! [`Engine`] drives batches, threads and averaging. Estimators never print and never draw
@@ -52,6 +52,7 @@ pub enum EstimatorKind {
 }
 
 impl EstimatorKind {
+    /// Every estimator, in the order tables list them.
     pub const ALL: [EstimatorKind; 6] = [
         EstimatorKind::Dsgd,
         EstimatorKind::Fixed,
@@ -61,6 +62,7 @@ impl EstimatorKind {
         EstimatorKind::Rloo,
     ];
 
+    /// The estimator's name on the command line and in reports.
     pub fn name(self) -> &'static str {
         match self {
             EstimatorKind::Dsgd => "dsgd",

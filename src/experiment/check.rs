@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::ir::{Mode, Model, Span, analyse};
 
-/// Everything `dsgd check` says about a model. Keys are the JSON keys of DESIGN.md section 6.
+/// Everything `dsgd check` says about a model. Its keys are documented in docs/json.md.
 #[derive(Clone, Debug, Serialize)]
 pub struct CheckReport {
     pub model: String,

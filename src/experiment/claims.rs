@@ -1,4 +1,4 @@
-//! The paper's qualitative claims (issue 5, "What must hold"), each checked against our own
+//! The paper's qualitative claims , each checked against our own
 //! numbers: a verdict and the numbers behind it. Nothing is hard-coded but the claims.
 
 use serde::Serialize;
@@ -188,14 +188,21 @@ pub fn check_claims(results: &[ModelResults<'_>], eta: f64) -> Vec<Claim> {
             ));
         }
         if let Some(f) = row(EstimatorKind::Fixed) {
+            // DSGD and Fixed run the same smoothed program (only eta differs), so their work
+            // per sample is equal and the verdict compares the variances themselves: a pure
+            // function of the seeds, where a ratio of timed costs could flip with the machine's
+            // load or the thread count.
+            let (ra, rn) = (d.avg_var / f.avg_var, d.var_norm / f.var_norm);
             let (fa, fn_) = (
                 d.avg_var_ratio / f.avg_var_ratio,
                 d.var_norm_ratio / f.var_norm_ratio,
             );
-            fixed.0.push(Some(fa <= 1.05 && fn_ <= 1.05));
+            fixed.0.push(Some(ra <= 1.05 && rn <= 1.05));
             fixed.1.push(format!(
-                "{}: DSGD/Fixed = {} (Avg(V)), {} (V(‖.‖₂))",
+                "{}: variance DSGD/Fixed = {} (Avg(V)), {} (V(‖.‖₂)); with the timed costs (a timing figure, not the verdict): {}, {}",
                 r.comparison.model,
+                sci(ra),
+                sci(rn),
                 sci(fa),
                 sci(fn_)
             ));
@@ -210,7 +217,7 @@ pub fn check_claims(results: &[ModelResults<'_>], eta: f64) -> Vec<Claim> {
     });
     claims.push(Claim {
         statement: format!(
-            "DSGD's work-normalised variance (both measures, η={eta}) is not higher than Fixed's (at most 5 % higher, the timing noise)."
+            "DSGD's work-normalised variance (both measures, η={eta}) is not higher than Fixed's: both do the same work per sample, so their variances are compared (at most 5 % higher)."
         ),
         verdict: combine(&fixed.0),
         evidence: fixed.1,

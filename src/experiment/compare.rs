@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::plot::{Legend, LinePlot, Series, YScale};
 use super::precise::PreciseValue;
-use super::report::RunReport;
+use super::report::{ObjectiveKind, RunReport, StopReason};
 use super::run::RunConfig;
 use super::sweep::Job;
 use crate::estimate::{self, EstimatorKind, Problem};
@@ -189,13 +189,32 @@ impl Summary {
     }
 }
 
+/// The spread over seeds of one parameter's final value (objective programs).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ParamSpread {
+    /// The parameter's name.
+    pub name: String,
+    /// Mean over the seeds' runs that took every step.
+    pub mean: f64,
+    /// Standard deviation (ddof 0) over those runs.
+    pub std: f64,
+}
+
 /// What the runs of one arm add up to.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Cell {
     pub arm: Arm,
-    /// Final ELBO per seed, in seed order.
+    /// Final value (ELBO or objective) per seed, in seed order.
     pub final_elbo: Vec<f64>,
+    /// Mean and std of the final values of the runs that took every step (a run that stopped
+    /// early has no final value: it is counted in `stopped_early` instead).
     pub summary: Summary,
+    /// Runs that converged by the documented rule.
+    pub converged: usize,
+    /// Runs that stopped before their last iteration (non-finite objective or gradient).
+    pub stopped_early: usize,
+    /// Each parameter's final value over the seeds (empty for variational models).
+    pub params: Vec<ParamSpread>,
     /// The precise final value per seed, in seed order, where the runs measured one.
     pub final_precise: Vec<Option<PreciseValue>>,
     /// The standard error each seed's final value states from its own samples.
@@ -218,6 +237,8 @@ pub struct Cell {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ModelComparison {
     pub model: String,
+    /// What the values are: the ELBO or a program's objective.
+    pub kind: ObjectiveKind,
     /// Why LYY18 was left out, when it was.
     pub lyy18_note: Option<String>,
     pub cells: Vec<Cell>,
@@ -267,6 +288,28 @@ pub fn aggregate(
             let runs: Vec<&RunReport> =
                 reports.iter().copied().filter(|r| arm.matches(r)).collect();
             let finals: Vec<f64> = runs.iter().map(|r| r.final_value).collect();
+            let complete: Vec<&RunReport> = runs
+                .iter()
+                .copied()
+                .filter(|r| r.stop_reason == StopReason::Completed)
+                .collect();
+            let complete_finals: Vec<f64> = complete.iter().map(|r| r.final_value).collect();
+            let params = runs.first().map_or(Vec::new(), |first| {
+                first
+                    .params
+                    .names()
+                    .map(|name| {
+                        let v: Vec<f64> =
+                            complete.iter().filter_map(|r| r.params.get(name)).collect();
+                        let s = Summary::of(&v);
+                        ParamSpread {
+                            name: name.to_string(),
+                            mean: s.mean,
+                            std: s.std,
+                        }
+                    })
+                    .collect()
+            });
             let precise: Vec<Option<PreciseValue>> = runs.iter().map(|r| r.final_precise).collect();
             let precise_values: Vec<f64> = precise.iter().flatten().map(|p| p.value).collect();
             let mean_of = |get: &dyn Fn(&super::report::TrajectoryRow) -> f64| {
@@ -283,8 +326,11 @@ pub fn aggregate(
             };
             Cell {
                 arm: *arm,
-                summary: Summary::of(&finals),
+                summary: Summary::of(&complete_finals),
                 final_elbo: finals,
+                converged: runs.iter().filter(|r| r.converged).count(),
+                stopped_early: runs.len() - complete.len(),
+                params,
                 precise_summary: Summary::of(&precise_values),
                 final_precise: precise,
                 final_value_se: runs.iter().map(|r| r.final_value_se).collect(),
@@ -322,6 +368,7 @@ pub fn aggregate(
         .collect();
     ModelComparison {
         model: model.to_string(),
+        kind: reports.first().map_or(ObjectiveKind::Elbo, |r| r.kind),
         lyy18_note,
         cells,
     }
@@ -345,13 +392,31 @@ pub fn mean_trajectory(runs: &[&RunReport]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// The Figure-2-style plot of one model: mean ELBO over seeds against iteration, one colour
-/// per estimator, one line style per eta, on a symlog y-axis (linear within ±1).
+/// The spread over runs: at each logged iteration, the lowest and highest finite value any
+/// run logged there (the shaded band of the trajectory figures).
+pub fn spread_band(runs: &[&RunReport]) -> Vec<(f64, f64, f64)> {
+    let mut acc: std::collections::BTreeMap<u64, (f64, f64)> = Default::default();
+    for r in runs {
+        for row in r.trajectory.iter().filter(|row| row.value.is_finite()) {
+            let e = acc.entry(row.iter).or_insert((row.value, row.value));
+            e.0 = e.0.min(row.value);
+            e.1 = e.1.max(row.value);
+        }
+    }
+    acc.into_iter()
+        .map(|(k, (lo, hi))| (k as f64, lo, hi))
+        .collect()
+}
+
+/// The Figure-2-style plot of one model: mean ELBO (or objective) over seeds against
+/// iteration with the spread over seeds shaded, one colour per estimator, one line style per
+/// eta, on a symlog y-axis (linear within ±1).
 pub fn trajectory_plot(model: &str, arms: &[Arm], reports: &[&RunReport], seeds: u64) -> LinePlot {
+    let label = reports.first().map_or("ELBO", |r| r.kind.label());
     let mut series = Vec::new();
     for arm in arms {
         let runs: Vec<&RunReport> = reports.iter().copied().filter(|r| arm.matches(r)).collect();
-        series.push(Series::new(
+        let line = Series::new(
             arm.label(),
             arm.estimator.name(),
             match arm.eta {
@@ -360,15 +425,23 @@ pub fn trajectory_plot(model: &str, arms: &[Arm], reports: &[&RunReport], seeds:
                 None => String::new(),
             },
             mean_trajectory(&runs),
-        ));
+        );
+        series.push(if runs.len() > 1 {
+            line.with_band(spread_band(&runs))
+        } else {
+            line
+        });
     }
     LinePlot {
-        title: format!(
-            "{model}: ELBO during optimisation (mean over {seeds} seed{})",
-            if seeds == 1 { "" } else { "s" }
-        ),
+        title: if seeds > 1 {
+            format!(
+                "{model}: {label} during optimisation (mean over {seeds} seeds; shaded: lowest to highest)"
+            )
+        } else {
+            format!("{model}: {label} during optimisation (1 seed)")
+        },
         x_label: "iteration".to_string(),
-        y_label: "ELBO".to_string(),
+        y_label: label.to_string(),
         series,
         y_scale: YScale::SymLog { linthresh: 1.0 },
         legend: Legend::ByKeys {

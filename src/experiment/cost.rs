@@ -1,5 +1,5 @@
 //! The cost of an estimator on a model: gradient samples per second, single-threaded, timed
-//! over whole batches after a warm-up, as the median of several repeats (DESIGN.md section 3).
+//! over whole batches after a warm-up, as the median of several repeats (docs/design.md section 3).
 //!
 //! Used by `dsgd bench` and by Table 2 of `dsgd reproduce` (cost = 1 / samples per second).
 //! The batches are evaluated at the family's initial `theta`; only the clock is read, nothing

@@ -10,6 +10,7 @@ pub mod compare;
 pub mod convergence;
 pub mod cost;
 pub mod diagnose;
+pub mod draws;
 pub mod fidelity_md;
 pub mod figure1a;
 pub mod observe;

@@ -217,7 +217,7 @@ pub const VARIANCE: [(&str, &[VarianceRow]); 6] = [
 ];
 
 /// The JAX reference implementation's steady-state gradient samples per second, batch 16, one
-/// core (issue 6): DSGD, Fixed, Score, Reparam, LYY18 (`None`: not applicable).
+/// core: DSGD, Fixed, Score, Reparam, LYY18 (`None`: not applicable).
 pub const JAX_SAMPLES_PER_SECOND: [(&str, [Option<f64>; 5]); 6] = [
     (
         "temperature",

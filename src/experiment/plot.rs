@@ -40,6 +40,9 @@ pub struct Series {
     pub style: Option<LineStyle>,
     /// The data; points with a non-finite coordinate are not drawn and break the line.
     pub points: Vec<(f64, f64)>,
+    /// A shaded band `(x, low, high)` drawn under the line in its colour (e.g. the spread
+    /// over seeds); empty for none. Non-finite rows break the band.
+    pub band: Vec<(f64, f64, f64)>,
 }
 
 impl Series {
@@ -56,7 +59,14 @@ impl Series {
             style_key: style_key.into(),
             style: None,
             points,
+            band: Vec::new(),
         }
+    }
+
+    /// The same series with a shaded band `(x, low, high)` under its line.
+    pub fn with_band(mut self, band: Vec<(f64, f64, f64)>) -> Self {
+        self.band = band;
+        self
     }
 
     /// The same series with an explicit line style.

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
+pub use super::draws::{DrawError, Draws};
 use super::precise::PreciseValue;
 pub use super::summary::LatentSummary;
 
@@ -199,6 +200,12 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    /// `n` independent draws of every fitted latent from the fitted family, deterministic
+    /// in `seed` (draw `k` is the same however many are asked for).
+    pub fn draws(&self, n: usize, seed: u64) -> Result<Draws, DrawError> {
+        super::draws::draw(&self.latents, n, seed)
+    }
+
     /// The report as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))

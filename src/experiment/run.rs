@@ -2,7 +2,7 @@
 //!
 //! Every `log_every` iterations (from iteration 0) and at the end, the runner draws
 //! `log_samples` fresh samples and records the crisp objective estimate and the variance of
-//! the estimator's gradient samples at that iterate (DESIGN.md section 3). A run is a pure
+//! the estimator's gradient samples at that iterate (docs/design.md section 3). A run is a pure
 //! function of its configuration: the thread count changes nothing but the speed. With more
 //! than one thread a measurement runs beside the steps that follow it (it reads only the
 //! iterate they start from), and the steps draw their next noise ahead; both are applied in
@@ -39,6 +39,7 @@ pub enum OnNonFinite {
 /// The settings of one run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunConfig {
+    /// The gradient estimator (default DSGD).
     pub estimator: EstimatorKind,
     /// Accuracy at iteration 4000 (DSGD) or the fixed accuracy (Fixed).
     pub eta: f64,
@@ -47,12 +48,19 @@ pub struct RunConfig {
     /// `--eta auto`: DSGD's accuracy is chosen from the run's measurements
     /// (`estimate::AutoEta`) and `eta` is not read.
     pub eta_auto: bool,
+    /// Optimisation steps.
     pub iterations: u64,
+    /// Gradient samples averaged per step.
     pub batch: usize,
+    /// The optimiser and its step size.
     pub optimizer: OptimizerConfig,
+    /// The seed: the run is a pure function of it.
     pub seed: u64,
+    /// Iterations between two measurements.
     pub log_every: u64,
+    /// Fresh samples per measurement.
     pub log_samples: usize,
+    /// What to do on a NaN or infinite objective or gradient.
     pub on_nonfinite: OnNonFinite,
     /// Worker threads; `None` uses rayon's global pool.
     pub threads: Option<usize>,
@@ -84,12 +92,16 @@ impl Default for RunConfig {
 /// Why a run could not start.
 #[derive(Debug, Error)]
 pub enum RunError {
+    /// A setting is out of range; the message names it.
     #[error("invalid setting: {0}")]
     Config(String),
+    /// The model's family cannot be built or evaluated.
     #[error(transparent)]
     Family(#[from] FamilyError),
+    /// The estimator does not apply to the model (e.g. LYY18 on a non-affine guard).
     #[error(transparent)]
     Estimate(#[from] EstimateError),
+    /// The thread pool could not start.
     #[error("cannot start worker threads: {0}")]
     Threads(String),
     /// The caller's cancel flag was raised (e.g. Ctrl-C in the Python package).
@@ -237,7 +249,7 @@ fn run_in_pool(
         Mode::Variational => ObjectiveKind::Elbo,
         Mode::Objective { .. } => ObjectiveKind::Objective,
     };
-    let latents = latent_summaries(family, &theta).unwrap_or_default();
+    let latents = latent_summaries(problem.program(), family, &theta).unwrap_or_default();
     let params = NamedValues(param_values(family, &theta));
     let param_names: Vec<String> = params.names().map(String::from).collect();
     let latent_names: Vec<String> = latents.iter().map(|l| l.name.clone()).collect();

@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::family::{Family, FamilyError};
+use crate::ir::{Program, Transform};
 use crate::special::probit;
 
 /// A latent's fitted distribution in its own units.
@@ -32,8 +33,30 @@ pub struct LatentSummary {
     pub guide_loc: f64,
     /// Standard deviation of that Gaussian.
     pub guide_scale: f64,
-    /// The map `T` with `z = T(u)`: `identity` for an unconstrained latent.
+    /// The map `T` with `z = T(u)`: `identity`, `exp` (`z = lower + exp(u)`) or `logit`
+    /// (`z = lower + (upper - lower) sigmoid(u)`).
     pub transform: String,
+    /// The lower end of the latent's support; null when unbounded.
+    pub lower: Option<f64>,
+    /// The upper end of the latent's support; null when unbounded.
+    pub upper: Option<f64>,
+}
+
+impl LatentSummary {
+    /// The transform this summary names, rebuilt from `transform`, `lower` and `upper`
+    /// (`None` when they do not describe one this version knows).
+    pub fn transform_map(&self) -> Option<Transform> {
+        match (self.transform.as_str(), self.lower, self.upper) {
+            ("identity", None, None) => Some(Transform::Identity),
+            ("exp", Some(lower), None) if lower.is_finite() => Some(Transform::Exp { lower }),
+            ("logit", Some(lower), Some(upper))
+                if lower.is_finite() && upper.is_finite() && lower < upper =>
+            {
+                Some(Transform::Logit { lower, upper })
+            }
+            _ => None,
+        }
+    }
 }
 
 /// A monotone increasing map from the unconstrained variable to the latent's support.
@@ -45,6 +68,25 @@ pub trait ToConstrained {
     /// Whether `T` is the identity (then no quadrature is needed).
     fn is_identity(&self) -> bool {
         false
+    }
+    /// The support `(low, high)`, infinite where unbounded.
+    fn support(&self) -> (f64, f64) {
+        (f64::NEG_INFINITY, f64::INFINITY)
+    }
+}
+
+impl ToConstrained for Transform {
+    fn name(&self) -> String {
+        Transform::name(self).to_string()
+    }
+    fn to_constrained(&self, u: f64) -> f64 {
+        Transform::to_constrained(self, u)
+    }
+    fn is_identity(&self) -> bool {
+        *self == Transform::Identity
+    }
+    fn support(&self) -> (f64, f64) {
+        Transform::support(self)
     }
 }
 
@@ -92,6 +134,7 @@ pub fn summarise_latent(
             .sum();
         (mean, var.max(0.0).sqrt())
     };
+    let (low, high) = transform.support();
     LatentSummary {
         name: name.to_string(),
         mean,
@@ -102,6 +145,8 @@ pub fn summarise_latent(
         guide_loc: loc,
         guide_scale: scale,
         transform: transform.name(),
+        lower: low.is_finite().then_some(low),
+        upper: high.is_finite().then_some(high),
     }
 }
 
@@ -150,9 +195,14 @@ pub fn gauss_hermite_normal(n: usize) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// The fitted latents of `family` at `theta`, in the model's latent order. Fixed latents
-/// (constant distributions, nothing fitted) are left out.
-pub fn latent_summaries(family: &Family, theta: &[f64]) -> Result<Vec<LatentSummary>, FamilyError> {
+/// The fitted latents of `family` at `theta`, in the model's latent order, each through its
+/// transform in `program`. Fixed latents (constant distributions, nothing fitted) are left
+/// out.
+pub fn latent_summaries(
+    program: &Program,
+    family: &Family,
+    theta: &[f64],
+) -> Result<Vec<LatentSummary>, FamilyError> {
     let mut state = family.state();
     state.update(family, theta)?;
     Ok(fitted_latents(family)
@@ -161,7 +211,7 @@ pub fn latent_summaries(family: &Family, theta: &[f64]) -> Result<Vec<LatentSumm
                 &family.latent_names()[i],
                 state.loc(i),
                 state.scale(i),
-                &Identity,
+                &program.latent_transform(i),
             )
         })
         .collect())

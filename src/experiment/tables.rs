@@ -121,7 +121,7 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
-/// Whether the band check covers `arm` on `model` (issue 5): DSGD, Fixed and LYY18 on
+/// Whether the band check covers `arm` on `model`: DSGD, Fixed and LYY18 on
 /// cheating, textmsg and influenza; DSGD at eta 0.06 and 0.1 on temperature; DSGD at eta
 /// 0.1 to 0.22 on xornet.
 pub fn in_band_scope(model: &str, arm: &Arm) -> bool {
@@ -185,11 +185,17 @@ pub fn band_check_with(cmp: &ModelComparison, median_cells: &[MedianCell]) -> Ve
 /// the difference, and the band verdict where the check applies. When the runs measured
 /// precise final values, a column gives their mean ± std over seeds beside ours.
 pub fn table1(cmp: &ModelComparison) -> String {
-    table1_with(cmp, &[])
+    table1_with(cmp, &[], true)
 }
 
-/// [`table1`] with the band verdicts of [`band_check_with`].
-pub fn table1_with(cmp: &ModelComparison, median_cells: &[MedianCell]) -> String {
+/// [`table1`] with the band verdicts of [`band_check_with`]; without `evaluate_band` (a
+/// quick run, whose settings the band was not made for) the band column reads "not
+/// evaluated".
+pub fn table1_with(
+    cmp: &ModelComparison,
+    median_cells: &[MedianCell],
+    evaluate_band: bool,
+) -> String {
     let band = band_check_with(cmp, median_cells);
     let precise = cmp.cells.iter().any(|c| c.precise_summary.n > 0);
     let mut s = String::from("| estimator | η | ours (mean ± std) |");
@@ -217,6 +223,7 @@ pub fn table1_with(cmp: &ModelComparison, median_cells: &[MedianCell]) -> String
             .map_or(String::new(), |b| {
                 let v = if b.inside { "in" } else { "**OUT**" };
                 match b.median_of {
+                    _ if !evaluate_band => "not evaluated".to_string(),
                     Some(n) => format!("{v} (median of {n} seeds: {})", num(b.ours)),
                     None => v.to_string(),
                 }
@@ -238,6 +245,47 @@ pub fn table1_with(cmp: &ModelComparison, median_cells: &[MedianCell]) -> String
             p.map_or("–".into(), |p| num(c.summary.mean - p.mean)),
             verdict
         );
+    }
+    s
+}
+
+/// The comparison of any model: per estimator and eta, the final value's mean and spread
+/// over the seeds that took every step, how many runs converged, stopped early or ended
+/// non-finite, each parameter's final value (objective programs) and the mean gradient
+/// variance. No published numbers: for a user's model there are none.
+pub fn comparison_table(cmp: &ModelComparison) -> String {
+    let label = cmp.kind.label();
+    let params: Vec<&str> = cmp.cells.first().map_or(Vec::new(), |c| {
+        c.params.iter().map(|p| p.name.as_str()).collect()
+    });
+    let mut s = format!(
+        "| estimator | η | final {label} (mean ± std) | converged | stopped early | non-finite |"
+    );
+    for p in &params {
+        s += &format!(" {p} (mean ± std) |");
+    }
+    s += " Avg(V) |\n| --- | --- | --- | --- | --- | --- |";
+    s += &" --- |".repeat(params.len() + 1);
+    s += "\n";
+    for c in &cmp.cells {
+        let runs = c.final_elbo.len();
+        s += &format!(
+            "| {} | {} | {} | {}/{runs} | {}/{runs} | {}/{runs} |",
+            c.arm.estimator.name(),
+            c.arm.eta.map_or("–".into(), |e| e.to_string()),
+            if c.summary.n == 0 {
+                "n/a".to_string()
+            } else {
+                format!("{} ± {}", num(c.summary.mean), num(c.summary.std))
+            },
+            c.converged,
+            c.stopped_early,
+            c.summary.non_finite,
+        );
+        for p in &c.params {
+            s += &format!(" {} ± {} |", num(p.mean), num(p.std));
+        }
+        s += &format!(" {} |\n", sci(c.mean_var_component));
     }
     s
 }

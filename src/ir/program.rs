@@ -17,7 +17,7 @@ pub struct Span {
     pub end: u32,
 }
 
-/// How if-statements are interpreted (DESIGN.md section 1).
+/// How if-statements are interpreted (docs/design.md section 1).
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum Semantics {
     /// The branch is chosen by the sign of the guard.

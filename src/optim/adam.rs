@@ -5,9 +5,13 @@ use super::Optimizer;
 /// Adam's hyperparameters; the defaults are those of the paper's reference experiments.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct AdamConfig {
+    /// The step size.
     pub lr: f64,
+    /// Decay of the first-moment estimate.
     pub beta1: f64,
+    /// Decay of the second-moment estimate.
     pub beta2: f64,
+    /// Added to the root of the second moment before dividing.
     pub eps: f64,
 }
 
@@ -32,6 +36,7 @@ pub struct Adam {
 }
 
 impl Adam {
+    /// A fresh optimiser for `dim` components.
     pub fn new(config: AdamConfig, dim: usize) -> Adam {
         Adam {
             config,

@@ -22,11 +22,14 @@ pub trait Optimizer: Send {
 /// Which optimiser, with its hyperparameters.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum OptimizerConfig {
+    /// Adam with bias correction (the default, step 0.0015).
     Adam(AdamConfig),
+    /// Plain SGD with step `gamma_0 / k^p`.
     Sgd(SgdConfig),
 }
 
 impl OptimizerConfig {
+    /// `adam` or `sgd`.
     pub fn name(&self) -> &'static str {
         match self {
             OptimizerConfig::Adam(_) => "adam",

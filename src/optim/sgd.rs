@@ -29,6 +29,7 @@ pub struct Sgd {
 }
 
 impl Sgd {
+    /// A fresh optimiser.
     pub fn new(config: SgdConfig) -> Sgd {
         Sgd { config, k: 0 }
     }

@@ -78,7 +78,8 @@ impl ValueFormatter<f64> for Axis {
 fn data_bounds(plot: &LinePlot, scale: ResolvedScale) -> Option<(f64, f64, f64, f64)> {
     let mut b: Option<(f64, f64, f64, f64)> = None;
     for s in &plot.series {
-        for &(x, y) in &s.points {
+        let band = s.band.iter().flat_map(|&(x, lo, hi)| [(x, lo), (x, hi)]);
+        for (x, y) in s.points.iter().copied().chain(band) {
             let t = scale.forward(y);
             if !(x.is_finite() && t.is_finite()) {
                 continue;
@@ -278,6 +279,35 @@ fn finite_runs(points: &[(f64, f64)], scale: ResolvedScale) -> Vec<Vec<(f64, f64
     runs
 }
 
+/// A band as closed outlines (the upper edge left to right, then the lower edge back), one per
+/// run of finite rows, clamped like the lines on a clipped axis.
+fn band_polygons(band: &[(f64, f64, f64)], scale: ResolvedScale) -> Vec<Vec<(f64, f64)>> {
+    let clamp = |y: f64| match scale {
+        ResolvedScale::Clip { lo, hi } => y.clamp(lo, hi),
+        _ => y,
+    };
+    let mut out = Vec::new();
+    let mut run: Vec<(f64, f64, f64)> = Vec::new();
+    let close = |run: &mut Vec<(f64, f64, f64)>, out: &mut Vec<Vec<(f64, f64)>>| {
+        if run.len() >= 2 {
+            let mut poly: Vec<(f64, f64)> = run.iter().map(|&(x, _, hi)| (x, hi)).collect();
+            poly.extend(run.iter().rev().map(|&(x, lo, _)| (x, lo)));
+            out.push(poly);
+        }
+        run.clear();
+    };
+    for &(x, lo, hi) in band {
+        let (lo, hi) = (clamp(lo), clamp(hi));
+        if x.is_finite() && lo.is_finite() && hi.is_finite() {
+            run.push((x, lo, hi));
+        } else {
+            close(&mut run, &mut out);
+        }
+    }
+    close(&mut run, &mut out);
+    out
+}
+
 /// The legend's geometry, shared by the width estimate and the drawing.
 struct LegendLayout<'a> {
     font: FontDesc<'a>,
@@ -423,6 +453,21 @@ where
         stroke(root, &ends, (150, 150, 150), LineStyle::Solid, 1)?;
     }
 
+    // Bands first, translucent, so that every line stays visible above them.
+    for (i, s) in plot.series.iter().enumerate() {
+        for polygon in band_polygons(&s.band, scale) {
+            let pixels: Vec<(i32, i32)> = polygon
+                .into_iter()
+                .map(|p| {
+                    let (x, y) = to_px(p);
+                    (x.round() as i32, y.round() as i32)
+                })
+                .collect();
+            let c = assignment.colours[i];
+            root.draw(&Polygon::new(pixels, rgb(c).mix(0.15).filled()))
+                .map_err(render_error)?;
+        }
+    }
     for (i, s) in plot.series.iter().enumerate() {
         for run in finite_runs(&s.points, scale) {
             let pixels: Vec<(f64, f64)> = run.into_iter().map(to_px).collect();

@@ -1,0 +1,131 @@
+//! The library's front door: compile a model, fit it, and sample gradients, one call each.
+//!
+//! These functions only wire together the layers below (`lang`, `experiment::run`,
+//! `estimate`); the crate root re-exports them with the types they take and return.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use crate::estimate::{self, Engine, Problem, Purpose, StreamKey};
+use crate::experiment::observe::Observer;
+use crate::experiment::report::RunReport;
+use crate::experiment::run::{RunConfig, RunError, run, run_cancellable};
+use crate::ir::Model;
+use crate::lang::{self, CompileError, CompileOptions};
+use crate::optim::{AdamConfig, OptimizerConfig};
+
+/// Compiles model source text. `name` names it in error messages (and, without its
+/// extension, in reports); `data` files are read relative to the current directory.
+pub fn compile(name: &str, source: &str) -> Result<Model, CompileError> {
+    lang::compile_source(name, source, Path::new("."), &CompileOptions::default())
+}
+
+/// Compiles the `.dsgd` file at `path`; its `data` files are read relative to its directory.
+pub fn compile_file(path: impl AsRef<Path>) -> Result<Model, CompileError> {
+    lang::compile_file(path.as_ref(), &CompileOptions::default())
+}
+
+/// The built-in model `name` (`example`, `temperature`, `xornet`, ...), or `None`.
+pub fn builtin(name: &str) -> Option<Result<Model, CompileError>> {
+    crate::models::builtin(name)
+}
+
+/// The default settings with a built-in model's recommended ones (xornet's step size and
+/// decay); for any other name, the plain defaults.
+pub fn recommended_config(model_name: &str) -> RunConfig {
+    let r = crate::models::recommended(model_name);
+    let mut config = RunConfig {
+        eta_decay: r.eta_decay,
+        ..RunConfig::default()
+    };
+    if let Some(lr) = r.lr {
+        config.optimizer = OptimizerConfig::Adam(AdamConfig {
+            lr,
+            ..AdamConfig::default()
+        });
+    }
+    config
+}
+
+/// Fits `model` with `config`: the whole run, its measurements, fitted values and verdict.
+pub fn fit(model: &Model, config: &RunConfig) -> Result<RunReport, RunError> {
+    run(model, config, &mut [])
+}
+
+/// [`fit`], reporting progress to `observers`.
+pub fn fit_observed(
+    model: &Model,
+    config: &RunConfig,
+    observers: &mut [&mut dyn Observer],
+) -> Result<RunReport, RunError> {
+    run(model, config, observers)
+}
+
+/// [`fit_observed`] that ends with [`RunError::Cancelled`] soon after `cancel` becomes true
+/// (within one step and one measurement): for front ends that stop on Ctrl-C.
+pub fn fit_cancellable(
+    model: &Model,
+    config: &RunConfig,
+    observers: &mut [&mut dyn Observer],
+    cancel: &AtomicBool,
+) -> Result<RunReport, RunError> {
+    run_cancellable(model, config, observers, cancel)
+}
+
+/// Per-sample gradients of the objective at one point, from one estimator.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GradientSamples {
+    /// The components' names (those of [`RunReport::theta_names`]).
+    pub names: Vec<String>,
+    /// `samples[l][p]`: component `p` of gradient sample `l`.
+    pub samples: Vec<Vec<f64>>,
+    /// The objective's value per sample under the estimator's semantics (smoothed for
+    /// DSGD and Fixed).
+    pub values: Vec<f64>,
+}
+
+/// `n` gradient samples of the objective (the ELBO, or the program's `E` also for
+/// `minimize`) at `theta`, from `config`'s estimator as it is at `iteration` (which fixes
+/// DSGD's eta), with the noise of `config.seed`: the samples a run with that seed measures
+/// at that iteration.
+pub fn gradient_samples(
+    model: &Model,
+    config: &RunConfig,
+    theta: &[f64],
+    n: usize,
+    iteration: u64,
+) -> Result<GradientSamples, RunError> {
+    config.validate()?;
+    if n == 0 {
+        return Err(RunError::Config("need at least one gradient sample".into()));
+    }
+    let problem = Problem::new(model)?;
+    if theta.len() != problem.dim() {
+        return Err(RunError::Config(format!(
+            "theta has {} components, the model's family has {} ({})",
+            theta.len(),
+            problem.dim(),
+            problem.family().names().join(", ")
+        )));
+    }
+    let names = problem.family().names().to_vec();
+    let sign = problem.objective_sign();
+    let estimator = estimate::build(config.estimator, &problem, config.eta, config.eta_decay)?;
+    let mut engine = Engine::new(problem, estimator);
+    engine.evaluate(
+        theta,
+        StreamKey::new(config.seed, iteration, Purpose::Measure),
+        n,
+        false,
+    )?;
+    let d = names.len();
+    let flat = engine.sample_gradients();
+    Ok(GradientSamples {
+        names,
+        samples: flat
+            .chunks(d)
+            .map(|g| g.iter().map(|x| sign * x).collect())
+            .collect(),
+        values: engine.values().iter().map(|v| sign * v).collect(),
+    })
+}
