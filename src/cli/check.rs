@@ -7,20 +7,22 @@ use clap::Args;
 use dsgd::experiment::check::CheckReport;
 use dsgd::lang::locate;
 
-use super::load::load;
+use super::load::{SourceArgs, load};
 
 /// Counts, nesting depth, safety, affine guards and applicable estimators of a model.
 #[derive(Args, Debug)]
 pub struct CheckArgs {
     /// A `.dsgd` file or the name of a built-in model (see `dsgd models`).
     pub model: String,
+    #[command(flatten)]
+    pub source: SourceArgs,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load(&args.model)?;
+    let loaded = load(&args.model, &args.source)?;
     let locate_span = |s| {
         let l = locate(&loaded.source, s);
         format!("{}:{}:{}", loaded.file, l.line, l.column)

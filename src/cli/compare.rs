@@ -15,14 +15,16 @@ use dsgd::experiment::reproduce::{ReproduceConfig, paper_settings};
 use dsgd::experiment::tables;
 use dsgd::optim::{AdamConfig, OptimizerConfig};
 
-use super::args::{non_negative, positive};
-use super::load::load;
+use super::args::{Footprint, check_memory, count, default_threads, non_negative, positive};
+use super::load::{SourceArgs, load};
 use super::progress::SweepProgress;
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
     /// A model file (`.dsgd`) or the name of a built-in model.
     model: String,
+    #[command(flatten)]
+    source: SourceArgs,
     /// Accuracy coefficients for DSGD and Fixed.
     #[arg(long, num_args = 1.., allow_negative_numbers = true, value_parser = positive, default_values_t = ETAS.to_vec())]
     etas: Vec<f64>,
@@ -42,7 +44,7 @@ pub struct CompareArgs {
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     log_every: u64,
     /// Fresh samples per measurement.
-    #[arg(long, default_value_t = 1000, value_parser = at_least_two)]
+    #[arg(long, default_value_t = 1000, value_parser = count::<2>)]
     log_samples: usize,
     /// Output directory [default: results/compare-<model>].
     #[arg(long)]
@@ -53,8 +55,21 @@ pub struct CompareArgs {
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load(&args.model)?;
+    let loaded = load(&args.model, &args.source)?;
     let model = &loaded.model;
+    // Runs go in parallel, one per thread, and every run's report is kept until the end.
+    let footprint = Footprint::of(model);
+    let runs = u128::from(args.seeds) * (2 * args.etas.len() as u128 + 3);
+    let threads = default_threads();
+    let base_batch = ReproduceConfig::full().batch;
+    check_memory(
+        &format!(
+            "--seeds {} with --log-samples {} ({runs} runs)",
+            args.seeds, args.log_samples
+        ),
+        threads as u128 * footprint.run_bytes(base_batch, args.log_samples, 1)
+            + runs * footprint.report_bytes(args.iters, args.log_every),
+    )?;
     let (paper_lr, paper_decay) = paper_settings(&model.name);
     let mut base = ReproduceConfig::full().base_run(&model.name);
     base.iterations = args.iters;
@@ -113,12 +128,4 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn at_least_two(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(x) if x >= 2 => Ok(x),
-        Ok(_) => Err(format!("must be at least 2 (variances need two), got {s}")),
-        Err(_) => Err(format!("`{s}` is not a whole number")),
-    }
 }

@@ -7,12 +7,14 @@ use clap::Args;
 use dsgd::experiment::diagnose::{DiagnoseConfig, diagnose as check};
 
 use super::args::positive;
-use super::load::load_model;
+use super::load::{SourceArgs, load_model};
 
 #[derive(Args, Debug)]
 pub struct DiagnoseArgs {
     /// A model file (`.dsgd`) or the name of a built-in model.
     model: String,
+    #[command(flatten)]
+    source: SourceArgs,
     /// Print the report as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -32,7 +34,7 @@ pub struct DiagnoseArgs {
 
 /// Exit status 1 when a block fails the tolerance.
 pub fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
-    let model = load_model(&args.model)?;
+    let model = load_model(&args.model, &args.source)?;
     let config = DiagnoseConfig {
         points: args.points as usize,
         seed: args.seed,

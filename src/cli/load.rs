@@ -1,11 +1,66 @@
 //! Finding a model from the command line: a path to a `.dsgd` file or a built-in name.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
+use anyhow::bail;
+use clap::Args;
 use dsgd::ir::Model;
-use dsgd::lang::{CompileOptions, compile_source};
+use dsgd::lang::{
+    CompileOptions, DEFAULT_MAX_DATA_BYTES, DEFAULT_NODE_LIMIT, DEFAULT_STEP_LIMIT,
+    compile_source, read_source,
+};
 use dsgd::models;
+
+/// How a model file is compiled: its limits and which data files it may read. Shared by
+/// every subcommand that takes a model.
+#[derive(Args, Debug, Clone)]
+pub struct SourceArgs {
+    /// Most nodes the unrolled program may have.
+    #[arg(long, default_value_t = DEFAULT_NODE_LIMIT, value_parser = super::args::count::<1>)]
+    pub max_nodes: usize,
+    /// Most compilation steps (statements, expressions, loop iterations, data values).
+    #[arg(long, default_value_t = DEFAULT_STEP_LIMIT, value_parser = super::args::count::<1>)]
+    pub max_steps: usize,
+    /// Largest data file `csv(..)` may read, in bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_DATA_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_data_bytes: u64,
+    /// Let `csv(..)` read files outside the model's directory (a model may come from
+    /// someone else: by default it reads only data beside it).
+    #[arg(long)]
+    pub allow_data_outside: bool,
+    /// A directory besides the model's own that `csv(..)` may read from (repeatable).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Vec<PathBuf>,
+}
+
+impl Default for SourceArgs {
+    fn default() -> Self {
+        SourceArgs {
+            max_nodes: DEFAULT_NODE_LIMIT,
+            max_steps: DEFAULT_STEP_LIMIT,
+            max_data_bytes: DEFAULT_MAX_DATA_BYTES,
+            allow_data_outside: false,
+            data_dir: Vec::new(),
+        }
+    }
+}
+
+impl SourceArgs {
+    /// The compiler's options for these flags.
+    pub fn compile_options(&self) -> CompileOptions {
+        CompileOptions {
+            node_limit: self.max_nodes,
+            step_limit: self.max_steps,
+            max_data_bytes: self.max_data_bytes,
+            allow_data_outside: self.allow_data_outside,
+            data_dirs: self.data_dir.clone(),
+            ..CompileOptions::default()
+        }
+    }
+}
+
+/// The prefix that names a built-in model even where a file of that name exists.
+const BUILTIN_PREFIX: &str = "builtin:";
 
 /// A model and the text it was compiled from (for locating spans in reports).
 pub struct Loaded {
@@ -20,18 +75,27 @@ pub struct Loaded {
     dead_code,
     reason = "the entry point of the run/compare/bench subcommands"
 )]
-pub fn load_model(spec: &str) -> anyhow::Result<Model> {
-    load(spec).map(|l| l.model)
+pub fn load_model(spec: &str, source: &SourceArgs) -> anyhow::Result<Model> {
+    load(spec, source).map(|l| l.model)
 }
 
-/// [`load_model`], keeping the source.
-pub fn load(spec: &str) -> anyhow::Result<Loaded> {
+/// [`load_model`], keeping the source. A file wins over a built-in of the same name (with a
+/// warning saying so); `builtin:NAME` always names the built-in.
+pub fn load(spec: &str, args: &SourceArgs) -> anyhow::Result<Loaded> {
+    if let Some(name) = spec.strip_prefix(BUILTIN_PREFIX) {
+        return load_builtin(name);
+    }
     let path = Path::new(spec);
     if path.is_file() {
-        let source = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read model file `{spec}`"))?;
+        if models::builtin_source(spec).is_some() {
+            eprintln!(
+                "warning: `{spec}` is a file here and also a built-in model; using the file \
+                 (write `{BUILTIN_PREFIX}{spec}` for the built-in)"
+            );
+        }
+        let source = read_source(path).map_err(|e| anyhow::anyhow!("cannot compile `{spec}`\n{e}"))?;
         let base = path.parent().unwrap_or(Path::new("."));
-        let model = compile_source(spec, &source, base, &CompileOptions::default())
+        let model = compile_source(spec, &source, base, &args.compile_options())
             .map_err(|e| anyhow::anyhow!("cannot compile `{spec}`\n{e}"))?;
         return Ok(Loaded {
             model,
@@ -39,6 +103,20 @@ pub fn load(spec: &str) -> anyhow::Result<Loaded> {
             source,
         });
     }
+    if models::builtin_source(spec).is_some() {
+        return load_builtin(spec);
+    }
+    if path.exists() {
+        bail!("`{spec}` is not a file");
+    }
+    bail!(
+        "no model `{spec}`: not a file, and not a built-in model (built-ins: {})",
+        models::builtin_names().join(", ")
+    )
+}
+
+/// The built-in model `spec`.
+fn load_builtin(spec: &str) -> anyhow::Result<Loaded> {
     if let Some(result) = models::builtin(spec) {
         let model =
             result.map_err(|e| anyhow::anyhow!("cannot compile built-in model `{spec}`\n{e}"))?;
@@ -49,11 +127,8 @@ pub fn load(spec: &str) -> anyhow::Result<Loaded> {
             source,
         });
     }
-    if path.exists() {
-        bail!("`{spec}` is not a file");
-    }
     bail!(
-        "no model `{spec}`: not a file, and not a built-in model (built-ins: {})",
+        "no built-in model `{spec}` (built-ins: {})",
         models::builtin_names().join(", ")
     )
 }

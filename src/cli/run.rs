@@ -13,19 +13,24 @@ use dsgd::experiment::run::{OnNonFinite, RunConfig, RunError, run as run_model};
 use dsgd::optim::{AdamConfig, OptimizerConfig, SgdConfig};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::args::{non_negative, positive};
-use super::load::{Loaded, load};
+use super::args::{
+    Footprint, UsageError, check_memory, count, default_threads, non_negative, positive, threads,
+};
+use super::load::{Loaded, SourceArgs, load};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// A model file (`.dsgd`) or the name of a built-in model.
     model: String,
+    #[command(flatten)]
+    source: SourceArgs,
     /// The gradient estimator.
     #[arg(long, value_enum, default_value_t = EstimatorArg::Dsgd)]
     estimator: EstimatorArg,
-    /// Smoothing accuracy: DSGD reaches it at iteration 4000; Fixed uses it throughout.
-    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true, value_parser = positive)]
-    eta: f64,
+    /// Smoothing accuracy: DSGD reaches it at iteration 4000; Fixed uses it throughout
+    /// [default: 0.1].
+    #[arg(long, allow_negative_numbers = true, value_parser = positive)]
+    eta: Option<f64>,
     /// DSGD's decay in eta_k = eta (4000 / (k + 1))^decay [default: 1 / (2 * nesting depth)].
     #[arg(long, allow_negative_numbers = true, value_parser = non_negative)]
     eta_decay: Option<f64>,
@@ -33,7 +38,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     iters: u64,
     /// Gradient samples averaged per step.
-    #[arg(long, default_value_t = 16, value_parser = at_least::<1>)]
+    #[arg(long, default_value_t = 16, value_parser = count::<1>)]
     batch: usize,
     /// The optimiser.
     #[arg(long, value_enum, default_value_t = OptimizerArg::Adam)]
@@ -41,9 +46,9 @@ pub struct RunArgs {
     /// Step size: Adam's (default 0.0015) or SGD's gamma_0 in gamma_0 / k^p (default 0.5).
     #[arg(long, allow_negative_numbers = true, value_parser = positive)]
     lr: Option<f64>,
-    /// SGD's p in gamma_0 / k^p.
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, value_parser = non_negative)]
-    sgd_power: f64,
+    /// SGD's p in gamma_0 / k^p [default: 1].
+    #[arg(long, allow_negative_numbers = true, value_parser = non_negative)]
+    sgd_power: Option<f64>,
     /// Random seed; the run is a pure function of it.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -51,7 +56,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     log_every: u64,
     /// Fresh samples per measurement.
-    #[arg(long, default_value_t = 1000, value_parser = at_least::<2>)]
+    #[arg(long, default_value_t = 1000, value_parser = count::<2>)]
     log_samples: usize,
     /// Write run.json and trajectory.csv into this directory.
     #[arg(long)]
@@ -60,7 +65,7 @@ pub struct RunArgs {
     #[arg(long)]
     json: bool,
     /// Worker threads [default: all cores]; results do not depend on it.
-    #[arg(long, value_parser = at_least::<1>)]
+    #[arg(long, value_parser = threads)]
     threads: Option<usize>,
     /// What to do when the objective or a gradient is NaN or infinite.
     #[arg(long, value_enum, default_value_t = OnNonFiniteArg::Stop)]
@@ -90,17 +95,6 @@ enum OnNonFiniteArg {
     Continue,
 }
 
-fn at_least<const N: usize>(s: &str) -> Result<usize, String> {
-    let x: usize = s
-        .parse()
-        .map_err(|_| format!("`{s}` is not a whole number"))?;
-    if x >= N {
-        Ok(x)
-    } else {
-        Err(format!("must be at least {N}, got {s}"))
-    }
-}
-
 impl RunArgs {
     /// The validated run settings (clap has checked each value's range).
     fn config(&self) -> RunConfig {
@@ -112,7 +106,7 @@ impl RunArgs {
                 EstimatorArg::Score => EstimatorKind::Score,
                 EstimatorArg::Lyy18 => EstimatorKind::Lyy18,
             },
-            eta: self.eta,
+            eta: self.eta.unwrap_or(0.1),
             eta_decay: self.eta_decay,
             iterations: self.iters,
             batch: self.batch,
@@ -128,7 +122,7 @@ impl RunArgs {
                     let d = SgdConfig::default();
                     OptimizerConfig::Sgd(SgdConfig {
                         lr: self.lr.unwrap_or(d.lr),
-                        power: self.sgd_power,
+                        power: self.sgd_power.unwrap_or(1.0),
                     })
                 }
             },
@@ -141,6 +135,45 @@ impl RunArgs {
             },
             threads: self.threads,
         }
+    }
+
+    /// The flags given that this estimator or optimiser does not read (each is warned about
+    /// on stderr, and the run goes on: see `docs/cli.md`).
+    fn ignored_flags(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let est = self.estimator.to_possible_value().map(|v| v.get_name().to_string());
+        let est = est.unwrap_or_default();
+        let smooths = matches!(self.estimator, EstimatorArg::Dsgd | EstimatorArg::Fixed);
+        if self.eta.is_some() && !smooths {
+            out.push(format!(
+                "--eta does not apply to --estimator {est} (only dsgd and fixed smooth); ignored"
+            ));
+        }
+        if self.eta_decay.is_some() && self.estimator != EstimatorArg::Dsgd {
+            out.push(format!(
+                "--eta-decay does not apply to --estimator {est} (only dsgd tightens eta); ignored"
+            ));
+        }
+        if self.sgd_power.is_some() && self.optimizer != OptimizerArg::Sgd {
+            out.push(
+                "--sgd-power does not apply to --optimizer adam (only sgd has a step power); ignored"
+                    .to_string(),
+            );
+        }
+        out
+    }
+
+    /// Refuses a batch or measurement size whose memory cannot fit, before any is allocated.
+    fn check_memory(&self, model: &dsgd::ir::Model) -> Result<(), UsageError> {
+        let threads = self.threads.unwrap_or_else(default_threads);
+        let bytes = Footprint::of(model).run_bytes(self.batch, self.log_samples, threads);
+        check_memory(
+            &format!(
+                "--batch {} with --log-samples {} and {threads} thread(s)",
+                self.batch, self.log_samples
+            ),
+            bytes,
+        )
     }
 }
 
@@ -176,7 +209,11 @@ impl Observer for Progress {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load(&args.model)?;
+    for warning in args.ignored_flags() {
+        eprintln!("warning: {warning}");
+    }
+    let loaded = load(&args.model, &args.source)?;
+    args.check_memory(&loaded.model)?;
     let config = args.config();
     let mut progress = std::io::stderr()
         .is_terminal()

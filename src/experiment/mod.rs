@@ -10,6 +10,7 @@ pub mod cost;
 pub mod diagnose;
 pub mod figure1a;
 pub mod observe;
+pub mod outdir;
 pub mod paper;
 pub mod plot;
 pub mod report;
