@@ -113,8 +113,9 @@ fn per_sample_forcing_equals_one_forced_forward_per_sample() {
         for f in [&forced, &without_uniform] {
             let mut ws = tape.workspace();
             ws.set_simd(simd);
+            let mut fs = tape.forced_scratch();
             let mut got = vec![0.0; BATCH];
-            tape.forward_forced(&mut ws, &params, &latents, f, &mut got);
+            tape.forward_forced(&mut ws, &mut fs, &params, &latents, f, &mut got);
             let mut changed = false;
             for (l, &(index, branch)) in f.iter().enumerate() {
                 let point: Vec<f64> = (0..LATENTS).map(|i| latents[i * BATCH + l]).collect();
@@ -163,6 +164,8 @@ fn forcing_right_after_a_crisp_sweep_equals_full_forced_forwards() {
             reference.set_simd(simd);
             let mut near = tape.workspace();
             near.set_simd(simd);
+            // One scratch serves every workspace: it keeps nothing between calls.
+            let mut fs = tape.forced_scratch();
             let mut grad = BatchGradient::new(&tape, w);
             tape.gradient(&mut near, Semantics::Crisp, &params, &z, &mut grad);
             tape.gradient(&mut ws, Semantics::Crisp, &params, &z, &mut grad);
@@ -171,17 +174,17 @@ fn forcing_right_after_a_crisp_sweep_equals_full_forced_forwards() {
             let mut changed = false;
             for f in [&forced_else, &forced_then, &forced_else] {
                 let mut got = vec![0.0; w];
-                tape.forward_forced(&mut ws, &params, &moved, f, &mut got);
+                tape.forward_forced(&mut ws, &mut fs, &params, &moved, f, &mut got);
                 let mut hinted = vec![0.0; w];
                 let hint = Some(&coordinates[..]);
-                tape.forward_forced_near(&mut near, &params, &moved, f, hint, &mut hinted);
+                tape.forward_forced_near(&mut near, &mut fs, &params, &moved, f, hint, &mut hinted);
                 assert_eq!(
                     hinted.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
                     got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
                     "w {w}: the hinted sweep differs"
                 );
                 let mut full = vec![0.0; w];
-                tape.forward_forced(&mut reference, &params, &moved, f, &mut full);
+                tape.forward_forced(&mut reference, &mut fs, &params, &moved, f, &mut full);
                 for (l, &(index, branch)) in f.iter().enumerate() {
                     let point: Vec<f64> = (0..LATENTS).map(|i| moved[i * w + l]).collect();
                     let mut one = [0.0];

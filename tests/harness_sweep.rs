@@ -112,7 +112,7 @@ fn comparison_aggregates_each_arm_over_its_seeds() {
     let finals: Vec<f64> = reports
         .iter()
         .filter(|r| r.estimator == "score")
-        .map(|r| r.final_elbo)
+        .map(|r| r.final_value)
         .collect();
     assert_eq!(score.final_elbo, finals);
     assert_eq!(score.summary, Summary::of(&finals));

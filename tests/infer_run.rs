@@ -71,14 +71,14 @@ fn trajectory_rows_are_logged_every_n_and_at_the_end() {
     // At theta = 1 the objective is E[-z^2/2 + [z >= 0]] = -(1 + 1)/2 + Phi(1) = -0.1587.
     let first = &r.trajectory[0];
     assert!(
-        (first.elbo - (-1.0 + dsgd::special::normal_cdf(1.0))).abs() < 0.1,
+        (first.value - (-1.0 + dsgd::special::normal_cdf(1.0))).abs() < 0.1,
         "{}",
-        first.elbo
+        first.value
     );
     assert!(first.var_component > 0.0 && first.var_norm > 0.0);
     // DSGD logs the accuracy it used: eta_0 = 0.1 * sqrt(4000).
     assert!((first.eta.unwrap() - 0.1 * 4000f64.sqrt()).abs() < 1e-9);
-    assert_eq!(r.final_elbo, r.trajectory.last().unwrap().elbo);
+    assert_eq!(r.final_value, r.trajectory.last().unwrap().value);
     assert_eq!(r.eta_decay, Some(0.5));
 }
 
@@ -155,8 +155,15 @@ fn vi_dsgd_improves_the_elbo() {
         ..RunConfig::default()
     };
     let r = run(&model, &cfg, &mut []).unwrap();
-    let first = r.trajectory.first().unwrap().elbo;
-    assert!(r.final_elbo > first + 0.1, "{first} -> {}", r.final_elbo);
+    let first = r.trajectory.first().unwrap().value;
+    assert!(r.final_value > first + 0.1, "{first} -> {}", r.final_value);
+    assert_eq!(r.final_elbo, Some(r.final_value));
+    // The latents in natural units are the guide's mean and softplus(rho).
+    assert_eq!(r.latents.len(), 2);
+    assert_eq!(r.latents[0].mean, r.theta[0]);
+    let sd = dsgd::special::softplus(r.theta[1]);
+    assert!((r.latents[0].sd - sd).abs() < 1e-15);
+    assert!(r.params.0.is_empty());
     assert_eq!(r.theta.len(), 4);
     assert_eq!(r.theta_names, ["mu[z1]", "rho[z1]", "mu[z2]", "rho[z2]"]);
 }
@@ -201,6 +208,8 @@ fn a_non_finite_objective_stops_the_run_naming_the_iteration() {
     // The trajectory up to that point is kept, and the JSON writes -inf as null.
     assert_eq!(r.trajectory.len(), 1);
     assert!(r.to_json().contains("\"final_elbo\": null"));
+    assert!(r.to_json().contains("\"final_value\": null"));
+    assert!(!r.converged && r.convergence.contains("stopped early"));
 
     let cont = RunConfig {
         on_nonfinite: OnNonFinite::Continue,
@@ -210,6 +219,11 @@ fn a_non_finite_objective_stops_the_run_naming_the_iteration() {
     assert_eq!(r.stop_reason, StopReason::Completed);
     assert_eq!(r.iterations, 500);
     assert!(r.skipped_steps > 0 && r.stop_message.is_some());
+    assert!(
+        !r.converged && r.convergence.contains("skipped"),
+        "{}",
+        r.convergence
+    );
     assert_eq!(r.trajectory.len(), 6);
 }
 
@@ -268,16 +282,29 @@ fn reports_are_written_atomically_as_json_and_csv() {
         "eta",
         "seed",
         "iterations",
-        "final_elbo",
+        "kind",
+        "final_value",
+        "final_value_se",
+        "params",
+        "latents",
+        "converged",
+        "convergence",
         "theta",
         "trajectory",
         "seconds",
     ] {
         assert!(json.get(key).is_some(), "missing {key}");
     }
+    // An objective program: no `final_elbo`, labelled objective everywhere.
+    assert!(json.get("final_elbo").is_none());
+    assert_eq!(json["kind"], "objective");
+    assert_eq!(json["params"]["theta"], json["theta"][0]);
+    assert_eq!(json["latents"][0]["name"], "z");
     let csv = std::fs::read_to_string(dir.join("trajectory.csv")).unwrap();
     assert!(
-        csv.starts_with("iter,elbo,var_component,var_norm,eta\n"),
+        csv.starts_with(
+            "iter,objective,objective_se,var_component,var_norm,eta,theta,loc[z],scale[z]\n"
+        ),
         "{csv}"
     );
     assert_eq!(csv.lines().count(), 1 + 3);

@@ -420,10 +420,13 @@ fn sample_priors_of_other_distributions() {
         0.1,
         0.9,
         |b| {
-            let z = b.latent("z");
+            // An Exponential latent lives on (0, inf): z = exp(u), its density plus the
+            // log-Jacobian, with no support if-statement.
+            let z = b
+                .sample_latent("z", Dist::Exponential, &[b.constant(2.0)])
+                .unwrap();
             let w = b.latent("w");
-            b.log_density(Dist::Exponential, z, &[b.constant(2.0)])
-                .unwrap()
+            z.log_density
                 + b.log_density(Dist::Logistic, w, &[b.constant(1.0), b.constant(2.0)])
                     .unwrap()
         },

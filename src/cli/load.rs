@@ -68,13 +68,11 @@ pub struct Loaded {
     /// The file name used in messages (`temperature.dsgd` for a built-in).
     pub file: String,
     pub source: String,
+    /// Whether `spec` named a built-in model (which brings its recommended settings).
+    pub builtin: bool,
 }
 
 /// Loads `spec`: an existing path is compiled; otherwise a built-in of that name.
-#[allow(
-    dead_code,
-    reason = "the entry point of the run/compare/bench subcommands"
-)]
 pub fn load_model(spec: &str, source: &SourceArgs) -> anyhow::Result<Model> {
     load(spec, source).map(|l| l.model)
 }
@@ -101,6 +99,7 @@ pub fn load(spec: &str, args: &SourceArgs) -> anyhow::Result<Loaded> {
             model,
             file: spec.to_string(),
             source,
+            builtin: false,
         });
     }
     if models::builtin_source(spec).is_some() {
@@ -125,6 +124,7 @@ fn load_builtin(spec: &str) -> anyhow::Result<Loaded> {
             model,
             file: format!("{spec}.dsgd"),
             source,
+            builtin: true,
         });
     }
     bail!(

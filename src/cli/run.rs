@@ -8,8 +8,9 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use dsgd::estimate::{EstimateError, EstimatorKind};
 use dsgd::experiment::observe::Observer;
-use dsgd::experiment::report::{RunReport, StopReason};
+use dsgd::experiment::report::{ObjectiveKind, RunReport, StopReason};
 use dsgd::experiment::run::{OnNonFinite, RunConfig, RunError, run as run_model};
+use dsgd::models::Recommended;
 use dsgd::optim::{AdamConfig, OptimizerConfig, SgdConfig};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -31,7 +32,8 @@ pub struct RunArgs {
     /// [default: 0.1].
     #[arg(long, allow_negative_numbers = true, value_parser = positive)]
     eta: Option<f64>,
-    /// DSGD's decay in eta_k = eta (4000 / (k + 1))^decay [default: 1 / (2 * nesting depth)].
+    /// DSGD's decay in eta_k = eta (4000 / (k + 1))^decay [default: a built-in model's own,
+    /// else 1 / (2 * nesting depth)].
     #[arg(long, allow_negative_numbers = true, value_parser = non_negative)]
     eta_decay: Option<f64>,
     /// Optimisation steps.
@@ -43,7 +45,8 @@ pub struct RunArgs {
     /// The optimiser.
     #[arg(long, value_enum, default_value_t = OptimizerArg::Adam)]
     optimizer: OptimizerArg,
-    /// Step size: Adam's (default 0.0015) or SGD's gamma_0 in gamma_0 / k^p (default 0.5).
+    /// Step size: Adam's (default: a built-in model's own, else 0.0015) or SGD's gamma_0 in
+    /// gamma_0 / k^p (default 0.5).
     #[arg(long, allow_negative_numbers = true, value_parser = positive)]
     lr: Option<f64>,
     /// SGD's p in gamma_0 / k^p [default: 1].
@@ -96,8 +99,9 @@ enum OnNonFiniteArg {
 }
 
 impl RunArgs {
-    /// The validated run settings (clap has checked each value's range).
-    fn config(&self) -> RunConfig {
+    /// The validated run settings (clap has checked each value's range); what the user left
+    /// unset comes from `recommended` (a built-in model's settings) or the general defaults.
+    fn config(&self, recommended: Recommended) -> RunConfig {
         RunConfig {
             estimator: match self.estimator {
                 EstimatorArg::Dsgd => EstimatorKind::Dsgd,
@@ -107,14 +111,14 @@ impl RunArgs {
                 EstimatorArg::Lyy18 => EstimatorKind::Lyy18,
             },
             eta: self.eta.unwrap_or(0.1),
-            eta_decay: self.eta_decay,
+            eta_decay: self.eta_decay.or(recommended.eta_decay),
             iterations: self.iters,
             batch: self.batch,
             optimizer: match self.optimizer {
                 OptimizerArg::Adam => {
                     let d = AdamConfig::default();
                     OptimizerConfig::Adam(AdamConfig {
-                        lr: self.lr.unwrap_or(d.lr),
+                        lr: self.lr.or(recommended.lr).unwrap_or(d.lr),
                         ..d
                     })
                 }
@@ -200,7 +204,7 @@ impl Observer for Progress {
     }
 
     fn logged(&mut self, row: &dsgd::experiment::report::TrajectoryRow) {
-        self.bar.set_message(format!("objective {:.4}", row.elbo));
+        self.bar.set_message(format!("value {:.4}", row.value));
     }
 
     fn finished(&mut self, _report: &RunReport) {
@@ -214,7 +218,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let loaded = load(&args.model, &args.source)?;
     args.check_memory(&loaded.model)?;
-    let config = args.config();
+    let recommended = if loaded.builtin {
+        dsgd::models::recommended(&loaded.model.name)
+    } else {
+        Recommended::default()
+    };
+    let config = args.config(recommended);
     let mut progress = std::io::stderr()
         .is_terminal()
         .then(|| Progress::new(config.iterations));
@@ -234,9 +243,22 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         writeln!(out, "{}", report.to_json())?;
     } else {
-        write_summary(&mut out, &report, &written)?;
+        let own = Own {
+            lr: args.lr.is_none()
+                && recommended.lr.is_some()
+                && args.optimizer == OptimizerArg::Adam,
+            decay: args.eta_decay.is_none() && recommended.eta_decay.is_some(),
+        };
+        write_summary(&mut out, &report, own, &written)?;
     }
     out.flush()?;
+    if report.iterations > 0 && report.skipped_steps == report.iterations {
+        eprintln!(
+            "error: every step was skipped: the gradient was never finite ({})",
+            report.stop_message.as_deref().unwrap_or("no message")
+        );
+        return Ok(ExitCode::from(1));
+    }
     match (report.stop_reason, &report.stop_message) {
         (StopReason::NonFinite, Some(msg)) => {
             eprintln!("error: run stopped {msg}");
@@ -251,6 +273,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         _ => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// Which settings came from the built-in model rather than the user or the defaults.
+#[derive(Copy, Clone, Debug, Default)]
+struct Own {
+    lr: bool,
+    decay: bool,
 }
 
 /// A run error, with a non-affine guard's source position as `file:line:column`.
@@ -273,36 +302,89 @@ fn locate(err: RunError, loaded: &Loaded) -> anyhow::Error {
     }
 }
 
-fn write_summary(out: &mut impl Write, r: &RunReport, written: &[PathBuf]) -> std::io::Result<()> {
+fn write_summary(
+    out: &mut impl Write,
+    r: &RunReport,
+    own: Own,
+    written: &[PathBuf],
+) -> std::io::Result<()> {
+    let mark = |yes: bool| if yes { " (the model's own)" } else { "" };
     let mut est = r.estimator.clone();
     if let Some(eta) = r.eta {
         est += &format!(" (eta {eta}");
         if let Some(d) = r.eta_decay {
-            est += &format!(", decay {d}");
+            est += &format!(", decay {d}{}", mark(own.decay));
         }
         est += ")";
     }
     writeln!(
         out,
-        "{}: {est}, {} lr {}, batch {}, seed {}",
-        r.model, r.optimizer, r.lr, r.batch, r.seed
+        "{}: {est}, {} lr {}{}, batch {}, seed {}",
+        r.model,
+        r.optimizer,
+        r.lr,
+        mark(own.lr),
+        r.batch,
+        r.seed
     )?;
-    let what = if r.mode == "variational" {
-        "ELBO"
-    } else {
-        "objective"
-    };
+    let what = r.kind.label();
     writeln!(
         out,
-        "{} of {} iterations in {:.2} s ({}); final {what} {:.6}",
-        r.iterations, r.iterations_requested, r.seconds, r.stop_reason, r.final_elbo
+        "{} of {} iterations in {:.2} s ({}); final {what} {:.6} (standard error {:.2e})",
+        r.iterations,
+        r.iterations_requested,
+        r.seconds,
+        r.stop_reason,
+        r.final_value,
+        r.final_value_se
     )?;
-    let width = r.theta_names.iter().map(String::len).max().unwrap_or(0);
-    for (name, value) in r.theta_names.iter().zip(&r.theta) {
-        writeln!(out, "  {name:<width$}  {value:.6}")?;
+    writeln!(out, "{}", r.convergence)?;
+    if !r.params.0.is_empty() {
+        writeln!(out, "parameters:")?;
+        let width = r.params.names().map(str::len).max().unwrap_or(0);
+        for (name, value) in &r.params.0 {
+            writeln!(out, "  {name:<width$}  {value:.6}")?;
+        }
+    }
+    if !r.latents.is_empty() {
+        let heading = match r.kind {
+            ObjectiveKind::Elbo => "latents (posterior approximation)",
+            ObjectiveKind::Objective => "latents (sampling distribution at the final parameters)",
+        };
+        writeln!(out, "{heading}:")?;
+        let width = r
+            .latents
+            .iter()
+            .map(|l| l.name.len())
+            .max()
+            .unwrap_or(0)
+            .max(6);
+        writeln!(
+            out,
+            "  {:<width$}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}",
+            "latent", "mean", "sd", "5%", "50%", "95%"
+        )?;
+        for l in &r.latents {
+            writeln!(
+                out,
+                "  {:<width$}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}",
+                l.name,
+                short(l.mean),
+                short(l.sd),
+                short(l.q05),
+                short(l.q50),
+                short(l.q95)
+            )?;
+        }
     }
     for path in written {
         writeln!(out, "wrote {}", path.display())?;
     }
     Ok(())
+}
+
+/// A number in at most 11 characters, six significant digits.
+fn short(x: f64) -> String {
+    let s = format!("{x:.6}");
+    if s.len() <= 11 { s } else { format!("{x:.4e}") }
 }

@@ -112,11 +112,11 @@ impl Estimator for Lyy18 {
         // The points differ from `z`, which the workspace was just swept at, only in the
         // moved coordinates.
         let moved = Some(&scratch.moved[..]);
-        let ws = &mut scratch.ws;
+        let (ws, fs) = (&mut scratch.ws, &mut scratch.forcing);
         p.tape
-            .forward_forced_near(ws, params, points, forced_else, moved, else_out);
+            .forward_forced_near(ws, fs, params, points, forced_else, moved, else_out);
         p.tape
-            .forward_forced_near(ws, params, points, forced_then, moved, then_out);
+            .forward_forced_near(ws, fs, params, points, forced_then, moved, then_out);
         for l in 0..w {
             let Some((k, _j, a_j, q)) = scratch.lanes[l] else {
                 continue;

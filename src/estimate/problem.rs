@@ -2,7 +2,7 @@
 //! plus the per-thread scratch memory and the pathwise gradient assembly all estimators share.
 
 use super::rng::{Channel, StreamKey};
-use crate::eval::{BatchGradient, CHUNK, Tape, Workspace};
+use crate::eval::{BatchGradient, CHUNK, ForcedScratch, Tape, Workspace};
 use crate::family::{Family, FamilyError, FamilyState};
 use crate::ir::{Analysis, Mode, Model, Program, analyse};
 
@@ -70,6 +70,7 @@ impl Problem {
         let n = self.family.latent_count();
         Scratch {
             ws: self.tape.workspace(),
+            forcing: self.tape.forced_scratch(),
             grad: BatchGradient::new(&self.tape, CHUNK),
             s: vec![0.0; n * CHUNK],
             z: vec![0.0; n * CHUNK],
@@ -174,7 +175,7 @@ impl Problem {
     /// are contiguous; each `(l, p)` gets its start value, then latent by latent.
     pub(crate) fn pathwise_block(&self, state: &FamilyState, scratch: &Scratch, grads: &mut [f64]) {
         #[cfg(target_arch = "x86_64")]
-        if crate::eval::simd_available() {
+        if crate::cpu::avx2_fma() {
             // SAFETY: the CPU has AVX2 and FMA (checked just above).
             unsafe { self.pathwise_avx2(state, scratch, grads) };
             return;
@@ -222,6 +223,8 @@ impl Problem {
 #[derive(Clone, Debug)]
 pub struct Scratch {
     pub(crate) ws: Workspace,
+    /// LYY18's scratch for the tape's forced sweeps.
+    pub(crate) forcing: ForcedScratch,
     pub(crate) grad: BatchGradient,
     pub(crate) s: Vec<f64>,
     pub(crate) z: Vec<f64>,

@@ -59,7 +59,7 @@ impl Estimator for Score {
         grads[..m * w].copy_from_slice(&scratch.grad.params[..m * w]);
         grads[m * w..d * w].fill(0.0);
         #[cfg(target_arch = "x86_64")]
-        if crate::eval::simd_available() {
+        if crate::cpu::avx2_fma() {
             // SAFETY: the CPU has AVX2 and FMA (checked just above).
             unsafe { add_scores_avx2(cx, scratch, grads, values) };
             return;

@@ -8,23 +8,10 @@
 
 use crate::ir::{Binary, Unary};
 
-use super::tape::{Op, Step};
+use super::instr::{Op, Step, operands};
 
 /// Not a slot.
 const NONE_SLOT: u32 = u32::MAX;
-
-/// The slots an instruction reads (a sum chain's terms are in the tape's side table; only
-/// its base is listed).
-pub(super) fn operands(op: &Op) -> ([u32; 3], usize) {
-    match *op {
-        Op::Param { .. } | Op::Latent { .. } => ([0; 3], 0),
-        Op::Unary { a, .. } => ([a, 0, 0], 1),
-        Op::Binary { a, b, .. } => ([a, b, 0], 2),
-        Op::NormalSquare { x, m, s, .. } => ([x, m, s], 3),
-        Op::SumChain { base, .. } => ([base, 0, 0], 1),
-        Op::If { g, t, e, .. } => ([g, t, e], 3),
-    }
-}
 
 /// Which steps read each slot (the output counts as a reader at `u32::MAX`).
 fn readers(steps: &[Step], uniform_steps: &[Step], n: usize, output: u32) -> Vec<Vec<u32>> {

@@ -17,11 +17,8 @@
 use crate::ir::{Binary, Unary, binary_derivatives, binary_value, unary_derivative, unary_value};
 use crate::special::sigmoid_pair_from_exp;
 
-use super::tape::CHUNK;
+use super::instr::{CHUNK, Lanes};
 use super::vmath;
-
-/// The lanes of one node in one chunk.
-pub type Lanes = [f64; CHUNK];
 
 /// Calls `$m!(op)` with `op` a constant expression in every arm, so that the closures built
 /// from it specialise to one straight-line loop per operation.

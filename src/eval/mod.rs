@@ -13,12 +13,27 @@
 //! only (`Tape::compile_active`) skips adjoints nobody reads, and `Tape::forward_forced`
 //! right after a crisp sweep of the same chunk redoes only the steps whose inputs changed;
 //! `exp` and `ln` lanes come from `vmath`, which gives the standard library's bits.
+//!
+//! The modules, each importing only those listed before it: `instr` (the instruction set),
+//! `fuse` and `plan` (compile-time passes), `workspace`, `tape` (the compiled tape),
+//! `compile` (program to tape), `vmath` and `kernels` (lane rules), `sweep` (one chunk),
+//! `evaluate` (a batch) and `forced` (LYY18's per-sample forcing).
 
+mod compile;
+mod evaluate;
+mod forced;
 mod fuse;
+mod instr;
 mod kernels;
+mod plan;
 mod sweep;
 mod tape;
 pub mod vmath;
+mod workspace;
 
-pub use sweep::simd_available;
-pub use tape::{BatchGradient, CHUNK, Tape, Workspace};
+pub use crate::cpu::avx2_fma as simd_available;
+pub use evaluate::BatchGradient;
+pub use forced::ForcedScratch;
+pub use instr::CHUNK;
+pub use tape::Tape;
+pub use workspace::Workspace;

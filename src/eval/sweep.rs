@@ -4,14 +4,18 @@
 //! Both builds are the same Rust code compiled twice: Rust never contracts `a * b + c` into a
 //! fused multiply-add on its own, so enabling FMA changes the instructions LLVM may use but
 //! not a single result. The vector build is chosen at run time with
-//! `is_x86_feature_detected!`, so users need no `RUSTFLAGS`.
+//! `crate::cpu`, so users need no `RUSTFLAGS`.
 //!
-//! Not here: the compile-time plans the sweeps follow (`tape.rs`).
+//! Not here: the compile-time plans the sweeps follow (`compile.rs`, `plan.rs`).
 
 use crate::ir::{Binary, Branch, Semantics, Unary, binary_value, unary_value};
 
-use super::kernels::{self, Lanes, Wants};
-use super::tape::{CHUNK, NONE, Op, Step, Tape, Target, Workspace};
+use crate::cpu;
+
+use super::instr::{CHUNK, Lanes, NONE, Op, Step, Target};
+use super::kernels::{self, Wants};
+use super::tape::Tape;
+use super::workspace::Workspace;
 
 /// The inputs of one chunk: lanes `start..start + w` of a batch of `batch` samples.
 pub(super) struct Input<'a> {
@@ -29,18 +33,6 @@ pub(super) struct Input<'a> {
 pub(super) struct LaneForce {
     pub index: [u32; CHUNK],
     pub then: [bool; CHUNK],
-}
-
-/// Whether this CPU runs the vector build.
-pub fn simd_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
 }
 
 /// Values of the steps that are the same in every lane, once for a whole call (they depend
@@ -85,7 +77,7 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
 /// if-statement).
 pub(super) fn forward_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantics, x: &Input) {
     #[cfg(target_arch = "x86_64")]
-    if ws.simd && simd_available() {
+    if ws.simd && cpu::avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
         unsafe { forward_avx2(&tape.steps, &tape.chains, ws, semantics, x) };
         return;
@@ -96,7 +88,7 @@ pub(super) fn forward_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantic
 /// Adjoints of every active slot for the chunk last swept forward.
 pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
     #[cfg(target_arch = "x86_64")]
-    if ws.simd && simd_available() {
+    if ws.simd && cpu::avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
         unsafe { reverse_avx2(tape, ws, semantics) };
         return;
@@ -108,7 +100,7 @@ pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantic
 /// under `x.force`: the incremental forced sweep.
 pub(super) fn forward_steps(steps: &[Step], chains: &[(u32, bool)], ws: &mut Workspace, x: &Input) {
     #[cfg(target_arch = "x86_64")]
-    if ws.simd && simd_available() {
+    if ws.simd && cpu::avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
         unsafe { forward_avx2(steps, chains, ws, Semantics::Crisp, x) };
         return;

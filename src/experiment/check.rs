@@ -29,6 +29,20 @@ pub struct CheckReport {
     pub default_eta_decay: f64,
     /// Every if-statement, in the program's numbering.
     pub guards: Vec<GuardDetail>,
+    /// Every latent's support and the transform that puts it on the real line (the guide is
+    /// Gaussian on the unconstrained value).
+    pub latent_supports: Vec<LatentSupport>,
+}
+
+/// Where one latent lives: `support` `real`, `(0, inf)`, `(0, 1)`; `transform` `identity`,
+/// `exp` or `logit` (`z = T(u)`, the guide on `u`).
+#[derive(Clone, Debug, Serialize)]
+pub struct LatentSupport {
+    pub name: String,
+    pub support: String,
+    pub transform: String,
+    /// `z = T(u)` with the latent's name, e.g. `s = exp(u)`.
+    pub formula: String,
 }
 
 /// One if-statement as the analyses see it.
@@ -106,8 +120,23 @@ impl CheckReport {
                 }),
             })
             .collect();
+        let latent_supports = p
+            .latent_names()
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let t = p.latent_transform(i);
+                LatentSupport {
+                    name: name.clone(),
+                    support: t.support_text(),
+                    transform: t.name().to_string(),
+                    formula: t.formula(name, "u"),
+                }
+            })
+            .collect();
         CheckReport {
             guards,
+            latent_supports,
             model: model.name.clone(),
             mode: match model.mode {
                 Mode::Variational => "variational".to_string(),
@@ -139,6 +168,26 @@ impl std::fmt::Display for CheckReport {
             String::new()
         };
         writeln!(f, "  latents        {}{fixed}", self.latents)?;
+        let constrained: Vec<&LatentSupport> = self
+            .latent_supports
+            .iter()
+            .filter(|l| l.transform != "identity")
+            .collect();
+        for (k, l) in constrained.iter().take(10).enumerate() {
+            let label = if k == 0 { "constrained" } else { "" };
+            writeln!(
+                f,
+                "  {label:<13}  {} in {}: {}, guide on u",
+                l.name, l.support, l.formula
+            )?;
+        }
+        if constrained.len() > 10 {
+            writeln!(
+                f,
+                "                 ... and {} more",
+                constrained.len() - 10
+            )?;
+        }
         writeln!(f, "  parameters     {}", self.params)?;
         writeln!(f, "  if-statements  {}", self.if_statements)?;
         writeln!(f, "  nesting depth  {}", self.nesting_depth)?;

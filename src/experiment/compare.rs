@@ -208,7 +208,7 @@ pub fn aggregate(
         .map(|arm| {
             let runs: Vec<&RunReport> =
                 reports.iter().copied().filter(|r| arm.matches(r)).collect();
-            let finals: Vec<f64> = runs.iter().map(|r| r.final_elbo).collect();
+            let finals: Vec<f64> = runs.iter().map(|r| r.final_value).collect();
             let mean_of = |get: &dyn Fn(&super::report::TrajectoryRow) -> f64| {
                 let v: Vec<f64> = runs
                     .iter()
@@ -234,7 +234,7 @@ pub fn aggregate(
                             let n = r.trajectory.len();
                             let tail: Vec<f64> = r.trajectory[n.saturating_sub(10)..]
                                 .iter()
-                                .map(|t| t.elbo)
+                                .map(|t| t.value)
                                 .collect();
                             Summary::of(&tail).std
                         })
@@ -270,9 +270,9 @@ pub fn mean_trajectory(runs: &[&RunReport]) -> Vec<(f64, f64)> {
     let mut acc: std::collections::BTreeMap<u64, (f64, usize)> = Default::default();
     for r in runs {
         for row in &r.trajectory {
-            if row.elbo.is_finite() {
+            if row.value.is_finite() {
                 let e = acc.entry(row.iter).or_insert((0.0, 0));
-                e.0 += row.elbo;
+                e.0 += row.value;
                 e.1 += 1;
             }
         }

@@ -1,4 +1,4 @@
-//! Experiments: runs, logging, tables, figures and reports (DESIGN.md section 5).
+//! Experiments: runs, logging, tables, figures and reports .
 //!
 //! Only this layer (and the binary) touches the file system; estimators and optimisers
 //! report through the [`observe::Observer`] hooks and return values.
@@ -6,6 +6,7 @@
 pub mod check;
 pub mod claims;
 pub mod compare;
+pub mod convergence;
 pub mod cost;
 pub mod diagnose;
 pub mod figure1a;
@@ -17,5 +18,6 @@ pub mod report;
 pub mod report_md;
 pub mod reproduce;
 pub mod run;
+pub mod summary;
 pub mod sweep;
 pub mod tables;

@@ -1,29 +1,43 @@
 //! The serialisable result of a run (`dsgd run --json`, `run.json`, `trajectory.csv`) and
 //! the atomic writing of those files.
 //!
-//! These structs are the only serialised types of a run; their snake_case keys are the ones
-//! DESIGN.md section 6 fixes. Non-finite numbers are written as `null` in JSON.
+//! These structs are the only serialised types of a run; every field is documented here and
+//! in `docs/json.md`. Non-finite numbers are written as `null` in JSON. New measurements are
+//! added as new fields (a reader ignores what it does not know).
 
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 
-/// One measurement: at iteration `iter` (steps taken so far), the crisp objective estimate
-/// and the variance of the estimator's gradient samples.
+pub use super::summary::LatentSummary;
+
+/// One measurement: at iteration `iter` (steps taken so far), the crisp objective estimate,
+/// the variance of the estimator's gradient samples, and the fitted values at that iterate.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TrajectoryRow {
+    /// Steps taken when the measurement was made (0 = the initial parameters).
     pub iter: u64,
     /// Mean crisp `f` over the fresh samples: the ELBO, or in objective mode the user's `E`
     /// (for `minimize E` this is `E` itself, not the maximised `-E`).
-    pub elbo: f64,
+    pub value: f64,
+    /// Monte Carlo standard error of `value` (sample sd over `sqrt(log_samples)`).
+    pub value_se: f64,
     /// Mean over components of the per-component sample variance (ddof 1).
     pub var_component: f64,
     /// Sample variance (ddof 1) of the L2 norm of the gradient samples.
     pub var_norm: f64,
     /// The accuracy coefficient the estimator used at this iteration (smoothed estimators).
     pub eta: Option<f64>,
+    /// The model's own parameters at this iterate, in the order of `RunReport::params`.
+    pub params: Vec<f64>,
+    /// Each fitted latent's family location (guide mean in VI), in the order of
+    /// `RunReport::latents`.
+    pub latent_loc: Vec<f64>,
+    /// Each fitted latent's family scale (guide standard deviation in VI).
+    pub latent_scale: Vec<f64>,
 }
 
 /// Why a run ended.
@@ -39,43 +53,126 @@ pub enum StopReason {
 impl fmt::Display for StopReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            StopReason::Completed => "completed",
-            StopReason::NonFinite => "non-finite objective or gradient",
+            StopReason::Completed => "all iterations taken",
+            StopReason::NonFinite => "stopped early: non-finite objective or gradient",
         })
+    }
+}
+
+/// What a run's objective is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObjectiveKind {
+    /// The evidence lower bound of a variational guide (a model with `sample`/`observe`).
+    Elbo,
+    /// A user's `maximize E` / `minimize E`.
+    Objective,
+}
+
+impl ObjectiveKind {
+    /// How stdout, CSV headers and figure axes name the value: `ELBO` or `objective`.
+    pub fn label(self) -> &'static str {
+        match self {
+            ObjectiveKind::Elbo => "ELBO",
+            ObjectiveKind::Objective => "objective",
+        }
+    }
+
+    /// The CSV column of the value: `elbo` or `objective`.
+    pub fn column(self) -> &'static str {
+        match self {
+            ObjectiveKind::Elbo => "elbo",
+            ObjectiveKind::Objective => "objective",
+        }
+    }
+}
+
+/// Named values that serialise as a JSON object in their order (`{"theta": 0.37}`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NamedValues(pub Vec<(String, f64)>);
+
+impl NamedValues {
+    /// The value of `name`, if present.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.0.iter().find(|(n, _)| n == name).map(|&(_, v)| v)
+    }
+
+    /// The names in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(n, _)| n.as_str())
+    }
+}
+
+impl Serialize for NamedValues {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
     }
 }
 
 /// Everything a run reports. `seconds` is the only field that depends on the machine.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunReport {
+    /// The model's name (the file stem, or the built-in's name).
     pub model: String,
-    /// `variational` (the objective is the ELBO) or `objective` (a user's `E`).
+    /// `elbo` (variational inference) or `objective` (`maximize`/`minimize`).
+    pub kind: ObjectiveKind,
+    /// `variational` or `objective`: the same distinction as `kind`, named by the program.
     pub mode: String,
+    /// `dsgd`, `fixed`, `reparam`, `score` or `lyy18`.
     pub estimator: String,
     /// `--eta` (the accuracy at iteration 4000, or Fixed's constant); null when unused.
     pub eta: Option<f64>,
     /// The decay of DSGD's schedule; null for other estimators.
     pub eta_decay: Option<f64>,
+    /// `adam` or `sgd`.
     pub optimizer: String,
+    /// The step size (Adam's, or SGD's `gamma_0`).
     pub lr: f64,
     /// SGD's `p` in `gamma_0 / k^p`; null for Adam.
     pub sgd_power: Option<f64>,
+    /// Gradient samples averaged per step.
     pub batch: usize,
+    /// The seed: the run is a pure function of it.
     pub seed: u64,
     /// Steps actually taken.
     pub iterations: u64,
+    /// Steps asked for.
     pub iterations_requested: u64,
+    /// Iterations between two measurements.
     pub log_every: u64,
+    /// Fresh samples per measurement.
     pub log_samples: usize,
-    /// The last logged objective estimate.
-    pub final_elbo: f64,
+    /// The last measured value of the objective (the ELBO, or the user's `E`).
+    pub final_value: f64,
+    /// Monte Carlo standard error of `final_value`.
+    pub final_value_se: f64,
+    /// `final_value` again, present only when `kind` is `elbo`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_elbo: Option<f64>,
+    /// The model's own parameters (`param`) at the end, by name (an empty object if none).
+    pub params: NamedValues,
+    /// Each fitted latent's distribution at the end, in its own units (fixed latents are
+    /// left out).
+    pub latents: Vec<LatentSummary>,
+    /// Whether the run converged by the documented rule (`docs/design.md`).
+    pub converged: bool,
+    /// Why it is or is not judged converged, and what to change if not.
+    pub convergence: String,
+    /// The optimised vector: the model's parameters, then `(mu, rho)` per guided latent.
     pub theta: Vec<f64>,
+    /// The names of `theta`'s components (`theta`, `mu[z]`, `rho[z]`).
     pub theta_names: Vec<String>,
+    /// `completed` or `non_finite`.
     pub stop_reason: StopReason,
     /// What went wrong, naming the iteration and the term, when the run stopped early.
     pub stop_message: Option<String>,
     /// Steps skipped because the gradient was not finite (`--on-nonfinite continue`).
     pub skipped_steps: u64,
+    /// The measurements, every `log_every` iterations and at the end.
     pub trajectory: Vec<TrajectoryRow>,
     /// Wall-clock time of the run.
     pub seconds: f64,
@@ -87,14 +184,44 @@ impl RunReport {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
 
-    /// The trajectory as CSV (`iter,elbo,var_component,var_norm,eta`).
+    /// The trajectory as CSV: `iter`, the value (`elbo` or `objective`) and its standard
+    /// error, the variances, `eta`, then one column per parameter and `loc[z]`, `scale[z]`
+    /// per fitted latent.
     pub fn trajectory_csv(&self) -> Result<String, csv::Error> {
         let mut w = csv::Writer::from_writer(Vec::new());
-        for row in &self.trajectory {
-            w.serialize(row)?;
+        let col = self.kind.column();
+        let mut header: Vec<String> = vec![
+            "iter".into(),
+            col.into(),
+            format!("{col}_se"),
+            "var_component".into(),
+            "var_norm".into(),
+            "eta".into(),
+        ];
+        header.extend(self.params.names().map(String::from));
+        for l in &self.latents {
+            header.push(format!("loc[{}]", l.name));
+            header.push(format!("scale[{}]", l.name));
         }
-        if self.trajectory.is_empty() {
-            w.write_record(["iter", "elbo", "var_component", "var_norm", "eta"])?;
+        w.write_record(&header)?;
+        let num = |x: f64| x.to_string();
+        for row in &self.trajectory {
+            let mut rec: Vec<String> = vec![
+                row.iter.to_string(),
+                num(row.value),
+                num(row.value_se),
+                num(row.var_component),
+                num(row.var_norm),
+                row.eta.map(num).unwrap_or_default(),
+            ];
+            rec.extend(row.params.iter().copied().map(num));
+            for (loc, scale) in row.latent_loc.iter().zip(&row.latent_scale) {
+                rec.push(num(*loc));
+                rec.push(num(*scale));
+            }
+            // A row whose family could not be evaluated has no fitted values: empty cells.
+            rec.resize(header.len(), String::new());
+            w.write_record(&rec)?;
         }
         let bytes = w
             .into_inner()

@@ -34,14 +34,11 @@ pub const PAPER_MODELS: [&str; 6] = [
     "influenza",
 ];
 
-/// The paper's Adam step and DSGD decay for `model`: 0.01 and 0.2 for xornet, else 0.0015 and
-/// the default `1 / (2 l)`.
+/// The paper's Adam step and DSGD decay for `model`: the built-in model's recommended
+/// settings (0.01 and 0.2 for xornet), else 0.0015 and the default `1 / (2 l)`.
 pub fn paper_settings(model: &str) -> (f64, Option<f64>) {
-    if model == "xornet" {
-        (0.01, Some(0.2))
-    } else {
-        (AdamConfig::default().lr, None)
-    }
+    let r = crate::models::recommended(model);
+    (r.lr.unwrap_or(AdamConfig::default().lr), r.eta_decay)
 }
 
 /// Everything a reproduction does.

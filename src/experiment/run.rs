@@ -8,12 +8,15 @@
 //! iterate they start from), and the steps draw their next noise ahead; both are applied in
 //! the serial order.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use thiserror::Error;
 
+use super::convergence::{RunFacts, assess};
 use super::observe::Observer;
-use super::report::{RunReport, StopReason, TrajectoryRow};
+use super::report::{NamedValues, ObjectiveKind, RunReport, StopReason, TrajectoryRow};
+use super::summary::{guide_moments, latent_summaries, param_values};
 use crate::estimate::{
     self, Engine, EstimateError, EstimatorKind, NonFinite, Problem, Purpose, StreamKey,
 };
@@ -79,6 +82,9 @@ pub enum RunError {
     Estimate(#[from] EstimateError),
     #[error("cannot start worker threads: {0}")]
     Threads(String),
+    /// The caller's cancel flag was raised (e.g. Ctrl-C in the Python package).
+    #[error("the run was cancelled")]
+    Cancelled,
 }
 
 impl RunConfig {
@@ -137,16 +143,29 @@ pub fn run(
     config: &RunConfig,
     observers: &mut [&mut dyn Observer],
 ) -> Result<RunReport, RunError> {
+    run_cancellable(model, config, observers, &AtomicBool::new(false))
+}
+
+/// [`run`], ending with [`RunError::Cancelled`] soon after `cancel` becomes true: the loop
+/// reads the flag before every step, so a front end (the Python package on Ctrl-C) can stop a
+/// long run within one step and one measurement.
+pub fn run_cancellable(
+    model: &Model,
+    config: &RunConfig,
+    observers: &mut [&mut dyn Observer],
+    cancel: &AtomicBool,
+) -> Result<RunReport, RunError> {
     config.validate()?;
+    let go = |observers: &mut [&mut dyn Observer]| run_in_pool(model, config, observers, cancel);
     match config.threads {
         Some(n) => {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(n)
                 .build()
                 .map_err(|e| RunError::Threads(e.to_string()))?;
-            pool.install(|| run_in_pool(model, config, observers))
+            pool.install(|| go(observers))
         }
-        None => run_in_pool(model, config, observers),
+        None => go(observers),
     }
 }
 
@@ -154,6 +173,7 @@ fn run_in_pool(
     model: &Model,
     config: &RunConfig,
     observers: &mut [&mut dyn Observer],
+    cancel: &AtomicBool,
 ) -> Result<RunReport, RunError> {
     let clock = Instant::now();
     let problem = Problem::new(model)?;
@@ -165,11 +185,14 @@ fn run_in_pool(
     let probe_estimator = estimate::build(config.estimator, &problem, config.eta, Some(decay))?;
     let probe = Engine::new(problem.clone(), probe_estimator);
     let mut engine = Engine::new(problem, estimator);
-    let mut runner = Runner::new(&mut engine, probe, config);
+    let mut runner = Runner::new(&mut engine, probe, config, cancel);
     for o in observers.iter_mut() {
         o.started(config.iterations);
     }
     runner.go(observers);
+    if cancel.load(Ordering::Relaxed) {
+        return Err(RunError::Cancelled);
+    }
     let Runner {
         theta,
         trajectory,
@@ -180,9 +203,30 @@ fn run_in_pool(
         ..
     } = runner;
     let problem = engine.problem();
+    let family = problem.family();
     let kind = config.estimator;
+    let objective = match problem.mode() {
+        Mode::Variational => ObjectiveKind::Elbo,
+        Mode::Objective { .. } => ObjectiveKind::Objective,
+    };
+    let latents = latent_summaries(family, &theta).unwrap_or_default();
+    let params = NamedValues(param_values(family, &theta));
+    let param_names: Vec<String> = params.names().map(String::from).collect();
+    let latent_names: Vec<String> = latents.iter().map(|l| l.name.clone()).collect();
+    let verdict = assess(&RunFacts {
+        kind: objective,
+        stop,
+        done,
+        skipped,
+        trajectory: &trajectory,
+        param_names: &param_names,
+        latent_names: &latent_names,
+    });
+    let last = trajectory.last();
+    let final_value = last.map_or(f64::NAN, |r| r.value);
     let report = RunReport {
         model: problem.name().to_string(),
+        kind: objective,
         mode: match problem.mode() {
             Mode::Variational => "variational",
             Mode::Objective { .. } => "objective",
@@ -203,9 +247,15 @@ fn run_in_pool(
         iterations_requested: config.iterations,
         log_every: config.log_every,
         log_samples: config.log_samples,
-        final_elbo: trajectory.last().map_or(f64::NAN, |r| r.elbo),
+        final_value,
+        final_value_se: last.map_or(f64::NAN, |r| r.value_se),
+        final_elbo: (objective == ObjectiveKind::Elbo).then_some(final_value),
+        params,
+        latents,
+        converged: verdict.converged,
+        convergence: verdict.reason,
         theta,
-        theta_names: problem.family().names().to_vec(),
+        theta_names: family.names().to_vec(),
         stop_reason: stop,
         stop_message: message,
         skipped_steps: skipped,
@@ -224,6 +274,7 @@ struct Runner<'a> {
     /// The engine of the measurements.
     probe: Engine,
     config: &'a RunConfig,
+    cancel: &'a AtomicBool,
     theta: Vec<f64>,
     trajectory: Vec<TrajectoryRow>,
     norms: Vec<f64>,
@@ -249,12 +300,18 @@ struct Segment {
 type Measured = Result<(TrajectoryRow, Option<String>), String>;
 
 impl<'a> Runner<'a> {
-    fn new(engine: &'a mut Engine, probe: Engine, config: &'a RunConfig) -> Runner<'a> {
+    fn new(
+        engine: &'a mut Engine,
+        probe: Engine,
+        config: &'a RunConfig,
+        cancel: &'a AtomicBool,
+    ) -> Runner<'a> {
         Runner {
             theta: engine.problem().family().init(),
             engine,
             probe,
             config,
+            cancel,
             trajectory: Vec::new(),
             norms: Vec::new(),
             stop: StopReason::Completed,
@@ -273,6 +330,9 @@ impl<'a> Runner<'a> {
         let mut optimizer = cfg.optimizer.build(self.theta.len());
         let mut k = 0;
         while k < cfg.iterations {
+            if self.cancel.load(Ordering::Relaxed) {
+                return;
+            }
             let end = (k + cfg.log_every).min(cfg.iterations);
             let start_theta = self.theta.clone();
             let Runner {
@@ -280,10 +340,11 @@ impl<'a> Runner<'a> {
                 probe,
                 theta,
                 norms,
+                cancel,
                 ..
             } = self;
             let (segment, measured) = rayon::join(
-                || steps(engine, cfg, optimizer.as_mut(), theta, k..end),
+                || steps(engine, cfg, optimizer.as_mut(), theta, k..end, cancel),
                 || measure(probe, cfg, &start_theta, k, norms),
             );
             if !self.record(measured, observers) {
@@ -356,6 +417,7 @@ fn steps(
     optimizer: &mut dyn crate::optim::Optimizer,
     theta: &mut [f64],
     range: std::ops::Range<u64>,
+    cancel: &AtomicBool,
 ) -> Segment {
     let mut seg = Segment {
         done: range.start,
@@ -364,6 +426,9 @@ fn steps(
         failed: None,
     };
     for k in range {
+        if cancel.load(Ordering::Relaxed) {
+            return seg;
+        }
         let step = engine.evaluate_then_draw(
             theta,
             StreamKey::new(cfg.seed, k, Purpose::Step),
@@ -430,6 +495,7 @@ fn measure(
     let sign = engine.problem().objective_sign();
     let crisp = engine.crisp_values();
     let elbo = sign * crisp.iter().sum::<f64>() / n as f64;
+    let value_se = (sample_variance(crisp.iter().copied()) / n as f64).sqrt();
     let d = engine.problem().dim();
     let mut var_sum = 0.0;
     for p in 0..d {
@@ -440,15 +506,21 @@ fn measure(
     engine.for_each_sample(|g| norms.push(g.map(|x| x * x).sum::<f64>().sqrt()));
     let var_norm = sample_variance(norms.iter().copied());
     let eta = engine.estimator().semantics(k);
+    let family = engine.problem().family();
+    let (latent_loc, latent_scale) = guide_moments(family, theta);
     let row = TrajectoryRow {
         iter: k,
-        elbo,
+        value: elbo,
+        value_se,
         var_component,
         var_norm,
         eta: match eta {
             crate::ir::Semantics::Smoothed { eta } => Some(eta),
             _ => None,
         },
+        params: theta[..family.model_param_count()].to_vec(),
+        latent_loc,
+        latent_scale,
     };
     let problem = (!elbo.is_finite()).then(|| match crisp.iter().position(|v| !v.is_finite()) {
         Some(l) => format!(

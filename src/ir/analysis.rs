@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::node::{Binary, Node, NodeId, Unary};
 use super::program::{Program, Span};
+use super::transform::Transform;
 
 /// Everything `dsgd check` reports about a program's if-statements.
 #[derive(Clone, Debug)]
@@ -83,6 +84,10 @@ pub enum NotAffine {
     ContainsIf,
     /// It depends on a parameter directly, so the boundary moves with theta.
     DependsOnParam,
+    /// It applies a non-linear function to a constrained latent's unconstrained value
+    /// (`z = exp(u)` in `z + w < 1`): only a comparison of the latent itself with a constant
+    /// is rewritten into one of `u`.
+    ConstrainedLatent,
 }
 
 impl std::fmt::Display for NotAffine {
@@ -91,6 +96,10 @@ impl std::fmt::Display for NotAffine {
             NotAffine::Nonlinear => "it is a non-linear function of the latents",
             NotAffine::ContainsIf => "it is built from other if-statements",
             NotAffine::DependsOnParam => "it depends on a parameter directly",
+            NotAffine::ConstrainedLatent => {
+                "it is non-linear in a constrained latent's unconstrained value u; only a \
+                 comparison of the latent with a constant, z < c, becomes u < T^-1(c)"
+            }
         })
     }
 }
@@ -305,9 +314,14 @@ fn affine_forms(program: &Program, guards: &[NodeId]) -> Vec<Option<Result<Affin
     let nodes = program.nodes();
     let needed = program.reachable_from(guards);
     let mut memo: Vec<Option<Result<Affine, NotAffine>>> = vec![None; nodes.len()];
+    // The unconstrained latent of a constrained one: a non-linear function of it is `z`.
+    let constrained = |id: NodeId| match nodes[id.index()] {
+        Node::Latent(j) => program.latent_transform(j as usize) != Transform::Identity,
+        _ => false,
+    };
     for (i, &node) in nodes.iter().enumerate() {
         if needed[i] {
-            memo[i] = Some(affine_step(node, &memo));
+            memo[i] = Some(affine_step(node, &memo, &constrained));
         }
     }
     memo
@@ -317,6 +331,7 @@ fn affine_forms(program: &Program, guards: &[NodeId]) -> Vec<Option<Result<Affin
 fn affine_step(
     node: Node,
     memo: &[Option<Result<Affine, NotAffine>>],
+    constrained: &dyn Fn(NodeId) -> bool,
 ) -> Result<Affine, NotAffine> {
     let form = |id: NodeId| match &memo[id.index()] {
         Some(r) => r.as_ref().map_err(|e| e.clone()),
@@ -333,6 +348,7 @@ fn affine_step(
         Node::Unary(Unary::Neg, a) => form(a).map(|x| x.scaled(-1.0)),
         Node::Unary(op, a) => match form(a)?.as_constant() {
             Some(c) => Ok(Affine::constant(super::ops::unary_value(op, c))),
+            None if constrained(a) => Err(NotAffine::ConstrainedLatent),
             None => Err(NotAffine::Nonlinear),
         },
         Node::Binary(op, a, b) => {

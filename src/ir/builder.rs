@@ -9,11 +9,11 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ops;
 
-use super::dist::Dist;
 use super::error::IrError;
 use super::node::{Binary, Node, NodeId, Unary};
 use super::ops::{binary_value, unary_value};
 use super::program::{Program, Span};
+use super::transform::Transform;
 
 /// Default bound on the number of nodes a builder accepts (see [`Builder::with_node_limit`]).
 pub const DEFAULT_NODE_LIMIT: usize = 10_000_000;
@@ -25,6 +25,8 @@ pub(crate) struct Graph {
     interned: HashMap<Node, NodeId>,
     pub(crate) param_names: Vec<String>,
     pub(crate) latent_names: Vec<String>,
+    /// How each latent's constrained value is made from the unconstrained one (by index).
+    pub(crate) latent_transforms: Vec<Transform>,
     /// Source span of each `If` node (by node id), where the front end gave one.
     pub(crate) if_spans: HashMap<NodeId, Span>,
     current_span: Option<Span>,
@@ -284,11 +286,20 @@ impl Builder {
         self.wrap(id)
     }
 
-    /// Declares the next latent variable z_i.
+    /// Declares the next latent variable z_i (on the whole real line).
     pub fn latent(&self, name: &str) -> Var<'_> {
+        self.latent_on(name, Transform::Identity)
+    }
+
+    /// Declares the next latent variable, the unconstrained `u_i` of a latent whose value is
+    /// `transform(u_i)`. The program's latent is `u_i`: the caller builds `z = T(u)` and adds
+    /// `log |T'(u)|` to the log-density (see [`Builder::constrained_latent`], which does
+    /// both); the transform is recorded so that results can be reported in `z`'s units.
+    pub fn latent_on(&self, name: &str, transform: Transform) -> Var<'_> {
         let mut g = self.g.borrow_mut();
         let i = g.latent_names.len() as u32;
         g.latent_names.push(name.to_string());
+        g.latent_transforms.push(transform);
         let id = g.add(Node::Latent(i));
         drop(g);
         self.wrap(id)
@@ -496,22 +507,6 @@ impl Builder {
         total
     }
 
-    /// The log-density of `dist` with arguments `args` at `x`, expanded into primitives.
-    pub fn log_density<'b>(
-        &'b self,
-        dist: Dist,
-        x: Var<'b>,
-        args: &[Var<'b>],
-    ) -> Result<Var<'b>, IrError> {
-        check_arity(
-            dist.name(),
-            &dist.arity().to_string(),
-            args.len() == dist.arity(),
-            args.len(),
-        )?;
-        Ok(dist.log_density(self, x, args))
-    }
-
     /// Ends building: keeps the nodes the outputs depend on, numbers the if-statements
     /// densely in arena order, and returns the finished program. `outputs[0]` is the
     /// program's objective; further outputs are kept alive for whoever needs them (e.g. the
@@ -552,7 +547,12 @@ impl Builder {
     }
 }
 
-fn check_arity(name: &str, expected: &str, ok: bool, found: usize) -> Result<(), IrError> {
+pub(crate) fn check_arity(
+    name: &str,
+    expected: &str,
+    ok: bool,
+    found: usize,
+) -> Result<(), IrError> {
     if ok {
         Ok(())
     } else {

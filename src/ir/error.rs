@@ -17,6 +17,8 @@ pub enum IrError {
         expected: String,
         found: usize,
     },
+    #[error("a latent cannot be drawn from `{dist}`: {why}")]
+    NoLatentTransform { dist: String, why: String },
     #[error("unknown function `{0}`")]
     UnknownFunction(String),
     #[error("the program has no output: give at least one node to `finish`")]

@@ -6,20 +6,24 @@
 
 mod analysis;
 mod builder;
+mod density;
 mod dist;
 mod error;
 mod model;
 mod node;
 mod ops;
 mod program;
+mod transform;
 
 pub use analysis::{
     AffineGuard, Analysis, GuardInfo, NotAffine, UnsafeReason, analyse, nesting_depths,
 };
 pub use builder::{Builder, DEFAULT_NODE_LIMIT, Var};
-pub use dist::Dist;
+pub use density::{Constrained, Sampled};
+pub use dist::{ConstantProblem, Dist, Support};
 pub use error::IrError;
 pub use model::{LatentKind, LatentSpec, Mode, Model, ParamSpec};
 pub use node::{Binary, Branch, Node, NodeId, Unary};
 pub use ops::{binary_derivatives, binary_value, unary_derivative, unary_value};
 pub use program::{Program, Semantics, Span};
+pub use transform::Transform;

@@ -7,6 +7,7 @@
 
 use super::node::NodeId;
 use super::program::{Program, Span};
+use super::transform::Transform;
 
 /// What kind of problem a model states.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -23,7 +24,8 @@ pub enum Mode {
 /// How a latent is distributed under the family `q_theta`.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum LatentKind {
-    /// Variational mode: a guide `N(mu, softplus(rho))` initialised at this mean and std.
+    /// Variational mode: a guide `N(mu, softplus(rho))` on the unconstrained latent `u` (see
+    /// [`Model::latent_transform`]) initialised at this mean and std of `u`.
     Guided { init_mean: f64, init_std: f64 },
     /// A latent whose distribution has constant arguments and no parameters.
     Fixed { loc: f64, scale: f64 },
@@ -66,5 +68,11 @@ impl Model {
             Mode::Objective { minimize: true } => -1.0,
             _ => 1.0,
         }
+    }
+
+    /// How latent `i`'s value `z` is made from the program's unconstrained latent `u` (the
+    /// guide is Gaussian on `u`): `Identity` for a latent on the real line.
+    pub fn latent_transform(&self, i: usize) -> Transform {
+        self.program.latent_transform(i)
     }
 }

@@ -6,6 +6,7 @@ use std::fmt;
 use super::builder::Graph;
 use super::node::{Branch, Node, NodeId};
 use super::ops::{binary_value, unary_value};
+use super::transform::Transform;
 use crate::special::sigmoid;
 
 /// A byte range in the source text a node came from (the language sets it; the builder API
@@ -34,6 +35,8 @@ pub struct Program {
     outputs: Vec<NodeId>,
     param_names: Vec<String>,
     latent_names: Vec<String>,
+    /// `z = T(u)` of each latent, by latent index (`Latent(i)` is `u`).
+    latent_transforms: Vec<Transform>,
     /// The node of each if-statement, by if-index.
     if_nodes: Vec<NodeId>,
     /// The source span of each if-statement, by if-index.
@@ -77,6 +80,7 @@ impl Program {
             outputs: outputs.iter().map(|o| new_id[o.index()]).collect(),
             param_names: g.param_names,
             latent_names: g.latent_names,
+            latent_transforms: g.latent_transforms,
             if_nodes,
             if_spans,
         }
@@ -117,6 +121,20 @@ impl Program {
 
     pub fn latent_names(&self) -> &[String] {
         &self.latent_names
+    }
+
+    /// How latent `i`'s value is made from the program's `Latent(i)`, the unconstrained `u`
+    /// (`Identity` for an out-of-range index, which has no transform to report).
+    pub fn latent_transform(&self, i: usize) -> Transform {
+        self.latent_transforms
+            .get(i)
+            .copied()
+            .unwrap_or(Transform::Identity)
+    }
+
+    /// [`Program::latent_transform`] of every latent, by index.
+    pub fn latent_transforms(&self) -> &[Transform] {
+        &self.latent_transforms
     }
 
     /// Number of if-statements (after unrolling and simplification).

@@ -22,7 +22,7 @@
 
 use std::arch::x86_64::*;
 
-use super::super::tape::CHUNK;
+use super::super::instr::CHUNK;
 use super::tables::{EXP_N, LN_M0, Tables};
 
 /// Adding it to `y` (`|y| < 2^51`) rounds `y` to an integer held in the low mantissa bits.

@@ -14,7 +14,7 @@
 
 use std::arch::x86_64::*;
 
-use super::super::tape::CHUNK;
+use super::super::instr::CHUNK;
 use super::tables::Tables;
 
 const _: () = assert!(

@@ -29,8 +29,7 @@ mod tables;
 
 use std::sync::OnceLock;
 
-use super::kernels::Lanes;
-use super::tape::CHUNK;
+use super::instr::{CHUNK, Lanes};
 use tables::Tables;
 
 /// Every lane: the fallback mask when the fast path is off.
@@ -69,7 +68,7 @@ fn state() -> Option<&'static State> {
 }
 
 fn init() -> Option<State> {
-    if !super::sweep::simd_available() {
+    if !crate::cpu::avx2_fma() {
         return None;
     }
     let tables = Tables::compute();
@@ -81,15 +80,9 @@ fn init() -> Option<State> {
 
 /// Whether this CPU runs `isa`'s kernels.
 fn supported(isa: Isa) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        super::sweep::simd_available()
-            && (isa == Isa::Avx2 || std::arch::is_x86_feature_detected!("avx512f"))
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = isa;
-        false
+    match isa {
+        Isa::Avx2 => crate::cpu::avx2_fma(),
+        Isa::Avx512 => crate::cpu::avx512f(),
     }
 }
 

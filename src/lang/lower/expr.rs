@@ -9,7 +9,7 @@ use super::super::data;
 use super::super::diagnostic::Diag;
 use super::value::{Cond, Shape};
 use super::{BUILTINS, Lowerer, PendingKind, PendingLatent, Value};
-use crate::ir::{Dist, LatentKind, Span, Var};
+use crate::ir::{Dist, LatentKind, Span, Transform, Var};
 use crate::special::softplus;
 
 /// Deepest nesting of arrays (a matrix is 2).
@@ -23,6 +23,13 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         self.tick(e.span, 1)?;
         let b = self.b;
         Ok(match &e.kind {
+            ExprKind::Num(x) if !x.is_finite() => {
+                return Err(Diag::new(
+                    e.span,
+                    "this number is too large for a 64-bit float",
+                    "a number of magnitude below 1.8e308",
+                ));
+            }
             ExprKind::Num(x) => Value::Num(b.constant(*x)),
             ExprKind::Str(_) => {
                 return Err(Diag::new(
@@ -105,6 +112,9 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 let l = self.num(l, lhs.span)?;
                 let r = self.expr(rhs)?;
                 let r = self.num(r, rhs.span)?;
+                if let Some(c) = self.constrained_comparison(*op, l, r) {
+                    return Ok(c);
+                }
                 if let (Some(x), Some(y)) = (l.as_const(), r.as_const()) {
                     return Ok(Cond::Const(match op {
                         CmpOp::Lt => x < y,
@@ -221,6 +231,59 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             acc = if and { acc.and(c) } else { acc.or(c) };
         }
         Ok(acc)
+    }
+
+    /// A comparison of a constrained latent `z = T(u)` with a constant `c`, rewritten as the
+    /// same comparison of `u` with `T^{-1}(c)` (exact: `T` is strictly increasing). The guard
+    /// is then affine in the program's latent, so LYY18 still applies; a constant outside the
+    /// support decides the comparison at compile time. `None` for any other comparison.
+    fn constrained_comparison(&self, op: CmpOp, l: Var<'b>, r: Var<'b>) -> Option<Cond<'b>> {
+        let (u, t, c, op) = match (self.constrained.get(&l.id()), r.as_const()) {
+            (Some(&(u, t)), Some(c)) => (u, t, c, op),
+            _ => match (l.as_const(), self.constrained.get(&r.id())) {
+                // `c < z` is `z > c`, and so on.
+                (Some(c), Some(&(u, t))) => (
+                    u,
+                    t,
+                    c,
+                    match op {
+                        CmpOp::Lt => CmpOp::Gt,
+                        CmpOp::Gt => CmpOp::Lt,
+                        CmpOp::Le => CmpOp::Ge,
+                        CmpOp::Ge => CmpOp::Le,
+                        other => other,
+                    },
+                ),
+                _ => return None,
+            },
+        };
+        let uc = t.to_unconstrained(c);
+        if uc.is_nan() {
+            return None;
+        }
+        // `z < c`: never when c is at or below the support, always when at or above it.
+        let below = |negate: bool| {
+            if uc.is_infinite() {
+                Cond::Const((uc > 0.0) != negate)
+            } else {
+                Cond::guard(u - uc, negate)
+            }
+        };
+        // `z > c`: always when c is at or below the support, never when at or above it.
+        let above = |negate: bool| {
+            if uc.is_infinite() {
+                Cond::Const((uc < 0.0) != negate)
+            } else {
+                Cond::guard(uc - u, negate)
+            }
+        };
+        match op {
+            CmpOp::Lt => Some(below(false)),
+            CmpOp::Ge => Some(below(true)),
+            CmpOp::Gt => Some(above(false)),
+            CmpOp::Le => Some(above(true)),
+            CmpOp::Eq | CmpOp::Ne => None,
+        }
     }
 
     pub(super) fn num(&self, v: Value<'b>, span: Span) -> Result<Var<'b>, Diag> {
@@ -449,6 +512,17 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             };
             Diag::new(arg, msg.message, msg.expected)
         })?;
+        if let Some(k) = values.iter().position(|x| !x.is_finite()) {
+            return Err(Diag::new(
+                args[0].span,
+                format!(
+                    "`{path}`, row {} of column `{column}`: {} is not a finite number",
+                    k + 2,
+                    values[k]
+                ),
+                "finite numbers in every row of the column",
+            ));
+        }
         self.tick(span, values.len())?;
         let b = self.b;
         let items: Vec<Value<'b>> = values
@@ -492,30 +566,81 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         init: &[(InitKey, Span, Expr)],
         span: Span,
     ) -> Result<Value<'b>, Diag> {
-        let b = self.b;
-        let flat = dist.name == "Flat";
-        let d = if flat {
-            if !args.is_empty() {
+        let d = self.sample_distribution(dist, args.len())?;
+        let a = self.num_args(args)?;
+        if let Some(d) = d {
+            self.check_constant_arguments(d, &a, args)?;
+        }
+        let name = self.latent_name();
+        let guide = self.guide_settings(init)?;
+        let kind = if let Some(fixed_span) = fixed {
+            fixed_kind(d, &a, init, fixed_span)?
+        } else if self.objective {
+            objective_kind(d, dist, &a, init)?
+        } else {
+            return self.guided_latent(d, dist, &a, guide, name, span);
+        };
+        let z = self.b.latent(&name);
+        self.latents.push(PendingLatent { name, kind, span });
+        Ok(Value::Num(z))
+    }
+
+    /// The distribution of a `sample` (`None` for `Flat()`); a discrete one is refused.
+    fn sample_distribution(&self, dist: &Ident, n_args: usize) -> Result<Option<Dist>, Diag> {
+        if dist.name == "Flat" {
+            if n_args != 0 {
                 return Err(Diag::new(
                     dist.span,
                     "`Flat` takes no arguments",
                     "`sample Flat()`",
                 ));
             }
-            None
-        } else {
-            Some(self.distribution(dist, args.len())?)
-        };
-        let a = self.num_args(args)?;
-        let name = self.latent_name();
-        let mut guide = (None, None);
+            return Ok(None);
+        }
+        let d = self.distribution(dist, n_args)?;
+        if d.is_discrete() {
+            return Err(Diag::new(
+                dist.span,
+                format!("a latent cannot be drawn from `{d}`: it is discrete"),
+                "a continuous distribution after `sample`",
+            )
+            .with_note(format!(
+                "a discrete quantity is observed data (`observe k ~ {d}(..)`); for an unknown \
+                 one, write the mixture out: sum its values' weights with `factor` (or use a \
+                 continuous relaxation)"
+            )));
+        }
+        Ok(Some(d))
+    }
+
+    /// Refuses constant arguments the distribution cannot take (a scale of 0, `Uniform(1, 0)`).
+    pub(super) fn check_constant_arguments(
+        &self,
+        d: Dist,
+        a: &[Var<'b>],
+        args: &[Expr],
+    ) -> Result<(), Diag> {
+        let consts: Vec<Option<f64>> = a.iter().map(|v| v.as_const()).collect();
+        d.check_arguments(&consts).map_err(|p| {
+            let at = p
+                .argument
+                .and_then(|k| args.get(k))
+                .map_or(Span::default(), |e| e.span);
+            Diag::new(at, p.message, p.expected)
+        })
+    }
+
+    /// The `init(mean = .., std = .. | rho = ..)` of a `sample`: the mean (with its span) and
+    /// the standard deviation, each if given.
+    fn guide_settings(&mut self, init: &[(InitKey, Span, Expr)]) -> Result<GuideInit, Diag> {
+        let mut guide = GuideInit::default();
         for (key, key_span, value) in init {
             let x = self.const_number(value, "a guide setting")?;
-            let slot = match key {
-                InitKey::Mean => &mut guide.0,
-                InitKey::Std | InitKey::Rho => &mut guide.1,
+            let given = match key {
+                InitKey::Mean => guide.mean.is_some(),
+                InitKey::Std | InitKey::Rho => guide.std.is_some(),
             };
-            if slot.is_some() {
+            if given {
                 return Err(Diag::new(
                     *key_span,
                     "this guide setting is given twice",
@@ -530,74 +655,163 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     "a positive std",
                 ));
             }
-            *slot = Some(x);
+            if *key == InitKey::Mean {
+                guide.mean = Some((x, value.span));
+            } else {
+                guide.std = Some(x);
+            }
         }
-        let kind = if let Some(fixed_span) = fixed {
-            let consts: Option<Vec<f64>> = a.iter().map(|v| v.as_const()).collect();
-            match (d, consts.as_deref()) {
-                (Some(Dist::Normal), Some(&[loc, scale])) if scale > 0.0 => {
-                    if !init.is_empty() {
-                        return Err(Diag::new(
-                            init[0].1,
-                            "a fixed latent has no guide to initialise",
-                            "no `init(..)` after `fixed`",
-                        ));
-                    }
-                    PendingKind::Done(LatentKind::Fixed { loc, scale })
-                }
-                _ => {
-                    return Err(Diag::new(
-                        fixed_span,
-                        "only `Normal` latents with constant arguments can be `fixed`",
-                        "`sample Normal(loc, scale) fixed` with constant loc and positive scale",
-                    ));
-                }
-            }
-        } else if self.objective {
-            match d {
-                Some(Dist::Normal) if init.is_empty() => PendingKind::Family {
-                    loc: a[0],
-                    scale: a[1],
-                },
-                Some(Dist::Normal) => {
-                    return Err(Diag::new(
-                        init[0].1,
-                        "`init` sets a variational guide, but this is an objective program",
-                        "no `init(..)`: the family is what `sample` says",
-                    ));
-                }
-                _ => {
-                    return Err(Diag::new(
-                        dist.span,
-                        format!(
-                            "latents of an objective program must be `Normal`, not `{}`",
-                            dist.name
-                        ),
-                        "`Normal(loc, scale)` (latents are reparameterised location-scale)",
-                    ));
-                }
-            }
-        } else {
-            let loc = match d {
-                Some(Dist::Normal | Dist::Logistic) => a[0].as_const().unwrap_or(0.0),
-                _ => 0.0,
-            };
-            PendingKind::Done(LatentKind::Guided {
-                init_mean: guide.0.unwrap_or(loc),
-                init_std: guide.1.unwrap_or(1.0),
-            })
+        Ok(guide)
+    }
+
+    /// A latent of a variational program: on the transform its support needs, with a
+    /// Gaussian guide on the unconstrained `u` and `log p(z) + log |T'(u)|` added to `log p`.
+    fn guided_latent(
+        &mut self,
+        d: Option<Dist>,
+        dist: &Ident,
+        a: &[Var<'b>],
+        guide: GuideInit,
+        name: String,
+        span: Span,
+    ) -> Result<Value<'b>, Diag> {
+        let b = self.b;
+        let consts: Vec<Option<f64>> = a.iter().map(|v| v.as_const()).collect();
+        let transform = match d {
+            None => Transform::Identity,
+            Some(d) => d.latent_transform(&consts).map_err(|why| {
+                Diag::new(
+                    dist.span,
+                    format!("a latent cannot be drawn from `{d}` here: {why}"),
+                    "constant bounds, e.g. `sample Uniform(0, 1)`",
+                )
+            })?,
         };
-        let z = b.latent(&name);
-        if let (Some(d), PendingKind::Done(LatentKind::Guided { .. })) = (d, &kind) {
-            b.set_span(Some(span));
-            let lp = b
-                .log_density(d, z, &a)
-                .map_err(|e| Diag::new(dist.span, e.to_string(), "matching arguments"))?;
-            self.terms.push(lp);
-        }
-        self.latents.push(PendingLatent { name, kind, span });
+        let init_mean = match guide.mean {
+            Some((m, at)) => {
+                let u = transform.to_unconstrained(m);
+                if !u.is_finite() {
+                    let (lo, hi) = transform.support();
+                    return Err(Diag::new(
+                        at,
+                        format!("the guide's initial mean {m} is outside the latent's support"),
+                        format!("a mean strictly between {lo} and {hi}"),
+                    ));
+                }
+                u
+            }
+            None => d.map_or(0.0, |d| default_init_mean(d, &consts, transform)),
+        };
+        let kind = LatentKind::Guided {
+            init_mean,
+            init_std: guide.std.unwrap_or(1.0),
+        };
+        b.set_span(Some(span));
+        let z = match d {
+            None => b.latent(&name),
+            Some(d) => {
+                let s = b
+                    .sample_latent(&name, d, a)
+                    .map_err(|e| Diag::new(dist.span, e.to_string(), "matching arguments"))?;
+                self.terms.push(s.log_density);
+                if transform != Transform::Identity {
+                    self.constrained
+                        .insert(s.latent.z.id(), (s.latent.u, transform));
+                }
+                s.latent.z
+            }
+        };
+        self.latents.push(PendingLatent {
+            name,
+            kind: PendingKind::Done(kind),
+            span,
+        });
         Ok(Value::Num(z))
     }
+}
+
+/// The guide settings written in `init(..)`.
+#[derive(Copy, Clone, Debug, Default)]
+struct GuideInit {
+    /// The mean in the latent's own units, and where it was written.
+    mean: Option<(f64, Span)>,
+    /// The standard deviation of the guide on the unconstrained scale.
+    std: Option<f64>,
+}
+
+/// A `fixed` latent: `Normal` with constant arguments, no guide.
+fn fixed_kind<'b>(
+    d: Option<Dist>,
+    a: &[Var<'b>],
+    init: &[(InitKey, Span, Expr)],
+    fixed_span: Span,
+) -> Result<PendingKind<'b>, Diag> {
+    let consts: Option<Vec<f64>> = a.iter().map(|v| v.as_const()).collect();
+    match (d, consts.as_deref()) {
+        (Some(Dist::Normal), Some(&[loc, scale])) if scale > 0.0 => {
+            if !init.is_empty() {
+                return Err(Diag::new(
+                    init[0].1,
+                    "a fixed latent has no guide to initialise",
+                    "no `init(..)` after `fixed`",
+                ));
+            }
+            Ok(PendingKind::Done(LatentKind::Fixed { loc, scale }))
+        }
+        _ => Err(Diag::new(
+            fixed_span,
+            "only `Normal` latents with constant arguments can be `fixed`",
+            "`sample Normal(loc, scale) fixed` with constant loc and positive scale",
+        )),
+    }
+}
+
+/// A latent of an objective program: `Normal(loc, scale)`, reparameterised.
+fn objective_kind<'b>(
+    d: Option<Dist>,
+    dist: &Ident,
+    a: &[Var<'b>],
+    init: &[(InitKey, Span, Expr)],
+) -> Result<PendingKind<'b>, Diag> {
+    match d {
+        Some(Dist::Normal) if init.is_empty() => Ok(PendingKind::Family {
+            loc: a[0],
+            scale: a[1],
+        }),
+        Some(Dist::Normal) => Err(Diag::new(
+            init[0].1,
+            "`init` sets a variational guide, but this is an objective program",
+            "no `init(..)`: the family is what `sample` says",
+        )),
+        _ => Err(Diag::new(
+            dist.span,
+            format!(
+                "latents of an objective program must be `Normal`, not `{}`",
+                dist.name
+            ),
+            "`Normal(loc, scale)` (latents are reparameterised location-scale)",
+        )),
+    }
+}
+
+/// Where the guide of `u` starts when `init` does not say: a typical value of the prior when
+/// its arguments are constants (its location, scale, or mean on the transformed scale),
+/// else the middle of the unconstrained line.
+fn default_init_mean(d: Dist, consts: &[Option<f64>], transform: Transform) -> f64 {
+    let typical = match (d, consts) {
+        (Dist::Normal | Dist::Logistic | Dist::Cauchy, [Some(loc), _]) => Some(*loc),
+        (Dist::StudentT, [_, Some(loc), _]) => Some(*loc),
+        (Dist::Exponential, [Some(rate)]) => Some(1.0 / rate),
+        (Dist::HalfNormal | Dist::HalfCauchy, [Some(scale)]) => Some(*scale),
+        (Dist::Gamma, [Some(shape), Some(rate)]) => Some(shape / rate),
+        (Dist::Beta, [Some(a), Some(b)]) => Some(a / (a + b)),
+        (Dist::LogNormal, [Some(mu), _]) => Some(mu.exp()),
+        _ => None,
+    };
+    typical
+        .map(|z| transform.to_unconstrained(z))
+        .filter(|u| u.is_finite())
+        .unwrap_or(0.0)
 }
 
 /// Whether a block ends in an expression that has a value: a function whose body ends in

@@ -18,7 +18,9 @@ use super::CompileOptions;
 use super::ast::{self, Block, Expr, ExprKind, FnDef, StmtKind};
 use super::data::Resolver;
 use super::diagnostic::Diag;
-use crate::ir::{Builder, LatentKind, LatentSpec, Mode, Model, Node, ParamSpec, Span, Var};
+use crate::ir::{
+    Builder, LatentKind, LatentSpec, Mode, Model, Node, NodeId, ParamSpec, Span, Transform, Var,
+};
 pub use value::Value;
 use value::{Cond, merge};
 
@@ -63,6 +65,9 @@ pub(crate) struct Lowerer<'b, 'r> {
     /// The variable a `sample` is being bound to, for its name.
     name_hint: Option<String>,
     used_names: HashMap<String, usize>,
+    /// The value `z = T(u)` of each constrained latent, by its node, with `u` and `T`: a
+    /// comparison of `z` with a constant becomes one of `u`, so its guard stays affine.
+    constrained: HashMap<NodeId, (Var<'b>, Transform)>,
 }
 
 /// Lowers a parsed program to a model.
@@ -90,6 +95,7 @@ pub(crate) fn lower(
         loop_suffix: Vec::new(),
         name_hint: None,
         used_names: HashMap::new(),
+        constrained: HashMap::new(),
     };
     l.collect_functions(program)?;
     for s in &program.stmts {
@@ -481,8 +487,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
 fn latent_dependence(nodes: &[Node]) -> Vec<bool> {
     let mut d = Vec::with_capacity(nodes.len());
     for n in nodes {
-        let x =
-            matches!(n, Node::Latent(_)) || n.operands().any(|o: crate::ir::NodeId| d[o.index()]);
+        let x = matches!(n, Node::Latent(_)) || n.operands().any(|o: NodeId| d[o.index()]);
         d.push(x);
     }
     d

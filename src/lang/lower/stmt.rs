@@ -62,6 +62,12 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 let x = self.num(x, value.span)?;
                 let d = self.distribution(dist, args.len())?;
                 let a = self.num_args(args)?;
+                self.check_constant_arguments(d, &a, args)?;
+                if let Some(c) = x.as_const() {
+                    let consts: Vec<Option<f64>> = a.iter().map(|v| v.as_const()).collect();
+                    d.check_value(c, &consts)
+                        .map_err(|p| Diag::new(value.span, p.message, p.expected))?;
+                }
                 self.b.set_span(Some(s.span));
                 let lp = self
                     .b

@@ -1,0 +1,517 @@
+//! Everything the binding asks of the `dsgd` crate, in one place: compiling a model, turning
+//! keyword options into a run configuration, running fits and comparisons (cancellably),
+//! summarising and sampling the fitted guide, and per-sample gradients.
+//!
+//! The rest of the binding speaks Python and calls only this module, so that a change in the
+//! core crate's API is a change here alone. Nothing here knows Python.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use dsgd::estimate::{self, Engine, EstimatorKind, Problem, Purpose, StreamKey};
+use dsgd::experiment::check::CheckReport;
+use dsgd::experiment::compare::{self, ModelComparison};
+use dsgd::experiment::report::RunReport;
+use dsgd::experiment::reproduce::{ReproduceConfig, paper_settings};
+use dsgd::experiment::run::{OnNonFinite, RunConfig, RunError, run_cancellable};
+use dsgd::experiment::tables;
+use dsgd::ir::Model;
+use dsgd::lang::{CompileError, CompileOptions, Resolver, compile_with, locate};
+use dsgd::optim::{AdamConfig, OptimizerConfig, SgdConfig};
+use rayon::prelude::*;
+
+/// Why a call failed, sorted by the Python exception it becomes.
+#[derive(Debug)]
+pub enum CoreError {
+    /// The model text does not compile (`dsgd.CompileError`).
+    Compile(Box<CompileError>),
+    /// An impossible option or argument (`ValueError`), saying which and why.
+    Invalid(String),
+    /// A file does not exist (`FileNotFoundError`).
+    NotFound(String),
+    /// A file could not be read (`OSError`).
+    Io(String),
+    /// The caller's cancel flag rose (becomes the pending `KeyboardInterrupt`).
+    Cancelled,
+}
+
+impl From<RunError> for CoreError {
+    fn from(e: RunError) -> CoreError {
+        match e {
+            RunError::Cancelled => CoreError::Cancelled,
+            other => CoreError::Invalid(other.to_string()),
+        }
+    }
+}
+
+/// Where a model's text comes from; enough to compile it again in another process (pickling,
+/// Ray workers), data files included.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelSource {
+    /// A built-in model, by name.
+    Builtin(String),
+    /// Model text, named `file` in messages, with the data files it read (path as written in
+    /// the model -> contents), so that it compiles again where those files do not exist.
+    Text {
+        file: String,
+        source: String,
+        files: BTreeMap<String, String>,
+    },
+}
+
+/// Reads data files from disk relative to a directory and remembers what it read.
+struct RecordingResolver {
+    base_dir: PathBuf,
+    read: Mutex<BTreeMap<String, String>>,
+}
+
+impl Resolver for RecordingResolver {
+    fn read(&self, path: &str) -> Result<String, String> {
+        // The command line's data policy: regular files beside the model, size-capped.
+        let text = dsgd::lang::FsResolver::new(&self.base_dir, &CompileOptions::default())
+            .read(path)?;
+        if let Ok(mut read) = self.read.lock() {
+            read.insert(path.to_string(), text.clone());
+        }
+        Ok(text)
+    }
+}
+
+/// Serves the data files a model read when it was first compiled.
+struct Recorded<'a>(&'a BTreeMap<String, String>);
+
+impl Resolver for Recorded<'_> {
+    fn read(&self, path: &str) -> Result<String, String> {
+        self.0.get(path).cloned().ok_or_else(|| {
+            "not among the data files read when the model was first compiled".to_string()
+        })
+    }
+}
+
+/// A compiled model with where it came from.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    pub model: Model,
+    pub source: ModelSource,
+}
+
+impl Compiled {
+    /// The model's text (a built-in's embedded source).
+    pub fn text(&self) -> &str {
+        match &self.source {
+            ModelSource::Builtin(name) => dsgd::models::builtin_source(name).unwrap_or(""),
+            ModelSource::Text { source, .. } => source,
+        }
+    }
+
+    /// The file name used in messages.
+    pub fn file(&self) -> String {
+        match &self.source {
+            ModelSource::Builtin(name) => format!("{name}.dsgd"),
+            ModelSource::Text { file, .. } => file.clone(),
+        }
+    }
+}
+
+/// The built-in models: (name, one-line description), in `dsgd models` order.
+pub fn builtin_models() -> Vec<(String, String)> {
+    dsgd::models::builtins()
+        .iter()
+        .map(|b| (b.name.to_string(), b.description.to_string()))
+        .collect()
+}
+
+/// Compiles a built-in model.
+pub fn compile_builtin(name: &str) -> Result<Compiled, CoreError> {
+    match dsgd::models::builtin(name) {
+        None => Err(CoreError::Invalid(format!(
+            "no built-in model `{name}` (built-ins: {})",
+            dsgd::models::builtin_names().join(", ")
+        ))),
+        Some(r) => Ok(Compiled {
+            model: r.map_err(|e| CoreError::Compile(Box::new(e)))?,
+            source: ModelSource::Builtin(name.to_string()),
+        }),
+    }
+}
+
+/// Compiles model text named `file` in messages; data files are read relative to `base_dir`.
+pub fn compile_text(file: &str, source: &str, base_dir: &Path) -> Result<Compiled, CoreError> {
+    let resolver = RecordingResolver {
+        base_dir: base_dir.to_path_buf(),
+        read: Mutex::new(BTreeMap::new()),
+    };
+    let model = compile_with(file, source, &resolver, &CompileOptions::default())
+        .map_err(|e| CoreError::Compile(Box::new(e)))?;
+    let files = resolver.read.into_inner().unwrap_or_default();
+    Ok(Compiled {
+        model,
+        source: ModelSource::Text {
+            file: file.to_string(),
+            source: source.to_string(),
+            files,
+        },
+    })
+}
+
+/// Compiles the model file at `path` (data files relative to its directory).
+pub fn compile_file(path: &Path) -> Result<Compiled, CoreError> {
+    let source = std::fs::read_to_string(path).map_err(|e| {
+        let msg = format!("cannot read model file `{}`: {e}", path.display());
+        match e.kind() {
+            std::io::ErrorKind::NotFound => CoreError::NotFound(msg),
+            _ => CoreError::Io(msg),
+        }
+    })?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    compile_text(&path.display().to_string(), &source, base)
+}
+
+/// Compiles `source` again (in another process, after unpickling).
+pub fn recompile(source: &ModelSource) -> Result<Compiled, CoreError> {
+    match source {
+        ModelSource::Builtin(name) => compile_builtin(name),
+        ModelSource::Text {
+            file,
+            source: text,
+            files,
+        } => {
+            let model = compile_with(file, text, &Recorded(files), &CompileOptions::default())
+                .map_err(|e| CoreError::Compile(Box::new(e)))?;
+            Ok(Compiled {
+                model,
+                source: source.clone(),
+            })
+        }
+    }
+}
+
+/// What `dsgd check --json` prints for this model.
+pub fn check_json(c: &Compiled) -> String {
+    let text = c.text();
+    let file = c.file();
+    let locate_span = |s| {
+        let l = locate(text, s);
+        format!("{file}:{}:{}", l.line, l.column)
+    };
+    let report = CheckReport::new(&c.model, &locate_span);
+    serde_json::to_string(&report).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+/// The names of the parameter vector's components (`theta`, `mu[z]`, `rho[z]`), its initial
+/// value, and the latents' names.
+pub struct Layout {
+    pub param_names: Vec<String>,
+    pub init: Vec<f64>,
+    pub latent_names: Vec<String>,
+}
+
+/// The layout of `model`'s parameter vector.
+pub fn layout(model: &Model) -> Result<Layout, CoreError> {
+    let problem = Problem::new(model).map_err(|e| CoreError::Invalid(e.to_string()))?;
+    let f = problem.family();
+    Ok(Layout {
+        param_names: f.names().to_vec(),
+        init: f.init(),
+        latent_names: f.latent_names().to_vec(),
+    })
+}
+
+/// The options of a fit, as the Python keywords give them (the command line's defaults).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FitOptions {
+    pub estimator: String,
+    pub eta: f64,
+    pub eta_decay: Option<f64>,
+    pub iters: u64,
+    pub batch: usize,
+    pub optimizer: String,
+    pub lr: Option<f64>,
+    pub sgd_power: f64,
+    pub seed: u64,
+    pub log_every: u64,
+    pub log_samples: usize,
+    pub on_nonfinite: String,
+    pub threads: Option<usize>,
+}
+
+/// Parses an estimator name (`dsgd`, `fixed`, `reparam`, `score`, `lyy18`).
+pub fn estimator_kind(name: &str) -> Result<EstimatorKind, CoreError> {
+    name.parse::<EstimatorKind>()
+        .map_err(|e| CoreError::Invalid(e.to_string()))
+}
+
+/// The run configuration `dsgd run` would build from the same options.
+pub fn run_config(o: &FitOptions) -> Result<RunConfig, CoreError> {
+    let optimizer = match o.optimizer.to_ascii_lowercase().as_str() {
+        "adam" => {
+            let d = AdamConfig::default();
+            OptimizerConfig::Adam(AdamConfig {
+                lr: o.lr.unwrap_or(d.lr),
+                ..d
+            })
+        }
+        "sgd" => OptimizerConfig::Sgd(SgdConfig {
+            lr: o.lr.unwrap_or(SgdConfig::default().lr),
+            power: o.sgd_power,
+        }),
+        other => {
+            return Err(CoreError::Invalid(format!(
+                "unknown optimizer `{other}` (expected adam or sgd)"
+            )));
+        }
+    };
+    let on_nonfinite = match o.on_nonfinite.to_ascii_lowercase().as_str() {
+        "stop" => OnNonFinite::Stop,
+        "continue" => OnNonFinite::Continue,
+        other => {
+            return Err(CoreError::Invalid(format!(
+                "unknown on_nonfinite `{other}` (expected stop or continue)"
+            )));
+        }
+    };
+    let config = RunConfig {
+        estimator: estimator_kind(&o.estimator)?,
+        eta: o.eta,
+        eta_decay: o.eta_decay,
+        iterations: o.iters,
+        batch: o.batch,
+        optimizer,
+        seed: o.seed,
+        log_every: o.log_every,
+        log_samples: o.log_samples,
+        on_nonfinite,
+        threads: o.threads,
+    };
+    config.validate().map_err(CoreError::from)?;
+    Ok(config)
+}
+
+/// One fit, ending early with [`CoreError::Cancelled`] when `cancel` rises.
+pub fn fit(model: &Model, config: &RunConfig, cancel: &AtomicBool) -> Result<RunReport, CoreError> {
+    run_cancellable(model, config, &mut [], cancel).map_err(CoreError::from)
+}
+
+/// Many fits of one model in parallel across fits (results in the given order, each a pure
+/// function of its configuration), ending early when `cancel` rises.
+pub fn fit_many(
+    model: &Model,
+    configs: &[RunConfig],
+    cancel: &AtomicBool,
+) -> Result<Vec<RunReport>, CoreError> {
+    configs
+        .par_iter()
+        .with_max_len(1)
+        .map(|c| fit(model, c, cancel))
+        .collect()
+}
+
+/// The report as `dsgd run --json` prints it.
+pub fn report_json(r: &RunReport) -> String {
+    r.to_json()
+}
+
+/// The options of a comparison (`dsgd compare`'s).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompareOptions {
+    pub etas: Vec<f64>,
+    pub seeds: u64,
+    pub iters: u64,
+    pub lr: Option<f64>,
+    pub eta_decay: Option<f64>,
+    pub log_every: u64,
+    pub log_samples: usize,
+}
+
+/// `dsgd compare` on `model`: every applicable estimator, DSGD and Fixed per eta, seeds
+/// `0..seeds`, with the command line's settings. JSON: `comparison` (what `dsgd compare
+/// --json` prints), per cell the paper's `paper` mean and std (built-in paper models) and
+/// whether it lies in the tolerance `band`, and the command line's markdown `table`.
+pub fn compare(
+    model: &Model,
+    o: &CompareOptions,
+    cancel: &AtomicBool,
+) -> Result<String, CoreError> {
+    if o.etas.is_empty() || o.seeds == 0 {
+        return Err(CoreError::Invalid(
+            "a comparison needs at least one eta and one seed".into(),
+        ));
+    }
+    let (paper_lr, paper_decay) = paper_settings(&model.name);
+    let mut base = ReproduceConfig::full().base_run(&model.name);
+    base.iterations = o.iters;
+    base.log_every = o.log_every;
+    base.log_samples = o.log_samples;
+    base.optimizer = OptimizerConfig::Adam(AdamConfig {
+        lr: o.lr.unwrap_or(paper_lr),
+        ..AdamConfig::default()
+    });
+    base.eta_decay = o.eta_decay.or(paper_decay);
+    for &eta in &o.etas {
+        RunConfig {
+            eta,
+            ..base.clone()
+        }
+        .validate()
+        .map_err(CoreError::from)?;
+    }
+    let note = compare::lyy18_refusal(model);
+    let arms = compare::arms(&o.etas, note.is_none());
+    let configs: Vec<RunConfig> = compare::jobs(0, &arms, o.seeds, &base)
+        .into_iter()
+        .map(|j| j.config)
+        .collect();
+    let reports = fit_many(model, &configs, cancel)?;
+    let refs: Vec<&RunReport> = reports.iter().collect();
+    let cmp: ModelComparison = compare::aggregate(&model.name, &arms, &refs, note);
+    let paper: Vec<_> = cmp
+        .cells
+        .iter()
+        .map(|c| {
+            tables::paper_cell(&cmp.model, &c.arm)
+                .map(|p| serde_json::json!({"mean": p.mean, "std": p.std}))
+        })
+        .collect();
+    let band = tables::band_check(&cmp);
+    let inside: Vec<Option<bool>> = cmp
+        .cells
+        .iter()
+        .map(|c| {
+            band.iter()
+                .find(|b| b.arm == c.arm.label())
+                .map(|b| b.inside)
+        })
+        .collect();
+    let out = serde_json::json!({
+        "comparison": cmp,
+        "paper": paper,
+        "band": inside,
+        "table": tables::table1(&cmp),
+    });
+    Ok(out.to_string())
+}
+
+/// One latent's guide in natural units: mean, standard deviation and quantiles.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LatentSummary {
+    pub name: String,
+    pub mean: f64,
+    pub sd: f64,
+    /// At [`QUANTILES`].
+    pub quantiles: Vec<f64>,
+}
+
+/// The quantile levels of [`LatentSummary::quantiles`].
+pub const QUANTILES: [f64; 3] = [0.05, 0.5, 0.95];
+
+/// The guide of every latent at `theta`: `z_i = loc_i + scale_i s`, `s ~ N(0, 1)`.
+pub fn latent_summaries(model: &Model, theta: &[f64]) -> Result<Vec<LatentSummary>, CoreError> {
+    let (problem, state) = guide_at(model, theta)?;
+    let f = problem.family();
+    Ok((0..f.latent_count())
+        .map(|i| {
+            let (loc, scale) = (state.loc(i), state.scale(i));
+            LatentSummary {
+                name: f.latent_names()[i].clone(),
+                mean: loc,
+                sd: scale,
+                quantiles: QUANTILES
+                    .iter()
+                    .map(|&q| loc + scale * dsgd::special::probit(q))
+                    .collect(),
+            }
+        })
+        .collect())
+}
+
+fn guide_at(
+    model: &Model,
+    theta: &[f64],
+) -> Result<(Problem, dsgd::family::FamilyState), CoreError> {
+    let problem = Problem::new(model).map_err(|e| CoreError::Invalid(e.to_string()))?;
+    check_dim(&problem, theta)?;
+    let mut state = problem.family().state();
+    state
+        .update(problem.family(), theta)
+        .map_err(|e| CoreError::Invalid(e.to_string()))?;
+    Ok((problem, state))
+}
+
+fn check_dim(problem: &Problem, theta: &[f64]) -> Result<(), CoreError> {
+    let d = problem.dim();
+    if theta.len() != d {
+        return Err(CoreError::Invalid(format!(
+            "params has {} entries; this model's parameter vector has {d} ({})",
+            theta.len(),
+            problem.family().names().join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// The stream tag of posterior draws.
+const SAMPLE_TAG: u32 = 1;
+
+/// `n` draws of the latents from the guide at `theta`, row-major `(n, latents)`; a pure
+/// function of `seed`.
+pub fn sample(model: &Model, theta: &[f64], n: usize, seed: u64) -> Result<Vec<f64>, CoreError> {
+    let (problem, state) = guide_at(model, theta)?;
+    let latents = problem.family().latent_count();
+    let key = StreamKey::new(seed, 0, Purpose::Other(SAMPLE_TAG));
+    let mut out = vec![0.0; n * latents];
+    let mut s = vec![0.0; latents];
+    let mut rng = key.rng(estimate::Channel::Noise);
+    for (row, z) in out.chunks_exact_mut(latents.max(1)).enumerate() {
+        rng.fill_normals(row, &mut s);
+        for (i, (zi, si)) in z.iter_mut().zip(&s).enumerate() {
+            *zi = state.loc(i) + state.scale(i) * si;
+        }
+    }
+    Ok(out)
+}
+
+/// The options of [`gradients`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct GradientOptions {
+    pub estimator: String,
+    pub eta: f64,
+    pub eta_decay: Option<f64>,
+    pub seed: u64,
+    /// The iteration whose streams (and, for DSGD, whose `eta_k`) are used.
+    pub iteration: u64,
+}
+
+/// `n` per-sample gradient estimates at `theta`, row-major `(n, dim)`: the samples that an
+/// optimisation step at `iteration` with batch `n` would average (gradients of the maximised
+/// objective: the ELBO, `E` for `maximize`, `-E` for `minimize`).
+pub fn gradients(
+    model: &Model,
+    theta: &[f64],
+    n: usize,
+    o: &GradientOptions,
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>, CoreError> {
+    if n == 0 {
+        return Err(CoreError::Invalid("n must be at least 1".into()));
+    }
+    let problem = Problem::new(model).map_err(|e| CoreError::Invalid(e.to_string()))?;
+    check_dim(&problem, theta)?;
+    let kind = estimator_kind(&o.estimator)?;
+    let estimator = estimate::build(kind, &problem, o.eta, o.eta_decay)
+        .map_err(|e| CoreError::Invalid(e.to_string()))?;
+    let d = problem.dim();
+    let mut engine = Engine::new(problem, estimator);
+    let key = StreamKey::new(o.seed, o.iteration, Purpose::Step);
+    engine
+        .evaluate(theta, key, n, false)
+        .map_err(|e| CoreError::Invalid(e.to_string()))?;
+    // One batch cannot be interrupted; a rise during it still ends the call.
+    if cancel.load(Ordering::Relaxed) {
+        return Err(CoreError::Cancelled);
+    }
+    let g = engine.sample_gradients();
+    debug_assert_eq!(g.len(), n * d);
+    Ok(g)
+}

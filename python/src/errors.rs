@@ -1,0 +1,46 @@
+//! The package's exceptions and how a [`CoreError`] becomes one: `dsgd.CompileError` (with
+//! file, line, column, message and what was expected), `ValueError` for impossible options,
+//! `OSError` for unreadable files, `KeyboardInterrupt` for a cancelled run.
+
+use pyo3::exceptions::{
+    PyException, PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyValueError,
+};
+use pyo3::prelude::*;
+
+use crate::core::CoreError;
+
+pyo3::create_exception!(
+    dsgd,
+    CompileError,
+    PyException,
+    "A model that does not compile. `str(e)` is the whole diagnostic (file:line:column, the \
+     source line with a caret, what was expected); the attributes `file`, `line`, `column` \
+     (1-based, None when the error is about the file as a whole), `message` and `expected` \
+     give its parts."
+);
+
+/// The Python exception for `e`.
+pub fn to_py(py: Python<'_>, e: CoreError) -> PyErr {
+    match e {
+        CoreError::Compile(c) => {
+            let err = CompileError::new_err(c.to_string());
+            let v = err.value(py);
+            let (line, column) = match &c.location {
+                Some(l) => (Some(l.line), Some(l.column)),
+                None => (None, None),
+            };
+            // Setting attributes on a fresh exception object cannot fail in practice; if it
+            // did, the message still carries everything.
+            let _ = v.setattr("file", c.file.clone());
+            let _ = v.setattr("line", line);
+            let _ = v.setattr("column", column);
+            let _ = v.setattr("message", c.message.clone());
+            let _ = v.setattr("expected", c.expected.clone());
+            err
+        }
+        CoreError::Invalid(msg) => PyValueError::new_err(msg),
+        CoreError::NotFound(msg) => PyFileNotFoundError::new_err(msg),
+        CoreError::Io(msg) => PyOSError::new_err(msg),
+        CoreError::Cancelled => PyKeyboardInterrupt::new_err("the run was cancelled"),
+    }
+}

@@ -1,0 +1,28 @@
+//! What the CPU can run, detected at run time: the one place that asks, so every choice of a
+//! vector code path (the tape's sweeps, the estimators' loops, the vector maths) agrees.
+//!
+//! `is_x86_feature_detected!` caches its answer, so asking costs one relaxed atomic load.
+
+/// Whether this CPU runs the AVX2/FMA builds of the hot loops.
+pub fn avx2_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether this CPU runs AVX-512F code (besides AVX2/FMA).
+pub fn avx512f() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        avx2_fma() && std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}

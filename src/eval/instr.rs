@@ -1,0 +1,123 @@
+//! The tape's instruction set: the forward steps and reverse steps the compiler emits and the
+//! sweeps follow, the lane width, and the reverse plans. Shared by the compiler (`compile.rs`,
+//! `fuse.rs`, `plan.rs`) and the runtime (`sweep.rs`, `kernels.rs`); depends on nothing in
+//! `eval` itself, so neither side imports the other through it.
+
+use crate::ir::{Binary, Unary};
+
+/// Lanes processed together, as one fixed-width array per node: the lane loops compile to
+/// straight-line vector code. The batch result does not depend on how the batch is split
+/// (every lane is computed alone); a short last chunk is padded with copies of its last
+/// sample, whose results are dropped.
+pub const CHUNK: usize = 16;
+
+/// The lanes of one node in one chunk.
+pub type Lanes = [f64; CHUNK];
+
+/// No adjoint: the operand does not depend on a latent or a parameter.
+pub(super) const NONE: u32 = u32::MAX;
+
+/// One forward instruction writing slot `out`; operands are earlier slots (checked when
+/// compiling, so `operand < out` always holds).
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Step {
+    pub out: u32,
+    pub op: Op,
+}
+
+/// What an instruction computes. Constants are not instructions: they are written into a
+/// workspace once and never overwritten.
+#[derive(Copy, Clone, Debug)]
+pub(super) enum Op {
+    Param {
+        k: u32,
+    },
+    Latent {
+        i: u32,
+    },
+    Unary {
+        op: Unary,
+        a: u32,
+    },
+    Binary {
+        op: Binary,
+        a: u32,
+        b: u32,
+    },
+    /// `c * ((x - m) / s)^2` for a constant `c`: the quadratic term of a normal log-density,
+    /// four instructions whose intermediate results nobody else reads, fused so that they
+    /// stay in registers (see [`fuse_normal_square`](super::fuse::fuse_normal_square)). Same operations, same bits.
+    NormalSquare {
+        x: u32,
+        m: u32,
+        s: u32,
+        c: f64,
+    },
+    /// `((base + t1) + t2) + ...`, the terms `chains[from..to]` of the tape (see
+    /// [`fuse_sum_chains`](super::fuse::fuse_sum_chains)).
+    SumChain {
+        base: u32,
+        from: u32,
+        to: u32,
+    },
+    /// `cache` is where the smoothing weights of the forward sweep are kept for the reverse
+    /// one (if-statements whose weights the reverse sweep never reads share one place).
+    If {
+        g: u32,
+        t: u32,
+        e: u32,
+        index: u32,
+        cache: u32,
+    },
+}
+
+/// Where a reverse step sends one contribution: an adjoint index, and whether this is the
+/// first contribution that adjoint receives in the sweep (then it is written, not added, and
+/// the adjoint needs no zeroing).
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Target {
+    pub adj: u32,
+    pub first: bool,
+}
+
+pub(super) const NO_TARGET: Target = Target {
+    adj: NONE,
+    first: false,
+};
+
+/// One reverse instruction: the forward step, its own adjoint index, and the targets of its
+/// operands (guard, then, else for an `If`; `a`, `b` for a binary op, only `to[0]` when
+/// `a == b`).
+#[derive(Copy, Clone, Debug)]
+pub(super) struct RevStep {
+    pub step: Step,
+    pub ad: u32,
+    pub to: [Target; 3],
+    /// The step's operands hold the same value in every lane (they depend on parameters
+    /// and constants only), so its local derivatives are computed once, not per lane.
+    pub uniform: bool,
+}
+
+/// The reverse sweep for one family of semantics (whether guards carry adjoints).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Plan {
+    pub steps: Vec<RevStep>,
+    /// Adjoints of latents and parameters no step writes (e.g. a latent read only by crisp
+    /// guards): zeroed every chunk, as the gradient reads them.
+    pub zero: Vec<u32>,
+    /// The target of each sum-chain term (parallel to the tape's `chains`).
+    pub chain_targets: Vec<Target>,
+}
+
+/// The slots an instruction reads (a sum chain's terms are in the tape's side table; only
+/// its base is listed).
+pub(super) fn operands(op: &Op) -> ([u32; 3], usize) {
+    match *op {
+        Op::Param { .. } | Op::Latent { .. } => ([0; 3], 0),
+        Op::Unary { a, .. } => ([a, 0, 0], 1),
+        Op::Binary { a, b, .. } => ([a, b, 0], 2),
+        Op::NormalSquare { x, m, s, .. } => ([x, m, s], 3),
+        Op::SumChain { base, .. } => ([base, 0, 0], 1),
+        Op::If { g, t, e, .. } => ([g, t, e], 3),
+    }
+}

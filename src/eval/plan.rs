@@ -1,0 +1,191 @@
+//! The reverse plans: which steps the reverse sweep visits under smoothed or under crisp and
+//! forced semantics, which contribution comes first to each adjoint, which adjoints need
+//! zeroing, and where each if-statement's smoothing weights are kept.
+//!
+//! Not here: the forward steps (`compile.rs`) and how a plan is swept (`sweep.rs`).
+
+use super::instr::{NO_TARGET, NONE, Op, Plan, RevStep, Step, Target};
+
+/// Gives the smoothing weights the reverse sweep reads (those of the if-statements in the
+/// smoothed plan) places of their own, in the order the reverse sweep reads them, and lets all
+/// the others share one scratch place: the reverse sweep then streams through a dense array
+/// (for `cheating`, a third of the size, without the coin tosses' weights in between) instead
+/// of picking every third entry out of a large one. Returns the number of places.
+pub(super) fn share_unread_weights(
+    if_slots: usize,
+    step_lists: [&mut Vec<Step>; 2],
+    plans: [&mut Plan; 2],
+) -> usize {
+    let [smooth, crisp] = plans;
+    let mut place = vec![u32::MAX; if_slots];
+    let mut next = 0u32;
+    for rs in smooth.steps.iter().rev() {
+        if let Op::If { cache, .. } = rs.step.op
+            && place[cache as usize] == u32::MAX
+        {
+            place[cache as usize] = next;
+            next += 1;
+        }
+    }
+    let shared = next;
+    let scratch_needed = place.contains(&u32::MAX);
+    for p in place.iter_mut().filter(|p| **p == u32::MAX) {
+        *p = shared;
+    }
+    let renumber = |step: &mut Step| {
+        if let Op::If { cache, .. } = &mut step.op {
+            *cache = place[*cache as usize];
+        }
+    };
+    for list in step_lists {
+        list.iter_mut().for_each(renumber);
+    }
+    for plan in [smooth, crisp] {
+        plan.steps.iter_mut().for_each(|rs| renumber(&mut rs.step));
+    }
+    shared as usize + usize::from(scratch_needed)
+}
+
+/// Per slot, whether adjoints flow from it to an active latent or parameter along the edges
+/// the semantics differentiates (a crisp guard passes nothing).
+fn reaches_inputs(steps: &[Step], adj: &[u32], chains: &[(u32, bool)], smooth: bool) -> Vec<bool> {
+    let mut reach = vec![false; adj.len()];
+    for step in steps {
+        let r = |s: u32| reach[s as usize];
+        let here = match step.op {
+            Op::Param { .. } | Op::Latent { .. } => adj[step.out as usize] != NONE,
+            Op::Unary { a, .. } => r(a),
+            Op::Binary { a, b, .. } => r(a) || r(b),
+            Op::NormalSquare { x, m, s, .. } => r(x) || r(m) || r(s),
+            Op::SumChain { base, from, to } => {
+                r(base)
+                    || chains[from as usize..to as usize]
+                        .iter()
+                        .any(|&(t, _)| r(t))
+            }
+            Op::If { g, t, e, .. } => (smooth && r(g)) || r(t) || r(e),
+        };
+        reach[step.out as usize] = here;
+    }
+    reach
+}
+
+/// What the reverse plans are built from: every step in slot order, the adjoint index and
+/// uniformity of each slot, the slots fused away, the sum-chain terms, the output, and the
+/// adjoints the gradient reads.
+pub(super) struct Shape<'a> {
+    pub steps: &'a [Step],
+    pub adj: &'a [u32],
+    pub uniform: &'a [bool],
+    pub fused: &'a [u32],
+    pub chains: &'a [(u32, bool)],
+    pub output: u32,
+    pub inputs: &'a [u32],
+}
+
+/// The reverse sweep for smoothed (`smooth`: guards carry adjoints) or crisp and forced
+/// semantics: the steps with something to propagate, in reverse order, and which
+/// contribution comes first to each adjoint. The order of contributions is the order in which
+/// the sweep makes them (reverse instruction order; guard, then, else within an `If`), so
+/// "first" here is first there.
+pub(super) fn plan(shape: &Shape, smooth: bool) -> Plan {
+    let Shape {
+        steps,
+        adj,
+        uniform,
+        fused,
+        chains,
+        output,
+        inputs,
+    } = *shape;
+    let mut chain_targets = vec![NO_TARGET; chains.len()];
+    let active_count = adj.iter().filter(|&&a| a != NONE).count();
+    let mut seen = vec![false; active_count];
+    // Slots fused away are never read: their adjoints need no zeroing.
+    for &f in fused {
+        if adj[f as usize] != NONE {
+            seen[adj[f as usize] as usize] = true;
+        }
+    }
+    if adj[output as usize] != NONE {
+        seen[adj[output as usize] as usize] = true;
+    }
+    // Whether a slot's adjoint can receive anything but zeros: the output's does, and so do
+    // the operands of a live step along the edges this semantics differentiates (crisp
+    // guards pass nothing). Readers come after their operands, so the reversed walk knows a
+    // step's liveness when it reaches it. A dead step would only add exact `+0.0`s (adjoints
+    // are never `-0.0`: the first contribution is written as `0.0 + c`), so skipping it
+    // changes no bit; it saves e.g. the crisp sweep through everything xornet's guards read.
+    //
+    // Symmetrically, a contribution is only worth making to a slot from which adjoints can
+    // flow on to a latent or parameter (`reaches`, in slot order): under crisp semantics
+    // nothing that only feeds guards does (the Reparam gradient of `cheating` is exactly
+    // zero, so its reverse sweep becomes empty). Such a slot's adjoint never reaches an
+    // input's, so the gradient keeps its bits.
+    let reaches = reaches_inputs(steps, adj, chains, smooth);
+    let live = std::cell::RefCell::new(vec![false; adj.len()]);
+    live.borrow_mut()[output as usize] = true;
+    let mut target = |slot: u32, wanted: bool| -> Target {
+        let a = adj[slot as usize];
+        if !wanted || a == NONE || !reaches[slot as usize] {
+            return NO_TARGET;
+        }
+        live.borrow_mut()[slot as usize] = true;
+        let first = !seen[a as usize];
+        seen[a as usize] = true;
+        Target { adj: a, first }
+    };
+    let mut out = Vec::new();
+    for &step in steps.iter().rev() {
+        let ad = adj[step.out as usize];
+        if ad == NONE || !live.borrow()[step.out as usize] || !reaches[step.out as usize] {
+            continue;
+        }
+        let to = match step.op {
+            Op::Param { .. } | Op::Latent { .. } => continue,
+            Op::Unary { a, .. } => [target(a, true), NO_TARGET, NO_TARGET],
+            Op::Binary { a, b, .. } if a == b => [target(a, true), NO_TARGET, NO_TARGET],
+            Op::Binary { a, b, .. } => [target(a, true), target(b, true), NO_TARGET],
+            // In the order of the unfused sweep: the division's `s`, then the
+            // subtraction's `x` and `m`.
+            Op::NormalSquare { x, m, s, .. } => {
+                let ts = target(s, true);
+                let tx = target(x, true);
+                [ts, tx, target(m, true)]
+            }
+            // The additions in reverse, each adding to its term; the base comes last.
+            Op::SumChain { base, from, to } => {
+                for j in (from..to).rev() {
+                    chain_targets[j as usize] = target(chains[j as usize].0, true);
+                }
+                [target(base, true), NO_TARGET, NO_TARGET]
+            }
+            Op::If { g, t, e, .. } => {
+                let tg = target(g, smooth);
+                let tt = target(t, true);
+                [tg, tt, target(e, true)]
+            }
+        };
+        let chain = matches!(step.op, Op::SumChain { .. });
+        if chain || to.iter().any(|t| t.adj != NONE) {
+            out.push(RevStep {
+                step,
+                ad,
+                to,
+                uniform: uniform[step.out as usize],
+            });
+        }
+    }
+    // Every live step's own adjoint is written before it is read; of the others, only the
+    // inputs' adjoints are read (as the gradient), so only they need zeroing.
+    let zero = inputs
+        .iter()
+        .copied()
+        .filter(|&a| !seen[a as usize])
+        .collect();
+    Plan {
+        steps: out,
+        zero,
+        chain_targets,
+    }
+}

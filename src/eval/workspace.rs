@@ -1,0 +1,39 @@
+//! Scratch memory for running a tape on one thread: the values, adjoints and smoothing
+//! weights of one chunk, and what those values are known to hold.
+//!
+//! Architecture invariant: after a workspace exists, evaluating allocates nothing.
+
+use crate::ir::Semantics;
+
+use super::instr::{CHUNK, Lanes};
+
+/// Scratch memory for one thread: values, adjoints and smoothing weights of one chunk.
+#[derive(Clone, Debug)]
+pub struct Workspace {
+    /// Which tape's constants `values` holds.
+    pub(super) tape_id: u64,
+    pub(super) values: Vec<Lanes>,
+    pub(super) adjoints: Vec<Lanes>,
+    pub(super) weights: Vec<[Lanes; 2]>,
+    pub(super) simd: bool,
+    /// Whether `values` hold one chunk's crisp forward sweep (for
+    /// [`Tape::forward_forced`](super::Tape::forward_forced) to redo only what changed),
+    /// except downstream of the if-statements in `forced`, which the last forced sweep
+    /// changed.
+    pub(super) crisp_chunk: bool,
+    pub(super) forced: Vec<u32>,
+}
+
+impl Workspace {
+    /// Records what `values` hold after a sweep under `semantics` over `batch` samples.
+    pub(super) fn note_sweep(&mut self, semantics: Semantics, batch: usize) {
+        self.crisp_chunk = semantics == Semantics::Crisp && batch <= CHUNK;
+        self.forced.clear();
+    }
+
+    /// Chooses the vector code path (AVX2/FMA where the CPU has it, the default) or the
+    /// portable one. Both give bit-identical results; this exists to test and measure that.
+    pub fn set_simd(&mut self, on: bool) {
+        self.simd = on;
+    }
+}
