@@ -36,23 +36,44 @@ fn expr(depth: u32) -> BoxedStrategy<String> {
     ];
     leaf.prop_recursive(depth, 64, 3, |inner| {
         prop_oneof![
-            (inner.clone(), "[-+*/^]", inner.clone()).prop_map(|(a, o, b)| format!("({a} {o} {b})")),
+            (inner.clone(), "[-+*/^]", inner.clone())
+                .prop_map(|(a, o, b)| format!("({a} {o} {b})")),
             (
                 prop::sample::select(vec![
-                    "exp", "log", "sqrt", "sin", "abs", "relu", "step", "softplus", "sigmoid",
-                    "lgamma", "probit", "tanh", "log1p", "expm1", "normal_cdf"
+                    "exp",
+                    "log",
+                    "sqrt",
+                    "sin",
+                    "abs",
+                    "relu",
+                    "step",
+                    "softplus",
+                    "sigmoid",
+                    "lgamma",
+                    "probit",
+                    "tanh",
+                    "log1p",
+                    "expm1",
+                    "normal_cdf"
                 ]),
                 inner.clone()
             )
                 .prop_map(|(f, a)| format!("{f}({a})")),
             (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("max({a}, {b})")),
             (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("pow({a}, {b})")),
-            (inner.clone(), "[<>]=?", inner.clone(), inner.clone(), inner.clone()).prop_map(
-                |(a, c, b, t, e)| format!("(if {a} {c} {b} {{ {t} }} else {{ {e} }})")
-            ),
+            (
+                inner.clone(),
+                "[<>]=?",
+                inner.clone(),
+                inner.clone(),
+                inner.clone()
+            )
+                .prop_map(|(a, c, b, t, e)| format!("(if {a} {c} {b} {{ {t} }} else {{ {e} }})")),
             inner.clone().prop_map(|a| format!("-{a}")),
             (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("[{a}, {b}][1]")),
-            inner.clone().prop_map(|a| format!("sum([{a} for j in 0..3])")),
+            inner
+                .clone()
+                .prop_map(|a| format!("sum([{a} for j in 0..3])")),
             inner.prop_map(|a| format!("mean([{a}, 1])")),
         ]
     })

@@ -30,10 +30,14 @@ fn a_million_term_sum_compiles_without_overflowing_the_stack() {
         step_limit: 5_000_000,
         ..CompileOptions::default()
     };
-    let model = compile_source("t.dsgd", &src, Path::new("."), &opts)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let model =
+        compile_source("t.dsgd", &src, Path::new("."), &opts).unwrap_or_else(|e| panic!("{e}"));
     // Dead-code elimination leaves the final sum only.
-    assert!(model.program.node_count() < 50, "{}", model.program.node_count());
+    assert!(
+        model.program.node_count() < 50,
+        "{}",
+        model.program.node_count()
+    );
 }
 
 #[test]
@@ -140,7 +144,9 @@ fn with_csv(dir: &Path, csv_call: &str) -> String {
     let model = dir.join("m.dsgd");
     std::fs::write(
         &model,
-        format!("data xs = {csv_call};\nlet z = sample Normal(mean(xs), 1);\nobserve 1 ~ Normal(z, 1);"),
+        format!(
+            "data xs = {csv_call};\nlet z = sample Normal(mean(xs), 1);\nobserve 1 ~ Normal(z, 1);"
+        ),
     )
     .unwrap();
     model.display().to_string()
@@ -225,7 +231,10 @@ fn csv_reads_only_regular_files_and_never_echoes_other_files() {
     let m = with_csv(&dir, "csv(\"passwd\", \"root\")");
     let err = compile_at(&m, &anywhere).unwrap_err();
     assert!(err.contains("has no column `root`"), "{err}");
-    assert!(!err.contains("/bin/bash") && !err.contains("root:x"), "{err}");
+    assert!(
+        !err.contains("/bin/bash") && !err.contains("root:x"),
+        "{err}"
+    );
     // A CSV header is listed to help.
     std::fs::write(dir.join("ok.csv"), "alpha,beta\n1,2\n").unwrap();
     let m = with_csv(&dir, "csv(\"ok.csv\", \"gamma\")");
@@ -236,7 +245,11 @@ fn csv_reads_only_regular_files_and_never_echoes_other_files() {
 #[test]
 fn csv_size_and_rows_are_capped() {
     let dir = tempdir("size");
-    std::fs::write(dir.join("big.csv"), format!("x\n{}", "1.5\n".repeat(300_000))).unwrap();
+    std::fs::write(
+        dir.join("big.csv"),
+        format!("x\n{}", "1.5\n".repeat(300_000)),
+    )
+    .unwrap();
     let m = with_csv(&dir, "csv(\"big.csv\", \"x\")");
     let small = CompileOptions {
         max_data_bytes: 1000,

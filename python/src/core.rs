@@ -70,8 +70,8 @@ struct RecordingResolver {
 impl Resolver for RecordingResolver {
     fn read(&self, path: &str) -> Result<String, String> {
         // The command line's data policy: regular files beside the model, size-capped.
-        let text = dsgd::lang::FsResolver::new(&self.base_dir, &CompileOptions::default())
-            .read(path)?;
+        let text =
+            dsgd::lang::FsResolver::new(&self.base_dir, &CompileOptions::default()).read(path)?;
         if let Ok(mut read) = self.read.lock() {
             read.insert(path.to_string(), text.clone());
         }

@@ -68,7 +68,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let model = load(&args.model, &args.source)?.model;
     let footprint = Footprint::of(&model);
     for &batch in &args.batch {
-        check_memory(&format!("--batch {batch}"), footprint.run_bytes(batch, 0, 1))?;
+        check_memory(
+            &format!("--batch {batch}"),
+            footprint.run_bytes(batch, 0, 1),
+        )?;
     }
     let note = lyy18_refusal(&model);
     let (_, decay) = paper_settings(&model.name);

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use dsgd::experiment::check::CheckReport;
-use dsgd::lang::locate;
+use dsgd::lang::LineIndex;
 
 use super::load::{SourceArgs, load};
 
@@ -23,9 +23,10 @@ pub struct CheckArgs {
 
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let loaded = load(&args.model, &args.source)?;
+    let lines = LineIndex::new(&loaded.source);
     let locate_span = |s| {
-        let l = locate(&loaded.source, s);
-        format!("{}:{}:{}", loaded.file, l.line, l.column)
+        let (line, column) = lines.line_column(s);
+        format!("{}:{line}:{column}", loaded.file)
     };
     let report = CheckReport::new(&loaded.model, &locate_span);
     let mut out = std::io::stdout().lock();

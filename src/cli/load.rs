@@ -6,8 +6,8 @@ use anyhow::bail;
 use clap::Args;
 use dsgd::ir::Model;
 use dsgd::lang::{
-    CompileOptions, DEFAULT_MAX_DATA_BYTES, DEFAULT_NODE_LIMIT, DEFAULT_STEP_LIMIT,
-    compile_source, read_source,
+    CompileOptions, DEFAULT_MAX_DATA_BYTES, DEFAULT_NODE_LIMIT, DEFAULT_STEP_LIMIT, compile_source,
+    read_source,
 };
 use dsgd::models;
 
@@ -91,7 +91,8 @@ pub fn load(spec: &str, args: &SourceArgs) -> anyhow::Result<Loaded> {
                  (write `{BUILTIN_PREFIX}{spec}` for the built-in)"
             );
         }
-        let source = read_source(path).map_err(|e| anyhow::anyhow!("cannot compile `{spec}`\n{e}"))?;
+        let source =
+            read_source(path).map_err(|e| anyhow::anyhow!("cannot compile `{spec}`\n{e}"))?;
         let base = path.parent().unwrap_or(Path::new("."));
         let model = compile_source(spec, &source, base, &args.compile_options())
             .map_err(|e| anyhow::anyhow!("cannot compile `{spec}`\n{e}"))?;

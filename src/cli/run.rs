@@ -145,7 +145,10 @@ impl RunArgs {
     /// on stderr, and the run goes on: see `docs/cli.md`).
     fn ignored_flags(&self) -> Vec<String> {
         let mut out = Vec::new();
-        let est = self.estimator.to_possible_value().map(|v| v.get_name().to_string());
+        let est = self
+            .estimator
+            .to_possible_value()
+            .map(|v| v.get_name().to_string());
         let est = est.unwrap_or_default();
         let smooths = matches!(self.estimator, EstimatorArg::Dsgd | EstimatorArg::Fixed);
         if self.eta.is_some() && !smooths {

@@ -84,7 +84,11 @@ impl OutDir {
                     }
                     return Err(OutDirError::Locked {
                         dir: dir.to_path_buf(),
-                        pid: if pid.is_empty() { "unknown".into() } else { pid },
+                        pid: if pid.is_empty() {
+                            "unknown".into()
+                        } else {
+                            pid
+                        },
                         lock,
                     });
                 }

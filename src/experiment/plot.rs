@@ -233,7 +233,9 @@ pub fn write_svg_and_png(
 
     let png_temp = TempFile::beside(&png_path)?;
     render_png(plot, png_temp.path(), width, height).map_err(|e| match e {
-        PlotError::Render(msg) => PlotError::Render(format!("{msg} (writing {})", png_path.display())),
+        PlotError::Render(msg) => {
+            PlotError::Render(format!("{msg} (writing {})", png_path.display()))
+        }
         other => other,
     })?;
     png_temp.check_non_empty()?;

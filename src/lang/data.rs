@@ -199,7 +199,6 @@ pub(crate) fn read_column(
 /// that may be quoted back.
 fn looks_like_name(s: &str) -> bool {
     s.len() <= 40
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ' ' | '+'))
 }

@@ -16,7 +16,7 @@ pub mod parser;
 use std::path::{Path, PathBuf};
 
 pub use data::{FsResolver, Resolver};
-pub use diagnostic::{CompileError, Location, locate};
+pub use diagnostic::{CompileError, LineIndex, Location, locate};
 
 use crate::ir::Model;
 
@@ -95,7 +95,9 @@ pub fn read_source(path: &Path) -> Result<String, CompileError> {
     if bytes.len() as u64 > MAX_SOURCE_BYTES {
         return Err(CompileError::without_location(
             &name,
-            format!("`{name}` is larger than {MAX_SOURCE_BYTES} bytes, the most a model file may be"),
+            format!(
+                "`{name}` is larger than {MAX_SOURCE_BYTES} bytes, the most a model file may be"
+            ),
         ));
     }
     source_text(&name, bytes)
