@@ -189,6 +189,10 @@ fn has_boxed_children(kind: &ExprKind) -> bool {
 }
 
 /// Moves the operands of a chainable node out (leaving cheap placeholders behind).
+#[allow(
+    clippy::vec_box,
+    reason = "the boxes are moved as they are, never their contents"
+)]
 fn take_boxed_children(kind: &mut ExprKind, out: &mut Vec<Box<Expr>>) {
     if !has_boxed_children(kind) {
         return;
