@@ -88,7 +88,7 @@ impl Transform {
     pub fn formula(&self, z: &str, u: &str) -> String {
         match *self {
             Transform::Identity => format!("{z} = {u}"),
-            Transform::Exp { lower } if lower == 0.0 => format!("{z} = exp({u})"),
+            Transform::Exp { lower: 0.0 } => format!("{z} = exp({u})"),
             Transform::Exp { lower } => format!("{z} = {lower} + exp({u})"),
             Transform::Logit { lower, upper } if lower == 0.0 && upper == 1.0 => {
                 format!("{z} = sigmoid({u})")
