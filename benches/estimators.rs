@@ -1,6 +1,6 @@
 //! Gradient samples per second of every estimator on every paper model, batch 16, one
 //! thread, through `estimate::Engine` (drawing the noise, the family, the tape and the
-//! assembly of the gradient rows): the figure issue 6 compares with the JAX reference
+//! assembly of the gradient rows): the figure compared with the JAX reference
 //! (`dsgd::experiment::paper::JAX_SAMPLES_PER_SECOND`). Each iteration of the benchmark is
 //! one optimisation step's batch, with a fresh stream key as in a run.
 //!

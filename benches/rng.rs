@@ -1,7 +1,7 @@
 //! Nanoseconds per standard normal: the bulk path (`SampleRng::fill_lanes`, what
-//! `Problem::draw_noise` uses) against one `SampleRng::normal` after another (the plain
-//! `StandardNormal` on `ChaCha8Rng`, which the bulk path reproduces bit for bit), for one
-//! chunk of 16 samples with as many latents as the paper models have.
+//! `Problem::draw_noise` uses) in the AVX2 and the portable build, against one
+//! `SampleRng::normal` after another, for one chunk of 16 samples with as many latents as
+//! the paper models have.
 //!
 //! Not here: whether the numbers agree (`tests/infer_rng.rs`), whole estimators
 //! (`benches/estimators.rs`).
@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use dsgd::estimate::{Channel, Purpose, StreamKey};
+use dsgd::eval::vmath::KernelSet;
 
 const LANES: usize = 16;
 
@@ -21,14 +22,19 @@ fn bench_normals(c: &mut Criterion) {
         group.throughput(Throughput::Elements((LANES * n) as u64));
         let mut s = vec![0.0; LANES * n];
         let mut k = 0u64;
-        group.bench_with_input(BenchmarkId::from_parameter("bulk"), &n, |bench, &n| {
-            bench.iter(|| {
-                k += 1;
-                let mut rng = StreamKey::new(0, k, Purpose::Step).rng(Channel::Noise);
-                rng.fill_lanes(0, LANES, n, &mut s);
-                black_box(s[0])
-            })
-        });
+        for (name, set) in [
+            ("bulk", KernelSet::Avx2),
+            ("bulk_portable", KernelSet::Portable),
+        ] {
+            group.bench_with_input(BenchmarkId::from_parameter(name), &n, |bench, &n| {
+                bench.iter(|| {
+                    k += 1;
+                    let mut rng = StreamKey::new(0, k, Purpose::Step).rng(Channel::Noise);
+                    rng.fill_lanes_on(set, 0, LANES, n, &mut s);
+                    black_box(s[0])
+                })
+            });
+        }
         group.bench_with_input(BenchmarkId::from_parameter("plain"), &n, |bench, &n| {
             bench.iter(|| {
                 k += 1;

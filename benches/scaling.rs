@@ -1,4 +1,4 @@
-//! Whether cost grows linearly with program size (issue 6): the `cheating` survey with 100,
+//! Whether cost grows linearly with program size: the `cheating` survey with 100,
 //! 1,000 and 10,000 students (300 to 30,000 if-statements), its compile time and, for every
 //! estimator, the single-thread seconds per gradient sample (batch 16) relative to the
 //! 100-student model. Linear cost gives ratios of 10 and 100.

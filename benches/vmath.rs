@@ -1,13 +1,14 @@
-//! Cost of `exp` and `ln` over one chunk of lanes: the exact vector path (`eval::vmath`, as
-//! dispatched and, for `exp`, forced to AVX2) against the standard library lane by lane, on arguments where the models' weights and
+//! Cost of `exp` and `ln` over one chunk of lanes (`eval::vmath`) in each kernel set, against
+//! the standard library lane by lane, on arguments where the models' weights and
 //! log-densities live.
 //!
-//! Not here: the tape around them (`benches/tape.rs`).
+//! Not here: the tape around them (`benches/tape.rs`), accuracy (`tests/eval_vmath.rs`).
 
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use dsgd::eval::{CHUNK, vmath};
+use dsgd::eval::CHUNK;
+use dsgd::eval::vmath::{self, KernelSet};
 
 /// 256 chunks of arguments spread evenly over `[lo, hi)` in a fixed shuffled order.
 fn inputs(lo: f64, hi: f64) -> Vec<[f64; CHUNK]> {
@@ -29,16 +30,16 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("lanes_16");
     group.throughput(Throughput::Elements((xe.len() * CHUNK) as u64));
     type Kernel = fn(&[f64; CHUNK]) -> [f64; CHUNK];
-    // The AVX2 kernels where the dispatched ones are AVX-512 (else std: compare with `_std`).
-    let exp_avx2: Kernel = |a| match vmath::exp_lanes_fallbacks_on(vmath::Isa::Avx2, a) {
-        Some((y, _)) => y,
-        None => a.map(f64::exp),
-    };
-    let cases: [(&str, &Vec<[f64; CHUNK]>, Kernel); 5] = [
-        ("exp_vmath", &xe, vmath::exp_lanes),
-        ("exp_vmath_avx2", &xe, exp_avx2),
+    let cases: [(&str, &Vec<[f64; CHUNK]>, Kernel); 6] = [
+        ("exp_avx2", &xe, |a| vmath::exp_lanes_on(KernelSet::Avx2, a)),
+        ("exp_portable", &xe, |a| {
+            vmath::exp_lanes_on(KernelSet::Portable, a)
+        }),
         ("exp_std", &xe, |a| a.map(f64::exp)),
-        ("ln_vmath", &xl, vmath::ln_lanes),
+        ("ln_avx2", &xl, |a| vmath::ln_lanes_on(KernelSet::Avx2, a)),
+        ("ln_portable", &xl, |a| {
+            vmath::ln_lanes_on(KernelSet::Portable, a)
+        }),
         ("ln_std", &xl, |a| a.map(f64::ln)),
     ];
     for (name, xs, f) in cases {

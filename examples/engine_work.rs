@@ -1,12 +1,13 @@
 //! A fixed amount of estimator work for profiling and CPU-time comparisons: `cargo run
-//! --release --example engine_work -- MODEL ESTIMATOR ITERATIONS` evaluates ITERATIONS batches
-//! of 16 gradient samples (one thread, the family's initial `theta`, DSGD/Fixed at eta 0.1
-//! from iteration 4000 on, as `dsgd bench` times them) and prints a checksum of the mean
-//! gradients, so that a faster build can be checked to compute the same numbers.
+//! --release --example engine_work -- MODEL ESTIMATOR ITERATIONS [BATCH]` evaluates ITERATIONS
+//! batches of BATCH (default 16) gradient samples (the family's initial `theta`, DSGD/Fixed at
+//! eta 0.1 from iteration 4000 on, as `dsgd bench` times them) and prints a checksum of the
+//! mean gradients, so that a faster build can be checked to compute the same numbers.
 //!
 //! MODEL is a built-in name or a `.dsgd` file. Run it under `perf record` to see where the
-//! time goes, or compare builds with `scripts/cputime.sh`. Not a benchmark by itself:
-//! `dsgd bench` and `cargo bench` are.
+//! time goes, or compare builds with `scripts/cputime.sh`; with a large BATCH, compare
+//! `RAYON_NUM_THREADS=1` and `2` to see how the engine scales with threads (the checksum must
+//! not change). Not a benchmark by itself: `dsgd bench` and `cargo bench` are.
 
 use std::path::Path;
 
@@ -14,8 +15,10 @@ use dsgd::estimate::{self, Engine, EstimatorKind, Problem, Purpose, StreamKey};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [name, kind, iters] = args.as_slice() else {
-        return Err("usage: engine_work MODEL ESTIMATOR ITERATIONS".into());
+    let (name, kind, iters, batch) = match args.as_slice() {
+        [name, kind, iters] => (name, kind, iters, 16),
+        [name, kind, iters, batch] => (name, kind, iters, batch.parse()?),
+        _ => return Err("usage: engine_work MODEL ESTIMATOR ITERATIONS [BATCH]".into()),
     };
     let kind: EstimatorKind = kind.parse()?;
     let iters: u64 = iters.parse()?;
@@ -31,7 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut checksum = 0u64;
     for k in 0..iters {
         let key = StreamKey::new(0, 4000 + k % 1000, Purpose::Step);
-        engine.evaluate(&theta, key, 16, false)?;
+        engine.evaluate(&theta, key, batch, false)?;
         for g in engine.mean_gradient() {
             checksum = checksum.rotate_left(5) ^ g.to_bits();
         }

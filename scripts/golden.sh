@@ -1,5 +1,8 @@
 #!/bin/bash
-# Golden outputs for speed work: an optimisation must not change a single bit of any run.
+# Golden outputs for speed work. A run is a pure function of (model, options, seed, dsgd
+# version): an optimisation must not change a single bit of any run. A change of numerics
+# (elementary functions, generator, transform) may: make new golden outputs after it, and say
+# in its commit message why results moved.
 #   scripts/golden.sh make  DIR [DSGD]   write `run --json` (minus `seconds`) of every built-in
 #                                        model x estimator x seeds 0, 1 at --iters 2000 to DIR
 #   scripts/golden.sh check DIR [DSGD]   the same into a temporary directory, compared with DIR

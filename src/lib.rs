@@ -5,6 +5,7 @@
 //! [`family`], [`estimate`], [`optim`] and [`experiment`].
 
 pub mod cpu;
+pub mod elementary;
 pub mod estimate;
 pub mod eval;
 pub mod experiment;

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use crate::ir::Model;
-use crate::lang::{CompileError, CompileOptions, Resolver, compile_with};
+use crate::lang::{CompileError, CompileOptions, DataSet, Resolver, compile_with_data};
 
 /// One built-in model: its name, a one-line description, its source and the settings it
 /// runs with unless the user overrides them.
@@ -150,9 +150,14 @@ pub fn builtin_source(name: &str) -> Option<&'static str> {
 
 /// Compiles the built-in model `name` (`None` if there is no such model).
 pub fn builtin(name: &str) -> Option<Result<Model, CompileError>> {
+    builtin_with_data(name, &DataSet::default())
+}
+
+/// [`builtin`] with its `data` declarations bound from `data` (replacing the embedded data).
+pub fn builtin_with_data(name: &str, data: &DataSet) -> Option<Result<Model, CompileError>> {
     let source = builtin_source(name)?;
     let file = format!("{name}.dsgd");
-    let mut r = compile_with(&file, source, &Embedded, &CompileOptions::default());
+    let mut r = compile_with_data(&file, source, &Embedded, data, &CompileOptions::default());
     if let Ok(m) = &mut r {
         m.name = name.to_string();
     }

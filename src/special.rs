@@ -3,68 +3,55 @@
 //! Smoothing evaluates `sigma(F / eta)` for `|F / eta|` in the thousands, and the models take
 //! logarithms of densities far in their tails, so the textbook forms (`1 / (1 + exp(-x))`,
 //! `ln(1 + exp(x))`) overflow or cancel. Everything here is finite wherever the true value is
-//! representable. `statrs`'s `erf` is only accurate to about 1e-10, so the normal CDF uses `libm`.
+//! representable. The elementary functions underneath are [`crate::elementary`]'s, the same
+//! the tape evaluates. `statrs`'s `erf` is only accurate to about 1e-10, so the normal CDF uses `libm`.
 
 use std::f64::consts::{PI, SQRT_2};
+
+use crate::elementary;
 
 /// `ln(2 pi) / 2`, the normalising constant of the standard normal log-density.
 pub const HALF_LN_2PI: f64 = 0.918_938_533_204_672_8;
 
-/// The logistic function, stable for any `x`: it never evaluates `exp` of a positive number.
+/// The logistic function, stable for any `x` ([`elementary::sigmoid`]).
 #[inline]
 pub fn sigmoid(x: f64) -> f64 {
-    if x >= 0.0 {
-        1.0 / (1.0 + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (1.0 + e)
-    }
+    elementary::sigmoid(x)
 }
 
 /// `(sigmoid(x), sigmoid(-x))` from one `exp`, bit for bit equal to two [`sigmoid`] calls:
 /// the two weights of a smoothed if-statement.
 #[inline]
 pub fn sigmoid_pair(x: f64) -> (f64, f64) {
-    sigmoid_pair_from_exp(x, (-x.abs()).exp())
+    sigmoid_pair_from_exp(x, elementary::exp(-x.abs()))
 }
 
-/// [`sigmoid_pair`] given its `exp`: `e` must be `exp(-|x|)` (with the bits of `f64::exp`),
-/// so that a caller can compute the `exp` of many lanes at once.
-#[inline(always)]
-pub fn sigmoid_pair_from_exp(x: f64, e: f64) -> (f64, f64) {
-    let (big, small) = (1.0 / (1.0 + e), e / (1.0 + e));
-    if x >= 0.0 { (big, small) } else { (small, big) }
-}
+pub use crate::elementary::sigmoid_pair_from_exp;
 
-/// `ln(1 + exp(x))` without overflow for large `x` or loss of precision for very negative `x`.
+/// `ln(1 + exp(x))` without overflow for large `x` or loss of precision for very negative `x`
+/// ([`elementary::softplus`]).
 #[inline]
 pub fn softplus(x: f64) -> f64 {
-    x.max(0.0) + (-x.abs()).exp().ln_1p()
+    elementary::softplus(x)
 }
 
 /// `(sigmoid(x), softplus(x))` from one `exp`, bit for bit equal to the two calls (both take
 /// `exp(-|x|)`): a guide's scale and its derivative.
 #[inline]
 pub fn sigmoid_softplus(x: f64) -> (f64, f64) {
-    if x.is_nan() {
-        // The two take NaNs of different signs through `exp`; keep each one's.
-        return (sigmoid(x), softplus(x));
-    }
-    let e = (-x.abs()).exp();
-    let sigmoid = if x >= 0.0 {
-        1.0 / (1.0 + e)
-    } else {
-        e / (1.0 + e)
-    };
-    (sigmoid, x.max(0.0) + e.ln_1p())
+    let e = elementary::exp(-x.abs());
+    (
+        sigmoid_pair_from_exp(x, e).0,
+        elementary::softplus_from_exp(x, e),
+    )
 }
 
 /// The inverse of [`softplus`]: `ln(exp(y) - 1)`, used to store a guide's standard deviation.
 pub fn softplus_inv(y: f64) -> f64 {
     if y > 30.0 {
-        y + (-(-y).exp()).ln_1p()
+        y + elementary::log1p(-elementary::exp(-y))
     } else {
-        y.exp_m1().ln()
+        elementary::ln(y.exp_m1())
     }
 }
 
@@ -83,7 +70,7 @@ pub fn normal_cdf(x: f64) -> f64 {
 /// The standard normal density `phi(x)`.
 #[inline]
 pub fn normal_pdf(x: f64) -> f64 {
-    (-0.5 * x * x - HALF_LN_2PI).exp()
+    elementary::exp(-0.5 * x * x - HALF_LN_2PI)
 }
 
 /// The normal quantile `Phi^{-1}(p)`: NaN outside `[0, 1]`, infinite at the ends.
@@ -137,7 +124,7 @@ pub fn digamma(x: f64) -> f64 {
         1.0 / 12.0,
     ];
     let series = COEFFS.iter().rev().fold(0.0, |acc, &c| acc * inv2 + c) * inv2;
-    acc + x.ln() - 0.5 * inv - series
+    acc + elementary::ln(x) - 0.5 * inv - series
 }
 
 #[cfg(test)]

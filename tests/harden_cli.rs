@@ -145,20 +145,24 @@ fn flags_that_do_not_apply_are_reported() {
         e.contains("warning: --sgd-power does not apply to --optimizer adam"),
         "{e}"
     );
-    // Flags that apply are not warned about.
-    let o = dsgd(&[
-        "run",
-        "example",
-        "--eta",
-        "0.3",
-        "--iters",
-        "5",
-        "--log-every",
-        "5",
-        "--log-samples",
-        "10",
-    ]);
-    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    // Flags that apply are not warned about (other warnings, such as the run's note that the
+    // smoothed objective still differs from the original, may remain).
+    for eta in ["0.3", "auto"] {
+        let o = dsgd(&[
+            "run",
+            "example",
+            "--eta",
+            eta,
+            "--iters",
+            "5",
+            "--log-every",
+            "5",
+            "--log-samples",
+            "10",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(!stderr(&o).contains("does not apply"), "{}", stderr(&o));
+    }
 }
 
 #[test]
@@ -377,4 +381,37 @@ fn a_failed_figure_write_names_the_file() {
     let err = dsgd::experiment::plot::write_svg_and_png(&plot, &missing, 300, 200).unwrap_err();
     let text = err.to_string();
     assert!(text.contains("fig.svg"), "{text}");
+}
+
+#[test]
+fn run_time_data_goes_with_the_limit_flags() {
+    let dir = tempdir("bind");
+    std::fs::write(
+        dir.join("m.dsgd"),
+        "data y = [1, 2];\nparam t = 1;\nmaximize -(t - y[1])^2;",
+    )
+    .unwrap();
+    std::fs::write(dir.join("d.json"), r#"{"y": [3, 4, 5]}"#).unwrap();
+    let ok = dsgd_in(
+        &dir,
+        &["check", "m.dsgd", "--data", "d.json", "--max-nodes", "1000"],
+    );
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let big = dsgd_in(
+        &dir,
+        &[
+            "check",
+            "m.dsgd",
+            "--data",
+            "d.json",
+            "--max-data-bytes",
+            "4",
+        ],
+    );
+    assert!(!big.status.success());
+    assert!(
+        stderr(&big).contains("--max-data-bytes"),
+        "{}",
+        stderr(&big)
+    );
 }

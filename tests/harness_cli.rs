@@ -101,7 +101,8 @@ fn quick_reproduce_writes_the_whole_report() {
     assert!(report.contains("of 5 cells within"), "{report}");
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
-    assert_eq!(summary["runs"], 2 * (2 * 2 + 3));
+    // DSGD and Fixed at two etas, DSGD with eta auto, Score, RLOO, Reparam, LYY18.
+    assert_eq!(summary["runs"], 2 * (2 * 2 + 5));
     assert_eq!(summary["config"]["quick"], true);
     let run: serde_json::Value = serde_json::from_slice(
         &std::fs::read(dir.join("runs/textmsg/dsgd-eta0.1/seed0/run.json")).unwrap(),
@@ -141,8 +142,9 @@ fn compare_prints_json_and_writes_table_and_figure() {
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let cells = v["cells"].as_array().unwrap();
-    // DSGD and Fixed at two etas, Score, Reparam; no LYY18 on xornet.
-    assert_eq!(cells.len(), 6);
+    // DSGD and Fixed at two etas, DSGD with eta auto, Score, RLOO, Reparam; no LYY18 on
+    // xornet.
+    assert_eq!(cells.len(), 8);
     assert!(v["lyy18_note"].as_str().unwrap().contains("not affine"));
     assert_eq!(cells[0]["arm"]["estimator"], "dsgd");
     assert_eq!(cells[0]["final_elbo"].as_array().unwrap().len(), 2);
@@ -183,7 +185,8 @@ fn bench_reports_samples_per_second_per_estimator() {
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let results = v["results"].as_array().unwrap();
-    assert_eq!(results.len(), 5 * 2);
+    // Six estimators (RLOO beside Score) at two batch sizes.
+    assert_eq!(results.len(), 6 * 2);
     for r in results {
         let sps = r["samples_per_second"].as_f64().unwrap();
         let (lo, hi) = (r["min"].as_f64().unwrap(), r["max"].as_f64().unwrap());
@@ -223,7 +226,8 @@ fn bench_reports_samples_per_second_per_estimator() {
         "0.01",
     ]);
     let v: serde_json::Value = serde_json::from_slice(&xornet.stdout).unwrap();
-    assert_eq!(v["results"].as_array().unwrap().len(), 4);
+    // Every estimator but LYY18 (xornet's guards are not affine), RLOO beside Score.
+    assert_eq!(v["results"].as_array().unwrap().len(), 5);
 }
 
 #[test]

@@ -32,7 +32,7 @@ fn parallel_sweep_equals_serial_sweep() {
         let a = arms(&[0.1, 0.14], lyy18_refusal(&models[i]).is_none());
         all.extend(jobs(i, &a, 2, &tiny_base(name)));
     }
-    assert_eq!(all.len(), 2 * (2 * (4 + 3)));
+    assert_eq!(all.len(), 2 * (2 * (5 + 4)));
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(3)
         .build()
@@ -70,16 +70,17 @@ fn arms_follow_the_paper_and_skip_lyy18_on_xornet() {
     assert!(note.contains("not affine"), "{note}");
     assert!(lyy18_refusal(&builtin_model("temperature").unwrap()).is_none());
     let a = arms(&dsgd::experiment::paper::ETAS, false);
-    assert_eq!(a.len(), 12);
+    assert_eq!(a.len(), 14);
     assert_eq!(
         a.iter()
             .filter(|x| x.estimator == EstimatorKind::Dsgd)
             .count(),
-        5
+        6
     );
+    assert_eq!(a.iter().filter(|x| x.is_auto()).count(), 1);
     assert!(a.iter().all(|x| x.estimator != EstimatorKind::Lyy18));
     let js = jobs(3, &a, 5, &tiny_base("xornet"));
-    assert_eq!(js.len(), 60);
+    assert_eq!(js.len(), 70);
     assert!(js.iter().all(|j| j.model == 3));
     // xornet's paper settings: Adam 0.01, decay 0.2.
     assert_eq!(js[0].config.optimizer.lr(), 0.01);

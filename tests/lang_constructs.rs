@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use dsgd::eval::{BatchGradient, Tape};
-use dsgd::ir::{Builder, Dist, LatentKind, Mode, Model, Program, Semantics, Var};
+use dsgd::ir::{Builder, Dist, LatentKind, Mode, Model, Program, Semantics, Transform, Var};
 use dsgd::lang::{CompileOptions, compile_source};
 
 const LANES: usize = 16;
@@ -420,16 +420,24 @@ fn sample_priors_of_other_distributions() {
         0.1,
         0.9,
         |b| {
-            // An Exponential latent lives on (0, inf): z = exp(u), its density plus the
-            // log-Jacobian, with no support if-statement.
-            let z = b
-                .sample_latent("z", Dist::Exponential, &[b.constant(2.0)])
-                .unwrap();
+            // z = exp(u) on its support: log Exponential(e^u | 2) + log |d e^u / du| written
+            // out by hand, with no if-statement.
+            let u = b.latent("z");
             let w = b.latent("w");
-            z.log_density
+            (2f64.ln() - 2.0 * u.exp() + u)
                 + b.log_density(Dist::Logistic, w, &[b.constant(1.0), b.constant(2.0)])
                     .unwrap()
         },
+    );
+    assert_eq!(m.latent_transform(0), Transform::Exp { lower: 0.0 });
+    assert_eq!(m.latent_transform(1), Transform::Identity);
+    // The guide of u starts at the prior's mean 1/2.
+    assert_eq!(
+        m.latents[0].kind,
+        LatentKind::Guided {
+            init_mean: 0.5f64.ln(),
+            init_std: 1.0
+        }
     );
     assert_eq!(
         m.latents[1].kind,

@@ -47,12 +47,16 @@ def compare(
     eta_decay: Optional[float] = None,
     log_every: int = 100,
     log_samples: int = 1000,
+    data: Optional[dict] = None,
 ) -> Comparison:
     """Runs every applicable estimator on ``model`` with seeds ``0..seeds``: DSGD and Fixed
     once per eta (default: the paper's 0.06, 0.1, 0.14, 0.18, 0.22), then Score, Reparam and,
     where its guards are affine, LYY18. The settings are ``dsgd compare``'s (Adam with the
     paper's step for the built-in models unless ``lr`` is given), and so are the numbers.
-    Runs in parallel across runs without the GIL; Ctrl-C stops it."""
+    ``data`` binds the model's ``data`` declarations as ``Model.with_data`` does. Runs in
+    parallel across runs without the GIL; Ctrl-C stops it."""
+    if data is not None:
+        model = model.with_data(data)
     options: dict = dict(
         seeds=seeds,
         iters=iters,

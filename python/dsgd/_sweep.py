@@ -20,12 +20,14 @@ class SweepResult(dict):
     """The sweep's table as columns (a dict of equal-length lists, one row per fit, in grid
     order then seed order), so that ``pandas.DataFrame(result)`` is the table.
 
-    Columns: every option the grid varies, ``seed``, ``final_value``, ``status``,
-    ``message``, ``iterations``, ``params`` (a numpy array per row; names in
-    ``param_names``) and ``seconds`` (wall time, the one column that depends on the machine).
+    Columns: every option the grid varies, ``seed``, ``final_value`` and ``final_value_se``,
+    ``converged``, ``status``, ``message``, ``iterations``, ``params`` (the model's own
+    parameters by name, a dict per row), ``theta`` (the fitted vector, a numpy array per row;
+    names in ``theta_names``) and ``seconds`` (wall time, the one column that depends on the
+    machine).
     """
 
-    param_names: List[str]
+    theta_names: List[str]
 
     def to_pandas(self) -> Any:
         """The table as a pandas DataFrame (needs pandas)."""
@@ -71,12 +73,27 @@ def _row(fit: Fit) -> Dict[str, Any]:
     """What a sweep keeps of one fit (plain values: they travel back from Ray workers)."""
     return {
         "final_value": fit.final_value,
+        "final_value_se": fit.final_value_se,
+        "converged": fit.converged,
         "status": fit.status,
         "message": fit.message,
         "iterations": fit.iterations,
         "params": fit.params,
+        "theta": fit.theta,
         "seconds": fit.seconds,
     }
+
+_ROW_KEYS = [
+    "final_value",
+    "final_value_se",
+    "converged",
+    "status",
+    "message",
+    "iterations",
+    "params",
+    "theta",
+    "seconds",
+]
 
 
 def _fit_row(model: Model, options: Dict[str, Any]) -> Dict[str, Any]:
@@ -120,7 +137,8 @@ def sweep(
     ``grid`` is a dict from a ``Model.fit`` option to the values to try (the Cartesian
     product is run, e.g. ``{"estimator": ["dsgd", "fixed"], "eta": [0.1, 0.14]}``) or an
     explicit list of option dicts. ``seeds`` is a count (seeds ``0..seeds``) or a list of
-    seeds. Further keyword ``options`` apply to every fit (e.g. ``iters=2000``).
+    seeds. Further keyword ``options`` apply to every fit (e.g. ``iters=2000``, or
+    ``data={...}`` as in ``Model.with_data``).
 
     ``backend="local"`` runs the fits in parallel on this machine (the Rust thread pool,
     GIL released, Ctrl-C stops it); ``backend="ray"`` submits one Ray task per fit to the
@@ -131,7 +149,15 @@ def sweep(
     """
     if backend not in ("local", "ray"):
         raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
+    if "data" in options:
+        data = options.pop("data")
+        if data is not None:
+            model = model.with_data(data)
     configs = _configs(grid)
+    if any("data" in c for c in configs):
+        raise ValueError(
+            "data cannot vary in a grid: sweep each data set separately (data=...)"
+        )
     seed_list = _seeds(seeds)
     for key in list(options) + [k for c in configs for k in c]:
         if key not in FIT_OPTIONS:
@@ -153,7 +179,7 @@ def sweep(
     rows = _run_local(model, tasks) if backend == "local" else _run_ray(model, tasks)
     columns: Dict[str, List[Any]] = {k: [] for k in varied}
     columns["seed"] = []
-    for k in ("final_value", "status", "message", "iterations", "params", "seconds"):
+    for k in _ROW_KEYS:
         columns[k] = []
     for t, r in zip(tasks, rows):
         for k in varied:
@@ -162,5 +188,5 @@ def sweep(
         for k, v in r.items():
             columns[k].append(v)
     result = SweepResult(columns)
-    result.param_names = model.param_names
+    result.theta_names = model.theta_names
     return result

@@ -18,7 +18,8 @@ use dsgd::experiment::reproduce::{ReproduceConfig, paper_settings};
 use dsgd::experiment::run::{OnNonFinite, RunConfig, RunError, run_cancellable};
 use dsgd::experiment::tables;
 use dsgd::ir::Model;
-use dsgd::lang::{CompileError, CompileOptions, Resolver, compile_with, locate};
+use dsgd::lang::{CompileError, CompileOptions, DataSet, Resolver, compile_with_data, locate};
+use dsgd::models::Recommended;
 use dsgd::optim::{AdamConfig, OptimizerConfig, SgdConfig};
 use rayon::prelude::*;
 
@@ -90,11 +91,25 @@ impl Resolver for Recorded<'_> {
     }
 }
 
-/// A compiled model with where it came from.
+/// Values bound to a model's `data` declarations: per name, the array's shape (empty for a
+/// number) and its numbers row-major, as numpy holds them.
+pub type Data = Vec<(String, Vec<usize>, Vec<f64>)>;
+
+fn dataset(data: &Data) -> Result<DataSet, CoreError> {
+    let mut set = DataSet::new("data");
+    for (name, shape, values) in data {
+        set.insert_array(name, shape, values)
+            .map_err(|e| CoreError::Invalid(e.to_string()))?;
+    }
+    Ok(set)
+}
+
+/// A compiled model with where it came from and the data bound to it.
 #[derive(Clone, Debug)]
 pub struct Compiled {
     pub model: Model,
     pub source: ModelSource,
+    pub data: Data,
 }
 
 impl Compiled {
@@ -123,28 +138,46 @@ pub fn builtin_models() -> Vec<(String, String)> {
         .collect()
 }
 
-/// Compiles a built-in model.
-pub fn compile_builtin(name: &str) -> Result<Compiled, CoreError> {
-    match dsgd::models::builtin(name) {
+fn compiled(r: Result<Model, CompileError>) -> Result<Model, CoreError> {
+    r.map_err(|e| CoreError::Compile(Box::new(e)))
+}
+
+/// Compiles a built-in model, its `data` declarations bound from `data` (replacing the
+/// embedded values).
+pub fn compile_builtin(name: &str, data: Data) -> Result<Compiled, CoreError> {
+    match dsgd::models::builtin_with_data(name, &dataset(&data)?) {
         None => Err(CoreError::Invalid(format!(
             "no built-in model `{name}` (built-ins: {})",
             dsgd::models::builtin_names().join(", ")
         ))),
         Some(r) => Ok(Compiled {
-            model: r.map_err(|e| CoreError::Compile(Box::new(e)))?,
+            model: compiled(r)?,
             source: ModelSource::Builtin(name.to_string()),
+            data,
         }),
     }
 }
 
-/// Compiles model text named `file` in messages; data files are read relative to `base_dir`.
-pub fn compile_text(file: &str, source: &str, base_dir: &Path) -> Result<Compiled, CoreError> {
+/// Compiles model text named `file` in messages; data files are read relative to `base_dir`
+/// and `data` binds `data` declarations by name.
+pub fn compile_text(
+    file: &str,
+    source: &str,
+    base_dir: &Path,
+    data: Data,
+) -> Result<Compiled, CoreError> {
     let resolver = RecordingResolver {
         base_dir: base_dir.to_path_buf(),
         read: Mutex::new(BTreeMap::new()),
     };
-    let model = compile_with(file, source, &resolver, &CompileOptions::default())
-        .map_err(|e| CoreError::Compile(Box::new(e)))?;
+    let set = dataset(&data)?;
+    let model = compiled(compile_with_data(
+        file,
+        source,
+        &resolver,
+        &set,
+        &CompileOptions::default(),
+    ))?;
     let files = resolver.read.into_inner().unwrap_or_default();
     Ok(Compiled {
         model,
@@ -153,11 +186,12 @@ pub fn compile_text(file: &str, source: &str, base_dir: &Path) -> Result<Compile
             source: source.to_string(),
             files,
         },
+        data,
     })
 }
 
 /// Compiles the model file at `path` (data files relative to its directory).
-pub fn compile_file(path: &Path) -> Result<Compiled, CoreError> {
+pub fn compile_file(path: &Path, data: Data) -> Result<Compiled, CoreError> {
     let source = std::fs::read_to_string(path).map_err(|e| {
         let msg = format!("cannot read model file `{}`: {e}", path.display());
         match e.kind() {
@@ -166,23 +200,31 @@ pub fn compile_file(path: &Path) -> Result<Compiled, CoreError> {
         }
     })?;
     let base = path.parent().unwrap_or(Path::new("."));
-    compile_text(&path.display().to_string(), &source, base)
+    compile_text(&path.display().to_string(), &source, base, data)
 }
 
-/// Compiles `source` again (in another process, after unpickling).
-pub fn recompile(source: &ModelSource) -> Result<Compiled, CoreError> {
+/// Compiles `source` again with `data` (after unpickling in another process, or to bind
+/// other data): data files come from those read the first time.
+pub fn recompile(source: &ModelSource, data: Data) -> Result<Compiled, CoreError> {
     match source {
-        ModelSource::Builtin(name) => compile_builtin(name),
+        ModelSource::Builtin(name) => compile_builtin(name, data),
         ModelSource::Text {
             file,
             source: text,
             files,
         } => {
-            let model = compile_with(file, text, &Recorded(files), &CompileOptions::default())
-                .map_err(|e| CoreError::Compile(Box::new(e)))?;
+            let set = dataset(&data)?;
+            let model = compiled(compile_with_data(
+                file,
+                text,
+                &Recorded(files),
+                &set,
+                &CompileOptions::default(),
+            ))?;
             Ok(Compiled {
                 model,
                 source: source.clone(),
+                data,
             })
         }
     }
@@ -200,22 +242,28 @@ pub fn check_json(c: &Compiled) -> String {
     serde_json::to_string(&report).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }
 
-/// The names of the parameter vector's components (`theta`, `mu[z]`, `rho[z]`), its initial
-/// value, and the latents' names.
+/// The layout of a model's optimised vector `theta` and its fitted latents.
 pub struct Layout {
-    pub param_names: Vec<String>,
-    pub init: Vec<f64>,
+    /// `theta`'s components: the model's `param`s, then `mu[z]`, `rho[z]` per guided latent.
+    pub theta_names: Vec<String>,
+    /// Where a fit starts.
+    pub init_theta: Vec<f64>,
+    /// The fitted latents (fixed ones left out), in the order of the report's `latents`.
     pub latent_names: Vec<String>,
 }
 
-/// The layout of `model`'s parameter vector.
+/// The layout of `model`.
 pub fn layout(model: &Model) -> Result<Layout, CoreError> {
     let problem = Problem::new(model).map_err(|e| CoreError::Invalid(e.to_string()))?;
     let f = problem.family();
+    let names = f.latent_names();
     Ok(Layout {
-        param_names: f.names().to_vec(),
-        init: f.init(),
-        latent_names: f.latent_names().to_vec(),
+        theta_names: f.names().to_vec(),
+        init_theta: f.init(),
+        latent_names: fitted_latents(model)?
+            .into_iter()
+            .map(|i| names[i].clone())
+            .collect(),
     })
 }
 
@@ -224,6 +272,8 @@ pub fn layout(model: &Model) -> Result<Layout, CoreError> {
 pub struct FitOptions {
     pub estimator: String,
     pub eta: f64,
+    /// `eta="auto"`: DSGD chooses eta from the run's measurements.
+    pub eta_auto: bool,
     pub eta_decay: Option<f64>,
     pub iters: u64,
     pub batch: usize,
@@ -243,13 +293,18 @@ pub fn estimator_kind(name: &str) -> Result<EstimatorKind, CoreError> {
         .map_err(|e| CoreError::Invalid(e.to_string()))
 }
 
-/// The run configuration `dsgd run` would build from the same options.
-pub fn run_config(o: &FitOptions) -> Result<RunConfig, CoreError> {
+/// The run configuration `dsgd run` would build from the same options: what the caller
+/// left unset comes from a built-in model's recommended settings, then the defaults.
+pub fn run_config(c: &Compiled, o: &FitOptions) -> Result<RunConfig, CoreError> {
+    let recommended = match &c.source {
+        ModelSource::Builtin(name) => dsgd::models::recommended(name),
+        ModelSource::Text { .. } => Recommended::default(),
+    };
     let optimizer = match o.optimizer.to_ascii_lowercase().as_str() {
         "adam" => {
             let d = AdamConfig::default();
             OptimizerConfig::Adam(AdamConfig {
-                lr: o.lr.unwrap_or(d.lr),
+                lr: o.lr.or(recommended.lr).unwrap_or(d.lr),
                 ..d
             })
         }
@@ -275,7 +330,8 @@ pub fn run_config(o: &FitOptions) -> Result<RunConfig, CoreError> {
     let config = RunConfig {
         estimator: estimator_kind(&o.estimator)?,
         eta: o.eta,
-        eta_decay: o.eta_decay,
+        eta_decay: o.eta_decay.or(recommended.eta_decay),
+        eta_auto: o.eta_auto,
         iterations: o.iters,
         batch: o.batch,
         optimizer,
@@ -284,27 +340,49 @@ pub fn run_config(o: &FitOptions) -> Result<RunConfig, CoreError> {
         log_samples: o.log_samples,
         on_nonfinite,
         threads: o.threads,
+        precise: None,
     };
     config.validate().map_err(CoreError::from)?;
     Ok(config)
 }
 
 /// One fit, ending early with [`CoreError::Cancelled`] when `cancel` rises.
-pub fn fit(model: &Model, config: &RunConfig, cancel: &AtomicBool) -> Result<RunReport, CoreError> {
-    run_cancellable(model, config, &mut [], cancel).map_err(CoreError::from)
+pub fn fit(c: &Compiled, config: &RunConfig, cancel: &AtomicBool) -> Result<RunReport, CoreError> {
+    run_cancellable(&c.model, config, &mut [], cancel).map_err(|e| located(c, e))
+}
+
+/// A run error, with a non-affine guard's source position as `file:line:column` (as the
+/// command line says it).
+fn located(c: &Compiled, err: RunError) -> CoreError {
+    match err {
+        RunError::Estimate(estimate::EstimateError::NotAffine {
+            index,
+            span: Some(span),
+            reason,
+        }) => {
+            let at = locate(c.text(), span);
+            CoreError::Invalid(format!(
+                "LYY18 does not apply to this model: the guard of if-statement #{index} at {}:{}:{} is not affine ({reason})",
+                c.file(),
+                at.line,
+                at.column
+            ))
+        }
+        other => CoreError::from(other),
+    }
 }
 
 /// Many fits of one model in parallel across fits (results in the given order, each a pure
 /// function of its configuration), ending early when `cancel` rises.
 pub fn fit_many(
-    model: &Model,
+    c: &Compiled,
     configs: &[RunConfig],
     cancel: &AtomicBool,
 ) -> Result<Vec<RunReport>, CoreError> {
     configs
         .par_iter()
         .with_max_len(1)
-        .map(|c| fit(model, c, cancel))
+        .map(|config| fit(c, config, cancel))
         .collect()
 }
 
@@ -329,11 +407,8 @@ pub struct CompareOptions {
 /// `0..seeds`, with the command line's settings. JSON: `comparison` (what `dsgd compare
 /// --json` prints), per cell the paper's `paper` mean and std (built-in paper models) and
 /// whether it lies in the tolerance `band`, and the command line's markdown `table`.
-pub fn compare(
-    model: &Model,
-    o: &CompareOptions,
-    cancel: &AtomicBool,
-) -> Result<String, CoreError> {
+pub fn compare(c: &Compiled, o: &CompareOptions, cancel: &AtomicBool) -> Result<String, CoreError> {
+    let model = &c.model;
     if o.etas.is_empty() || o.seeds == 0 {
         return Err(CoreError::Invalid(
             "a comparison needs at least one eta and one seed".into(),
@@ -363,7 +438,7 @@ pub fn compare(
         .into_iter()
         .map(|j| j.config)
         .collect();
-    let reports = fit_many(model, &configs, cancel)?;
+    let reports = fit_many(c, &configs, cancel)?;
     let refs: Vec<&RunReport> = reports.iter().collect();
     let cmp: ModelComparison = compare::aggregate(&model.name, &arms, &refs, note);
     let paper: Vec<_> = cmp
@@ -393,39 +468,6 @@ pub fn compare(
     Ok(out.to_string())
 }
 
-/// One latent's guide in natural units: mean, standard deviation and quantiles.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LatentSummary {
-    pub name: String,
-    pub mean: f64,
-    pub sd: f64,
-    /// At [`QUANTILES`].
-    pub quantiles: Vec<f64>,
-}
-
-/// The quantile levels of [`LatentSummary::quantiles`].
-pub const QUANTILES: [f64; 3] = [0.05, 0.5, 0.95];
-
-/// The guide of every latent at `theta`: `z_i = loc_i + scale_i s`, `s ~ N(0, 1)`.
-pub fn latent_summaries(model: &Model, theta: &[f64]) -> Result<Vec<LatentSummary>, CoreError> {
-    let (problem, state) = guide_at(model, theta)?;
-    let f = problem.family();
-    Ok((0..f.latent_count())
-        .map(|i| {
-            let (loc, scale) = (state.loc(i), state.scale(i));
-            LatentSummary {
-                name: f.latent_names()[i].clone(),
-                mean: loc,
-                sd: scale,
-                quantiles: QUANTILES
-                    .iter()
-                    .map(|&q| loc + scale * dsgd::special::probit(q))
-                    .collect(),
-            }
-        })
-        .collect())
-}
-
 fn guide_at(
     model: &Model,
     theta: &[f64],
@@ -443,7 +485,7 @@ fn check_dim(problem: &Problem, theta: &[f64]) -> Result<(), CoreError> {
     let d = problem.dim();
     if theta.len() != d {
         return Err(CoreError::Invalid(format!(
-            "params has {} entries; this model's parameter vector has {d} ({})",
+            "theta has {} entries; this model's theta has {d} ({})",
             theta.len(),
             problem.family().names().join(", ")
         )));
@@ -454,20 +496,35 @@ fn check_dim(problem: &Problem, theta: &[f64]) -> Result<(), CoreError> {
 /// The stream tag of posterior draws.
 const SAMPLE_TAG: u32 = 1;
 
-/// `n` draws of the latents from the guide at `theta`, row-major `(n, latents)`; a pure
-/// function of `seed`.
+/// The fitted latents (all but the fixed ones), in the order of `RunReport::latents`.
+pub fn fitted_latents(model: &Model) -> Result<Vec<usize>, CoreError> {
+    let problem = Problem::new(model).map_err(|e| CoreError::Invalid(e.to_string()))?;
+    Ok(problem
+        .family()
+        .gradient_wanted()
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, fitted)| fitted.then_some(i))
+        .collect())
+}
+
+/// `n` draws of the fitted latents (the order of `RunReport::latents`) from the family at
+/// `theta`, in natural units (`z = T(loc + scale s)`), row-major; a pure function of `seed`.
 pub fn sample(model: &Model, theta: &[f64], n: usize, seed: u64) -> Result<Vec<f64>, CoreError> {
     let (problem, state) = guide_at(model, theta)?;
-    let latents = problem.family().latent_count();
+    let fitted = fitted_latents(model)?;
+    let all = problem.family().latent_count();
     let key = StreamKey::new(seed, 0, Purpose::Other(SAMPLE_TAG));
-    let mut out = vec![0.0; n * latents];
-    let mut s = vec![0.0; latents];
+    let mut out = Vec::with_capacity(n * fitted.len());
+    let mut s = vec![0.0; all];
     let mut rng = key.rng(estimate::Channel::Noise);
-    for (row, z) in out.chunks_exact_mut(latents.max(1)).enumerate() {
+    for row in 0..n {
         rng.fill_normals(row, &mut s);
-        for (i, (zi, si)) in z.iter_mut().zip(&s).enumerate() {
-            *zi = state.loc(i) + state.scale(i) * si;
-        }
+        out.extend(fitted.iter().map(|&i| {
+            model
+                .latent_transform(i)
+                .to_constrained(state.loc(i) + state.scale(i) * s[i])
+        }));
     }
     Ok(out)
 }

@@ -1,6 +1,6 @@
 //! `dsgd.Fit`: the result of `Model.fit` as numbers and numpy arrays (final value,
-//! parameters, latent summaries in natural units, trajectory, status), posterior draws from
-//! the fitted guide, pandas views, and the report exactly as `dsgd run --json` prints it.
+//! parameters, latent summaries in natural units, trajectory, convergence), posterior draws
+//! from the fitted family, pandas views, and the report exactly as `dsgd run --json` prints it.
 
 use std::sync::Arc;
 
@@ -10,7 +10,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::core::{self, Compiled, LatentSummary, QUANTILES};
+use crate::core::{self, Compiled};
 use crate::errors::to_py;
 
 /// The result of `Model.fit`.
@@ -19,24 +19,19 @@ pub struct Fit {
     compiled: Arc<Compiled>,
     layout: Arc<core::Layout>,
     report: RunReport,
-    latents: Vec<LatentSummary>,
 }
 
 impl Fit {
     pub(crate) fn new(
-        py: Python<'_>,
         compiled: Arc<Compiled>,
         layout: Arc<core::Layout>,
         report: RunReport,
-    ) -> PyResult<Fit> {
-        let latents =
-            core::latent_summaries(&compiled.model, &report.theta).map_err(|e| to_py(py, e))?;
-        Ok(Fit {
+    ) -> Fit {
+        Fit {
             compiled,
             layout,
             report,
-            latents,
-        })
+        }
     }
 }
 
@@ -44,57 +39,95 @@ fn array<'py>(py: Python<'py>, v: impl IntoIterator<Item = f64>) -> Bound<'py, P
     PyArray1::from_vec(py, v.into_iter().collect())
 }
 
+/// A `(rows, cols)` array from rows of equal length `cols`.
+fn matrix<'py>(py: Python<'py>, rows: Vec<&[f64]>, cols: usize) -> PyResult<Bound<'py, PyAny>> {
+    let n = rows.len();
+    let flat: Vec<f64> = rows.into_iter().flat_map(|r| r.iter().copied()).collect();
+    if flat.len() != n * cols {
+        return Err(PyValueError::new_err(
+            "internal error: ragged trajectory rows (please report)",
+        ));
+    }
+    Ok(PyArray1::from_vec(py, flat).reshape([n, cols])?.into_any())
+}
+
 #[pymethods]
 impl Fit {
-    /// The last measured objective: the ELBO (variational models) or the user's `E`.
+    /// The last measured objective: the ELBO (`kind == "elbo"`) or the user's `E`.
     #[getter]
     fn final_value(&self) -> f64 {
-        self.report.final_elbo
+        self.report.final_value
     }
 
-    /// The fitted parameter vector (see `param_names`).
+    /// Monte Carlo standard error of `final_value`.
     #[getter]
-    fn params<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+    fn final_value_se(&self) -> f64 {
+        self.report.final_value_se
+    }
+
+    /// `"elbo"` (variational inference) or `"objective"` (`maximize`/`minimize`).
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.report.kind.column()
+    }
+
+    /// The fitted vector `theta` (names in `theta_names`): what `Model.gradients` takes.
+    #[getter]
+    fn theta<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
         array(py, self.report.theta.iter().copied())
     }
 
-    /// The names of `params`' components.
+    /// The names of `theta`'s components (`theta`, `mu[z]`, `rho[z]`).
     #[getter]
-    fn param_names(&self) -> Vec<String> {
+    fn theta_names(&self) -> Vec<String> {
         self.report.theta_names.clone()
     }
 
-    /// The latents' names: the columns of `sample` and the rows of `latents`.
+    /// The model's own parameters (`param` declarations) at the end, by name.
+    #[getter]
+    fn params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (name, value) in &self.report.params.0 {
+            d.set_item(name, value)?;
+        }
+        Ok(d)
+    }
+
+    /// The fitted latents' names (fixed latents left out): the columns of `sample` and the
+    /// rows of `latents`.
     #[getter]
     fn latent_names(&self) -> Vec<String> {
         self.layout.latent_names.clone()
     }
 
-    /// Per-latent summaries of the fitted guide, as columns: `name`, `mean`, `sd`, and the
-    /// quantiles `q05`, `q50`, `q95` (arrays, one entry per latent).
+    /// Each fitted latent's distribution in its own units, as columns: `name`, `mean`, `sd`,
+    /// the quantiles `q05`, `q50`, `q95`, and the Gaussian on the unconstrained variable
+    /// (`guide_loc`, `guide_scale`) with its `transform` (`identity` when unconstrained).
     #[getter]
     fn latents<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let l = &self.report.latents;
         let d = PyDict::new(py);
+        d.set_item("name", l.iter().map(|x| x.name.clone()).collect::<Vec<_>>())?;
+        d.set_item("mean", array(py, l.iter().map(|x| x.mean)))?;
+        d.set_item("sd", array(py, l.iter().map(|x| x.sd)))?;
+        d.set_item("q05", array(py, l.iter().map(|x| x.q05)))?;
+        d.set_item("q50", array(py, l.iter().map(|x| x.q50)))?;
+        d.set_item("q95", array(py, l.iter().map(|x| x.q95)))?;
+        d.set_item("guide_loc", array(py, l.iter().map(|x| x.guide_loc)))?;
+        d.set_item("guide_scale", array(py, l.iter().map(|x| x.guide_scale)))?;
         d.set_item(
-            "name",
-            self.latents
-                .iter()
-                .map(|l| l.name.clone())
-                .collect::<Vec<_>>(),
+            "transform",
+            l.iter().map(|x| x.transform.clone()).collect::<Vec<_>>(),
         )?;
-        d.set_item("mean", array(py, self.latents.iter().map(|l| l.mean)))?;
-        d.set_item("sd", array(py, self.latents.iter().map(|l| l.sd)))?;
-        for (k, q) in QUANTILES.iter().enumerate() {
-            let key = format!("q{:02}", (q * 100.0).round() as u32);
-            d.set_item(key, array(py, self.latents.iter().map(|l| l.quantiles[k])))?;
-        }
         Ok(d)
     }
 
-    /// The measurements taken during the run, as columns of equal length: `iter`,
-    /// `objective` (the crisp ELBO or `E`, from `log_samples` fresh samples), `var_component`
-    /// and `var_norm` (the gradient estimator's variances there) and `eta` (the smoothing
-    /// accuracy used then; NaN for estimators that do not smooth).
+    /// The measurements taken during the run, as arrays with one entry per measurement:
+    /// `iter`, `value` (the crisp ELBO or `E` from `log_samples` fresh samples) and its
+    /// `value_se`, `var_component` and `var_norm` (the gradient estimator's variances),
+    /// `eta` (the smoothing accuracy used then; NaN for estimators that do not smooth), and
+    /// the fitted values at each measurement: `params` `(rows, len(params))`, `latent_loc`
+    /// and `latent_scale` `(rows, len(latent_names))`.
     #[getter]
     fn trajectory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let t = &self.report.trajectory;
@@ -103,7 +136,8 @@ impl Fit {
             "iter",
             PyArray1::from_vec(py, t.iter().map(|r| r.iter as i64).collect()),
         )?;
-        d.set_item("objective", array(py, t.iter().map(|r| r.elbo)))?;
+        d.set_item("value", array(py, t.iter().map(|r| r.value)))?;
+        d.set_item("value_se", array(py, t.iter().map(|r| r.value_se)))?;
         d.set_item(
             "var_component",
             array(py, t.iter().map(|r| r.var_component)),
@@ -113,7 +147,33 @@ impl Fit {
             "eta",
             array(py, t.iter().map(|r| r.eta.unwrap_or(f64::NAN))),
         )?;
+        let np = self.report.params.0.len();
+        let nl = self.report.latents.len();
+        d.set_item(
+            "params",
+            matrix(py, t.iter().map(|r| &r.params[..]).collect(), np)?,
+        )?;
+        d.set_item(
+            "latent_loc",
+            matrix(py, t.iter().map(|r| &r.latent_loc[..]).collect(), nl)?,
+        )?;
+        d.set_item(
+            "latent_scale",
+            matrix(py, t.iter().map(|r| &r.latent_scale[..]).collect(), nl)?,
+        )?;
         Ok(d)
+    }
+
+    /// Whether the run converged by the documented rule (see `convergence` for why).
+    #[getter]
+    fn converged(&self) -> bool {
+        self.report.converged
+    }
+
+    /// Why the run is or is not judged converged, and what to change if not.
+    #[getter]
+    fn convergence(&self) -> String {
+        self.report.convergence.clone()
     }
 
     /// `"completed"`, or `"non_finite"` when the objective or a gradient became NaN or
@@ -151,8 +211,8 @@ impl Fit {
             .call_method1("loads", (core::report_json(&self.report),))
     }
 
-    /// `n` draws of the latents from the fitted guide, an `(n, len(latent_names))` array; a
-    /// pure function of `seed`.
+    /// `n` draws of the fitted latents from the fitted family, in their own units, an
+    /// `(n, len(latent_names))` array; a pure function of `seed`.
     #[pyo3(signature = (n, seed = 0))]
     fn sample<'py>(&self, py: Python<'py>, n: i64, seed: i64) -> PyResult<Bound<'py, PyAny>> {
         if n < 0 {
@@ -175,10 +235,30 @@ impl Fit {
         Ok(PyArray1::from_vec(py, z).reshape([n, k])?.into_any())
     }
 
-    /// The trajectory as a pandas DataFrame (needs pandas).
+    /// The trajectory as a pandas DataFrame (needs pandas): `iter`, `value`, `value_se`,
+    /// `var_component`, `var_norm`, `eta`, and one column per model parameter.
     fn to_pandas<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        py.import("pandas")?
-            .call_method1("DataFrame", (self.trajectory(py)?,))
+        let t = self.trajectory(py)?;
+        let d = PyDict::new(py);
+        for key in [
+            "iter",
+            "value",
+            "value_se",
+            "var_component",
+            "var_norm",
+            "eta",
+        ] {
+            if let Some(v) = t.get_item(key)? {
+                d.set_item(key, v)?;
+            }
+        }
+        for (k, (name, _)) in self.report.params.0.iter().enumerate() {
+            d.set_item(
+                name,
+                array(py, self.report.trajectory.iter().map(|r| r.params[k])),
+            )?;
+        }
+        py.import("pandas")?.call_method1("DataFrame", (d,))
     }
 
     /// The latent summaries as a pandas DataFrame indexed by name (needs pandas).
@@ -191,11 +271,13 @@ impl Fit {
 
     fn __repr__(&self) -> String {
         format!(
-            "Fit(model={:?}, estimator={:?}, final_value={}, status={:?}, iterations={})",
+            "Fit(model={:?}, estimator={:?}, {}={}, status={:?}, converged={}, iterations={})",
             self.report.model,
             self.report.estimator,
-            self.report.final_elbo,
+            self.kind(),
+            self.report.final_value,
             self.status(),
+            self.report.converged,
             self.report.iterations
         )
     }

@@ -122,9 +122,30 @@ pub fn fit_options(d: Option<&Bound<'_, PyDict>>, extra: &[&str]) -> PyResult<Fi
     let r = Reader { dict: d };
     let known: Vec<&str> = FIT_KEYS.iter().chain(extra).copied().collect();
     r.only(&known, "fit")?;
+    let eta_auto = match r.get("eta")? {
+        Some(v) => v
+            .extract::<String>()
+            .map(|s| {
+                if s.eq_ignore_ascii_case("auto") {
+                    Ok(true)
+                } else {
+                    Err(PyValueError::new_err(format!(
+                        "eta must be a number or \"auto\", got {}",
+                        repr(&v)
+                    )))
+                }
+            })
+            .unwrap_or(Ok(false))?,
+        None => false,
+    };
     Ok(FitOptions {
         estimator: r.string("estimator", "dsgd")?,
-        eta: r.float("eta")?.unwrap_or(0.1),
+        eta: if eta_auto {
+            dsgd::estimate::START_AMPLITUDE
+        } else {
+            r.float("eta")?.unwrap_or(0.1)
+        },
+        eta_auto,
         eta_decay: r.float("eta_decay")?,
         iters: r.count("iters", 1)?.unwrap_or(10_000),
         batch: r.usize("batch", 1)?.unwrap_or(16),

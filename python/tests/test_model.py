@@ -35,7 +35,7 @@ def test_builtin_layout():
     assert m.name == "textmsg"
     assert m.mode == "variational"
     assert m.latent_names == ["l1", "l2", "tau"]
-    assert m.param_names == [
+    assert m.theta_names == [
         "mu[l1]",
         "rho[l1]",
         "mu[l2]",
@@ -43,7 +43,7 @@ def test_builtin_layout():
         "mu[tau]",
         "rho[tau]",
     ]
-    init = m.init_params
+    init = m.init_theta
     assert init.shape == (6,) and init.dtype == np.float64
     # textmsg's guide starts at mean m = 2.63624 with std sqrt(log 2) (rho = softplus^-1).
     assert init[0] == pytest.approx(2.63624, abs=1e-5)
@@ -69,7 +69,7 @@ def test_from_source_and_from_file_agree(tmp_path):
     path.write_text(SIMPLE)
     a = dsgd.Model.from_source(SIMPLE, name="simple")
     b = dsgd.Model.from_file(str(path))
-    assert a.param_names == b.param_names == ["mu[mu]", "rho[mu]"]
+    assert a.theta_names == b.theta_names == ["mu[mu]", "rho[mu]"]
     fa, fb = a.fit(iters=300, seed=3), b.fit(iters=300, seed=3)
     assert without_seconds(fa.report) == without_seconds(fb.report)
 

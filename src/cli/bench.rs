@@ -14,7 +14,7 @@ use dsgd::experiment::reproduce::paper_settings;
 use serde::Serialize;
 
 use super::args::{Footprint, check_memory, count};
-use super::load::{SourceArgs, load};
+use super::load::{SourceArgs, load_with_data};
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -22,6 +22,9 @@ pub struct BenchArgs {
     model: String,
     #[command(flatten)]
     source: SourceArgs,
+    /// A JSON object binding the model's `data` declarations by name (replacing their values).
+    #[arg(long, value_name = "FILE.json")]
+    pub data: Option<std::path::PathBuf>,
     /// Print JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -65,7 +68,7 @@ struct BenchReport {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    let model = load(&args.model, &args.source)?.model;
+    let model = load_with_data(&args.model, &args.source, args.data.as_deref())?.model;
     let footprint = Footprint::of(&model);
     for &batch in &args.batch {
         check_memory(

@@ -7,7 +7,7 @@ use clap::Args;
 use dsgd::experiment::check::CheckReport;
 use dsgd::lang::LineIndex;
 
-use super::load::{SourceArgs, load};
+use super::load::{SourceArgs, load_with_data};
 
 /// Counts, nesting depth, safety, affine guards and applicable estimators of a model.
 #[derive(Args, Debug)]
@@ -16,13 +16,16 @@ pub struct CheckArgs {
     pub model: String,
     #[command(flatten)]
     pub source: SourceArgs,
+    /// A JSON object binding the model's `data` declarations by name (replacing their values).
+    #[arg(long, value_name = "FILE.json")]
+    pub data: Option<std::path::PathBuf>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load(&args.model, &args.source)?;
+    let loaded = load_with_data(&args.model, &args.source, args.data.as_deref())?;
     let lines = LineIndex::new(&loaded.source);
     let locate_span = |s| {
         let (line, column) = lines.line_column(s);

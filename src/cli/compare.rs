@@ -16,7 +16,7 @@ use dsgd::experiment::tables;
 use dsgd::optim::{AdamConfig, OptimizerConfig};
 
 use super::args::{Footprint, check_memory, count, default_threads, non_negative, positive};
-use super::load::{SourceArgs, load};
+use super::load::{SourceArgs, load_with_data};
 use super::progress::SweepProgress;
 
 #[derive(Args, Debug)]
@@ -25,6 +25,9 @@ pub struct CompareArgs {
     model: String,
     #[command(flatten)]
     source: SourceArgs,
+    /// A JSON object binding the model's `data` declarations by name (replacing their values).
+    #[arg(long, value_name = "FILE.json")]
+    pub data: Option<std::path::PathBuf>,
     /// Accuracy coefficients for DSGD and Fixed.
     #[arg(long, num_args = 1.., allow_negative_numbers = true, value_parser = positive, default_values_t = ETAS.to_vec())]
     etas: Vec<f64>,
@@ -55,7 +58,7 @@ pub struct CompareArgs {
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load(&args.model, &args.source)?;
+    let loaded = load_with_data(&args.model, &args.source, args.data.as_deref())?;
     let model = &loaded.model;
     // Runs go in parallel, one per thread, and every run's report is kept until the end.
     let footprint = Footprint::of(model);

@@ -7,7 +7,7 @@ use clap::Args;
 use dsgd::experiment::diagnose::{DiagnoseConfig, diagnose as check};
 
 use super::args::positive;
-use super::load::{SourceArgs, load_model};
+use super::load::{SourceArgs, load_with_data};
 
 #[derive(Args, Debug)]
 pub struct DiagnoseArgs {
@@ -15,6 +15,9 @@ pub struct DiagnoseArgs {
     model: String,
     #[command(flatten)]
     source: SourceArgs,
+    /// A JSON object binding the model's `data` declarations by name (replacing their values).
+    #[arg(long, value_name = "FILE.json")]
+    pub data: Option<std::path::PathBuf>,
     /// Print the report as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -34,7 +37,7 @@ pub struct DiagnoseArgs {
 
 /// Exit status 1 when a block fails the tolerance.
 pub fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
-    let model = load_model(&args.model, &args.source)?;
+    let model = load_with_data(&args.model, &args.source, args.data.as_deref())?.model;
     let config = DiagnoseConfig {
         points: args.points as usize,
         seed: args.seed,

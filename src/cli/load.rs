@@ -6,8 +6,8 @@ use anyhow::bail;
 use clap::Args;
 use dsgd::ir::Model;
 use dsgd::lang::{
-    CompileOptions, DEFAULT_MAX_DATA_BYTES, DEFAULT_NODE_LIMIT, DEFAULT_STEP_LIMIT, compile_source,
-    read_source,
+    CompileOptions, DEFAULT_MAX_DATA_BYTES, DEFAULT_NODE_LIMIT, DEFAULT_STEP_LIMIT, DataSet,
+    FsResolver, compile_with_data, read_source,
 };
 use dsgd::models;
 
@@ -72,16 +72,20 @@ pub struct Loaded {
     pub builtin: bool,
 }
 
-/// Loads `spec`: an existing path is compiled; otherwise a built-in of that name.
-pub fn load_model(spec: &str, source: &SourceArgs) -> anyhow::Result<Model> {
-    load(spec, source).map(|l| l.model)
-}
-
-/// [`load_model`], keeping the source. A file wins over a built-in of the same name (with a
-/// warning saying so); `builtin:NAME` always names the built-in.
-pub fn load(spec: &str, args: &SourceArgs) -> anyhow::Result<Loaded> {
+/// Loads `spec`: an existing path is compiled; otherwise a built-in of that name. A file wins
+/// over a built-in of the same name (with a warning saying so); `builtin:NAME` always names the
+/// built-in. The model's `data` declarations are bound from the JSON file `data` if given.
+pub fn load_with_data(
+    spec: &str,
+    args: &SourceArgs,
+    data: Option<&Path>,
+) -> anyhow::Result<Loaded> {
+    let data = match data {
+        Some(path) => read_data(path, args.max_data_bytes)?,
+        None => DataSet::default(),
+    };
     if let Some(name) = spec.strip_prefix(BUILTIN_PREFIX) {
-        return load_builtin(name);
+        return load_builtin(name, &data);
     }
     let path = Path::new(spec);
     if path.is_file() {
@@ -94,7 +98,9 @@ pub fn load(spec: &str, args: &SourceArgs) -> anyhow::Result<Loaded> {
         let source =
             read_source(path).map_err(|e| anyhow::anyhow!("cannot compile `{spec}`\n{e}"))?;
         let base = path.parent().unwrap_or(Path::new("."));
-        let model = compile_source(spec, &source, base, &args.compile_options())
+        let opts = args.compile_options();
+        let resolver = FsResolver::new(base, &opts);
+        let model = compile_with_data(spec, &source, &resolver, &data, &opts)
             .map_err(|e| anyhow::anyhow!("cannot compile `{spec}`\n{e}"))?;
         return Ok(Loaded {
             model,
@@ -104,7 +110,7 @@ pub fn load(spec: &str, args: &SourceArgs) -> anyhow::Result<Loaded> {
         });
     }
     if models::builtin_source(spec).is_some() {
-        return load_builtin(spec);
+        return load_builtin(spec, &data);
     }
     if path.exists() {
         bail!("`{spec}` is not a file");
@@ -116,8 +122,8 @@ pub fn load(spec: &str, args: &SourceArgs) -> anyhow::Result<Loaded> {
 }
 
 /// The built-in model `spec`.
-fn load_builtin(spec: &str) -> anyhow::Result<Loaded> {
-    if let Some(result) = models::builtin(spec) {
+fn load_builtin(spec: &str, data: &DataSet) -> anyhow::Result<Loaded> {
+    if let Some(result) = models::builtin_with_data(spec, data) {
         let model =
             result.map_err(|e| anyhow::anyhow!("cannot compile built-in model `{spec}`\n{e}"))?;
         let source = models::builtin_source(spec).unwrap_or_default().to_string();
@@ -132,4 +138,19 @@ fn load_builtin(spec: &str) -> anyhow::Result<Loaded> {
         "no built-in model `{spec}` (built-ins: {})",
         models::builtin_names().join(", ")
     )
+}
+
+/// The JSON data file given with `--data`, refused if larger than `max_bytes`.
+fn read_data(path: &Path, max_bytes: u64) -> anyhow::Result<DataSet> {
+    if let Ok(meta) = std::fs::metadata(path)
+        && meta.is_file()
+        && meta.len() > max_bytes
+    {
+        bail!(
+            "data file `{}` is {} bytes, more than --max-data-bytes ({max_bytes})",
+            path.display(),
+            meta.len()
+        );
+    }
+    Ok(DataSet::from_json_file(path)?)
 }

@@ -1,5 +1,6 @@
 //! One module per subcommand; each turns its arguments into library calls and prints.
 
+mod advise;
 mod args;
 mod bench;
 mod check;
@@ -21,6 +22,9 @@ pub use args::UsageError;
 pub enum Command {
     /// Counts, nesting depth, safety, affine guards and applicable estimators of a model.
     Check(check::CheckArgs),
+    /// Which estimator to use, and why: the analysis and a short pilot (work-normalised
+    /// variances, biases).
+    Advise(advise::AdviseArgs),
     /// List the built-in models.
     Models,
     /// Optimise a model with one estimator; print or save the trajectory.
@@ -39,6 +43,7 @@ pub enum Command {
 pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Check(args) => check::run(args),
+        Command::Advise(args) => advise::run(args),
         Command::Models => models::run(),
         Command::Run(args) => run::run(args),
         Command::Diagnose(args) => diagnose::diagnose(args),

@@ -26,6 +26,9 @@ pub struct ReproduceArgs {
     /// Worker threads for the sweep [default: all cores]; results do not depend on it.
     #[arg(long, value_parser = threads)]
     threads: Option<usize>,
+    /// Skip the precise final measurement of each run (the 1,000-sample values remain).
+    #[arg(long)]
+    no_precise: bool,
 }
 
 pub fn run(args: ReproduceArgs) -> anyhow::Result<ExitCode> {
@@ -39,6 +42,9 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(m) = args.models {
         config.models = m;
+    }
+    if args.no_precise {
+        config.precise = None;
     }
     check_setting(&config, args.threads.unwrap_or_else(default_threads))?;
     let progress = SweepProgress::new(if args.quick { "quick" } else { "reproduction" });

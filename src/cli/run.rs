@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use dsgd::estimate::{EstimateError, EstimatorKind};
 use dsgd::experiment::observe::Observer;
+use dsgd::experiment::precise::PreciseConfig;
 use dsgd::experiment::report::{ObjectiveKind, RunReport, StopReason};
 use dsgd::experiment::run::{OnNonFinite, RunConfig, RunError, run as run_model};
 use dsgd::models::Recommended;
@@ -17,7 +18,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use super::args::{
     Footprint, UsageError, check_memory, count, default_threads, non_negative, positive, threads,
 };
-use super::load::{Loaded, SourceArgs, load};
+use super::load::{Loaded, SourceArgs, load_with_data};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -25,13 +26,17 @@ pub struct RunArgs {
     model: String,
     #[command(flatten)]
     source: SourceArgs,
+    /// A JSON object binding the model's `data` declarations by name (replacing their values).
+    #[arg(long, value_name = "FILE.json")]
+    pub data: Option<std::path::PathBuf>,
     /// The gradient estimator.
     #[arg(long, value_enum, default_value_t = EstimatorArg::Dsgd)]
     estimator: EstimatorArg,
     /// Smoothing accuracy: DSGD reaches it at iteration 4000; Fixed uses it throughout
-    /// [default: 0.1].
-    #[arg(long, allow_negative_numbers = true, value_parser = positive)]
-    eta: Option<f64>,
+    /// [default: 0.1]. `auto` (DSGD only) chooses it from the run's measurements
+    /// (docs/adaptive-eta.md).
+    #[arg(long, allow_negative_numbers = true, value_parser = eta_choice)]
+    eta: Option<EtaChoice>,
     /// DSGD's decay in eta_k = eta (4000 / (k + 1))^decay [default: a built-in model's own,
     /// else 1 / (2 * nesting depth)].
     #[arg(long, allow_negative_numbers = true, value_parser = non_negative)]
@@ -73,6 +78,20 @@ pub struct RunArgs {
     /// What to do when the objective or a gradient is NaN or infinite.
     #[arg(long, value_enum, default_value_t = OnNonFiniteArg::Stop)]
     on_nonfinite: OnNonFiniteArg,
+    /// Also measure the objective at the final parameters precisely: fresh samples until the
+    /// standard error is at most --precise-rel-se of the value (at least
+    /// --precise-min-samples, at most --precise-max-samples); reported as `final_precise`.
+    #[arg(long)]
+    precise: bool,
+    /// The precise measurement's target standard error, relative to |value|.
+    #[arg(long, default_value_t = PreciseConfig::default().rel_se, value_parser = positive, requires = "precise")]
+    precise_rel_se: f64,
+    /// The precise measurement's floor of samples.
+    #[arg(long, default_value_t = PreciseConfig::default().min_samples, value_parser = count::<2>, requires = "precise")]
+    precise_min_samples: usize,
+    /// The precise measurement's cap of samples.
+    #[arg(long, default_value_t = PreciseConfig::default().max_samples, value_parser = count::<2>, requires = "precise")]
+    precise_max_samples: usize,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -82,6 +101,8 @@ enum EstimatorArg {
     Reparam,
     Score,
     Lyy18,
+    /// Score with a leave-one-out baseline.
+    Rloo,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -98,6 +119,22 @@ enum OnNonFiniteArg {
     Continue,
 }
 
+/// `--eta`: a positive number, or `auto`.
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum EtaChoice {
+    Value(f64),
+    Auto,
+}
+
+fn eta_choice(s: &str) -> Result<EtaChoice, String> {
+    if s.eq_ignore_ascii_case("auto") {
+        return Ok(EtaChoice::Auto);
+    }
+    positive(s)
+        .map(EtaChoice::Value)
+        .map_err(|e| format!("{e} (or `auto`)"))
+}
+
 impl RunArgs {
     /// The validated run settings (clap has checked each value's range); what the user left
     /// unset comes from `recommended` (a built-in model's settings) or the general defaults.
@@ -109,8 +146,14 @@ impl RunArgs {
                 EstimatorArg::Reparam => EstimatorKind::Reparam,
                 EstimatorArg::Score => EstimatorKind::Score,
                 EstimatorArg::Lyy18 => EstimatorKind::Lyy18,
+                EstimatorArg::Rloo => EstimatorKind::Rloo,
             },
-            eta: self.eta.unwrap_or(0.1),
+            eta: match self.eta {
+                None => 0.1,
+                Some(EtaChoice::Value(eta)) => eta,
+                Some(EtaChoice::Auto) => dsgd::estimate::START_AMPLITUDE,
+            },
+            eta_auto: self.eta == Some(EtaChoice::Auto),
             eta_decay: self.eta_decay.or(recommended.eta_decay),
             iterations: self.iters,
             batch: self.batch,
@@ -138,6 +181,11 @@ impl RunArgs {
                 OnNonFiniteArg::Continue => OnNonFinite::Continue,
             },
             threads: self.threads,
+            precise: self.precise.then_some(PreciseConfig {
+                rel_se: self.precise_rel_se,
+                min_samples: self.precise_min_samples,
+                max_samples: self.precise_max_samples,
+            }),
         }
     }
 
@@ -151,7 +199,8 @@ impl RunArgs {
             .map(|v| v.get_name().to_string());
         let est = est.unwrap_or_default();
         let smooths = matches!(self.estimator, EstimatorArg::Dsgd | EstimatorArg::Fixed);
-        if self.eta.is_some() && !smooths {
+        // `--eta auto` with another estimator is refused by the run's validation instead.
+        if matches!(self.eta, Some(EtaChoice::Value(_))) && !smooths {
             out.push(format!(
                 "--eta does not apply to --estimator {est} (only dsgd and fixed smooth); ignored"
             ));
@@ -219,7 +268,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     for warning in args.ignored_flags() {
         eprintln!("warning: {warning}");
     }
-    let loaded = load(&args.model, &args.source)?;
+    let loaded = load_with_data(&args.model, &args.source, args.data.as_deref())?;
     args.check_memory(&loaded.model)?;
     let recommended = if loaded.builtin {
         dsgd::models::recommended(&loaded.model.name)
@@ -255,6 +304,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         write_summary(&mut out, &report, own, &written)?;
     }
     out.flush()?;
+    if let Some(w) = &report.smoothing_warning {
+        eprintln!("warning: {w}");
+    }
     if report.iterations > 0 && report.skipped_steps == report.iterations {
         eprintln!(
             "error: every step was skipped: the gradient was never finite ({})",
@@ -313,7 +365,13 @@ fn write_summary(
 ) -> std::io::Result<()> {
     let mark = |yes: bool| if yes { " (the model's own)" } else { "" };
     let mut est = r.estimator.clone();
-    if let Some(eta) = r.eta {
+    if r.eta_auto {
+        est += " (eta auto";
+        if let Some(d) = r.eta_decay {
+            est += &format!(", decay {d}{}", mark(own.decay));
+        }
+        est += ")";
+    } else if let Some(eta) = r.eta {
         est += &format!(" (eta {eta}");
         if let Some(d) = r.eta_decay {
             est += &format!(", decay {d}{}", mark(own.decay));
@@ -341,6 +399,21 @@ fn write_summary(
         r.final_value,
         r.final_value_se
     )?;
+    if let Some(p) = &r.final_precise {
+        writeln!(
+            out,
+            "precise final {what} {:.6} ± {:.2e} (standard error, {} samples)",
+            p.value, p.se, p.samples
+        )?;
+    }
+    if let Some(last) = r.trajectory.last()
+        && let (Some(gap), Some(se)) = (last.gap, last.gap_se)
+    {
+        writeln!(
+            out,
+            "smoothing gap at the end: {gap:.6} ± {se:.2e} (smoothed minus original {what})"
+        )?;
+    }
     writeln!(out, "{}", r.convergence)?;
     if !r.params.0.is_empty() {
         writeln!(out, "parameters:")?;

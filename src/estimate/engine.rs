@@ -79,6 +79,12 @@ impl Engine {
         self.estimator.as_ref()
     }
 
+    /// Replaces the estimator (for a schedule chosen while the run goes, `--eta auto`); the
+    /// buffers stay, and so does noise drawn ahead, which does not depend on the estimator.
+    pub fn set_estimator(&mut self, estimator: Box<dyn Estimator>) {
+        self.estimator = estimator;
+    }
+
     /// The family evaluated at the last `theta`.
     pub fn family_state(&self) -> &FamilyState {
         &self.state

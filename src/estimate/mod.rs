@@ -4,20 +4,24 @@
 //! [`Engine`] drives batches, threads and averaging. Estimators never print and never draw
 //! their own Gaussian noise (the engine does), so all five see the same `z` for the same key.
 
-mod chacha;
+mod adaptive;
 mod engine;
 mod lyy18;
-mod normal;
+pub mod normal;
 mod pathwise;
+mod philox;
 mod problem;
+mod rloo;
 mod rng;
 mod schedule;
 mod score;
 
+pub use adaptive::{Adjustment, AutoEta, GapProbe, START_AMPLITUDE};
 pub use engine::{Engine, NonFinite};
 pub use lyy18::Lyy18;
 pub use pathwise::Pathwise;
 pub use problem::{Problem, Scratch};
+pub use rloo::Rloo;
 pub use rng::{Channel, Purpose, SampleRng, StreamKey};
 pub use schedule::{K_MATCH, Schedule};
 pub use score::Score;
@@ -43,15 +47,18 @@ pub enum EstimatorKind {
     Score,
     /// Reparameterisation plus the boundary term of Lee, Yu and Yang (2018).
     Lyy18,
+    /// Score with a leave-one-out baseline (variance reduction; unbiased).
+    Rloo,
 }
 
 impl EstimatorKind {
-    pub const ALL: [EstimatorKind; 5] = [
+    pub const ALL: [EstimatorKind; 6] = [
         EstimatorKind::Dsgd,
         EstimatorKind::Fixed,
         EstimatorKind::Reparam,
         EstimatorKind::Score,
         EstimatorKind::Lyy18,
+        EstimatorKind::Rloo,
     ];
 
     pub fn name(self) -> &'static str {
@@ -61,6 +68,7 @@ impl EstimatorKind {
             EstimatorKind::Reparam => "reparam",
             EstimatorKind::Score => "score",
             EstimatorKind::Lyy18 => "lyy18",
+            EstimatorKind::Rloo => "rloo",
         }
     }
 
@@ -89,7 +97,7 @@ impl FromStr for EstimatorKind {
 /// Why an estimator cannot be set up.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum EstimateError {
-    #[error("unknown estimator `{0}` (expected one of dsgd, fixed, reparam, score, lyy18)")]
+    #[error("unknown estimator `{0}` (expected one of dsgd, fixed, reparam, score, lyy18, rloo)")]
     UnknownEstimator(String),
     #[error("eta must be positive and finite, got {0}")]
     BadEta(f64),
@@ -154,5 +162,6 @@ pub fn build(
         EstimatorKind::Reparam => Box::new(Pathwise::new(kind, Schedule::Crisp)),
         EstimatorKind::Score => Box::new(Score),
         EstimatorKind::Lyy18 => Box::new(Lyy18::new(problem)?),
+        EstimatorKind::Rloo => Box::new(Rloo),
     })
 }

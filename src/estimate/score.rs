@@ -24,48 +24,70 @@ impl Estimator for Score {
         grads: &mut [f64],
         values: &mut [f64],
     ) {
-        let p = cx.problem;
-        let fam = &p.family;
-        let w = scratch.w;
-        let d = p.dim();
-        let m = fam.model_param_count();
-        let n = fam.latent_count();
-        let params = &cx.theta[..m];
-        let z = &scratch.z[..n * w];
-        // Only the model's own parameters need the tape's reverse sweep; without them the
-        // direct derivative of log p is zero and a forward pass suffices.
-        if m > 0 {
-            scratch.grad.resize(&p.tape, w);
-            p.tape.gradient(
-                &mut scratch.ws,
-                Semantics::Crisp,
-                params,
-                z,
-                &mut scratch.grad,
-            );
-            scratch.out[..w].copy_from_slice(&scratch.grad.value[..w]);
-        } else {
-            p.tape.forward(
-                &mut scratch.ws,
-                Semantics::Crisp,
-                params,
-                z,
-                &mut scratch.out[..w],
-            );
-        }
-        let logp = std::mem::take(&mut scratch.out);
-        p.f_values(cx.state, scratch, &logp, values);
-        scratch.out = logp;
-        grads[..m * w].copy_from_slice(&scratch.grad.params[..m * w]);
-        grads[m * w..d * w].fill(0.0);
-        #[cfg(target_arch = "x86_64")]
-        if crate::cpu::avx2_fma() {
-            // SAFETY: the CPU has AVX2 and FMA (checked just above).
-            unsafe { add_scores_avx2(cx, scratch, grads, values) };
-            return;
-        }
-        add_scores(cx, scratch, grads, values);
+        direct_and_values(cx, scratch, grads, values);
+        add_scores_with(cx, scratch, grads, values);
     }
+}
+
+/// The crisp `f` of the drawn lanes into `values` and its direct derivative `grad_theta f` at
+/// fixed `z` into `grads` (shared with the leave-one-out variant).
+pub(super) fn direct_and_values(
+    cx: &Context<'_>,
+    scratch: &mut Scratch,
+    grads: &mut [f64],
+    values: &mut [f64],
+) {
+    let p = cx.problem;
+    let fam = &p.family;
+    let w = scratch.w;
+    let d = p.dim();
+    let m = fam.model_param_count();
+    let n = fam.latent_count();
+    let params = &cx.theta[..m];
+    let z = &scratch.z[..n * w];
+    // Only the model's own parameters need the tape's reverse sweep; without them the
+    // direct derivative of log p is zero and a forward pass suffices.
+    if m > 0 {
+        scratch.grad.resize(&p.tape, w);
+        p.tape.gradient(
+            &mut scratch.ws,
+            Semantics::Crisp,
+            params,
+            z,
+            &mut scratch.grad,
+        );
+        scratch.out[..w].copy_from_slice(&scratch.grad.value[..w]);
+    } else {
+        p.tape.forward(
+            &mut scratch.ws,
+            Semantics::Crisp,
+            params,
+            z,
+            &mut scratch.out[..w],
+        );
+    }
+    let logp = std::mem::take(&mut scratch.out);
+    p.f_values(cx.state, scratch, &logp, values);
+    scratch.out = logp;
+    grads[..m * w].copy_from_slice(&scratch.grad.params[..m * w]);
+    grads[m * w..d * w].fill(0.0);
+}
+
+/// Adds `coeff_l * d log q(z_l) / d theta` to each lane's gradient sample (`coeff = f` for
+/// the plain estimator, `f` minus a baseline for the leave-one-out one).
+pub(super) fn add_scores_with(
+    cx: &Context<'_>,
+    scratch: &Scratch,
+    grads: &mut [f64],
+    coeff: &[f64],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::cpu::avx2_fma() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above).
+        unsafe { add_scores_avx2(cx, scratch, grads, coeff) };
+        return;
+    }
+    add_scores(cx, scratch, grads, coeff);
 }
 
 /// [`add_scores`] compiled for AVX2 (no fused multiply-adds, so the same bits).

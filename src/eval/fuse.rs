@@ -13,17 +13,51 @@ use super::instr::{Op, Step, operands};
 /// Not a slot.
 const NONE_SLOT: u32 = u32::MAX;
 
-/// Which steps read each slot (the output counts as a reader at `u32::MAX`).
-fn readers(steps: &[Step], uniform_steps: &[Step], n: usize, output: u32) -> Vec<Vec<u32>> {
-    let mut r = vec![Vec::new(); n];
-    r[output as usize].push(u32::MAX);
-    for st in steps.iter().chain(uniform_steps) {
-        let (ops, k) = operands(&st.op);
-        for &o in &ops[..k] {
-            r[o as usize].push(st.out);
+/// Which steps read each slot, in slot order (the output counts as a reader at `u32::MAX`;
+/// a step reading a slot twice is listed twice): one flat list with an offset per slot.
+struct Readers {
+    start: Vec<u32>,
+    of: Vec<u32>,
+}
+
+impl Readers {
+    fn new(steps: &[Step], uniform_steps: &[Step], n: usize, output: u32) -> Readers {
+        let each = |f: &mut dyn FnMut(u32, u32)| {
+            f(output, u32::MAX);
+            for st in steps.iter().chain(uniform_steps) {
+                let (ops, k) = operands(&st.op);
+                for &o in &ops[..k] {
+                    f(o, st.out);
+                }
+            }
+        };
+        let mut start = vec![0u32; n + 1];
+        each(&mut |o, _| start[o as usize + 1] += 1);
+        for i in 0..n {
+            start[i + 1] += start[i];
         }
+        let mut fill = start.clone();
+        let mut of = vec![0u32; start[n] as usize];
+        each(&mut |o, r| {
+            of[fill[o as usize] as usize] = r;
+            fill[o as usize] += 1;
+        });
+        for i in 0..n {
+            of[start[i] as usize..start[i + 1] as usize].sort_unstable();
+        }
+        Readers { start, of }
     }
-    r
+
+    fn of(&self, slot: u32) -> &[u32] {
+        &self.of[self.start[slot as usize] as usize..self.start[slot as usize + 1] as usize]
+    }
+
+    /// How many readers of `slot` lie strictly between `lo` and `hi` (a binary search).
+    fn between(&self, slot: u32, lo: u32, hi: u32) -> usize {
+        let r = self.of(slot);
+        r.partition_point(|&x| x < hi)
+            .saturating_sub(r.partition_point(|&x| x <= lo))
+    }
 }
 
 /// Where each lane step sits in `steps`, by slot (`usize::MAX` for other slots).
@@ -57,7 +91,7 @@ pub(super) fn fuse_normal_square(
     output: u32,
 ) -> Vec<u32> {
     let n = constant.len();
-    let readers = readers(steps, uniform_steps, n, output);
+    let readers = Readers::new(steps, uniform_steps, n, output);
     let at = positions(steps, n);
     let lane = |slot: u32| at[slot as usize] != usize::MAX;
     let mut gone = vec![false; steps.len()];
@@ -76,7 +110,7 @@ pub(super) fn fuse_normal_square(
             (None, Some(c)) => (c, a),
             _ => continue,
         };
-        let single = |slot: u32| lane(slot) && readers[slot as usize].len() == 1;
+        let single = |slot: u32| lane(slot) && readers.of(slot).len() == 1;
         if !single(p) {
             continue;
         }
@@ -131,6 +165,12 @@ pub(super) fn fuse_normal_square(
 /// base) read by some other step between its addition and the end of the chain would get
 /// that step's contribution in a different order once fused, so the chain starts after the
 /// last such term. Returns the slots fused away (the partial sums).
+///
+/// O(n log n) in the number of slots: each addition is visited once as a link of one chain,
+/// and whether a term has a reader outside the chain between two slots is a count (two
+/// binary searches in its sorted readers, less the chain's own readers of it in between,
+/// kept as running counts), not a walk over its readers: a node read by a million additions
+/// costs no more than one read once.
 pub(super) fn fuse_sum_chains(
     steps: &mut Vec<Step>,
     uniform_steps: &[Step],
@@ -138,7 +178,7 @@ pub(super) fn fuse_sum_chains(
     output: u32,
     chains: &mut Vec<(u32, bool)>,
 ) -> Vec<u32> {
-    let readers = readers(steps, uniform_steps, n, output);
+    let readers = Readers::new(steps, uniform_steps, n, output);
     let at = positions(steps, n);
     // The partial sum an addition extends: an operand that is itself a lane addition read
     // by nothing else (the later one if both are).
@@ -156,7 +196,7 @@ pub(super) fn fuse_sum_chains(
         }
         let extends = |o: u32| {
             at[o as usize] != usize::MAX
-                && readers[o as usize].len() == 1
+                && readers.of(o).len() == 1
                 && matches!(
                     steps[at[o as usize]].op,
                     Op::Binary { op: Binary::Add, a, b } if a != b
@@ -174,13 +214,10 @@ pub(super) fn fuse_sum_chains(
             extended[acc as usize] = true;
         }
     }
-    // A reader of `slot` strictly between `lo` and `hi` other than the chain's additions.
-    let read_between = |slot: u32, lo: u32, hi: u32, in_chain: &[bool]| {
-        readers[slot as usize]
-            .iter()
-            .any(|&r| r > lo && r < hi && !in_chain[r as usize])
-    };
-    let mut in_chain = vec![false; n];
+    // Per slot, how many reads of it the chain's links strictly between the link being
+    // looked at and the chain's end make (zero again after each chain).
+    let mut chain_reads = vec![0u32; n];
+    let mut links = Vec::new();
     let mut gone = vec![false; steps.len()];
     let mut fused = Vec::new();
     let mut replaced = Vec::new();
@@ -197,21 +234,35 @@ pub(super) fn fuse_sum_chains(
         }
         // `st` ends a chain: walk back while the partial sums extend it.
         let end = st.out;
-        let mut links = vec![end];
+        links.clear();
+        links.push(end);
         let mut cur = *st;
         while let Some((acc, _, _)) = acc_of(&cur) {
             links.push(acc);
             cur = steps[at[acc as usize]];
         }
         links.reverse();
-        for &l in &links {
-            in_chain[l as usize] = true;
-        }
+        let last = links.len() - 1;
+        let count_reads = |k: usize, chain_reads: &mut Vec<u32>, by: i64| {
+            let (ops, m) = operands(&steps[at[links[k] as usize]].op);
+            for &o in &ops[..m] {
+                chain_reads[o as usize] = (chain_reads[o as usize] as i64 + by) as u32;
+            }
+        };
+        // A reader of `slot` strictly between link `k` and the end other than the links.
+        let read_between = |slot: u32, k: usize, chain_reads: &[u32]| {
+            readers.between(slot, links[k], end) > chain_reads[slot as usize] as usize
+        };
         // The chain starts after the last addition whose term is read in between.
         let mut start = 0;
+        let mut counted = last; // links[counted..last] are in `chain_reads`
         for k in (1..links.len()).rev() {
+            while counted > k + 1 {
+                counted -= 1;
+                count_reads(counted, &mut chain_reads, 1);
+            }
             let (_, term, _) = acc_of(&steps[at[links[k] as usize]]).expect("a link");
-            if read_between(term, links[k], end, &in_chain) {
+            if read_between(term, k, &chain_reads) {
                 start = k + 1;
                 break;
             }
@@ -220,15 +271,20 @@ pub(super) fn fuse_sum_chains(
             Op::Binary { a, b, .. } => (a, b),
             _ => (NONE_SLOT, NONE_SLOT),
         };
-        if start == 0
-            && (a == NONE_SLOT
-                || read_between(a, links[0], end, &in_chain)
-                || read_between(b, links[0], end, &in_chain))
-        {
-            start = 1;
+        if start == 0 {
+            while counted > 1 {
+                counted -= 1;
+                count_reads(counted, &mut chain_reads, 1);
+            }
+            if a == NONE_SLOT
+                || read_between(a, 0, &chain_reads)
+                || read_between(b, 0, &chain_reads)
+            {
+                start = 1;
+            }
         }
-        for &l in &links {
-            in_chain[l as usize] = false;
+        for k in counted..last {
+            count_reads(k, &mut chain_reads, -1);
         }
         let chain = &links[start..];
         if chain.len() < 2 {

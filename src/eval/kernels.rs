@@ -74,7 +74,7 @@ fn masked(d: f64, local: f64) -> f64 {
     if d == 0.0 { 0.0 } else { c }
 }
 
-/// `op(a)` on every lane; `exp` and `ln` by [`vmath`] (the same bits, in vector code).
+/// `op(a)` on every lane; `exp` and `ln` by [`vmath`] (the scalar definitions' lane loops).
 #[inline(always)]
 pub fn unary_forward(op: Unary, a: &Lanes) -> Lanes {
     match op {

@@ -12,7 +12,8 @@
 //! adjoints receive their contributions in the unfused order; a tape compiled for some latents
 //! only (`Tape::compile_active`) skips adjoints nobody reads, and `Tape::forward_forced`
 //! right after a crisp sweep of the same chunk redoes only the steps whose inputs changed;
-//! `exp` and `ln` lanes come from `vmath`, which gives the standard library's bits.
+//! `exp` and `ln` lanes come from `vmath`, the lane loops of `crate::elementary`'s scalar
+//! definitions (the reference's own functions).
 //!
 //! The modules, each importing only those listed before it: `instr` (the instruction set),
 //! `fuse` and `plan` (compile-time passes), `workspace`, `tape` (the compiled tape),

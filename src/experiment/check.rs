@@ -21,6 +21,9 @@ pub struct CheckReport {
     /// Every guard is safe: the convergence theorem applies.
     pub safe: bool,
     pub unsafe_guards: Vec<GuardNote>,
+    /// Guards that read a parameter directly: Reparam and Score are then biased (their crisp
+    /// gradients miss the moving boundary) even when every guard is safe.
+    pub param_dependent_guards: Vec<GuardNote>,
     /// Number of guards that are affine in the latents.
     pub affine_guards: usize,
     pub lyy18_applicable: bool,
@@ -97,6 +100,14 @@ impl CheckReport {
             location: where_(g.index, g.span),
             reason: why.to_string(),
         });
+        let param_dependent_guards = a
+            .param_dependent()
+            .map(|g| GuardNote {
+                index: g.index,
+                location: where_(g.index, g.span),
+                reason: "the guard depends on a parameter directly".to_string(),
+            })
+            .collect();
         let fixed_latents = model
             .latents
             .iter()
@@ -151,6 +162,7 @@ impl CheckReport {
             nodes: p.node_count(),
             safe: a.safe(),
             unsafe_guards,
+            param_dependent_guards,
             affine_guards: a.guards.iter().filter(|g| g.affine.is_ok()).count(),
             lyy18_applicable: a.all_affine(),
             lyy18_blocked_by,
@@ -230,6 +242,16 @@ impl std::fmt::Display for CheckReport {
             if groups.len() > 10 {
                 writeln!(f, "    ... and {} more places", groups.len() - 10)?;
             }
+        }
+        if let Some(first) = self.param_dependent_guards.first() {
+            writeln!(
+                f,
+                "  warning        {} guard(s) depend on a parameter directly (first at {}): \
+                 Reparam and Score are biased there; only smoothing (dsgd, fixed) accounts \
+                 for the moving boundary (see `dsgd advise`)",
+                self.param_dependent_guards.len(),
+                first.location
+            )?;
         }
         writeln!(
             f,

@@ -129,7 +129,7 @@ fn spread_of(
     let means: Vec<f64> = cmp
         .cells
         .iter()
-        .filter(|c| c.arm.estimator == kind)
+        .filter(|c| c.arm.estimator == kind && c.arm.eta.is_some())
         .map(stat)
         .collect();
     if means.len() < 2 || means.iter().any(|m| !m.is_finite()) {
@@ -253,4 +253,23 @@ pub fn check_claims(results: &[ModelResults<'_>], eta: f64) -> Vec<Claim> {
         evidence,
     });
     claims
+}
+
+/// [`check_claims`] on the precise final values instead of the 1,000-sample ones (the
+/// variance claims do not read final values and come out the same); `None` when some run
+/// has no precise value.
+pub fn check_claims_precise(results: &[ModelResults<'_>], eta: f64) -> Option<Vec<Claim>> {
+    let precise: Vec<ModelComparison> = results
+        .iter()
+        .map(|r| r.comparison.with_precise_finals())
+        .collect::<Option<_>>()?;
+    let results: Vec<ModelResults<'_>> = precise
+        .iter()
+        .zip(results)
+        .map(|(comparison, r)| ModelResults {
+            comparison,
+            variance: r.variance,
+        })
+        .collect();
+    Some(check_claims(&results, eta))
 }

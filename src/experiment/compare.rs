@@ -8,6 +8,7 @@
 use serde::Serialize;
 
 use super::plot::{Legend, LinePlot, Series, YScale};
+use super::precise::PreciseValue;
 use super::report::RunReport;
 use super::run::RunConfig;
 use super::sweep::Job;
@@ -33,14 +34,37 @@ impl Arm {
         run.estimator == self.estimator.name()
             && match self.eta {
                 Some(e) => run.eta.is_some_and(|x| (x - e).abs() < 1e-9),
-                None => true,
+                None => run.eta_auto == self.is_auto(),
             }
+    }
+
+    /// DSGD with `--eta auto`: the smoothing arm without an eta.
+    pub fn is_auto(&self) -> bool {
+        self.estimator == EstimatorKind::Dsgd && self.eta.is_none()
+    }
+
+    /// The arm of a run's configuration.
+    pub fn of(config: &RunConfig) -> Arm {
+        Arm {
+            estimator: config.estimator,
+            eta: (config.estimator.uses_eta() && !config.eta_auto).then_some(config.eta),
+        }
+    }
+
+    /// How the tables print the arm's eta: the number, `auto`, or a dash.
+    pub fn eta_text(&self) -> String {
+        match self.eta {
+            Some(eta) => eta.to_string(),
+            None if self.is_auto() => "auto".into(),
+            None => "–".into(),
+        }
     }
 
     /// `dsgd η=0.1`, `score`.
     pub fn label(&self) -> String {
         match self.eta {
             Some(eta) => format!("{} η={eta}", self.estimator.name()),
+            None if self.is_auto() => format!("{} η=auto", self.estimator.name()),
             None => self.estimator.name().to_string(),
         }
     }
@@ -49,6 +73,7 @@ impl Arm {
     pub fn slug(&self) -> String {
         match self.eta {
             Some(eta) => format!("{}-eta{eta}", self.estimator.name()),
+            None if self.is_auto() => format!("{}-auto", self.estimator.name()),
             None => self.estimator.name().to_string(),
         }
     }
@@ -69,7 +94,8 @@ pub fn lyy18_refusal(model: &Model) -> Option<String> {
     }
 }
 
-/// The arms of a comparison, in table order: DSGD per eta, Fixed per eta, Score, Reparam,
+/// The arms of a comparison, in table order: DSGD per eta and with `--eta auto`, Fixed per eta, Score, RLOO (Score
+/// with a leave-one-out baseline), Reparam,
 /// and LYY18 when `lyy18` is true.
 pub fn arms(etas: &[f64], lyy18: bool) -> Vec<Arm> {
     let mut v = Vec::new();
@@ -78,9 +104,20 @@ pub fn arms(etas: &[f64], lyy18: bool) -> Vec<Arm> {
             estimator: kind,
             eta: Some(eta),
         }));
+        if kind == EstimatorKind::Dsgd {
+            // `--eta auto`, beside the etas it should make unnecessary.
+            v.push(Arm {
+                estimator: kind,
+                eta: None,
+            });
+        }
     }
     v.push(Arm {
         estimator: EstimatorKind::Score,
+        eta: None,
+    });
+    v.push(Arm {
+        estimator: EstimatorKind::Rloo,
         eta: None,
     });
     v.push(Arm {
@@ -107,6 +144,7 @@ pub fn jobs(model: usize, arms: &[Arm], seeds: u64, base: &RunConfig) -> Vec<Job
                 config: RunConfig {
                     estimator: arm.estimator,
                     eta: arm.eta.unwrap_or(base.eta),
+                    eta_auto: arm.is_auto(),
                     seed,
                     ..base.clone()
                 },
@@ -158,6 +196,12 @@ pub struct Cell {
     /// Final ELBO per seed, in seed order.
     pub final_elbo: Vec<f64>,
     pub summary: Summary,
+    /// The precise final value per seed, in seed order, where the runs measured one.
+    pub final_precise: Vec<Option<PreciseValue>>,
+    /// The standard error each seed's final value states from its own samples.
+    pub final_value_se: Vec<f64>,
+    /// [`Summary`] of the precise values (`n` is 0 when none was measured).
+    pub precise_summary: Summary,
     /// Mean over every logged iterate of every seed of `Avg(V(.))` and of `V(||.||_2)`.
     pub mean_var_component: f64,
     pub mean_var_norm: f64,
@@ -180,6 +224,20 @@ pub struct ModelComparison {
 }
 
 impl ModelComparison {
+    /// The same comparison with every cell's final values replaced by the precise ones,
+    /// when every run of every cell has one (`None` otherwise): the claims and tables on
+    /// precise values are the same functions applied to this.
+    pub fn with_precise_finals(&self) -> Option<ModelComparison> {
+        let mut cmp = self.clone();
+        for c in &mut cmp.cells {
+            let values: Option<Vec<f64>> =
+                c.final_precise.iter().map(|p| p.map(|p| p.value)).collect();
+            c.final_elbo = values?;
+            c.summary = Summary::of(&c.final_elbo);
+        }
+        Some(cmp)
+    }
+
     pub fn cell(&self, kind: EstimatorKind, eta: Option<f64>) -> Option<&Cell> {
         self.cells.iter().find(|c| {
             c.arm.estimator == kind
@@ -209,6 +267,8 @@ pub fn aggregate(
             let runs: Vec<&RunReport> =
                 reports.iter().copied().filter(|r| arm.matches(r)).collect();
             let finals: Vec<f64> = runs.iter().map(|r| r.final_value).collect();
+            let precise: Vec<Option<PreciseValue>> = runs.iter().map(|r| r.final_precise).collect();
+            let precise_values: Vec<f64> = precise.iter().flatten().map(|p| p.value).collect();
             let mean_of = |get: &dyn Fn(&super::report::TrajectoryRow) -> f64| {
                 let v: Vec<f64> = runs
                     .iter()
@@ -225,6 +285,9 @@ pub fn aggregate(
                 arm: *arm,
                 summary: Summary::of(&finals),
                 final_elbo: finals,
+                precise_summary: Summary::of(&precise_values),
+                final_precise: precise,
+                final_value_se: runs.iter().map(|r| r.final_value_se).collect(),
                 mean_var_component: mean_of(&|r| r.var_component),
                 mean_var_norm: mean_of(&|r| r.var_norm),
                 late_elbo_std: {
@@ -291,7 +354,11 @@ pub fn trajectory_plot(model: &str, arms: &[Arm], reports: &[&RunReport], seeds:
         series.push(Series::new(
             arm.label(),
             arm.estimator.name(),
-            arm.eta.map(|e| e.to_string()).unwrap_or_default(),
+            match arm.eta {
+                Some(e) => e.to_string(),
+                None if arm.is_auto() => "auto".into(),
+                None => String::new(),
+            },
             mean_trajectory(&runs),
         ));
     }

@@ -3,17 +3,20 @@
 //! Only this layer (and the binary) touches the file system; estimators and optimisers
 //! report through the [`observe::Observer`] hooks and return values.
 
+pub mod advise;
 pub mod check;
 pub mod claims;
 pub mod compare;
 pub mod convergence;
 pub mod cost;
 pub mod diagnose;
+pub mod fidelity_md;
 pub mod figure1a;
 pub mod observe;
 pub mod outdir;
 pub mod paper;
 pub mod plot;
+pub mod precise;
 pub mod report;
 pub mod report_md;
 pub mod reproduce;

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
+use super::precise::PreciseValue;
 pub use super::summary::LatentSummary;
 
 /// One measurement: at iteration `iter` (steps taken so far), the crisp objective estimate,
@@ -31,6 +32,14 @@ pub struct TrajectoryRow {
     pub var_norm: f64,
     /// The accuracy coefficient the estimator used at this iteration (smoothed estimators).
     pub eta: Option<f64>,
+    /// The smoothed objective at `eta` on the same samples as `value` (smoothed estimators).
+    pub smoothed: Option<f64>,
+    /// The smoothing gap `smoothed - value`: how far the problem the estimator differentiates
+    /// is from the original one at this iterate.
+    pub gap: Option<f64>,
+    /// The standard error of `gap` (the per-sample differences' sd over the square root of
+    /// their number).
+    pub gap_se: Option<f64>,
     /// The model's own parameters at this iterate, in the order of `RunReport::params`.
     pub params: Vec<f64>,
     /// Each fitted latent's family location (guide mean in VI), in the order of
@@ -126,6 +135,9 @@ pub struct RunReport {
     pub estimator: String,
     /// `--eta` (the accuracy at iteration 4000, or Fixed's constant); null when unused.
     pub eta: Option<f64>,
+    /// True when DSGD chose its accuracy from the run's measurements (`--eta auto`; `eta`
+    /// is then null and the trajectory's `eta` shows the accuracy used at each measurement).
+    pub eta_auto: bool,
     /// The decay of DSGD's schedule; null for other estimators.
     pub eta_decay: Option<f64>,
     /// `adam` or `sgd`.
@@ -153,6 +165,11 @@ pub struct RunReport {
     /// `final_value` again, present only when `kind` is `elbo`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub final_elbo: Option<f64>,
+    /// The objective at the final parameters from many fresh samples, with its standard
+    /// error (`value`, `se`, `samples`); only when asked for (`dsgd run --precise`, and in
+    /// `dsgd reproduce`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_precise: Option<PreciseValue>,
     /// The model's own parameters (`param`) at the end, by name (an empty object if none).
     pub params: NamedValues,
     /// Each fitted latent's distribution at the end, in its own units (fixed latents are
@@ -172,6 +189,9 @@ pub struct RunReport {
     pub stop_message: Option<String>,
     /// Steps skipped because the gradient was not finite (`--on-nonfinite continue`).
     pub skipped_steps: u64,
+    /// Set when a smoothing run ends with a smoothing gap larger than its noise: the answer
+    /// is then that of the smoothed problem, not yet of the original one.
+    pub smoothing_warning: Option<String>,
     /// The measurements, every `log_every` iterations and at the end.
     pub trajectory: Vec<TrajectoryRow>,
     /// Wall-clock time of the run.
@@ -185,7 +205,8 @@ impl RunReport {
     }
 
     /// The trajectory as CSV: `iter`, the value (`elbo` or `objective`) and its standard
-    /// error, the variances, `eta`, then one column per parameter and `loc[z]`, `scale[z]`
+    /// error, the variances, `eta`, the smoothed value, the smoothing gap and its standard
+    /// error (empty unless smoothed), then one column per parameter and `loc[z]`, `scale[z]`
     /// per fitted latent.
     pub fn trajectory_csv(&self) -> Result<String, csv::Error> {
         let mut w = csv::Writer::from_writer(Vec::new());
@@ -197,6 +218,9 @@ impl RunReport {
             "var_component".into(),
             "var_norm".into(),
             "eta".into(),
+            "smoothed".into(),
+            "gap".into(),
+            "gap_se".into(),
         ];
         header.extend(self.params.names().map(String::from));
         for l in &self.latents {
@@ -213,6 +237,9 @@ impl RunReport {
                 num(row.var_component),
                 num(row.var_norm),
                 row.eta.map(num).unwrap_or_default(),
+                row.smoothed.map(num).unwrap_or_default(),
+                row.gap.map(num).unwrap_or_default(),
+                row.gap_se.map(num).unwrap_or_default(),
             ];
             rec.extend(row.params.iter().copied().map(num));
             for (loc, scale) in row.latent_loc.iter().zip(&row.latent_scale) {

@@ -16,6 +16,7 @@ use super::cost::{self, Cost, CostConfig};
 use super::figure1a::write_figure1a;
 use super::outdir::{OutDir, OutDirError};
 use super::plot::{PlotError, write_svg_and_png};
+use super::precise::PreciseConfig;
 use super::report::{RunReport, write_atomic};
 use super::run::{OnNonFinite, RunConfig, RunError};
 use super::sweep::{self, Job};
@@ -55,6 +56,11 @@ pub struct ReproduceConfig {
     pub log_samples: usize,
     /// The eta whose DSGD and Fixed runs give Table 2's variances.
     pub variance_eta: f64,
+    /// Seeds of the band cells judged by their median (`tables::judged_by_median`: xornet);
+    /// the first `seeds` of them are Table 1's, the rest are run for the band only.
+    pub band_median_seeds: u64,
+    /// Each run's precise final value (see [`super::precise`]); `None`: not measured.
+    pub precise: Option<PreciseConfig>,
     #[serde(skip)]
     pub cost: CostConfig,
 }
@@ -73,6 +79,12 @@ impl ReproduceConfig {
             log_every: 100,
             log_samples: 1000,
             variance_eta: 0.1,
+            band_median_seeds: 20,
+            precise: Some(PreciseConfig {
+                rel_se: 1e-3,
+                min_samples: 1 << 15,
+                max_samples: 1 << 18,
+            }),
             cost: CostConfig::default(),
         }
     }
@@ -83,9 +95,15 @@ impl ReproduceConfig {
         ReproduceConfig {
             quick: true,
             seeds: 2,
+            band_median_seeds: 2,
             etas: vec![0.1, 0.14],
             iterations: 1000,
             log_samples: 200,
+            precise: Some(PreciseConfig {
+                rel_se: 1e-3,
+                min_samples: 1 << 13,
+                max_samples: 1 << 15,
+            }),
             cost: CostConfig {
                 batch: 16,
                 warmup_seconds: 0.02,
@@ -111,6 +129,7 @@ impl ReproduceConfig {
             log_every: self.log_every,
             log_samples: self.log_samples,
             on_nonfinite: OnNonFinite::Stop,
+            precise: self.precise,
             ..RunConfig::default()
         }
     }
@@ -154,6 +173,8 @@ pub struct ModelOutcome {
     pub eta_decay: f64,
     pub costs: Vec<Cost>,
     pub variance: Vec<VarianceRow>,
+    /// The band cells judged by their median, over all their seeds.
+    pub median_cells: Vec<tables::MedianCell>,
     /// The trajectory figure, relative to the output directory, without extension.
     pub figure: String,
 }
@@ -215,7 +236,35 @@ pub fn reproduce(
         let base = config.base_run(&config.models[i]);
         let range = jobs.len()..jobs.len() + arms.len() * config.seeds as usize;
         jobs.extend(compare::jobs(i, &arms, config.seeds, &base));
-        plans.push((arms, note, range));
+        // The median rule's extra seeds, after every model's table runs.
+        let extra: Vec<compare::Arm> = if tables::judged_by_median(&config.models[i]) {
+            arms.iter()
+                .copied()
+                .filter(|a| tables::in_band_scope(&config.models[i], a))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        plans.push((arms, note, range, extra));
+    }
+    let mut extra_ranges = Vec::new();
+    for (i, plan) in plans.iter().enumerate() {
+        let start = jobs.len();
+        let base = config.base_run(&config.models[i]);
+        for arm in &plan.3 {
+            for seed in config.seeds..config.band_median_seeds {
+                jobs.push(Job {
+                    model: i,
+                    config: RunConfig {
+                        estimator: arm.estimator,
+                        eta: arm.eta.unwrap_or(base.eta),
+                        seed,
+                        ..base.clone()
+                    },
+                });
+            }
+        }
+        extra_ranges.push(start..jobs.len());
     }
     for job in &jobs {
         job.config
@@ -241,14 +290,15 @@ pub fn reproduce(
     out_dir.wrote([svg, png]);
     let cost_clock = Instant::now();
     let mut outcomes = Vec::new();
-    for (i, (arms, note, range)) in plans.into_iter().enumerate() {
+    for (i, ((arms, note, range, extra), extra_range)) in
+        plans.into_iter().zip(extra_ranges).enumerate()
+    {
         let name = &config.models[i];
         let runs: Vec<&RunReport> = reports[range.clone()].iter().collect();
-        for (job, r) in jobs[range].iter().zip(&runs) {
-            let arm = compare::Arm {
-                estimator: job.config.estimator,
-                eta: job.config.estimator.uses_eta().then_some(job.config.eta),
-            };
+        let extra_runs: Vec<&RunReport> = reports[extra_range.clone()].iter().collect();
+        let all_jobs = jobs[range].iter().chain(&jobs[extra_range]);
+        for (job, r) in all_jobs.zip(runs.iter().chain(&extra_runs)) {
+            let arm = compare::Arm::of(&job.config);
             let dir = out
                 .join("runs")
                 .join(name)
@@ -257,6 +307,18 @@ pub fn reproduce(
             out_dir.wrote(r.write_to(&dir).map_err(io(&dir))?);
         }
         let comparison = compare::aggregate(name, &arms, &runs, note);
+        let median_cells = extra
+            .iter()
+            .map(|arm| tables::MedianCell {
+                arm: arm.label(),
+                final_elbo: runs
+                    .iter()
+                    .chain(&extra_runs)
+                    .filter(|r| arm.matches(r))
+                    .map(|r| r.final_value)
+                    .collect(),
+            })
+            .collect();
         let plot = compare::trajectory_plot(name, &arms, &runs, config.seeds);
         let (svg, png) = write_svg_and_png(&plot, &figures.join(name), 1000, 620)?;
         out_dir.wrote([svg, png]);
@@ -286,6 +348,7 @@ pub fn reproduce(
             eta_decay: decay,
             costs,
             variance,
+            median_cells,
             figure: format!("figures/{name}"),
         });
     }

@@ -15,10 +15,12 @@ use thiserror::Error;
 
 use super::convergence::{RunFacts, assess};
 use super::observe::Observer;
+use super::precise::{self, PreciseConfig};
 use super::report::{NamedValues, ObjectiveKind, RunReport, StopReason, TrajectoryRow};
 use super::summary::{guide_moments, latent_summaries, param_values};
 use crate::estimate::{
-    self, Engine, EstimateError, EstimatorKind, NonFinite, Problem, Purpose, StreamKey,
+    self, Adjustment, AutoEta, Engine, EstimateError, EstimatorKind, GapProbe, NonFinite, Pathwise,
+    Problem, Purpose, StreamKey,
 };
 use crate::family::FamilyError;
 use crate::ir::{Mode, Model};
@@ -42,6 +44,9 @@ pub struct RunConfig {
     pub eta: f64,
     /// DSGD's decay; `None` means `1 / (2 l)` from the nesting depth.
     pub eta_decay: Option<f64>,
+    /// `--eta auto`: DSGD's accuracy is chosen from the run's measurements
+    /// (`estimate::AutoEta`) and `eta` is not read.
+    pub eta_auto: bool,
     pub iterations: u64,
     pub batch: usize,
     pub optimizer: OptimizerConfig,
@@ -51,6 +56,9 @@ pub struct RunConfig {
     pub on_nonfinite: OnNonFinite,
     /// Worker threads; `None` uses rayon's global pool.
     pub threads: Option<usize>,
+    /// Measure the objective at the final parameters precisely (many samples, a stated
+    /// standard error) besides the paper's 1,000-sample final value; `None`: do not.
+    pub precise: Option<PreciseConfig>,
 }
 
 impl Default for RunConfig {
@@ -59,6 +67,7 @@ impl Default for RunConfig {
             estimator: EstimatorKind::Dsgd,
             eta: 0.1,
             eta_decay: None,
+            eta_auto: false,
             iterations: 10_000,
             batch: 16,
             optimizer: OptimizerConfig::Adam(Default::default()),
@@ -67,6 +76,7 @@ impl Default for RunConfig {
             log_samples: 1000,
             on_nonfinite: OnNonFinite::Stop,
             threads: None,
+            precise: None,
         }
     }
 }
@@ -93,6 +103,12 @@ impl RunConfig {
         let bad = |s: String| Err(RunError::Config(s));
         if !(self.eta > 0.0 && self.eta.is_finite()) {
             return bad(format!("eta must be positive and finite, got {}", self.eta));
+        }
+        if self.eta_auto && self.estimator != EstimatorKind::Dsgd {
+            return bad(format!(
+                "eta auto adapts DSGD's schedule only, not {}'s",
+                self.estimator
+            ));
         }
         if let Some(d) = self.eta_decay.filter(|d| !(*d >= 0.0 && d.is_finite())) {
             return bad(format!(
@@ -132,6 +148,9 @@ impl RunConfig {
         }
         if self.threads == Some(0) {
             return bad("threads must be at least 1".into());
+        }
+        if let Some(p) = &self.precise {
+            p.validate().map_err(RunError::Config)?;
         }
         Ok(())
     }
@@ -180,12 +199,17 @@ fn run_in_pool(
     let decay = config
         .eta_decay
         .unwrap_or_else(|| problem.analysis().default_eta_decay());
-    let estimator = estimate::build(config.estimator, &problem, config.eta, Some(decay))?;
+    let auto = config
+        .eta_auto
+        .then(|| AutoEta::new(estimate::START_AMPLITUDE, decay));
+    let eta = auto.map_or(config.eta, |a| a.amplitude());
+    let estimator = estimate::build(config.estimator, &problem, eta, Some(decay))?;
     // The measurements get their own engine, so that they can run beside the steps.
-    let probe_estimator = estimate::build(config.estimator, &problem, config.eta, Some(decay))?;
+    let probe_estimator = estimate::build(config.estimator, &problem, eta, Some(decay))?;
     let probe = Engine::new(problem.clone(), probe_estimator);
     let mut engine = Engine::new(problem, estimator);
     let mut runner = Runner::new(&mut engine, probe, config, cancel);
+    runner.auto = auto;
     for o in observers.iter_mut() {
         o.started(config.iterations);
     }
@@ -204,6 +228,10 @@ fn run_in_pool(
     } = runner;
     let problem = engine.problem();
     let family = problem.family();
+    // A parameter vector the family rejects has no precise value (the run's message says why).
+    let final_precise = config
+        .precise
+        .and_then(|p| precise::measure(problem, &theta, config.seed, done, &p).ok());
     let kind = config.estimator;
     let objective = match problem.mode() {
         Mode::Variational => ObjectiveKind::Elbo,
@@ -233,7 +261,8 @@ fn run_in_pool(
         }
         .to_string(),
         estimator: kind.name().to_string(),
-        eta: kind.uses_eta().then_some(config.eta),
+        eta: (kind.uses_eta() && !config.eta_auto).then_some(config.eta),
+        eta_auto: config.eta_auto,
         eta_decay: (kind == EstimatorKind::Dsgd).then_some(decay),
         optimizer: config.optimizer.name().to_string(),
         lr: config.optimizer.lr(),
@@ -250,6 +279,7 @@ fn run_in_pool(
         final_value,
         final_value_se: last.map_or(f64::NAN, |r| r.value_se),
         final_elbo: (objective == ObjectiveKind::Elbo).then_some(final_value),
+        final_precise,
         params,
         latents,
         converged: verdict.converged,
@@ -259,6 +289,7 @@ fn run_in_pool(
         stop_reason: stop,
         stop_message: message,
         skipped_steps: skipped,
+        smoothing_warning: last.and_then(smoothing_warning),
         trajectory,
         seconds: clock.elapsed().as_secs_f64(),
     };
@@ -278,6 +309,8 @@ struct Runner<'a> {
     theta: Vec<f64>,
     trajectory: Vec<TrajectoryRow>,
     norms: Vec<f64>,
+    /// `--eta auto`'s controller.
+    auto: Option<AutoEta>,
     stop: StopReason,
     message: Option<String>,
     skipped: u64,
@@ -314,6 +347,7 @@ impl<'a> Runner<'a> {
             cancel,
             trajectory: Vec::new(),
             norms: Vec::new(),
+            auto: None,
             stop: StopReason::Completed,
             message: None,
             skipped: 0,
@@ -347,6 +381,7 @@ impl<'a> Runner<'a> {
                 || steps(engine, cfg, optimizer.as_mut(), theta, k..end, cancel),
                 || measure(probe, cfg, &start_theta, k, norms),
             );
+            self.adapt_eta(&measured);
             if !self.record(measured, observers) {
                 // The run ended at the measurement: the segment's steps never happened.
                 self.theta = start_theta;
@@ -377,6 +412,32 @@ impl<'a> Runner<'a> {
                 &mut self.norms,
             );
             self.record(measured, observers);
+        }
+    }
+
+    /// `--eta auto`: the measurement's smoothing gap adjusts the schedule of the next
+    /// segment's steps and measurement (this segment's steps ran beside the measurement).
+    fn adapt_eta(&mut self, measured: &Measured) {
+        let (Some(auto), Ok((row, _))) = (self.auto.as_mut(), measured) else {
+            return;
+        };
+        let (Some(smoothed), Some(gap), Some(gap_se)) = (row.smoothed, row.gap, row.gap_se) else {
+            return;
+        };
+        let probe = GapProbe {
+            // Rows are in the user's sense (`minimize E` logs `E`); progress is upwards.
+            smoothed: self.engine.problem().objective_sign() * smoothed,
+            gap,
+            gap_se,
+            value_se: row.value_se,
+        };
+        if auto.update(&probe) != Adjustment::Kept {
+            for e in [&mut *self.engine, &mut self.probe] {
+                e.set_estimator(Box::new(Pathwise::new(
+                    EstimatorKind::Dsgd,
+                    auto.schedule(),
+                )));
+            }
         }
     }
 
@@ -505,7 +566,19 @@ fn measure(
     norms.clear();
     engine.for_each_sample(|g| norms.push(g.map(|x| x * x).sum::<f64>().sqrt()));
     let var_norm = sample_variance(norms.iter().copied());
-    let eta = engine.estimator().semantics(k);
+    let eta = match engine.estimator().semantics(k) {
+        crate::ir::Semantics::Smoothed { eta } => Some(eta),
+        _ => None,
+    };
+    let gap = eta.map(|_| {
+        let diffs = engine
+            .values()
+            .iter()
+            .zip(crisp)
+            .map(|(s, c)| sign * (s - c));
+        let gap = diffs.clone().sum::<f64>() / n as f64;
+        (gap, (sample_variance(diffs) / n as f64).sqrt())
+    });
     let family = engine.problem().family();
     let (latent_loc, latent_scale) = guide_moments(family, theta);
     let row = TrajectoryRow {
@@ -514,10 +587,10 @@ fn measure(
         value_se,
         var_component,
         var_norm,
-        eta: match eta {
-            crate::ir::Semantics::Smoothed { eta } => Some(eta),
-            _ => None,
-        },
+        eta,
+        smoothed: gap.map(|(g, _)| elbo + g),
+        gap: gap.map(|(g, _)| g),
+        gap_se: gap.map(|(_, se)| se),
         params: theta[..family.model_param_count()].to_vec(),
         latent_loc,
         latent_scale,
@@ -531,6 +604,27 @@ fn measure(
     });
     Ok((row, problem))
 }
+
+/// Why the final answer is still that of the smoothed problem, when the last measurement's
+/// smoothing gap exceeds its noise: both the gap's own standard error and the standard
+/// error of the objective estimate, so that a gap nobody could see in the reported objective
+/// does not warn.
+fn smoothing_warning(row: &TrajectoryRow) -> Option<String> {
+    let (eta, gap, se) = (row.eta?, row.gap?, row.gap_se?);
+    let noise = se.max(row.value_se);
+    (gap.abs() > GAP_NOISE_FACTOR * noise).then(|| {
+        format!(
+            "at the end (eta {eta:.3e}) the smoothed objective differs from the original by \
+             {gap:.4} (standard error {se:.2e}; objective's {:.2e}): the result is that of the \
+             smoothed problem, not yet of the original one; tighten eta further (more \
+             iterations, a smaller --eta, or --eta auto)",
+            row.value_se
+        )
+    })
+}
+
+/// How many standard errors a final smoothing gap must exceed to be reported.
+pub const GAP_NOISE_FACTOR: f64 = 2.0;
 
 /// The sample variance (ddof 1), two-pass for accuracy.
 fn sample_variance(xs: impl Iterator<Item = f64> + Clone) -> f64 {

@@ -30,6 +30,9 @@ pub struct GuardInfo {
     pub guard_depth: u32,
     /// `None` when the guard is safe (the paper's SGuard), else why not.
     pub unsafe_reason: Option<UnsafeReason>,
+    /// The guard reads a parameter directly, so its boundary moves with theta: the crisp
+    /// gradients (Reparam, Score) miss that motion and only smoothing accounts for it.
+    pub depends_on_param: bool,
     /// The guard as `c + a . z`, or why it is not of that form.
     pub affine: Result<AffineGuard, NotAffine>,
 }
@@ -126,6 +129,11 @@ impl Analysis {
             .find_map(|g| g.affine.clone().err().map(|e| (g, e)))
     }
 
+    /// The if-statements whose guard reads a parameter directly.
+    pub fn param_dependent(&self) -> impl Iterator<Item = &GuardInfo> {
+        self.guards.iter().filter(|g| g.depends_on_param)
+    }
+
     /// The accuracy decay the paper's theorem suggests: `1 / (2 l)` (0.5 when `l <= 1`).
     pub fn default_eta_decay(&self) -> f64 {
         1.0 / (2.0 * f64::from(self.nesting_depth.max(1)))
@@ -136,7 +144,8 @@ impl Analysis {
 pub fn analyse(program: &Program) -> Analysis {
     let nodes = program.nodes();
     let depth = nesting_depths(nodes);
-    let safety = safety_table(nodes, &node_facts(nodes));
+    let facts = node_facts(nodes);
+    let safety = safety_table(nodes, &facts);
     let guard_ids: Vec<NodeId> = (0..program.if_count())
         .map(|index| match program.node(program.if_node(index)) {
             Node::If { guard, .. } => guard,
@@ -156,6 +165,7 @@ pub fn analyse(program: &Program) -> Analysis {
                 span: program.if_span(index),
                 guard_depth: depth[guard.index()],
                 unsafe_reason: safety[guard.index()].clone(),
+                depends_on_param: facts[guard.index()].param,
                 affine: match &affine[guard.index()] {
                     Some(form) => form.clone().map(Affine::finish),
                     None => unreachable!("every guard's form is computed"),

@@ -1,17 +1,19 @@
 //! The value of each primitive on one number: the single definition shared by constant
 //! folding and the tape, so that a folded program and an evaluated one agree bit for bit.
+//! `exp`, `ln`, `log1p`, the sigmoid and softplus are [`crate::elementary`]'s, which the tape's
+//! vector code runs with the same operations.
 
 use super::node::{Binary, Unary};
-use crate::special;
+use crate::{elementary, special};
 
 /// The value of a unary primitive at `x`.
 #[inline(always)]
 pub fn unary_value(op: Unary, x: f64) -> f64 {
     match op {
         Unary::Neg => -x,
-        Unary::Exp => x.exp(),
-        Unary::Log => x.ln(),
-        Unary::Log1p => x.ln_1p(),
+        Unary::Exp => elementary::exp(x),
+        Unary::Log => elementary::ln(x),
+        Unary::Log1p => elementary::log1p(x),
         Unary::Expm1 => x.exp_m1(),
         Unary::Sqrt => x.sqrt(),
         Unary::Softplus => special::softplus(x),
@@ -75,6 +77,6 @@ pub fn binary_derivatives(op: Binary, a: f64, b: f64, v: f64) -> (f64, f64) {
         Binary::Mul => (b, a),
         Binary::Div => (1.0 / b, -v / b),
         // d a^b / da = b a^(b-1); d a^b / db = a^b ln a.
-        Binary::Pow => (b * a.powf(b - 1.0), v * a.ln()),
+        Binary::Pow => (b * a.powf(b - 1.0), v * elementary::ln(a)),
     }
 }

@@ -90,9 +90,10 @@ impl Transform {
             Transform::Identity => format!("{z} = {u}"),
             Transform::Exp { lower: 0.0 } => format!("{z} = exp({u})"),
             Transform::Exp { lower } => format!("{z} = {lower} + exp({u})"),
-            Transform::Logit { lower, upper } if lower == 0.0 && upper == 1.0 => {
-                format!("{z} = sigmoid({u})")
-            }
+            Transform::Logit {
+                lower: 0.0,
+                upper: 1.0,
+            } => format!("{z} = sigmoid({u})"),
             Transform::Logit { lower, upper } => {
                 format!("{z} = {lower} + {} sigmoid({u})", upper - lower)
             }

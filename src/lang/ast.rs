@@ -123,9 +123,10 @@ pub enum StmtKind {
         name: Ident,
         value: Expr,
     },
+    /// `data name = value;`, or `data name;` whose value is bound at run time.
     Data {
         name: Ident,
-        value: Expr,
+        value: Option<Expr>,
     },
     Param {
         name: Ident,

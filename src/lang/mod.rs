@@ -7,6 +7,7 @@
 //! overflow the stack or run unbounded.
 
 pub mod ast;
+mod bind;
 mod data;
 pub mod diagnostic;
 pub mod lexer;
@@ -15,6 +16,7 @@ pub mod parser;
 
 use std::path::{Path, PathBuf};
 
+pub use bind::{DataError, DataSet, DataValue};
 pub use data::{FsResolver, Resolver};
 pub use diagnostic::{CompileError, LineIndex, Location, locate};
 
@@ -73,10 +75,20 @@ const STACK_BYTES: usize = 512 << 20;
 
 /// Compiles the model in file `path`; data files are read relative to its directory.
 pub fn compile_file(path: &Path, opts: &CompileOptions) -> Result<Model, CompileError> {
+    compile_file_with_data(path, &DataSet::default(), opts)
+}
+
+/// [`compile_file`] with values for the model's `data` declarations supplied at run time.
+pub fn compile_file_with_data(
+    path: &Path,
+    data: &DataSet,
+    opts: &CompileOptions,
+) -> Result<Model, CompileError> {
     let name = path.display().to_string();
     let source = read_source(path)?;
     let base = path.parent().unwrap_or(Path::new("."));
-    compile_source(&name, &source, base, opts)
+    let resolver = FsResolver::new(base, opts);
+    compile_with_data(&name, &source, &resolver, data, opts)
 }
 
 /// The text of a model file: at most [`MAX_SOURCE_BYTES`], and UTF-8 (an invalid byte is
@@ -148,6 +160,19 @@ pub fn compile_with(
     resolver: &(dyn Resolver + Sync),
     opts: &CompileOptions,
 ) -> Result<Model, CompileError> {
+    compile_with_data(name, source, resolver, &DataSet::default(), opts)
+}
+
+/// Compiles `source`, reading data files through `resolver`, with `data` binding the model's
+/// `data` declarations by name (a bound value replaces the one written in the model). A name
+/// in `data` that the model does not declare as `data` is an error.
+pub fn compile_with_data(
+    name: &str,
+    source: &str,
+    resolver: &(dyn Resolver + Sync),
+    data: &DataSet,
+    opts: &CompileOptions,
+) -> Result<Model, CompileError> {
     let model_name = Path::new(name)
         .file_stem()
         .map_or(name.to_string(), |s| s.to_string_lossy().into_owned());
@@ -161,7 +186,8 @@ pub fn compile_with(
         let to_error = |d| CompileError::from_diag(name, source, d);
         let tokens = lexer::lex(source).map_err(to_error)?;
         let program = parser::parse(&tokens).map_err(to_error)?;
-        lower::lower(&program, &model_name, resolver, opts).map_err(to_error)
+        check_data_names(&program, data, name)?;
+        lower::lower(&program, &model_name, resolver, data, opts).map_err(to_error)
     };
     std::thread::scope(|s| {
         // Where address space is tight, a smaller stack still serves every ordinary model.
@@ -184,4 +210,37 @@ pub fn compile_with(
             ))
         })
     })
+}
+
+/// Every name the run-time data gives must be a top-level `data` declaration of the model.
+fn check_data_names(
+    program: &ast::Program,
+    data: &DataSet,
+    file: &str,
+) -> Result<(), CompileError> {
+    let declared: Vec<&str> = program
+        .stmts
+        .iter()
+        .filter_map(|s| match &s.kind {
+            ast::StmtKind::Data { name, .. } => Some(name.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    match data.names().find(|n| !declared.contains(n)) {
+        None => Ok(()),
+        Some(unknown) => {
+            let listing = if declared.is_empty() {
+                "it declares no `data`".to_string()
+            } else {
+                format!("its `data` are {}", declared.join(", "))
+            };
+            Err(CompileError::without_location(
+                file,
+                format!(
+                    "{} gives `{unknown}`, but the model declares no `data {unknown}` ({listing})",
+                    data.origin()
+                ),
+            ))
+        }
+    }
 }

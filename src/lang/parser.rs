@@ -138,13 +138,21 @@ impl<'t> Parser<'t> {
             Tok::Const | Tok::Data => {
                 let is_const = self.bump().tok == Tok::Const;
                 let name = self.ident("a name")?;
-                self.expect(Tok::Assign, "after the name")?;
-                let value = self.expr()?;
-                self.semi()?;
-                if is_const {
-                    StmtKind::Const { name, value }
+                // `data y;` declares data whose value comes at run time (`--data`).
+                if !is_const && self.eat(&Tok::Semi) {
+                    StmtKind::Data { name, value: None }
                 } else {
-                    StmtKind::Data { name, value }
+                    self.expect(Tok::Assign, "after the name")?;
+                    let value = self.expr()?;
+                    self.semi()?;
+                    if is_const {
+                        StmtKind::Const { name, value }
+                    } else {
+                        StmtKind::Data {
+                            name,
+                            value: Some(value),
+                        }
+                    }
                 }
             }
             Tok::Param => {

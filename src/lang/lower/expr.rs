@@ -184,12 +184,12 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         let mut spine = Vec::new();
         let mut leaf = e;
         while let ExprKind::Index { base, index } = &leaf.kind {
-            spine.push((leaf.span, &**index));
+            spine.push((leaf.span, &**index, &**base));
             leaf = base;
         }
         let mut arr = self.expr(leaf)?;
         let mut base_span = leaf.span;
-        for (k, (span, index)) in spine.into_iter().enumerate().rev() {
+        for (k, (span, index, base)) in spine.into_iter().enumerate().rev() {
             if k > 0 {
                 self.tick(span, 1)?;
             }
@@ -201,7 +201,9 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     "an array before `[`",
                 ));
             };
-            let k = self.check_index(i, items.len(), index.span)?;
+            let k = self
+                .check_index(i, items.len(), index.span)
+                .map_err(|d| self.name_data_in(d, base, i, items.len()))?;
             arr = items[k].clone();
             base_span = span;
         }
@@ -336,6 +338,43 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             ));
         }
         Ok(x as i64)
+    }
+
+    /// An index error into `data` names the data and the index, and where its value came
+    /// from (shapes of run-time data are checked where they are used).
+    fn name_data_in(&self, d: Diag, base: &Expr, i: i64, len: usize) -> Diag {
+        let mut root = base;
+        let mut path = String::new();
+        while let ExprKind::Index { base, index } = &root.kind {
+            let ix = match &index.kind {
+                ExprKind::Num(x) => format!("[{x}]"),
+                _ => "[..]".to_string(),
+            };
+            path.insert_str(0, &ix);
+            root = base;
+        }
+        let ExprKind::Var(id) = &root.kind else {
+            return d;
+        };
+        let local = self.frame.iter().any(|s| s.contains_key(&id.name));
+        match self.globals.get(&id.name) {
+            Some(g) if !local && g.kind == "data" => {
+                let d = Diag::new(
+                    d.span,
+                    format!(
+                        "index {i} is out of range for data `{}{path}`, which has {len} element(s)",
+                        id.name
+                    ),
+                    format!("an index from 0 to {}", len as i64 - 1),
+                );
+                if self.data.get(&id.name).is_some() {
+                    d.with_note(format!("its value comes from {}", self.data.origin()))
+                } else {
+                    d
+                }
+            }
+            _ => d,
+        }
     }
 
     pub(super) fn check_index(&self, i: i64, len: usize, span: Span) -> Result<usize, Diag> {

@@ -16,6 +16,7 @@ use std::rc::Rc;
 
 use super::CompileOptions;
 use super::ast::{self, Block, Expr, ExprKind, FnDef, StmtKind};
+use super::bind::DataSet;
 use super::data::Resolver;
 use super::diagnostic::Diag;
 use crate::ir::{
@@ -46,6 +47,8 @@ struct Global<'b> {
 pub(crate) struct Lowerer<'b, 'r> {
     b: &'b Builder,
     resolver: &'r dyn Resolver,
+    /// Values for `data` declarations supplied at run time (they replace the model's).
+    data: &'r DataSet,
     opts: &'r CompileOptions,
     globals: HashMap<String, Global<'b>>,
     fns: HashMap<String, Rc<FnDef>>,
@@ -75,12 +78,14 @@ pub(crate) fn lower(
     program: &ast::Program,
     name: &str,
     resolver: &dyn Resolver,
+    data: &DataSet,
     opts: &CompileOptions,
 ) -> Result<Model, Diag> {
     let b = Builder::with_node_limit(opts.node_limit);
     let mut l = Lowerer {
         b: &b,
         resolver,
+        data,
         opts,
         globals: HashMap::new(),
         fns: HashMap::new(),

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::super::ast::{Expr, Ident, Stmt, StmtKind};
+use super::super::bind::DataValue;
 use super::super::diagnostic::Diag;
 use super::{Global, Lowerer, Value};
 use crate::ir::{Dist, ParamSpec, Span};
@@ -24,25 +25,17 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 indices,
                 value,
             } => self.assign(name, indices, value)?,
-            StmtKind::Const { name, value } | StmtKind::Data { name, value } => {
-                let kind = if matches!(s.kind, StmtKind::Const { .. }) {
-                    "const"
-                } else {
-                    "data"
+            StmtKind::Const { name, value } => {
+                let v = self.constant_value(name, value, "const")?;
+                self.declare(name, v, "const")?;
+            }
+            StmtKind::Data { name, value } => {
+                let v = match (self.data.get(&name.name), value) {
+                    (Some(bound), _) => self.bound_data(bound, name.span)?,
+                    (None, Some(value)) => self.constant_value(name, value, "data")?,
+                    (None, None) => return Err(self.missing_data(name)),
                 };
-                let v = self.expr(value)?;
-                self.tick(value.span, usize::try_from(v.size()).unwrap_or(usize::MAX))?;
-                if !v.is_constant() {
-                    return Err(Diag::new(
-                        value.span,
-                        format!(
-                            "the value of {kind} `{}` is not known at compile time",
-                            name.name
-                        ),
-                        "numbers, arrays of numbers, or expressions of other constants",
-                    ));
-                }
-                self.declare(name, v, kind)?;
+                self.declare(name, v, "data")?;
             }
             StmtKind::Param { name, init } => {
                 let v = self.const_number(init, "the initial value of a parameter")?;
@@ -119,6 +112,60 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             StmtKind::Expr(e) => self.effect(e)?,
         }
         Ok(())
+    }
+
+    /// The value of a `const` or `data` declaration, which must be known at compile time.
+    fn constant_value(
+        &mut self,
+        name: &Ident,
+        value: &Expr,
+        kind: &str,
+    ) -> Result<Value<'b>, Diag> {
+        let v = self.expr(value)?;
+        self.tick(value.span, usize::try_from(v.size()).unwrap_or(usize::MAX))?;
+        if !v.is_constant() {
+            return Err(Diag::new(
+                value.span,
+                format!(
+                    "the value of {kind} `{}` is not known at compile time",
+                    name.name
+                ),
+                "numbers, arrays of numbers, or expressions of other constants",
+            ));
+        }
+        Ok(v)
+    }
+
+    /// A value from the run-time data set, as constants.
+    fn bound_data(&mut self, value: &DataValue, span: Span) -> Result<Value<'b>, Diag> {
+        self.tick(span, 1)?;
+        match value {
+            DataValue::Num(x) => Ok(Value::Num(self.b.constant(*x))),
+            DataValue::Array(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for it in items {
+                    out.push(self.bound_data(it, span)?);
+                }
+                self.array(out, span)
+            }
+        }
+    }
+
+    /// `data y;` with no value in the model and none in the run-time data.
+    fn missing_data(&self, name: &Ident) -> Diag {
+        let given = if self.data.is_empty() && self.data.origin().is_empty() {
+            "no data was given".to_string()
+        } else {
+            format!("`{}` has none", self.data.origin())
+        };
+        Diag::new(
+            name.span,
+            format!("data `{}` has no value: {given}", name.name),
+            format!(
+                "a value for `{}` in the data file (`--data file.json`), or `data {} = ..;`",
+                name.name, name.name
+            ),
+        )
     }
 
     /// The value of `let name = value`, with `name` as the name of any latent sampled there.

@@ -1,0 +1,170 @@
+"""Type stubs of the Rust extension module ``dsgd._core`` (see its docstrings)."""
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple, TypedDict, Union
+from os import PathLike
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+FIT_OPTIONS: List[str]
+
+Array = npt.NDArray[np.float64]
+Data = Dict[str, Union[float, Sequence[Any], Array]]
+
+class CompileError(Exception):
+    """A model that does not compile; ``str(e)`` is the whole diagnostic."""
+
+    file: str
+    line: Optional[int]
+    column: Optional[int]
+    message: str
+    expected: str
+
+def models() -> Dict[str, str]:
+    """The built-in models: name -> one-line description."""
+
+class Latents(TypedDict):
+    name: List[str]
+    mean: Array
+    sd: Array
+    q05: Array
+    q50: Array
+    q95: Array
+    guide_loc: Array
+    guide_scale: Array
+    transform: List[str]
+
+class Trajectory(TypedDict):
+    iter: npt.NDArray[np.int64]
+    value: Array
+    value_se: Array
+    var_component: Array
+    var_norm: Array
+    eta: Array
+    params: Array
+    latent_loc: Array
+    latent_scale: Array
+
+class Fit:
+    """The result of ``Model.fit``."""
+
+    @property
+    def final_value(self) -> float:
+        """The last measured objective: the ELBO, or the user's ``E``."""
+    @property
+    def final_value_se(self) -> float: ...
+    @property
+    def kind(self) -> str:
+        """``"elbo"`` or ``"objective"``."""
+    @property
+    def theta(self) -> Array:
+        """The fitted vector (names in ``theta_names``), what ``Model.gradients`` takes."""
+    @property
+    def theta_names(self) -> List[str]: ...
+    @property
+    def params(self) -> Dict[str, float]:
+        """The model's own parameters by name."""
+    @property
+    def latent_names(self) -> List[str]:
+        """The fitted latents (fixed ones left out)."""
+    @property
+    def latents(self) -> Latents:
+        """Per-latent mean, sd and 5/50/95 % quantiles of the fitted guide."""
+    @property
+    def trajectory(self) -> Trajectory:
+        """The measurements during the run, as columns."""
+    @property
+    def converged(self) -> bool: ...
+    @property
+    def convergence(self) -> str:
+        """Why the run is or is not judged converged."""
+    @property
+    def status(self) -> str:
+        """``"completed"`` or ``"non_finite"``."""
+    @property
+    def message(self) -> Optional[str]: ...
+    @property
+    def iterations(self) -> int: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def report(self) -> Dict[str, Any]:
+        """Exactly what ``dsgd run --json`` prints."""
+    def sample(self, n: int, seed: int = 0) -> Array:
+        """``(n, len(latent_names))`` draws from the fitted guide."""
+    def to_pandas(self) -> Any:
+        """The trajectory as a pandas DataFrame."""
+    def latents_to_pandas(self) -> Any:
+        """The latent summaries as a pandas DataFrame indexed by name."""
+
+class Model:
+    """A compiled model."""
+
+    @staticmethod
+    def from_source(
+        text: str,
+        name: str = "model",
+        base_dir: Optional[Union[str, PathLike[str]]] = None,
+        data: Optional[Data] = None,
+    ) -> Model: ...
+    @staticmethod
+    def from_file(path: Union[str, PathLike[str]], data: Optional[Data] = None) -> Model: ...
+    @staticmethod
+    def builtin(name: str, data: Optional[Data] = None) -> Model: ...
+    def with_data(self, data: Data) -> Model:
+        """The same model with ``data`` bound to its ``data`` declarations by name."""
+    @property
+    def data(self) -> Dict[str, Array]: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def mode(self) -> str:
+        """``"variational"`` or ``"objective"``."""
+    @property
+    def source(self) -> str: ...
+    @property
+    def theta_names(self) -> List[str]: ...
+    @property
+    def init_theta(self) -> Array: ...
+    @property
+    def latent_names(self) -> List[str]: ...
+    def check(self) -> Dict[str, Any]:
+        """What ``dsgd check --json`` says."""
+    def fit(
+        self,
+        *,
+        estimator: str = "dsgd",
+        eta: Union[float, str] = 0.1,
+        eta_decay: Optional[float] = None,
+        iters: int = 10_000,
+        batch: int = 16,
+        optimizer: str = "adam",
+        lr: Optional[float] = None,
+        sgd_power: float = 1.0,
+        seed: int = 0,
+        log_every: int = 100,
+        log_samples: int = 1000,
+        on_nonfinite: str = "stop",
+        threads: Optional[int] = None,
+        data: Optional[Data] = None,
+    ) -> Fit:
+        """Optimises the model with ``dsgd run``'s options and defaults."""
+    def gradients(
+        self,
+        theta: Optional[Union[Sequence[float], Array]] = None,
+        n: int = 1000,
+        *,
+        estimator: str = "dsgd",
+        eta: float = 0.1,
+        eta_decay: Optional[float] = None,
+        seed: int = 0,
+        iteration: int = 3999,
+        data: Optional[Data] = None,
+    ) -> Array:
+        """``(n, len(theta_names))`` per-sample gradient estimates at ``theta``."""
+    def _fit_many(self, options: List[Dict[str, Any]]) -> List[Fit]: ...
+    def _compare(self, **options: Any) -> str: ...
+    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]: ...
+
+def _restore_model(state: Tuple[Any, ...], data: List[Any]) -> Model: ...

@@ -1,0 +1,97 @@
+"""Data bound from Python: numbers and numpy arrays for `data` declarations, the same numbers
+as `dsgd run --data file.json`, pickling with the data, and errors."""
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+
+import dsgd
+from conftest import without_seconds
+
+# A regression with a step: y ~ N(a x + b [x > c], 1), with data declared but not given.
+SOURCE = """
+data x;
+data y;
+data n;
+let a = sample Normal(0, 5);
+let b = sample Normal(0, 5);
+for i in 0..n { observe y[i] ~ Normal(a * x[i] + (if x[i] > 0.5 { b } else { 0 }), 1); }
+"""
+
+
+def data_set(k=8):
+    x = np.linspace(0, 1, k)
+    y = 2.0 * x + np.where(x > 0.5, 3.0, 0.0)
+    return {"x": x, "y": y, "n": k}
+
+
+def test_fit_with_data_is_the_cli_with_the_same_json(cli, tmp_path):
+    path = tmp_path / "reg.dsgd"
+    path.write_text(SOURCE)
+    d = data_set()
+    (tmp_path / "d.json").write_text(json.dumps({k: np.asarray(v).tolist() for k, v in d.items()}))
+    expected = cli("run", path, "--data", tmp_path / "d.json", "--iters", "400", "--seed", "2", "--json")
+    m = dsgd.Model.from_file(path, data=d)
+    a = m.fit(iters=400, seed=2)
+    other = dsgd.Model.from_file(path, data=data_set(5))
+    b = other.fit(iters=400, seed=2, data=d)
+    assert without_seconds(a.report) == without_seconds(expected)
+    assert without_seconds(b.report) == without_seconds(expected)
+
+
+def test_bound_data_is_kept_and_pickled():
+    m = dsgd.Model.from_source(SOURCE, data=data_set(6))
+    assert sorted(m.data) == ["n", "x", "y"] and m.data["x"].shape == (6,)
+    again = pickle.loads(pickle.dumps(m))
+    assert np.array_equal(again.data["y"], m.data["y"])
+    assert without_seconds(again.fit(iters=200).report) == without_seconds(m.fit(iters=200).report)
+
+
+def test_data_changes_the_fit():
+    m = dsgd.Model.from_source(SOURCE, data=data_set())
+    shifted = {**data_set(), "y": data_set()["y"] + 10.0}
+    a = m.fit(iters=300, seed=1)
+    b = m.fit(iters=300, seed=1, data=shifted)
+    # The same seed and initial guide: only the data differ, and with it the ELBO at the start.
+    assert a.trajectory["value"][0] != b.trajectory["value"][0]
+    assert m.with_data(shifted).data["y"].tolist() == shifted["y"].tolist()
+    # fit(data=...) does not change the model it was called on.
+    assert np.array_equal(m.data["y"], data_set()["y"])
+
+
+def test_builtin_data_can_be_replaced(cli, tmp_path):
+    counts = np.arange(74) % 7 + 10
+    (tmp_path / "c.json").write_text(json.dumps({"counts": counts.tolist()}))
+    expected = cli("run", "textmsg", "--data", tmp_path / "c.json", "--iters", "200", "--json")
+    got = dsgd.Model.builtin("textmsg", data={"counts": counts}).fit(iters=200)
+    assert without_seconds(got.report) == without_seconds(expected)
+
+
+def test_gradients_compare_and_sweep_take_data():
+    d = data_set()
+    m = dsgd.Model.from_source(SOURCE, data=data_set(5))
+    g = m.gradients(n=8, data=d, seed=1)
+    assert np.array_equal(g, m.with_data(d).gradients(n=8, seed=1))
+    c = dsgd.compare(m, etas=[0.1], seeds=1, iters=50, log_samples=50, data=d)
+    assert c["estimator"][0] == "dsgd"
+    s = dsgd.sweep(m, {"estimator": ["dsgd"]}, seeds=1, iters=50, data=d)
+    assert s["final_value"][0] == m.with_data(d).fit(iters=50, threads=1).final_value
+    with pytest.raises(ValueError, match="data cannot vary in a grid"):
+        dsgd.sweep(m, {"data": [d]}, seeds=1, iters=50)
+
+
+def test_data_errors():
+    with pytest.raises(dsgd.CompileError, match="`x` has no value") as info:
+        dsgd.Model.from_source(SOURCE)  # x, y, n declared without a value and not bound
+    assert (info.value.line, info.value.column) == (2, 6)
+    m = dsgd.Model.from_source(SOURCE, data=data_set())
+    with pytest.raises(Exception, match="`z`"):
+        m.with_data({**data_set(), "z": [1.0]})
+    with pytest.raises(ValueError, match="data `x` is not numbers"):
+        m.with_data({**data_set(), "x": ["a", "b"]})
+    with pytest.raises(ValueError, match="data must be a dict"):
+        m.with_data([1, 2])
+    with pytest.raises(ValueError, match="(?i)finite|nan"):
+        m.with_data({**data_set(), "y": np.full(8, np.nan)})

@@ -1,0 +1,144 @@
+"""Fits: the same numbers as `dsgd run --json` for the same seed, the Fit's views of them,
+latent summaries, and bad options."""
+
+import numpy as np
+import pytest
+
+import dsgd
+from conftest import without_seconds
+
+CASES = [
+    ("example", ["--estimator", "dsgd", "--eta", "0.14", "--iters", "700", "--seed", "3"],
+     dict(estimator="dsgd", eta=0.14, iters=700, seed=3)),
+    ("example", ["--estimator", "lyy18", "--iters", "500", "--optimizer", "sgd", "--lr", "0.3"],
+     dict(estimator="lyy18", iters=500, optimizer="sgd", lr=0.3)),
+    ("textmsg", ["--estimator", "score", "--iters", "400", "--batch", "32", "--seed", "7",
+                 "--log-every", "50", "--log-samples", "300"],
+     dict(estimator="score", iters=400, batch=32, seed=7, log_every=50, log_samples=300)),
+    ("xornet", ["--estimator", "fixed", "--eta", "0.1", "--iters", "300", "--lr", "0.01"],
+     dict(estimator="fixed", eta=0.1, iters=300, lr=0.01)),
+    ("walk", ["--estimator", "reparam", "--iters", "300", "--seed", "11", "--threads", "1"],
+     dict(estimator="reparam", iters=300, seed=11, threads=1)),
+]
+
+
+@pytest.mark.parametrize("name,args,kwargs", CASES)
+def test_same_seed_same_numbers_as_the_cli(cli, name, args, kwargs):
+    expected = cli("run", name, *args, "--json")
+    fit = dsgd.Model.builtin(name).fit(**kwargs)
+    assert without_seconds(fit.report) == without_seconds(expected)
+
+
+def test_defaults_are_the_cli_defaults(cli):
+    # Everything but the iteration count left at its default, on both sides.
+    expected = cli("run", "example", "--iters", "200", "--json")
+    got = dsgd.Model.builtin("example").fit(iters=200).report
+    assert without_seconds(got) == without_seconds(expected)
+
+
+def test_the_fit_views_agree_with_the_report():
+    fit = dsgd.Model.builtin("textmsg").fit(iters=300, log_every=100, seed=2)
+    r = fit.report
+    assert fit.final_value == r["final_value"] == r["final_elbo"]
+    assert fit.final_value_se == r["final_value_se"] and fit.kind == r["kind"] == "elbo"
+    assert fit.theta.tolist() == r["theta"]
+    assert fit.theta_names == r["theta_names"]
+    assert fit.params == r["params"] == {}
+    assert fit.status == "completed" and fit.message is None
+    assert fit.converged == r["converged"] and fit.convergence == r["convergence"]
+    assert fit.iterations == 300
+    t = fit.trajectory
+    assert t["iter"].tolist() == [0, 100, 200, 300]
+    for key in ["value", "value_se", "var_component", "var_norm", "eta"]:
+        assert t[key].tolist() == [row[key] for row in r["trajectory"]], key
+    assert t["latent_loc"].tolist() == [row["latent_loc"] for row in r["trajectory"]]
+    assert t["latent_scale"].shape == (4, 3) and t["params"].shape == (4, 0)
+    df = fit.to_pandas()
+    assert list(df.columns) == ["iter", "value", "value_se", "var_component", "var_norm", "eta"]
+    assert len(df) == 4 and df["value"].iloc[-1] == fit.final_value
+
+
+def test_eta_is_nan_for_estimators_that_do_not_smooth():
+    fit = dsgd.Model.builtin("example").fit(estimator="score", iters=100)
+    assert np.isnan(fit.trajectory["eta"]).all()
+
+
+def softplus(x):
+    return np.log1p(np.exp(x))
+
+
+def test_latent_summaries_are_the_fitted_guide():
+    fit = dsgd.Model.builtin("textmsg").fit(iters=300, seed=0)
+    theta = dict(zip(fit.theta_names, fit.theta))
+    lat = fit.latents
+    assert lat["name"] == fit.latent_names == ["l1", "l2", "tau"]
+    for i, name in enumerate(lat["name"]):
+        mu, sd = theta[f"mu[{name}]"], softplus(theta[f"rho[{name}]"])
+        assert lat["mean"][i] == pytest.approx(mu, rel=1e-12)
+        assert lat["sd"][i] == pytest.approx(sd, rel=1e-12)
+        # Normal quantiles: mu + sd * Phi^-1(q), Phi^-1(0.95) = 1.6448536269514722.
+        assert lat["q05"][i] == pytest.approx(mu - 1.6448536269514722 * sd, rel=1e-12)
+        assert lat["q50"][i] == pytest.approx(mu, rel=1e-12)
+        assert lat["q95"][i] == pytest.approx(mu + 1.6448536269514722 * sd, rel=1e-12)
+    assert lat["transform"] == ["identity"] * 3
+    assert lat["guide_loc"].tolist() == lat["mean"].tolist()
+    df = fit.latents_to_pandas()
+    assert list(df.index) == ["l1", "l2", "tau"]
+
+
+def test_objective_models_summarise_their_sample_distribution():
+    # Example 1.1: z ~ N(theta, 1), so the latent's mean is theta and its sd 1.
+    fit = dsgd.Model.builtin("example").fit(iters=200)
+    assert fit.kind == "objective"
+    assert fit.params == {"theta": fit.theta[0]}
+    assert fit.latents["mean"][0] == pytest.approx(fit.theta[0], rel=1e-12)
+    assert fit.latents["sd"][0] == 1.0
+    df = fit.to_pandas()
+    assert df["theta"].tolist() == fit.trajectory["params"][:, 0].tolist()
+
+
+def test_a_non_finite_run_reports_its_status_and_message():
+    text = """
+    let z = sample Normal(0, 1);
+    factor log(z - 100);
+    """
+    fit = dsgd.Model.from_source(text).fit(iters=50)
+    assert fit.status == "non_finite"
+    assert "iteration 0" in fit.message
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(eta=-1.0), "eta must be positive"),
+        (dict(eta=float("nan")), "eta must be positive"),
+        (dict(iters=0), "iters must be a whole number of at least 1"),
+        (dict(iters=-5), "iters must be a whole number of at least 1"),
+        (dict(iters=2.5), "iters must be a whole number"),
+        (dict(batch=0), "batch must be a whole number of at least 1"),
+        (dict(log_samples=1), "log_samples must be a whole number of at least 2"),
+        (dict(seed=-1), "seed must be a whole number of at least 0"),
+        (dict(estimator="sgld"), "unknown estimator `sgld`"),
+        (dict(optimizer="rmsprop"), "unknown optimizer `rmsprop`"),
+        (dict(on_nonfinite="ignore"), "unknown on_nonfinite"),
+        (dict(lr=0.0), "learning rate must be positive"),
+        (dict(eta="big"), "eta must be a number"),
+        (dict(threads=0), "threads must be a whole number of at least 1"),
+        (dict(itres=10), "unknown fit option `itres`"),
+    ],
+)
+def test_bad_options_are_value_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        dsgd.Model.builtin("example").fit(**kwargs)
+
+
+def test_lyy18_on_a_model_without_affine_guards_says_where():
+    with pytest.raises(ValueError, match="LYY18 does not apply"):
+        dsgd.Model.builtin("xornet").fit(estimator="lyy18", iters=10)
+
+
+def test_thread_count_does_not_change_the_numbers():
+    m = dsgd.Model.builtin("cheating")
+    one = m.fit(iters=100, threads=1, seed=5)
+    two = m.fit(iters=100, threads=2, seed=5)
+    assert without_seconds(one.report) == without_seconds(two.report)

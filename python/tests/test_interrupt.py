@@ -1,0 +1,92 @@
+"""Ctrl-C: a long fit, comparison or sweep releases the GIL and stops with
+KeyboardInterrupt within a fraction of a second of SIGINT, and the interpreter goes on."""
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+import dsgd
+
+# Long enough (seconds to minutes) that finishing before the signal would fail the test, and
+# bounded, so that a failure to stop ends the test instead of hanging it.
+LONG = dict(iters=300_000, log_every=1000)
+DELAY = 0.5
+LIMIT = 1.0
+
+
+def interrupt_after(delay):
+    """Sends SIGINT to this process after `delay` seconds; returns when it was sent."""
+    sent = {}
+
+    def fire():
+        sent["at"] = time.monotonic()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    t = threading.Timer(delay, fire)
+    t.start()
+    return t, sent
+
+
+def assert_interrupted(call):
+    timer, sent = interrupt_after(DELAY)
+    start = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call()
+    finally:
+        timer.cancel()
+    ended = time.monotonic()
+    assert "at" in sent, "the call returned before the signal was sent"
+    assert ended - sent["at"] < LIMIT, f"took {ended - sent['at']:.2f} s to stop"
+    assert ended - start >= DELAY
+
+
+def test_fit_stops_on_ctrl_c():
+    m = dsgd.Model.builtin("cheating")
+    assert_interrupted(lambda: m.fit(**LONG))
+    # The interpreter and the package still work.
+    assert m.fit(iters=20).iterations == 20
+
+
+def test_a_single_threaded_fit_stops_on_ctrl_c():
+    m = dsgd.Model.builtin("temperature")
+    assert_interrupted(lambda: m.fit(threads=1, **LONG))
+
+
+def test_compare_stops_on_ctrl_c():
+    m = dsgd.Model.builtin("textmsg")
+    assert_interrupted(lambda: dsgd.compare(m, seeds=2, iters=300_000, log_every=1000))
+
+
+def test_local_sweep_stops_on_ctrl_c():
+    m = dsgd.Model.builtin("walk")
+    assert_interrupted(
+        lambda: dsgd.sweep(m, {"estimator": ["dsgd", "score", "lyy18"]}, seeds=3, **LONG)
+    )
+
+
+def test_other_threads_run_while_a_fit_runs():
+    # The GIL is released: a Python thread makes progress during the fit.
+    ticks = []
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.001)
+
+    m = dsgd.Model.builtin("cheating")
+    t = threading.Thread(target=count)
+    t.start()
+    try:
+        before = len(ticks)
+        m.fit(iters=3000)
+        during = len(ticks) - before
+    finally:
+        stop.set()
+        t.join()
+    # Holding the GIL for the fit (about a second) would allow one tick at most.
+    assert during >= 20, during

@@ -1,0 +1,171 @@
+//! `--eta auto` and the smoothing gap: determinism, the gap's bookkeeping, and the adaptive
+//! schedule against DSGD's default on a model whose optimal guide is known in closed form.
+
+use std::path::Path;
+
+use dsgd::estimate::EstimatorKind;
+use dsgd::experiment::report::RunReport;
+use dsgd::experiment::run::{RunConfig, run};
+use dsgd::lang::{CompileOptions, compile_source};
+use dsgd::special::normal_cdf;
+
+/// An if-statement inside an observation's mean whose guard is built from another
+/// if-statement (`abs`): with prior N(0, 1), observation 0.3 ~ N(m(z), 0.5),
+/// `m = 1` when `|z| < 1` else `-1`.
+const OBS: &str = "let z = sample Normal(0, 1) init(mean = 0.5, std = 1);
+observe 0.3 ~ Normal(if abs(z) < 1 { 1 } else { -1 }, 0.5);
+";
+
+fn model() -> dsgd::ir::Model {
+    compile_source("obs", OBS, Path::new("."), &CompileOptions::default()).unwrap()
+}
+
+/// The ELBO of the guide N(mu, s^2) in closed form: the observation's mean is 1 with
+/// probability P = Phi((1 - mu) / s) - Phi((-1 - mu) / s) under the guide.
+fn elbo(mu: f64, s: f64) -> f64 {
+    use std::f64::consts::PI;
+    let log_n =
+        |y: f64, m: f64, sd: f64| -0.5 * ((y - m) / sd).powi(2) - sd.ln() - 0.5 * (2.0 * PI).ln();
+    let p = normal_cdf((1.0 - mu) / s) - normal_cdf((-1.0 - mu) / s);
+    -0.5 * (mu * mu + s * s) - 0.5 * (2.0 * PI).ln()
+        + p * log_n(0.3, 1.0, 0.5)
+        + (1.0 - p) * log_n(0.3, -1.0, 0.5)
+        + s.ln()
+        + 0.5 * (2.0 * PI * std::f64::consts::E).ln()
+}
+
+/// The optimal guide standard deviation (the optimal mean is 0 by symmetry), by golden
+/// section on the closed form.
+fn optimal_sd() -> f64 {
+    let (mut a, mut b) = (0.2, 1.5);
+    let g = (5f64.sqrt() - 1.0) / 2.0;
+    for _ in 0..200 {
+        let (c, d) = (b - g * (b - a), a + g * (b - a));
+        if elbo(0.0, c) > elbo(0.0, d) {
+            b = d;
+        } else {
+            a = c;
+        }
+    }
+    0.5 * (a + b)
+}
+
+fn config(eta_auto: bool, seed: u64) -> RunConfig {
+    RunConfig {
+        estimator: EstimatorKind::Dsgd,
+        eta_auto,
+        seed,
+        ..RunConfig::default()
+    }
+}
+
+fn strip(mut r: RunReport) -> RunReport {
+    r.seconds = 0.0;
+    r
+}
+
+#[test]
+fn the_closed_form_is_right() {
+    // Symmetric in mu, and its maximiser lies inside the bracket.
+    assert!((elbo(0.2, 0.6) - elbo(-0.2, 0.6)).abs() < 1e-12);
+    let s = optimal_sd();
+    assert!(s > 0.3 && s < 1.2, "{s}");
+    assert!(elbo(0.0, s) > elbo(0.05, s) && elbo(0.0, s) > elbo(0.0, s * 1.05));
+}
+
+#[test]
+fn auto_runs_are_the_same_for_any_thread_count() {
+    let m = model();
+    let one = run(
+        &m,
+        &RunConfig {
+            threads: Some(1),
+            ..config(true, 3)
+        },
+        &mut [],
+    )
+    .unwrap();
+    let two = run(
+        &m,
+        &RunConfig {
+            threads: Some(2),
+            ..config(true, 3)
+        },
+        &mut [],
+    )
+    .unwrap();
+    assert!(one.eta_auto && one.eta.is_none());
+    assert_eq!(strip(one), strip(two));
+}
+
+#[test]
+fn auto_ends_closer_to_the_optimal_guide_than_the_default_schedule() {
+    let m = model();
+    let target = optimal_sd();
+    let error = |auto: bool| {
+        (0..3)
+            .map(|seed| {
+                let r = run(&m, &config(auto, seed), &mut []).unwrap();
+                assert!(
+                    r.latents[0].mean.abs() < 0.1,
+                    "seed {seed}: {:?}",
+                    r.latents
+                );
+                (r.latents[0].sd - target).abs()
+            })
+            .sum::<f64>()
+            / 3.0
+    };
+    let (auto, default) = (error(true), error(false));
+    assert!(
+        auto < default,
+        "auto {auto} vs default {default} (optimum sd {target})"
+    );
+}
+
+#[test]
+fn smoothing_runs_log_the_gap_and_warn_when_it_is_visible() {
+    let m = model();
+    let fixed = |eta: f64| RunConfig {
+        estimator: EstimatorKind::Fixed,
+        eta,
+        iterations: 300,
+        ..RunConfig::default()
+    };
+    let coarse = run(&m, &fixed(1.0), &mut []).unwrap();
+    for row in &coarse.trajectory {
+        let (s, g, se) = (row.smoothed.unwrap(), row.gap.unwrap(), row.gap_se.unwrap());
+        assert!((s - row.value - g).abs() < 1e-9 * (1.0 + s.abs()));
+        assert!(se > 0.0);
+    }
+    // At eta 1 the smoothed observation mean is far from the crisp one.
+    let last = coarse.trajectory.last().unwrap();
+    assert!(
+        last.gap.unwrap().abs() > 10.0 * last.gap_se.unwrap(),
+        "{last:?}"
+    );
+    assert!(coarse.smoothing_warning.is_some());
+    let crisp = run(
+        &m,
+        &RunConfig {
+            estimator: EstimatorKind::Reparam,
+            iterations: 300,
+            ..RunConfig::default()
+        },
+        &mut [],
+    )
+    .unwrap();
+    assert!(crisp.trajectory.iter().all(|r| r.gap.is_none()));
+    assert!(crisp.smoothing_warning.is_none());
+}
+
+#[test]
+fn auto_is_refused_for_other_estimators() {
+    let cfg = RunConfig {
+        estimator: EstimatorKind::Fixed,
+        eta_auto: true,
+        ..RunConfig::default()
+    };
+    let err = run(&model(), &cfg, &mut []).unwrap_err().to_string();
+    assert!(err.contains("eta auto"), "{err}");
+}
