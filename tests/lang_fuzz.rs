@@ -23,6 +23,7 @@ fn opts() -> CompileOptions {
         node_limit: 20_000,
         step_limit: 200_000,
         max_call_depth: 200,
+        ..CompileOptions::default()
     }
 }
 

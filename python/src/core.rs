@@ -70,9 +70,9 @@ struct RecordingResolver {
 
 impl Resolver for RecordingResolver {
     fn read(&self, path: &str) -> Result<String, String> {
-        let full = self.base_dir.join(path);
+        // The command line's data policy: regular files beside the model, size-capped.
         let text =
-            std::fs::read_to_string(&full).map_err(|e| format!("{e} ({})", full.display()))?;
+            dsgd::lang::FsResolver::new(&self.base_dir, &CompileOptions::default()).read(path)?;
         if let Ok(mut read) = self.read.lock() {
             read.insert(path.to_string(), text.clone());
         }

@@ -8,7 +8,7 @@ use dsgd::experiment::advise::{AdviseConfig, advise};
 use dsgd::lang::locate;
 
 use super::args::positive;
-use super::load::load_with_data;
+use super::load::{SourceArgs, load_with_data};
 
 /// The static analysis and a short pilot at the initial parameters: which estimators apply,
 /// which are biased, and their work-normalised variances.
@@ -16,6 +16,8 @@ use super::load::load_with_data;
 pub struct AdviseArgs {
     /// A `.dsgd` file or the name of a built-in model (see `dsgd models`).
     pub model: String,
+    #[command(flatten)]
+    pub source: SourceArgs,
     /// Batches of 16 gradient samples per estimator in the pilot.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(2..))]
     pub batches: u64,
@@ -34,7 +36,7 @@ pub struct AdviseArgs {
 }
 
 pub fn run(args: AdviseArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load_with_data(&args.model, args.data.as_deref())?;
+    let loaded = load_with_data(&args.model, &args.source, args.data.as_deref())?;
     let locate_span = |s| {
         let l = locate(&loaded.source, s);
         format!("{}:{}:{}", loaded.file, l.line, l.column)

@@ -13,12 +13,15 @@ use dsgd::experiment::paper::JAX_SAMPLES_PER_SECOND;
 use dsgd::experiment::reproduce::paper_settings;
 use serde::Serialize;
 
-use super::load::load_with_data;
+use super::args::{Footprint, check_memory, count};
+use super::load::{SourceArgs, load_with_data};
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// A model file (`.dsgd`) or the name of a built-in model.
     model: String,
+    #[command(flatten)]
+    source: SourceArgs,
     /// A JSON object binding the model's `data` declarations by name (replacing their values).
     #[arg(long, value_name = "FILE.json")]
     pub data: Option<std::path::PathBuf>,
@@ -26,10 +29,10 @@ pub struct BenchArgs {
     #[arg(long)]
     json: bool,
     /// Batch sizes to time.
-    #[arg(long, num_args = 1.., default_values_t = vec![16usize, 1000], value_parser = at_least_one)]
+    #[arg(long, num_args = 1.., default_values_t = vec![16usize, 1000], value_parser = count::<1>)]
     batch: Vec<usize>,
     /// Timed repeats per estimator and batch (the median is reported).
-    #[arg(long, default_value_t = 7, value_parser = at_least_one)]
+    #[arg(long, default_value_t = 7, value_parser = repeats)]
     repeats: usize,
     /// Seconds per repeat (and of warm-up).
     #[arg(long, default_value_t = 0.2, value_parser = seconds)]
@@ -65,7 +68,14 @@ struct BenchReport {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    let model = load_with_data(&args.model, args.data.as_deref())?.model;
+    let model = load_with_data(&args.model, &args.source, args.data.as_deref())?.model;
+    let footprint = Footprint::of(&model);
+    for &batch in &args.batch {
+        check_memory(
+            &format!("--batch {batch}"),
+            footprint.run_bytes(batch, 0, 1),
+        )?;
+    }
     let note = lyy18_refusal(&model);
     let (_, decay) = paper_settings(&model.name);
     let jax = JAX_SAMPLES_PER_SECOND
@@ -138,10 +148,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn at_least_one(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(x) if x >= 1 => Ok(x),
-        Ok(_) => Err(format!("must be at least 1, got {s}")),
-        Err(_) => Err(format!("`{s}` is not a whole number")),
+/// Most timed repeats: each takes `--seconds` (up to a minute), so more would never finish.
+const MAX_REPEATS: usize = 1000;
+
+fn repeats(s: &str) -> Result<usize, String> {
+    let n = count::<1>(s)?;
+    if n > MAX_REPEATS {
+        return Err(format!("at most {MAX_REPEATS} repeats, got {s}"));
     }
+    Ok(n)
 }

@@ -5,15 +5,17 @@ use std::process::ExitCode;
 
 use clap::Args;
 use dsgd::experiment::check::CheckReport;
-use dsgd::lang::locate;
+use dsgd::lang::LineIndex;
 
-use super::load::load_with_data;
+use super::load::{SourceArgs, load_with_data};
 
 /// Counts, nesting depth, safety, affine guards and applicable estimators of a model.
 #[derive(Args, Debug)]
 pub struct CheckArgs {
     /// A `.dsgd` file or the name of a built-in model (see `dsgd models`).
     pub model: String,
+    #[command(flatten)]
+    pub source: SourceArgs,
     /// A JSON object binding the model's `data` declarations by name (replacing their values).
     #[arg(long, value_name = "FILE.json")]
     pub data: Option<std::path::PathBuf>,
@@ -23,10 +25,11 @@ pub struct CheckArgs {
 }
 
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load_with_data(&args.model, args.data.as_deref())?;
+    let loaded = load_with_data(&args.model, &args.source, args.data.as_deref())?;
+    let lines = LineIndex::new(&loaded.source);
     let locate_span = |s| {
-        let l = locate(&loaded.source, s);
-        format!("{}:{}:{}", loaded.file, l.line, l.column)
+        let (line, column) = lines.line_column(s);
+        format!("{}:{line}:{column}", loaded.file)
     };
     let report = CheckReport::new(&loaded.model, &locate_span);
     let mut out = std::io::stdout().lock();

@@ -15,14 +15,16 @@ use dsgd::experiment::reproduce::{ReproduceConfig, paper_settings};
 use dsgd::experiment::tables;
 use dsgd::optim::{AdamConfig, OptimizerConfig};
 
-use super::args::{non_negative, positive};
-use super::load::load_with_data;
+use super::args::{Footprint, check_memory, count, default_threads, non_negative, positive};
+use super::load::{SourceArgs, load_with_data};
 use super::progress::SweepProgress;
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
     /// A model file (`.dsgd`) or the name of a built-in model.
     model: String,
+    #[command(flatten)]
+    source: SourceArgs,
     /// A JSON object binding the model's `data` declarations by name (replacing their values).
     #[arg(long, value_name = "FILE.json")]
     pub data: Option<std::path::PathBuf>,
@@ -45,7 +47,7 @@ pub struct CompareArgs {
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     log_every: u64,
     /// Fresh samples per measurement.
-    #[arg(long, default_value_t = 1000, value_parser = at_least_two)]
+    #[arg(long, default_value_t = 1000, value_parser = count::<2>)]
     log_samples: usize,
     /// Output directory [default: results/compare-<model>].
     #[arg(long)]
@@ -56,8 +58,21 @@ pub struct CompareArgs {
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load_with_data(&args.model, args.data.as_deref())?;
+    let loaded = load_with_data(&args.model, &args.source, args.data.as_deref())?;
     let model = &loaded.model;
+    // Runs go in parallel, one per thread, and every run's report is kept until the end.
+    let footprint = Footprint::of(model);
+    let runs = u128::from(args.seeds) * (2 * args.etas.len() as u128 + 5);
+    let threads = default_threads();
+    let base_batch = ReproduceConfig::full().batch;
+    check_memory(
+        &format!(
+            "--seeds {} with --log-samples {} ({runs} runs)",
+            args.seeds, args.log_samples
+        ),
+        threads as u128 * footprint.run_bytes(base_batch, args.log_samples, 1)
+            + runs * footprint.report_bytes(args.iters, args.log_every),
+    )?;
     // A built-in model brings its recommended settings; a user's file the general defaults.
     let (paper_lr, paper_decay) = if loaded.builtin {
         paper_settings(&model.name)
@@ -136,12 +151,4 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn at_least_two(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(x) if x >= 2 => Ok(x),
-        Ok(_) => Err(format!("must be at least 2 (variances need two), got {s}")),
-        Err(_) => Err(format!("`{s}` is not a whole number")),
-    }
 }

@@ -7,12 +7,14 @@ use clap::Args;
 use dsgd::experiment::diagnose::{DiagnoseConfig, diagnose as check};
 
 use super::args::positive;
-use super::load::load_with_data;
+use super::load::{SourceArgs, load_with_data};
 
 #[derive(Args, Debug)]
 pub struct DiagnoseArgs {
     /// A model file (`.dsgd`) or the name of a built-in model.
     model: String,
+    #[command(flatten)]
+    source: SourceArgs,
     /// A JSON object binding the model's `data` declarations by name (replacing their values).
     #[arg(long, value_name = "FILE.json")]
     pub data: Option<std::path::PathBuf>,
@@ -35,7 +37,7 @@ pub struct DiagnoseArgs {
 
 /// Exit status 1 when a block fails the tolerance.
 pub fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
-    let model = load_with_data(&args.model, args.data.as_deref())?.model;
+    let model = load_with_data(&args.model, &args.source, args.data.as_deref())?.model;
     let config = DiagnoseConfig {
         points: args.points as usize,
         seed: args.seed,

@@ -17,6 +17,8 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
+pub use args::UsageError;
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Counts, nesting depth, safety, affine guards and applicable estimators of a model.

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 use dsgd::experiment::reproduce::{ReproduceConfig, reproduce};
 
+use super::args::{Footprint, UsageError, check_memory, default_threads, threads};
 use super::progress::SweepProgress;
 
 #[derive(Args, Debug)]
@@ -23,8 +24,8 @@ pub struct ReproduceArgs {
     #[arg(long, num_args = 1..)]
     models: Option<Vec<String>>,
     /// Worker threads for the sweep [default: all cores]; results do not depend on it.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    threads: Option<u64>,
+    #[arg(long, value_parser = threads)]
+    threads: Option<usize>,
     /// Skip the precise final measurement of each run (the 1,000-sample values remain).
     #[arg(long)]
     no_precise: bool,
@@ -45,11 +46,12 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<ExitCode> {
     if args.no_precise {
         config.precise = None;
     }
+    check_setting(&config, args.threads.unwrap_or_else(default_threads))?;
     let progress = SweepProgress::new(if args.quick { "quick" } else { "reproduction" });
     let go = || reproduce(&config, &args.out, &|d, t| progress.update(d, t));
     let result = match args.threads {
         Some(n) => rayon::ThreadPoolBuilder::new()
-            .num_threads(n as usize)
+            .num_threads(n)
             .build()
             .map_err(|e| anyhow::anyhow!("cannot start worker threads: {e}"))?
             .install(go),
@@ -65,4 +67,29 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<ExitCode> {
         args.out.join("REPORT.md").display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses unknown models (a usage error) and a number of seeds whose runs cannot fit in
+/// memory, before any work.
+fn check_setting(config: &ReproduceConfig, threads: usize) -> anyhow::Result<()> {
+    let mut per_seed = 0u128;
+    let mut working = 0u128;
+    for name in &config.models {
+        let Some(Ok(model)) = dsgd::models::builtin(name) else {
+            return Err(UsageError(format!(
+                "--models: no built-in model `{name}` (built-ins: {})",
+                dsgd::models::builtin_names().join(", ")
+            ))
+            .into());
+        };
+        let f = Footprint::of(&model);
+        let arms = 2 * config.etas.len() as u128 + 3;
+        per_seed += arms * f.report_bytes(config.iterations, config.log_every);
+        working = working.max(f.run_bytes(config.batch, config.log_samples, 1));
+    }
+    check_memory(
+        &format!("--seeds {}", config.seeds),
+        u128::from(config.seeds) * per_seed + threads as u128 * working,
+    )?;
+    Ok(())
 }

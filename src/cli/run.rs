@@ -15,23 +15,28 @@ use dsgd::models::Recommended;
 use dsgd::optim::{AdamConfig, OptimizerConfig, SgdConfig};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::args::{non_negative, positive};
-use super::load::{Loaded, load_with_data};
+use super::args::{
+    Footprint, UsageError, check_memory, count, default_threads, non_negative, positive, threads,
+};
+use super::load::{Loaded, SourceArgs, load_with_data};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// A model file (`.dsgd`) or the name of a built-in model.
     model: String,
+    #[command(flatten)]
+    source: SourceArgs,
     /// A JSON object binding the model's `data` declarations by name (replacing their values).
     #[arg(long, value_name = "FILE.json")]
     pub data: Option<std::path::PathBuf>,
     /// The gradient estimator.
     #[arg(long, value_enum, default_value_t = EstimatorArg::Dsgd)]
     estimator: EstimatorArg,
-    /// Smoothing accuracy: DSGD reaches it at iteration 4000; Fixed uses it throughout.
-    /// `auto` (DSGD only) chooses it from the run's measurements (docs/adaptive-eta.md).
-    #[arg(long, default_value = "0.1", allow_negative_numbers = true, value_parser = eta_choice)]
-    eta: EtaChoice,
+    /// Smoothing accuracy: DSGD reaches it at iteration 4000; Fixed uses it throughout
+    /// [default: 0.1]. `auto` (DSGD only) chooses it from the run's measurements
+    /// (docs/adaptive-eta.md).
+    #[arg(long, allow_negative_numbers = true, value_parser = eta_choice)]
+    eta: Option<EtaChoice>,
     /// DSGD's decay in eta_k = eta (4000 / (k + 1))^decay [default: a built-in model's own,
     /// else 1 / (2 * nesting depth)].
     #[arg(long, allow_negative_numbers = true, value_parser = non_negative)]
@@ -40,7 +45,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     iters: u64,
     /// Gradient samples averaged per step.
-    #[arg(long, default_value_t = 16, value_parser = at_least::<1>)]
+    #[arg(long, default_value_t = 16, value_parser = count::<1>)]
     batch: usize,
     /// The optimiser.
     #[arg(long, value_enum, default_value_t = OptimizerArg::Adam)]
@@ -49,9 +54,9 @@ pub struct RunArgs {
     /// gamma_0 / k^p (default 0.5).
     #[arg(long, allow_negative_numbers = true, value_parser = positive)]
     lr: Option<f64>,
-    /// SGD's p in gamma_0 / k^p.
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, value_parser = non_negative)]
-    sgd_power: f64,
+    /// SGD's p in gamma_0 / k^p [default: 1].
+    #[arg(long, allow_negative_numbers = true, value_parser = non_negative)]
+    sgd_power: Option<f64>,
     /// Random seed; the run is a pure function of it.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -59,7 +64,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     log_every: u64,
     /// Fresh samples per measurement.
-    #[arg(long, default_value_t = 1000, value_parser = at_least::<2>)]
+    #[arg(long, default_value_t = 1000, value_parser = count::<2>)]
     log_samples: usize,
     /// Write run.json and trajectory.csv into this directory.
     #[arg(long)]
@@ -68,7 +73,7 @@ pub struct RunArgs {
     #[arg(long)]
     json: bool,
     /// Worker threads [default: all cores]; results do not depend on it.
-    #[arg(long, value_parser = at_least::<1>)]
+    #[arg(long, value_parser = threads)]
     threads: Option<usize>,
     /// What to do when the objective or a gradient is NaN or infinite.
     #[arg(long, value_enum, default_value_t = OnNonFiniteArg::Stop)]
@@ -82,10 +87,10 @@ pub struct RunArgs {
     #[arg(long, default_value_t = PreciseConfig::default().rel_se, value_parser = positive, requires = "precise")]
     precise_rel_se: f64,
     /// The precise measurement's floor of samples.
-    #[arg(long, default_value_t = PreciseConfig::default().min_samples, value_parser = at_least::<2>, requires = "precise")]
+    #[arg(long, default_value_t = PreciseConfig::default().min_samples, value_parser = count::<2>, requires = "precise")]
     precise_min_samples: usize,
     /// The precise measurement's cap of samples.
-    #[arg(long, default_value_t = PreciseConfig::default().max_samples, value_parser = at_least::<2>, requires = "precise")]
+    #[arg(long, default_value_t = PreciseConfig::default().max_samples, value_parser = count::<2>, requires = "precise")]
     precise_max_samples: usize,
 }
 
@@ -130,17 +135,6 @@ fn eta_choice(s: &str) -> Result<EtaChoice, String> {
         .map_err(|e| format!("{e} (or `auto`)"))
 }
 
-fn at_least<const N: usize>(s: &str) -> Result<usize, String> {
-    let x: usize = s
-        .parse()
-        .map_err(|_| format!("`{s}` is not a whole number"))?;
-    if x >= N {
-        Ok(x)
-    } else {
-        Err(format!("must be at least {N}, got {s}"))
-    }
-}
-
 impl RunArgs {
     /// The validated run settings (clap has checked each value's range); what the user left
     /// unset comes from `recommended` (a built-in model's settings) or the general defaults.
@@ -155,10 +149,11 @@ impl RunArgs {
                 EstimatorArg::Rloo => EstimatorKind::Rloo,
             },
             eta: match self.eta {
-                EtaChoice::Value(eta) => eta,
-                EtaChoice::Auto => dsgd::estimate::START_AMPLITUDE,
+                None => 0.1,
+                Some(EtaChoice::Value(eta)) => eta,
+                Some(EtaChoice::Auto) => dsgd::estimate::START_AMPLITUDE,
             },
-            eta_auto: self.eta == EtaChoice::Auto,
+            eta_auto: self.eta == Some(EtaChoice::Auto),
             eta_decay: self.eta_decay.or(recommended.eta_decay),
             iterations: self.iters,
             batch: self.batch,
@@ -174,7 +169,7 @@ impl RunArgs {
                     let d = SgdConfig::default();
                     OptimizerConfig::Sgd(SgdConfig {
                         lr: self.lr.unwrap_or(d.lr),
-                        power: self.sgd_power,
+                        power: self.sgd_power.unwrap_or(1.0),
                     })
                 }
             },
@@ -192,6 +187,49 @@ impl RunArgs {
                 max_samples: self.precise_max_samples,
             }),
         }
+    }
+
+    /// The flags given that this estimator or optimiser does not read (each is warned about
+    /// on stderr, and the run goes on: see `docs/cli.md`).
+    fn ignored_flags(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let est = self
+            .estimator
+            .to_possible_value()
+            .map(|v| v.get_name().to_string());
+        let est = est.unwrap_or_default();
+        let smooths = matches!(self.estimator, EstimatorArg::Dsgd | EstimatorArg::Fixed);
+        // `--eta auto` with another estimator is refused by the run's validation instead.
+        if matches!(self.eta, Some(EtaChoice::Value(_))) && !smooths {
+            out.push(format!(
+                "--eta does not apply to --estimator {est} (only dsgd and fixed smooth); ignored"
+            ));
+        }
+        if self.eta_decay.is_some() && self.estimator != EstimatorArg::Dsgd {
+            out.push(format!(
+                "--eta-decay does not apply to --estimator {est} (only dsgd tightens eta); ignored"
+            ));
+        }
+        if self.sgd_power.is_some() && self.optimizer != OptimizerArg::Sgd {
+            out.push(
+                "--sgd-power does not apply to --optimizer adam (only sgd has a step power); ignored"
+                    .to_string(),
+            );
+        }
+        out
+    }
+
+    /// Refuses a batch or measurement size whose memory cannot fit, before any is allocated.
+    fn check_memory(&self, model: &dsgd::ir::Model) -> Result<(), UsageError> {
+        let threads = self.threads.unwrap_or_else(default_threads);
+        let bytes = Footprint::of(model).run_bytes(self.batch, self.log_samples, threads);
+        check_memory(
+            &format!(
+                "--batch {} with --log-samples {} and {threads} thread(s)",
+                self.batch, self.log_samples
+            ),
+            bytes,
+        )
     }
 }
 
@@ -227,7 +265,11 @@ impl Observer for Progress {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load_with_data(&args.model, args.data.as_deref())?;
+    for warning in args.ignored_flags() {
+        eprintln!("warning: {warning}");
+    }
+    let loaded = load_with_data(&args.model, &args.source, args.data.as_deref())?;
+    args.check_memory(&loaded.model)?;
     let recommended = if loaded.builtin {
         dsgd::models::recommended(&loaded.model.name)
     } else {

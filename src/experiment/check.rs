@@ -215,15 +215,20 @@ impl std::fmt::Display for CheckReport {
                 "  safe           no: {} unsafe guard(s)",
                 self.unsafe_guards.len()
             )?;
-            // Guards from one place in the source (a loop body, a function) are listed once.
+            // Guards from one place in the source (a loop body, a function) are listed once,
+            // in order of first appearance (a map of the places seen, so that tens of
+            // thousands of guards take linear time).
             let mut groups: Vec<(&str, &str, usize)> = Vec::new();
+            let mut seen: std::collections::HashMap<(&str, &str), usize> =
+                std::collections::HashMap::new();
             for g in &self.unsafe_guards {
-                match groups
-                    .iter_mut()
-                    .find(|(l, r, _)| *l == g.location && *r == g.reason)
-                {
-                    Some(entry) => entry.2 += 1,
-                    None => groups.push((&g.location, &g.reason, 1)),
+                let key = (g.location.as_str(), g.reason.as_str());
+                match seen.get(&key) {
+                    Some(&i) => groups[i].2 += 1,
+                    None => {
+                        seen.insert(key, groups.len());
+                        groups.push((key.0, key.1, 1));
+                    }
                 }
             }
             for (location, reason, n) in groups.iter().take(10) {

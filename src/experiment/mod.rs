@@ -14,6 +14,7 @@ pub mod draws;
 pub mod fidelity_md;
 pub mod figure1a;
 pub mod observe;
+pub mod outdir;
 pub mod paper;
 pub mod plot;
 pub mod precise;

@@ -238,11 +238,16 @@ pub fn write_svg_and_png(
     let png_path = with_suffix(path_without_extension, ".png");
 
     let svg = render_svg(plot, width, height)?;
-    let svg_temp = TempFile::beside(&svg_path);
+    let svg_temp = TempFile::beside(&svg_path)?;
     svg_temp.write_all(svg.as_bytes())?;
 
-    let png_temp = TempFile::beside(&png_path);
-    render_png(plot, png_temp.path(), width, height)?;
+    let png_temp = TempFile::beside(&png_path)?;
+    render_png(plot, png_temp.path(), width, height).map_err(|e| match e {
+        PlotError::Render(msg) => {
+            PlotError::Render(format!("{msg} (writing {})", png_path.display()))
+        }
+        other => other,
+    })?;
     png_temp.check_non_empty()?;
 
     let svg_done = svg_temp.commit()?;

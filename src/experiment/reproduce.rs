@@ -14,6 +14,7 @@ use thiserror::Error;
 use super::compare::{self, ModelComparison};
 use super::cost::{self, Cost, CostConfig};
 use super::figure1a::write_figure1a;
+use super::outdir::{OutDir, OutDirError};
 use super::plot::{PlotError, write_svg_and_png};
 use super::precise::PreciseConfig;
 use super::report::{RunReport, write_atomic};
@@ -145,7 +146,7 @@ pub enum ReproduceError {
         #[source]
         source: RunError,
     },
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}")]
     Io {
         path: PathBuf,
         #[source]
@@ -153,6 +154,8 @@ pub enum ReproduceError {
     },
     #[error(transparent)]
     Plot(#[from] PlotError),
+    #[error(transparent)]
+    OutDir(#[from] OutDirError),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ReproduceError + '_ {
@@ -205,7 +208,9 @@ pub fn builtin_model(name: &str) -> Result<Model, ReproduceError> {
 }
 
 /// Runs the reproduction and writes everything under `out`. `progress(done, total)` reports
-/// finished runs of the sweep.
+/// finished runs of the sweep. `out` is checked and locked before any work (a second
+/// reproduction into the same directory is refused), and `manifest.json` lists the files
+/// this run wrote.
 pub fn reproduce(
     config: &ReproduceConfig,
     out: &Path,
@@ -222,6 +227,7 @@ pub fn reproduce(
         .iter()
         .map(|m| builtin_model(m))
         .collect::<Result<Vec<_>, _>>()?;
+    let mut out_dir = OutDir::acquire(out)?;
     let mut plans = Vec::new();
     let mut jobs: Vec<Job> = Vec::new();
     for (i, model) in models.iter().enumerate() {
@@ -265,7 +271,6 @@ pub fn reproduce(
             .validate()
             .map_err(|e| ReproduceError::Setup(e.to_string()))?;
     }
-    std::fs::create_dir_all(out).map_err(io(out))?;
     let sweep_clock = Instant::now();
     let results = sweep::run_parallel(&models, &jobs, progress);
     let sweep_seconds = sweep_clock.elapsed().as_secs_f64();
@@ -281,7 +286,8 @@ pub fn reproduce(
     }
     let figures = out.join("figures");
     std::fs::create_dir_all(&figures).map_err(io(&figures))?;
-    write_figure1a(&figures)?;
+    let (svg, png) = write_figure1a(&figures)?;
+    out_dir.wrote([svg, png]);
     let cost_clock = Instant::now();
     let mut outcomes = Vec::new();
     for (i, ((arms, note, range, extra), extra_range)) in
@@ -298,7 +304,7 @@ pub fn reproduce(
                 .join(name)
                 .join(arm.slug())
                 .join(format!("seed{}", job.config.seed));
-            r.write_to(&dir).map_err(io(&dir))?;
+            out_dir.wrote(r.write_to(&dir).map_err(io(&dir))?);
         }
         let comparison = compare::aggregate(name, &arms, &runs, note);
         let median_cells = extra
@@ -314,7 +320,8 @@ pub fn reproduce(
             })
             .collect();
         let plot = compare::trajectory_plot(name, &arms, &runs, config.seeds);
-        write_svg_and_png(&plot, &figures.join(name), 1000, 620)?;
+        let (svg, png) = write_svg_and_png(&plot, &figures.join(name), 1000, 620)?;
+        out_dir.wrote([svg, png]);
         let base = config.base_run(name);
         let decay = base
             .eta_decay
@@ -362,5 +369,7 @@ pub fn reproduce(
     write_atomic(&summary, json.as_bytes()).map_err(io(&summary))?;
     let report = out.join("REPORT.md");
     write_atomic(&report, super::report_md::render(&rep).as_bytes()).map_err(io(&report))?;
+    out_dir.wrote([summary, report]);
+    out_dir.write_manifest()?;
     Ok(rep)
 }

@@ -27,6 +27,8 @@ pub enum FamilyError {
     DependsOnLatent { latent: String, what: &'static str },
     #[error("the guide of latent `{latent}` has initial std {std}; it must be positive and finite")]
     BadInitStd { latent: String, std: f64 },
+    #[error("the guide of latent `{latent}` has initial mean {mean}; it must be finite")]
+    BadInitMean { latent: String, mean: f64 },
     #[error(
         "the scale of latent `{latent}` is {value} at the current parameters; it must be positive and finite"
     )]
@@ -125,7 +127,13 @@ impl Family {
                     init_mean,
                     init_std,
                 } => {
-                    if !(init_std > 0.0 && init_std.is_finite() && init_mean.is_finite()) {
+                    if !init_mean.is_finite() {
+                        return Err(FamilyError::BadInitMean {
+                            latent: spec.name.clone(),
+                            mean: init_mean,
+                        });
+                    }
+                    if !(init_std > 0.0 && init_std.is_finite()) {
                         return Err(FamilyError::BadInitStd {
                             latent: spec.name.clone(),
                             std: init_std,

@@ -159,6 +159,61 @@ pub struct FnDef {
     pub body: Block,
 }
 
+/// Dropping a syntax tree takes constant stack, whatever its shape: a left-associative chain
+/// such as a million-term `a + a + ...` is a million boxes deep, and the derived recursive drop
+/// would overflow the stack. The boxed operands are moved onto a heap stack instead, so each
+/// node is dropped after its children were taken out.
+impl Drop for Expr {
+    fn drop(&mut self) {
+        if !has_boxed_children(&self.kind) {
+            return;
+        }
+        let mut pending: Vec<Box<Expr>> = Vec::new();
+        take_boxed_children(&mut self.kind, &mut pending);
+        while let Some(mut e) = pending.pop() {
+            take_boxed_children(&mut e.kind, &mut pending);
+        }
+    }
+}
+
+fn has_boxed_children(kind: &ExprKind) -> bool {
+    matches!(
+        kind,
+        ExprKind::Index { .. }
+            | ExprKind::Neg(_)
+            | ExprKind::Not(_)
+            | ExprKind::Binary { .. }
+            | ExprKind::Cmp { .. }
+            | ExprKind::And(..)
+            | ExprKind::Or(..)
+    )
+}
+
+/// Moves the operands of a chainable node out (leaving cheap placeholders behind).
+#[allow(
+    clippy::vec_box,
+    reason = "the boxes are moved as they are, never their contents"
+)]
+fn take_boxed_children(kind: &mut ExprKind, out: &mut Vec<Box<Expr>>) {
+    if !has_boxed_children(kind) {
+        return;
+    }
+    match std::mem::replace(kind, ExprKind::Num(0.0)) {
+        ExprKind::Neg(x) | ExprKind::Not(x) => out.push(x),
+        ExprKind::Index {
+            base: a, index: b, ..
+        }
+        | ExprKind::Binary { lhs: a, rhs: b, .. }
+        | ExprKind::Cmp { lhs: a, rhs: b, .. }
+        | ExprKind::And(a, b)
+        | ExprKind::Or(a, b) => {
+            out.push(a);
+            out.push(b);
+        }
+        _ => {}
+    }
+}
+
 /// A whole file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {

@@ -66,11 +66,66 @@ pub fn locate(source: &str, span: Span) -> Location {
     }
 }
 
+/// Where each line of a source text starts, for locating many spans in one text in
+/// O(log n) each ([`locate`] scans from the start, which made `check` quadratic on programs
+/// with tens of thousands of if-statements).
+#[derive(Clone, Debug)]
+pub struct LineIndex<'s> {
+    source: &'s str,
+    /// Byte offset of the start of every line.
+    starts: Vec<usize>,
+}
+
+impl<'s> LineIndex<'s> {
+    pub fn new(source: &'s str) -> LineIndex<'s> {
+        let starts = std::iter::once(0)
+            .chain(source.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        LineIndex { source, starts }
+    }
+
+    /// The 1-based line and column (in characters) of the start of `span`, as [`locate`]
+    /// gives them.
+    pub fn line_column(&self, span: Span) -> (usize, usize) {
+        let start = floor_char_boundary(self.source, (span.start as usize).min(self.source.len()));
+        let line = self.starts.partition_point(|&s| s <= start);
+        let line_start = self.starts[line - 1];
+        (line, self.source[line_start..start].chars().count() + 1)
+    }
+}
+
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     while i > 0 && !s.is_char_boundary(i) {
         i -= 1;
     }
     i
+}
+
+/// Characters of a source line shown on either side of the column in a snippet.
+pub const SNIPPET_CONTEXT: usize = 60;
+
+/// The part of a long source line around `column` that a snippet shows (at most
+/// [`SNIPPET_CONTEXT`] characters either side, `...` where it is cut), with the column and
+/// underline width within it. One very long line (generated code) must not print whole.
+pub fn clip_line(line: &str, column: usize, width: usize) -> (String, usize, usize) {
+    let chars = line.chars().count();
+    if chars <= 2 * SNIPPET_CONTEXT {
+        return (line.to_string(), column, width);
+    }
+    let at = column.saturating_sub(1).min(chars);
+    let from = at.saturating_sub(SNIPPET_CONTEXT);
+    let to = (at + SNIPPET_CONTEXT).min(chars);
+    let mut text = String::new();
+    if from > 0 {
+        text.push_str("...");
+    }
+    text.extend(line.chars().skip(from).take(to - from));
+    if to < chars {
+        text.push_str("...");
+    }
+    let lead = if from > 0 { 3 } else { 0 };
+    let width = width.min(to - at).max(1);
+    (text, at - from + lead + 1, width)
 }
 
 /// A failed compilation. `Display` renders the whole diagnostic.
@@ -127,14 +182,14 @@ impl fmt::Display for CompileError {
                 let pad = " ".repeat(num.len());
                 writeln!(f, "{pad}--> {}:{}:{}", self.file, loc.line, loc.column)?;
                 writeln!(f, "{pad} |")?;
-                writeln!(f, "{num} | {}", loc.line_text)?;
-                let lead: String = loc
-                    .line_text
+                let (text, column, width) = clip_line(&loc.line_text, loc.column, loc.width);
+                writeln!(f, "{num} | {text}")?;
+                let lead: String = text
                     .chars()
-                    .take(loc.column - 1)
+                    .take(column - 1)
                     .map(|c| if c == '\t' { '\t' } else { ' ' })
                     .collect();
-                write!(f, "{pad} | {lead}{}", "^".repeat(loc.width))?;
+                write!(f, "{pad} | {lead}{}", "^".repeat(width))?;
                 if !self.expected.is_empty() {
                     write!(f, " expected {}", self.expected)?;
                 }
@@ -166,6 +221,44 @@ mod tests {
         );
         assert_eq!((loc.line, loc.column, loc.width), (2, 9, 1));
         assert_eq!(loc.line_text, "let é = b;");
+    }
+
+    #[test]
+    fn the_line_index_agrees_with_locate() {
+        let src = "a\n\nlet é = b;\r\nx\n";
+        let index = LineIndex::new(src);
+        for start in 0..=src.len() as u32 + 2 {
+            let span = Span { start, end: start };
+            let l = locate(src, span);
+            assert_eq!(index.line_column(span), (l.line, l.column), "{start}");
+        }
+    }
+
+    #[test]
+    fn a_long_line_is_cut_around_the_column() {
+        let src = format!("{}foo{}", "a+".repeat(50_000), "+a".repeat(50_000));
+        let start = src.find("foo").unwrap() as u32;
+        let d = Diag::new(
+            Span {
+                start,
+                end: start + 3,
+            },
+            "unknown name `foo`",
+            "a name",
+        );
+        let text = CompileError::from_diag("m.dsgd", &src, d).to_string();
+        assert!(text.len() < 400, "{} bytes", text.len());
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], " --> m.dsgd:1:100001");
+        let shown = lines[3].strip_prefix("1 | ").unwrap();
+        assert!(
+            shown.starts_with("...") && shown.ends_with("..."),
+            "{shown}"
+        );
+        let caret = lines[4].strip_prefix("  | ").unwrap();
+        let col = caret.find('^').unwrap();
+        assert_eq!(&shown[col..col + 3], "foo");
+        assert!(caret.ends_with("^^^ expected a name"), "{caret}");
     }
 
     #[test]

@@ -14,15 +14,20 @@ pub mod lexer;
 mod lower;
 pub mod parser;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use bind::{DataError, DataSet, DataValue};
 pub use data::{FsResolver, Resolver};
-pub use diagnostic::{CompileError, Location, locate};
+pub use diagnostic::{CompileError, LineIndex, Location, locate};
 
-use crate::ir::{DEFAULT_NODE_LIMIT, Model};
+use crate::ir::Model;
 
 /// Limits and settings of a compilation.
+///
+/// The default limits are sized so that a program over them is refused within about two
+/// seconds and 300 MB: a node of the unrolled program costs about 100 bytes while it is being
+/// built, and a lowering step well under a microsecond. The command line raises them with
+/// `--max-nodes`, `--max-steps` and `--max-data-bytes`.
 #[derive(Clone, Debug)]
 pub struct CompileOptions {
     /// Most nodes the unrolled program may have (before dead-code elimination).
@@ -31,17 +36,38 @@ pub struct CompileOptions {
     pub step_limit: usize,
     /// Deepest nesting of inlined function calls.
     pub max_call_depth: usize,
+    /// Largest data file `csv(..)` reads, in bytes.
+    pub max_data_bytes: u64,
+    /// Whether `csv(..)` may read files outside the model's directory and `data_dirs`.
+    pub allow_data_outside: bool,
+    /// Directories besides the model's own that `csv(..)` may read from.
+    pub data_dirs: Vec<PathBuf>,
 }
+
+/// Default of [`CompileOptions::node_limit`]: the built-in `cheating` survey with 10,000
+/// students has 130,000 nodes.
+pub const DEFAULT_NODE_LIMIT: usize = 1_000_000;
+/// Default of [`CompileOptions::step_limit`] (the 10,000-student survey takes 730,000).
+pub const DEFAULT_STEP_LIMIT: usize = 2_000_000;
+/// Default of [`CompileOptions::max_data_bytes`] (64 MiB).
+pub const DEFAULT_MAX_DATA_BYTES: u64 = 64 << 20;
 
 impl Default for CompileOptions {
     fn default() -> Self {
         CompileOptions {
             node_limit: DEFAULT_NODE_LIMIT,
-            step_limit: 50_000_000,
+            step_limit: DEFAULT_STEP_LIMIT,
             max_call_depth: 1000,
+            max_data_bytes: DEFAULT_MAX_DATA_BYTES,
+            allow_data_outside: false,
+            data_dirs: Vec::new(),
         }
     }
 }
+
+/// Largest model source file [`compile_file`] reads (64 MiB): far beyond any program the
+/// default limits accept, and small enough to hold in memory.
+pub const MAX_SOURCE_BYTES: u64 = 64 << 20;
 
 /// Stack of the compiler thread: enough for `max_call_depth` inlined calls of the default
 /// and the parser's nesting limit. Only touched pages cost memory.
@@ -59,13 +85,61 @@ pub fn compile_file_with_data(
     opts: &CompileOptions,
 ) -> Result<Model, CompileError> {
     let name = path.display().to_string();
-    let source = std::fs::read_to_string(path)
-        .map_err(|e| CompileError::without_location(&name, format!("cannot read `{name}`: {e}")))?;
+    let source = read_source(path)?;
     let base = path.parent().unwrap_or(Path::new("."));
-    let resolver = FsResolver {
-        base_dir: base.to_path_buf(),
-    };
+    let resolver = FsResolver::new(base, opts);
     compile_with_data(&name, &source, &resolver, data, opts)
+}
+
+/// The text of a model file: at most [`MAX_SOURCE_BYTES`], and UTF-8 (an invalid byte is
+/// reported with its offset, line and column).
+pub fn read_source(path: &Path) -> Result<String, CompileError> {
+    use std::io::Read;
+    let name = path.display().to_string();
+    let cannot = |e: std::io::Error| {
+        CompileError::without_location(&name, format!("cannot read `{name}`: {e}"))
+    };
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SOURCE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_SOURCE_BYTES {
+        return Err(CompileError::without_location(
+            &name,
+            format!(
+                "`{name}` is larger than {MAX_SOURCE_BYTES} bytes, the most a model file may be"
+            ),
+        ));
+    }
+    source_text(&name, bytes)
+}
+
+/// Source bytes as text, or an error at the first byte that is not UTF-8 (with its byte
+/// offset, line and column).
+pub fn source_text(name: &str, bytes: Vec<u8>) -> Result<String, CompileError> {
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let offset = e.utf8_error().valid_up_to();
+        let valid = std::str::from_utf8(&bytes[..offset]).unwrap_or_default();
+        let line_start = valid.rfind('\n').map_or(0, |p| p + 1);
+        let loc = Location {
+            line: valid.matches('\n').count() + 1,
+            column: valid[line_start..].chars().count() + 1,
+            line_text: valid[line_start..].to_string(),
+            width: 1,
+        };
+        CompileError {
+            file: name.to_string(),
+            message: format!(
+                "byte {offset} (line {}, column {}) is not valid UTF-8",
+                loc.line, loc.column
+            ),
+            expected: "UTF-8 text".to_string(),
+            location: Some(Box::new(loc)),
+            notes: Vec::new(),
+        }
+    })
 }
 
 /// Compiles `source` (named `name` in messages); data files are read relative to `base_dir`.
@@ -75,9 +149,7 @@ pub fn compile_source(
     base_dir: &Path,
     opts: &CompileOptions,
 ) -> Result<Model, CompileError> {
-    let resolver = FsResolver {
-        base_dir: base_dir.to_path_buf(),
-    };
+    let resolver = FsResolver::new(base_dir, opts);
     compile_with(name, source, &resolver, opts)
 }
 
@@ -104,6 +176,12 @@ pub fn compile_with_data(
     let model_name = Path::new(name)
         .file_stem()
         .map_or(name.to_string(), |s| s.to_string_lossy().into_owned());
+    if source.len() as u64 > MAX_SOURCE_BYTES {
+        return Err(CompileError::without_location(
+            name,
+            format!("the model is larger than {MAX_SOURCE_BYTES} bytes, the most a model may be"),
+        ));
+    }
     let run = || -> Result<Model, CompileError> {
         let to_error = |d| CompileError::from_diag(name, source, d);
         let tokens = lexer::lex(source).map_err(to_error)?;

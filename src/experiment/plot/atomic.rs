@@ -1,16 +1,13 @@
-//! Whole-or-nothing file output: write beside the target under a hidden temporary name, then
-//! rename over it. A reader never sees half a figure, and a failed render leaves nothing behind.
+//! Whole-or-nothing file output: write beside the target under a hidden, unpredictable
+//! temporary name (created new, so a planted symbolic link is never followed), then rename
+//! over it. A reader never sees half a figure, and a failed render leaves nothing behind.
 
-use std::ffi::OsString;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::PlotError;
-
-/// Distinguishes temporary names of concurrent writers within one process.
-static COUNTER: AtomicU64 = AtomicU64::new(0);
+use crate::experiment::report::create_temp_beside;
 
 /// A temporary file beside its final path; deleted on drop unless it was committed.
 pub struct TempFile {
@@ -20,30 +17,18 @@ pub struct TempFile {
 }
 
 impl TempFile {
-    /// Reserves a temporary name in `target`'s directory. The name keeps `target`'s extension
-    /// last, because the PNG encoder chooses the format from the extension.
-    pub fn beside(target: &Path) -> Self {
-        let dir = target.parent().unwrap_or_else(|| Path::new(""));
-        let name = target
-            .file_name()
-            .map_or_else(|| OsString::from("plot"), |n| n.to_os_string());
-        let ext = target.extension().map(|e| e.to_os_string());
-        let mut temp_name = OsString::from(".");
-        temp_name.push(&name);
-        temp_name.push(format!(
-            ".tmp-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        if let Some(ext) = ext {
-            temp_name.push(".");
-            temp_name.push(ext);
-        }
-        TempFile {
-            temp: dir.join(temp_name),
+    /// Creates an empty temporary file in `target`'s directory. Its name keeps `target`'s
+    /// extension last, because the PNG encoder chooses the format from the extension.
+    pub fn beside(target: &Path) -> Result<Self, PlotError> {
+        let (temp, _file) = create_temp_beside(target).map_err(|source| PlotError::Io {
+            path: target.to_path_buf(),
+            source,
+        })?;
+        Ok(TempFile {
+            temp,
             target: target.to_path_buf(),
             committed: false,
-        }
+        })
     }
 
     /// Where to write.
@@ -54,10 +39,15 @@ impl TempFile {
     /// Writes `bytes` to the temporary file and flushes them to disk.
     pub fn write_all(&self, bytes: &[u8]) -> Result<(), PlotError> {
         let io = |source| PlotError::Io {
-            path: self.temp.clone(),
+            path: self.target.clone(),
             source,
         };
-        let mut f = fs::File::create(&self.temp).map_err(io)?;
+        // The file was created new by `beside`; truncate it, never create or follow a link.
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&self.temp)
+            .map_err(io)?;
         f.write_all(bytes).map_err(io)?;
         f.sync_all().map_err(io)
     }
@@ -72,7 +62,7 @@ impl TempFile {
                 self.target.display()
             ))),
             Err(source) => Err(PlotError::Io {
-                path: self.temp.clone(),
+                path: self.target.clone(),
                 source,
             }),
         }

@@ -60,6 +60,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             ExprKind::Comprehension { body, var, lo, hi } => {
                 let lo = self.const_int(lo, "the start of the range")?;
                 let hi = self.const_int(hi, "the end of the range")?;
+                self.refuse_long_loop(lo, hi, 2, e.span)?;
                 let mut out = Vec::new();
                 for i in lo..hi {
                     self.tick(e.span, 1)?;
@@ -74,39 +75,13 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 }
                 self.array(out, e.span)?
             }
-            ExprKind::Index { base, index } => {
-                let arr = self.expr(base)?;
-                let i = self.const_int(index, "an array index")?;
-                let Value::Array(items, _) = arr else {
-                    return Err(Diag::new(
-                        base.span,
-                        format!("cannot index into {}", arr.describe()),
-                        "an array before `[`",
-                    ));
-                };
-                let k = self
-                    .check_index(i, items.len(), index.span)
-                    .map_err(|d| self.name_data_in(d, base, i, items.len()))?;
-                items[k].clone()
-            }
+            ExprKind::Index { .. } => self.index_chain(e)?,
             ExprKind::Call { name, args } => self.call(name, args, e.span)?,
             ExprKind::Neg(x) => {
                 let v = self.expr(x)?;
                 Value::Num(-self.num(v, x.span)?)
             }
-            ExprKind::Binary { op, lhs, rhs } => {
-                let l = self.expr(lhs)?;
-                let l = self.num(l, lhs.span)?;
-                let r = self.expr(rhs)?;
-                let r = self.num(r, rhs.span)?;
-                Value::Num(match op {
-                    BinOp::Add => l + r,
-                    BinOp::Sub => l - r,
-                    BinOp::Mul => l * r,
-                    BinOp::Div => l / r,
-                    BinOp::Pow => b.pow(l, r),
-                })
-            }
+            ExprKind::Binary { .. } => self.binary_chain(e)?,
             ExprKind::Cmp { .. } | ExprKind::And(..) | ExprKind::Or(..) | ExprKind::Not(_) => {
                 return Err(Diag::new(
                     e.span,
@@ -130,16 +105,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
     pub(super) fn cond(&mut self, e: &Expr) -> Result<Cond<'b>, Diag> {
         self.tick(e.span, 1)?;
         match &e.kind {
-            ExprKind::And(x, y) => {
-                let a = self.cond(x)?;
-                let c = self.cond(y)?;
-                Ok(a.and(c))
-            }
-            ExprKind::Or(x, y) => {
-                let a = self.cond(x)?;
-                let c = self.cond(y)?;
-                Ok(a.or(c))
-            }
+            ExprKind::And(..) | ExprKind::Or(..) => self.logic_chain(e),
             ExprKind::Not(x) => Ok(self.cond(x)?.not()),
             ExprKind::Cmp { op, lhs, rhs } => {
                 let l = self.expr(lhs)?;
@@ -181,6 +147,92 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 "a comparison such as `x < 0`, possibly combined with `&&`, `||` and `!`",
             )),
         }
+    }
+
+    /// A chain of arithmetic such as `a + b - c * d`, lowered along its left spine in a loop:
+    /// the parser makes left-associative chains as deep as they are long, and a million-term
+    /// sum must not take a million stack frames. `e` itself was already counted as a step.
+    fn binary_chain(&mut self, e: &Expr) -> Result<Value<'b>, Diag> {
+        let mut spine = Vec::new();
+        let mut leaf = e;
+        while let ExprKind::Binary { op, lhs, rhs } = &leaf.kind {
+            spine.push((leaf.span, *op, &**rhs));
+            leaf = lhs;
+        }
+        let v = self.expr(leaf)?;
+        let mut acc = self.num(v, leaf.span)?;
+        let b = self.b;
+        for (k, (span, op, rhs)) in spine.into_iter().enumerate().rev() {
+            if k > 0 {
+                self.tick(span, 1)?;
+            }
+            let r = self.expr(rhs)?;
+            let r = self.num(r, rhs.span)?;
+            acc = match op {
+                BinOp::Add => acc + r,
+                BinOp::Sub => acc - r,
+                BinOp::Mul => acc * r,
+                BinOp::Div => acc / r,
+                BinOp::Pow => b.pow(acc, r),
+            };
+        }
+        Ok(Value::Num(acc))
+    }
+
+    /// `a[i][j]...`, lowered along its left spine in a loop (see [`Self::binary_chain`]).
+    fn index_chain(&mut self, e: &Expr) -> Result<Value<'b>, Diag> {
+        let mut spine = Vec::new();
+        let mut leaf = e;
+        while let ExprKind::Index { base, index } = &leaf.kind {
+            spine.push((leaf.span, &**index, &**base));
+            leaf = base;
+        }
+        let mut arr = self.expr(leaf)?;
+        let mut base_span = leaf.span;
+        for (k, (span, index, base)) in spine.into_iter().enumerate().rev() {
+            if k > 0 {
+                self.tick(span, 1)?;
+            }
+            let i = self.const_int(index, "an array index")?;
+            let Value::Array(items, _) = arr else {
+                return Err(Diag::new(
+                    base_span,
+                    format!("cannot index into {}", arr.describe()),
+                    "an array before `[`",
+                ));
+            };
+            let k = self
+                .check_index(i, items.len(), index.span)
+                .map_err(|d| self.name_data_in(d, base, i, items.len()))?;
+            arr = items[k].clone();
+            base_span = span;
+        }
+        Ok(arr)
+    }
+
+    /// A chain of `&&` and `||`, lowered along its left spine in a loop (see
+    /// [`Self::binary_chain`]).
+    fn logic_chain(&mut self, e: &Expr) -> Result<Cond<'b>, Diag> {
+        let mut spine = Vec::new();
+        let mut leaf = e;
+        loop {
+            let (x, y, and) = match &leaf.kind {
+                ExprKind::And(x, y) => (x, y, true),
+                ExprKind::Or(x, y) => (x, y, false),
+                _ => break,
+            };
+            spine.push((leaf.span, and, &**y));
+            leaf = x;
+        }
+        let mut acc = self.cond(leaf)?;
+        for (k, (span, and, rhs)) in spine.into_iter().enumerate().rev() {
+            if k > 0 {
+                self.tick(span, 1)?;
+            }
+            let c = self.cond(rhs)?;
+            acc = if and { acc.and(c) } else { acc.or(c) };
+        }
+        Ok(acc)
     }
 
     /// A comparison of a constrained latent `z = T(u)` with a constant `c`, rewritten as the
@@ -271,11 +323,18 @@ impl<'b, 'r> Lowerer<'b, 'r> {
 
     pub(super) fn const_int(&mut self, e: &Expr, what: &str) -> Result<i64, Diag> {
         let x = self.const_number(e, what)?;
-        if x != x.trunc() || x.abs() > MAX_INT {
+        if x != x.trunc() {
             return Err(Diag::new(
                 e.span,
                 format!("{what} is {x}, not an integer"),
                 "an integer",
+            ));
+        }
+        if x.abs() > MAX_INT {
+            return Err(Diag::new(
+                e.span,
+                format!("{what} is {x:e}, beyond the largest loop bound or index (1e15)"),
+                "an integer of magnitude at most 1e15",
             ));
         }
         Ok(x as i64)
@@ -479,7 +538,12 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 args.len(),
             ));
         };
-        let values = data::read_column(self.resolver, path, column).map_err(|msg| {
+        let max_rows = self
+            .opts
+            .step_limit
+            .saturating_sub(self.steps)
+            .min(self.opts.node_limit.saturating_sub(self.b.node_count()));
+        let values = data::read_column(self.resolver, path, column, max_rows).map_err(|msg| {
             let arg = if msg.missing_column {
                 args[1].span
             } else {
@@ -528,7 +592,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 format!("this array would hold {size} numbers, more than the step limit"),
                 "a smaller array",
             )
-            .with_note("the limit is set by `CompileOptions::step_limit`"));
+            .with_note(super::STEP_LIMIT_NOTE));
         }
         Ok(Value::Array(Rc::new(items), Shape { depth, size }))
     }

@@ -129,6 +129,13 @@ fn mentions_objective(s: &StmtKind) -> bool {
     }
 }
 
+/// How to raise the node limit (the error names it).
+pub(crate) const NODE_LIMIT_NOTE: &str =
+    "raise the limit with `--max-nodes N` on the command line (`CompileOptions::node_limit`)";
+/// How to raise the step limit.
+pub(crate) const STEP_LIMIT_NOTE: &str =
+    "raise the limit with `--max-steps N` on the command line (`CompileOptions::step_limit`)";
+
 /// Names of the built-in functions (besides `len` and `csv`).
 pub(crate) const BUILTINS: &[&str] = &[
     "exp",
@@ -190,7 +197,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 ),
                 "a program that unrolls to fewer nodes (smaller loop bounds or recursion depth)",
             )
-            .with_note("the limit is set by `CompileOptions::node_limit`"));
+            .with_note(NODE_LIMIT_NOTE));
         }
         if self.steps > self.opts.step_limit {
             return Err(Diag::new(
@@ -201,7 +208,35 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 ),
                 "a program that unrolls in fewer steps (smaller loop bounds or recursion depth)",
             )
-            .with_note("the limit is set by `CompileOptions::step_limit`"));
+            .with_note(STEP_LIMIT_NOTE));
+        }
+        Ok(())
+    }
+
+    /// Refuses a loop of `lo..hi` whose iterations, at `per_iteration` steps or more each,
+    /// cannot fit in the steps left (so that `for i in 0..1000000000 { }` is refused at
+    /// once, not after minutes).
+    fn refuse_long_loop(
+        &self,
+        lo: i64,
+        hi: i64,
+        per_iteration: usize,
+        span: Span,
+    ) -> Result<(), Diag> {
+        let iterations = u64::try_from(hi.saturating_sub(lo)).unwrap_or(0);
+        let need = iterations.saturating_mul(per_iteration as u64);
+        let left = self.opts.step_limit.saturating_sub(self.steps) as u64;
+        if need > left {
+            return Err(Diag::new(
+                span,
+                format!(
+                    "this loop runs {iterations} times: compiling the program takes more than \
+                     {} steps",
+                    self.opts.step_limit
+                ),
+                "a program that unrolls in fewer steps (smaller loop bounds)",
+            )
+            .with_note(STEP_LIMIT_NOTE));
         }
         Ok(())
     }
@@ -406,7 +441,8 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     self.opts.node_limit
                 ),
                 "a smaller program",
-            ));
+            )
+            .with_note(NODE_LIMIT_NOTE));
         }
         let program_ir = b
             .finish(&outputs)

@@ -93,6 +93,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             StmtKind::For { var, lo, hi, body } => {
                 let lo_v = self.const_int(lo, "the start of the loop range")?;
                 let hi_v = self.const_int(hi, "the end of the loop range")?;
+                // Every iteration costs a step and one per statement of the body: a loop that
+                // cannot fit in the steps left is refused before its first iteration.
+                let per_iteration = 1 + body.stmts.len() + usize::from(body.tail.is_some());
+                self.refuse_long_loop(lo_v, hi_v, per_iteration, s.span)?;
                 for i in lo_v..hi_v {
                     self.tick(s.span, 1)?;
                     let mut scope = HashMap::new();

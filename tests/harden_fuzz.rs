@@ -1,0 +1,321 @@
+//! In-suite fuzzing of what `lang_fuzz.rs` does not reach: the lowering (random well-formed
+//! programs, so that cases get past the parser), the data binding (random CSV files read
+//! through the real file-system resolver) and the command line's option parsing (random
+//! flags and values on the real binary). Nothing may panic, hang or print a file that is not
+//! data. Run longer with `PROPTEST_CASES=100000 cargo test --release --test harden_fuzz`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use dsgd::lang::{CompileOptions, compile_file, compile_source};
+use proptest::prelude::*;
+
+fn opts() -> CompileOptions {
+    CompileOptions {
+        node_limit: 20_000,
+        step_limit: 200_000,
+        max_call_depth: 100,
+        ..CompileOptions::default()
+    }
+}
+
+/// A random expression over the latents `z`, `w`, the array `xs`, constants and the loop
+/// variable `i` (when in a loop), up to `depth` deep.
+fn expr(depth: u32) -> BoxedStrategy<String> {
+    let leaf = prop_oneof![
+        Just("z".to_string()),
+        Just("w".to_string()),
+        Just("i".to_string()),
+        Just("xs[0]".to_string()),
+        Just("xs[i]".to_string()),
+        Just("len(xs)".to_string()),
+        (-3i32..10).prop_map(|c| c.to_string()),
+        Just("0.5".to_string()),
+        Just("1e308".to_string()),
+        Just("0".to_string()),
+    ];
+    leaf.prop_recursive(depth, 64, 3, |inner| {
+        prop_oneof![
+            (inner.clone(), "[-+*/^]", inner.clone())
+                .prop_map(|(a, o, b)| format!("({a} {o} {b})")),
+            (
+                prop::sample::select(vec![
+                    "exp",
+                    "log",
+                    "sqrt",
+                    "sin",
+                    "abs",
+                    "relu",
+                    "step",
+                    "softplus",
+                    "sigmoid",
+                    "lgamma",
+                    "probit",
+                    "tanh",
+                    "log1p",
+                    "expm1",
+                    "normal_cdf"
+                ]),
+                inner.clone()
+            )
+                .prop_map(|(f, a)| format!("{f}({a})")),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("max({a}, {b})")),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("pow({a}, {b})")),
+            (
+                inner.clone(),
+                "[<>]=?",
+                inner.clone(),
+                inner.clone(),
+                inner.clone()
+            )
+                .prop_map(|(a, c, b, t, e)| format!("(if {a} {c} {b} {{ {t} }} else {{ {e} }})")),
+            inner.clone().prop_map(|a| format!("-{a}")),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("[{a}, {b}][1]")),
+            inner
+                .clone()
+                .prop_map(|a| format!("sum([{a} for j in 0..3])")),
+            inner.prop_map(|a| format!("mean([{a}, 1])")),
+        ]
+    })
+    .boxed()
+}
+
+/// A random statement (possibly a loop or a branch holding others).
+fn stmt() -> BoxedStrategy<String> {
+    let simple = prop_oneof![
+        expr(4).prop_map(|e| format!("observe {e} ~ Normal(0, 1);")),
+        expr(4).prop_map(|e| format!("factor {e};")),
+        expr(4).prop_map(|e| format!("a = {e};")),
+        (expr(3), expr(3)).prop_map(|(m, s)| format!("observe 1 ~ Normal({m}, {s});")),
+        expr(3).prop_map(|e| format!("let q = sample Normal({e}, 1);")),
+        expr(3).prop_map(|e| format!("observe 1 ~ Poisson(exp({e}));")),
+    ];
+    simple
+        .prop_recursive(3, 16, 3, |inner| {
+            prop_oneof![
+                (0i64..4, prop::collection::vec(inner.clone(), 1..3))
+                    .prop_map(|(n, b)| format!("for i in 0..{n} {{ {} }}", b.concat())),
+                (expr(3), prop::collection::vec(inner.clone(), 1..3), inner).prop_map(
+                    |(c, t, e)| format!("if {c} < 1 {{ {} }} else {{ {e} }}", t.concat())
+                ),
+            ]
+        })
+        .boxed()
+}
+
+fn program() -> impl Strategy<Value = String> {
+    prop::collection::vec(stmt(), 1..5).prop_map(|body| {
+        format!(
+            "data xs = [1, 2, 3, 4];\nlet i = 1;\nlet a = 0;\n\
+             let z = sample Normal(0, 1);\nlet w = sample Normal(1, 2) init(mean = 0.5, std = 1);\n{}\nobserve a ~ Normal(0, 10);",
+            body.join("\n")
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Random well-formed programs reach the lowering: every outcome is a model or an error
+    /// with a location, never a panic.
+    #[test]
+    fn lowering_never_panics(src in program()) {
+        match compile_source("fuzz.dsgd", &src, Path::new("."), &opts()) {
+            Ok(m) => {
+                prop_assert_eq!(m.latents.len(), m.program.latent_count());
+                // The model's program evaluates at the origin without panicking.
+                let _ = dsgd::estimate::Problem::new(&m);
+            }
+            Err(e) => {
+                let text = e.to_string();
+                prop_assert!(text.starts_with("error: "), "{}", text);
+            }
+        }
+    }
+}
+
+/// A directory for one fuzz case's files.
+fn case_dir() -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "dsgd-fuzz-data-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Random CSV-ish bytes: headers, numbers, junk, quotes, long fields, invalid UTF-8.
+fn csv_bytes() -> impl Strategy<Value = Vec<u8>> {
+    let cell = prop_oneof![
+        Just("x".to_string()),
+        Just("y".to_string()),
+        "-?[0-9]{1,4}(\\.[0-9]{1,3})?(e-?[0-9])?",
+        Just("NaN".to_string()),
+        Just("inf".to_string()),
+        Just("".to_string()),
+        Just("\"1,5\"".to_string()),
+        Just("\"".to_string()),
+        "[ -~]{0,60}",
+        Just("SECRET-LINE-THAT-MUST-NOT-BE-ECHOED-0123456789".to_string()),
+    ];
+    let row = prop::collection::vec(cell, 0..4).prop_map(|c| c.join(","));
+    (prop::collection::vec(row, 0..8), any::<bool>(), any::<u8>()).prop_map(|(rows, junk, b)| {
+        let mut bytes = rows.join("\n").into_bytes();
+        if junk {
+            bytes.push(b | 0x80);
+        }
+        bytes
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Random data files through the real resolver: a model or an error, never a panic, and
+    /// never the text of a long line back in the message.
+    #[test]
+    fn data_binding_never_panics_or_echoes(bytes in csv_bytes(), col in "[xyz]") {
+        let dir = case_dir();
+        std::fs::write(dir.join("d.csv"), &bytes).unwrap();
+        let model = dir.join("m.dsgd");
+        std::fs::write(
+            &model,
+            format!("data xs = csv(\"d.csv\", \"{col}\");\nlet z = sample Normal(0, 1);\nobserve len(xs) ~ Normal(z, 1);"),
+        )
+        .unwrap();
+        let r = compile_file(&model, &opts());
+        let _ = std::fs::remove_dir_all(&dir);
+        if let Err(e) = r {
+            let text = e.to_string();
+            prop_assert!(text.starts_with("error: "), "{}", text);
+            prop_assert!(!text.contains("SECRET-LINE"), "{}", text);
+        }
+    }
+}
+
+/// Flags of the subcommands that take a model, with values that probe the edges.
+const FLAGS: &[&str] = &[
+    "--batch",
+    "--log-samples",
+    "--threads",
+    "--iters",
+    "--eta",
+    "--eta-decay",
+    "--lr",
+    "--sgd-power",
+    "--seed",
+    "--log-every",
+    "--estimator",
+    "--optimizer",
+    "--max-nodes",
+    "--max-steps",
+    "--max-data-bytes",
+    "--seeds",
+    "--repeats",
+    "--seconds",
+    "--etas",
+    "--points",
+    "--tolerance",
+    "--on-nonfinite",
+    "--bogus",
+];
+
+const VALUES: &[&str] = &[
+    "0",
+    "1",
+    "2",
+    "-1",
+    "3",
+    "18446744073709551615",
+    "18446744073709551616",
+    "1000000000000",
+    "1e300",
+    "NaN",
+    "inf",
+    "-inf",
+    "0.1",
+    "abc",
+    "",
+    "dsgd",
+    "score",
+    "sgd",
+    "continue",
+    "--json",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Random flags on the real binary: it ends with status 0, 1 or 2 and never panics.
+    /// Iterations and repeats stay small so that an accepted command finishes quickly.
+    #[test]
+    fn option_parsing_never_panics(
+        sub in prop::sample::select(vec!["run", "check", "diagnose", "bench", "compare"]),
+        flags in prop::collection::vec((prop::sample::select(FLAGS), prop::sample::select(VALUES)), 0..4),
+    ) {
+        let mut args: Vec<String> = vec![sub.to_string(), "example".to_string()];
+        for (f, v) in &flags {
+            args.push(f.to_string());
+            args.push(v.to_string());
+        }
+        // Keep accepted work small: later flags override nothing, so these are appended
+        // only where they are not fuzzed.
+        let given = |f: &str| flags.iter().any(|(g, _)| *g == f);
+        let cheap: &[(&str, &str, &[&str])] = &[
+            ("--iters", "3", &["run", "compare"]),
+            ("--log-every", "1", &["run", "compare"]),
+            ("--seeds", "1", &["compare"]),
+            ("--etas", "0.1", &["compare"]),
+            ("--seconds", "0.001", &["bench"]),
+            ("--repeats", "1", &["bench"]),
+            ("--batch", "16", &["bench"]),
+            ("--log-samples", "2", &["run", "compare"]),
+            ("--points", "1", &["diagnose"]),
+        ];
+        for (f, v, subs) in cheap {
+            if subs.contains(&sub) && !given(f) {
+                args.push(f.to_string());
+                args.push(v.to_string());
+            }
+        }
+        // Values that make accepted work large are clamped to what the test can afford.
+        for (f, v) in &flags {
+            let big = v.parse::<f64>().is_ok_and(|x| x > 3.0);
+            let costly = ["--iters", "--log-samples", "--batch", "--seeds", "--repeats", "--seconds", "--points", "--etas"];
+            // Refused by the memory estimate or a range: cheap to test. Not so `--iters` or
+            // `--etas`, where a huge value is a legitimately long run.
+            let refused = v.starts_with("18446744073709551615") || *v == "1000000000000" || *v == "1e300";
+            let long_if_accepted = ["--iters", "--etas", "--log-every"].contains(f);
+            if big && costly.contains(f) && (!refused || long_if_accepted) {
+                return Ok(());
+            }
+        }
+        let out_dir = case_dir();
+        if sub == "compare" {
+            args.push("--out".to_string());
+            args.push(out_dir.display().to_string());
+        }
+        let o = Command::new(env!("CARGO_BIN_EXE_dsgd"))
+            .args(&args)
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .expect("runs");
+        let _ = std::fs::remove_dir_all(&out_dir);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        let code = o.status.code();
+        prop_assert!(matches!(code, Some(0..=2)), "{:?} {:?}\n{}", args, code, stderr);
+        prop_assert!(!stderr.contains("panicked"), "{:?}\n{}", args, stderr);
+    }
+}
+
+#[test]
+fn data_fuzz_cases_leave_no_directories_behind() {
+    // The data fuzzer removes each case's directory; this checks the helper it relies on.
+    let d = case_dir();
+    assert!(d.is_dir());
+    std::fs::remove_dir_all(&d).unwrap();
+    assert!(!Path::new(&d).exists());
+}
