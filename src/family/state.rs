@@ -66,6 +66,25 @@ impl FamilyState {
     /// Evaluates the family at `theta`. Fails when a scale is not positive and finite or a
     /// location is not finite, naming the latent.
     pub fn update(&mut self, family: &Family, theta: &[f64]) -> Result<(), FamilyError> {
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::avx2_fma() {
+            // SAFETY: the CPU has AVX2 and FMA (checked just above).
+            return unsafe { self.update_avx2(family, theta) };
+        }
+        self.update_body(family, theta)
+    }
+
+    /// [`FamilyState::update`] compiled with FMA: the softplus of every guided latent's
+    /// `rho` is a chain of `mul_add`s, each a call to libm's `fma` in the baseline build
+    /// (about a sixth of a small model's step). Same operations, same bits.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn update_avx2(&mut self, family: &Family, theta: &[f64]) -> Result<(), FamilyError> {
+        self.update_body(family, theta)
+    }
+
+    #[inline(always)]
+    fn update_body(&mut self, family: &Family, theta: &[f64]) -> Result<(), FamilyError> {
         let m = family.model_param_count();
         let params = &theta[..m];
         for (t, tape) in family.tapes.iter().enumerate() {
