@@ -77,7 +77,7 @@ pub(crate) fn poly_even_odd<const N: usize>(x: f64, c: &[f64; N]) -> f64 {
     let mut even: Option<f64> = None;
     let mut odd: Option<f64> = None;
     for (i, &ci) in c.iter().enumerate() {
-        let chain = if (N - 1 - i) % 2 == 0 {
+        let chain = if (N - 1 - i).is_multiple_of(2) {
             &mut even
         } else {
             &mut odd
