@@ -37,7 +37,7 @@ pub fn softplus(x: f64) -> f64 {
 
 /// `(sigmoid(x), softplus(x))` from one `exp`, bit for bit equal to the two calls (both take
 /// `exp(-|x|)`): a guide's scale and its derivative.
-#[inline]
+#[inline(always)]
 pub fn sigmoid_softplus(x: f64) -> (f64, f64) {
     let e = elementary::exp(-x.abs());
     (

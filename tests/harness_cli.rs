@@ -67,7 +67,9 @@ fn quick_reproduce_writes_the_whole_report() {
         "summary.json",
         "figures/figure1a.png",
         "figures/figure1a.svg",
+        "figures/figure1a.pdf",
         "figures/textmsg.png",
+        "figures/textmsg.pdf",
         "figures/textmsg.svg",
         "figures/example.svg",
         "runs/textmsg/dsgd-eta0.1/seed0/run.json",
@@ -157,6 +159,7 @@ fn compare_prints_json_and_writes_table_and_figure() {
     for f in [
         "trajectories.svg",
         "trajectories.png",
+        "trajectories.pdf",
         "table.md",
         "comparison.json",
         "dsgd-eta0.2/seed1/run.json",
@@ -167,6 +170,7 @@ fn compare_prints_json_and_writes_table_and_figure() {
     let svg = std::fs::read_to_string(dir.join("trajectories.svg")).unwrap();
     assert!(svg.contains("symlog"), "the figure states its y-scale");
     assert!(svg.contains("mean over 2 seeds"));
+    assert!(svg.contains("Gradient variance") && svg.contains("Smoothing gap"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

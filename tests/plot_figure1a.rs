@@ -147,18 +147,21 @@ fn figure1a_has_the_papers_four_curves() {
 }
 
 #[test]
-fn write_figure1a_writes_both_images() {
+fn write_figure1a_writes_all_three_images() {
     let dir = std::env::temp_dir().join(format!("dsgd-plot-fig1a-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let result = write_figure1a(&dir);
-    let checks = result.as_ref().map(|(svg, png)| {
-        let svg_text = std::fs::read_to_string(svg).unwrap_or_default();
-        let png_bytes = std::fs::read(png).unwrap_or_default();
-        (svg_text, png_bytes)
+    let checks = result.as_ref().map(|files| {
+        let svg_text = std::fs::read_to_string(&files.svg).unwrap_or_default();
+        let png_bytes = std::fs::read(&files.png).unwrap_or_default();
+        let pdf_bytes = std::fs::read(&files.pdf).unwrap_or_default();
+        (svg_text, png_bytes, pdf_bytes)
     });
     let _ = std::fs::remove_dir_all(&dir);
-    let (svg, png) = checks.expect("figure written");
+    let (svg, png, pdf) = checks.expect("figure written");
     assert!(svg.contains("Figure 1a"));
     assert!(svg.contains("smoothed, η = 1/3"));
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+    assert!(pdf.starts_with(b"%PDF-1.4"));
+    assert!(pdf.ends_with(b"%%EOF\n"));
 }

@@ -35,6 +35,11 @@ class Latents(TypedDict):
     guide_scale: Array
     transform: List[str]
 
+class PreciseValue(TypedDict):
+    value: float
+    se: float
+    samples: int
+
 class Trajectory(TypedDict):
     iter: npt.NDArray[np.int64]
     value: Array
@@ -74,6 +79,10 @@ class Fit:
     @property
     def trajectory(self) -> Trajectory:
         """The measurements during the run, as columns."""
+    @property
+    def final_precise(self) -> Optional[PreciseValue]:
+        """The objective at the final parameters from many fresh samples (``fit(...,
+        precise=True)``), or None when not asked for."""
     @property
     def converged(self) -> bool: ...
     @property
@@ -148,8 +157,17 @@ class Model:
         on_nonfinite: str = "stop",
         threads: Optional[int] = None,
         data: Optional[Data] = None,
+        precise: bool = False,
+        precise_rel_se: float = 0.001,
+        precise_min_samples: int = 100_000,
+        precise_max_samples: int = 1_000_000,
     ) -> Fit:
-        """Optimises the model with ``dsgd run``'s options and defaults."""
+        """Optimises the model with ``dsgd run``'s options and defaults.
+
+        ``precise=True`` also measures the objective at the final parameters with many
+        fresh samples (``dsgd run --precise``): until its standard error is at most
+        ``precise_rel_se`` of the value, with at least ``precise_min_samples`` and at most
+        ``precise_max_samples`` samples; the result is ``Fit.final_precise``."""
     def gradients(
         self,
         theta: Optional[Union[Sequence[float], Array]] = None,

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use dsgd::estimate::{self, Engine, EstimatorKind, Problem, Purpose, StreamKey};
 use dsgd::experiment::check::CheckReport;
 use dsgd::experiment::compare::{self, ModelComparison};
+use dsgd::experiment::precise::PreciseConfig;
 use dsgd::experiment::report::RunReport;
 use dsgd::experiment::reproduce::{ReproduceConfig, paper_settings};
 use dsgd::experiment::run::{OnNonFinite, RunConfig, RunError, run_cancellable};
@@ -285,6 +286,8 @@ pub struct FitOptions {
     pub log_samples: usize,
     pub on_nonfinite: String,
     pub threads: Option<usize>,
+    /// `precise=True`: also measure the objective at the final parameters precisely.
+    pub precise: Option<PreciseConfig>,
 }
 
 /// Parses an estimator name (`dsgd`, `fixed`, `reparam`, `score`, `lyy18`).
@@ -340,7 +343,7 @@ pub fn run_config(c: &Compiled, o: &FitOptions) -> Result<RunConfig, CoreError> 
         log_samples: o.log_samples,
         on_nonfinite,
         threads: o.threads,
-        precise: None,
+        precise: o.precise,
     };
     config.validate().map_err(CoreError::from)?;
     Ok(config)

@@ -164,6 +164,23 @@ impl Fit {
         Ok(d)
     }
 
+    /// The objective at the final parameters measured with many fresh samples (`fit(...,
+    /// precise=True)`, as `dsgd run --precise`): a dict `{"value", "se", "samples"}` (mean,
+    /// its standard error, how many samples), or None when not asked for.
+    #[getter]
+    fn final_precise<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        self.report
+            .final_precise
+            .map(|p| {
+                let d = PyDict::new(py);
+                d.set_item("value", p.value)?;
+                d.set_item("se", p.se)?;
+                d.set_item("samples", p.samples)?;
+                Ok(d)
+            })
+            .transpose()
+    }
+
     /// Whether the run converged by the documented rule (see `convergence` for why).
     #[getter]
     fn converged(&self) -> bool {

@@ -211,8 +211,11 @@ impl Model {
     /// eta_decay=None (1 / (2 * nesting depth)), iters=10000, batch=16, optimizer="adam"
     /// (or "sgd"), lr=None (Adam 0.0015, SGD 0.5), sgd_power=1.0, seed=0, log_every=100,
     /// log_samples=1000, on_nonfinite="stop" (or "continue"), threads=None (all cores;
-    /// results do not depend on it), data=None (as `with_data`). The same seed gives the same numbers as the command
-    /// line. Releases the GIL; Ctrl-C stops it with KeyboardInterrupt.
+    /// results do not depend on it), data=None (as `with_data`), precise=False (True: also
+    /// measure the objective at the final parameters with many fresh samples, as
+    /// `dsgd run --precise`, into `Fit.final_precise`; with precise_rel_se=0.001,
+    /// precise_min_samples=100000, precise_max_samples=1000000). The same seed gives the same
+    /// numbers as the command line. Releases the GIL; Ctrl-C stops it with KeyboardInterrupt.
     #[pyo3(signature = (**options))]
     fn fit(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Fit> {
         if let Some(bound) = self.bound(py, options)? {

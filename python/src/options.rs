@@ -5,6 +5,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use dsgd::experiment::precise::PreciseConfig;
+
 use crate::core::{CompareOptions, FitOptions, GradientOptions};
 
 /// The keywords of `Model.fit` (and of a sweep's grid), with `dsgd run`'s defaults.
@@ -22,6 +24,10 @@ pub const FIT_KEYS: &[&str] = &[
     "log_samples",
     "on_nonfinite",
     "threads",
+    "precise",
+    "precise_rel_se",
+    "precise_min_samples",
+    "precise_max_samples",
 ];
 
 /// The iteration whose `eta_k` equals `eta` in DSGD's schedule (`K_MATCH - 1`, zero-based).
@@ -46,6 +52,17 @@ impl<'py> Reader<'_, 'py> {
             Some(v) => v.extract::<String>().map_err(|_| {
                 PyValueError::new_err(format!("{key} must be a string, got {}", repr(&v)))
             }),
+        }
+    }
+
+    fn boolean(&self, key: &str, default: bool) -> PyResult<bool> {
+        match self.get(key)? {
+            None => Ok(default),
+            Some(v) if v.is_instance_of::<pyo3::types::PyBool>() => v.extract::<bool>(),
+            Some(v) => Err(PyValueError::new_err(format!(
+                "{key} must be True or False, got {}",
+                repr(&v)
+            ))),
         }
     }
 
@@ -157,7 +174,38 @@ pub fn fit_options(d: Option<&Bound<'_, PyDict>>, extra: &[&str]) -> PyResult<Fi
         log_samples: r.usize("log_samples", 2)?.unwrap_or(1000),
         on_nonfinite: r.string("on_nonfinite", "stop")?,
         threads: r.usize("threads", 1)?,
+        precise: precise_config(&r)?,
     })
+}
+
+/// The precise final measurement (`dsgd run --precise` and its `--precise-*` settings):
+/// `None` unless `precise=True`; a setting given without it is an error, as on the command
+/// line.
+fn precise_config(r: &Reader<'_, '_>) -> PyResult<Option<PreciseConfig>> {
+    let d = PreciseConfig::default();
+    if !r.boolean("precise", false)? {
+        for key in [
+            "precise_rel_se",
+            "precise_min_samples",
+            "precise_max_samples",
+        ] {
+            if r.get(key)?.is_some() {
+                return Err(PyValueError::new_err(format!("{key} needs precise=True")));
+            }
+        }
+        return Ok(None);
+    }
+    let rel_se = r.float("precise_rel_se")?.unwrap_or(d.rel_se);
+    if !(rel_se > 0.0 && rel_se.is_finite()) {
+        return Err(PyValueError::new_err(format!(
+            "precise_rel_se must be a positive number, got {rel_se}"
+        )));
+    }
+    Ok(Some(PreciseConfig {
+        rel_se,
+        min_samples: r.usize("precise_min_samples", 2)?.unwrap_or(d.min_samples),
+        max_samples: r.usize("precise_max_samples", 2)?.unwrap_or(d.max_samples),
+    }))
 }
 
 /// `Model.gradients`' options.

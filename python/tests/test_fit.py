@@ -142,3 +142,32 @@ def test_thread_count_does_not_change_the_numbers():
     one = m.fit(iters=100, threads=1, seed=5)
     two = m.fit(iters=100, threads=2, seed=5)
     assert without_seconds(one.report) == without_seconds(two.report)
+
+
+def test_precise_final_value_is_the_cli_s(cli):
+    expected = cli(
+        "run", "example", "--iters", "300", "--seed", "3", "--precise",
+        "--precise-min-samples", "20000", "--precise-max-samples", "40000", "--json",
+    )
+    fit = dsgd.Model.builtin("example").fit(
+        iters=300, seed=3, precise=True,
+        precise_min_samples=20000, precise_max_samples=40000,
+    )
+    assert fit.final_precise == expected["final_precise"]
+    assert without_seconds(fit.report) == without_seconds(expected)
+    p = fit.final_precise
+    # Samples are drawn in blocks of 4,096, so the cap is met to within one block.
+    assert 20000 <= p["samples"] <= 40000 + 4096
+    # The precise value and the 1,000-sample value estimate the same mean.
+    gap = abs(p["value"] - fit.final_value)
+    assert gap < 5 * (p["se"] ** 2 + fit.final_value_se**2) ** 0.5
+
+
+def test_precise_is_off_by_default_and_its_settings_need_it():
+    fit = dsgd.Model.builtin("example").fit(iters=50)
+    assert fit.final_precise is None
+    assert "final_precise" not in fit.report
+    with pytest.raises(ValueError, match="precise_rel_se needs precise=True"):
+        dsgd.Model.builtin("example").fit(iters=50, precise_rel_se=0.01)
+    with pytest.raises(ValueError, match="precise must be True or False"):
+        dsgd.Model.builtin("example").fit(iters=50, precise=1)

@@ -7,9 +7,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use dsgd::experiment::compare::{run_comparison, trajectory_plot};
+use dsgd::experiment::compare::{FIGURE_SIZE, run_comparison, trajectory_figure};
 use dsgd::experiment::paper::ETAS;
-use dsgd::experiment::plot::write_svg_and_png;
+use dsgd::experiment::plot::write_figure;
 use dsgd::experiment::report::{RunReport, write_atomic};
 use dsgd::experiment::reproduce::{ReproduceConfig, paper_settings};
 use dsgd::experiment::tables;
@@ -107,8 +107,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("writing {}", dir.display()))?;
     }
     let refs: Vec<&RunReport> = reports.iter().collect();
-    let plot = trajectory_plot(&model.name, &arms, &refs, args.seeds);
-    let (svg, png) = write_svg_and_png(&plot, &out.join("trajectories"), 1000, 620)?;
+    let figure = trajectory_figure(&model.name, &arms, &refs, args.seeds);
+    let (w, h) = FIGURE_SIZE;
+    let files = write_figure(&figure, &out.join("trajectories"), w, h)?;
     let label = cmp.kind.label();
     let mut table = tables::comparison_table(&cmp);
     if with_paper {
@@ -146,7 +147,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             writeln!(stdout, "LYY18 skipped: {note}\n")?;
         }
         write!(stdout, "{table}")?;
-        for p in [&svg, &png, &md, &js] {
+        for p in [&files.svg, &files.png, &files.pdf, &md, &js] {
             writeln!(stdout, "wrote {}", p.display())?;
         }
     }

@@ -99,20 +99,26 @@ impl FromStr for EstimatorKind {
 /// Why an estimator cannot be set up.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum EstimateError {
+    /// The name is none of the estimators'.
     #[error("unknown estimator `{0}` (expected one of dsgd, fixed, reparam, score, lyy18, rloo)")]
     UnknownEstimator(String),
+    /// `eta` is zero, negative or not finite.
     #[error("eta must be positive and finite, got {0}")]
     BadEta(f64),
+    /// The decay of DSGD's schedule is negative or not finite.
     #[error("eta decay must be non-negative and finite, got {0}")]
     BadDecay(f64),
+    /// LYY18 was asked for on a model with an if-statement whose guard is not affine.
     #[error(
         "LYY18 does not apply to this model: the guard of if-statement #{index}{} is not affine ({reason})",
         span.map_or(String::new(), |s| format!(" (source bytes {}..{})", s.start, s.end))
     )]
     NotAffine {
+        /// The if-statement, in program order (`#k` in messages).
         index: usize,
         /// Where the if-statement is in the source, for front ends that can show it.
         span: Option<crate::ir::Span>,
+        /// What makes the guard non-affine.
         reason: NotAffine,
     },
 }

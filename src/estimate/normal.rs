@@ -11,7 +11,7 @@
 
 use std::f64::consts::FRAC_PI_2;
 
-use crate::elementary;
+use crate::elementary::{self, poly_even_odd};
 
 /// `1.5 * 2^52`: adding it rounds to an integer held in the low bits.
 const ROUND: f64 = 6_755_399_441_055_744.0;
@@ -43,15 +43,6 @@ const COS_COEFFS: [f64; 10] = [
     1.0,
 ];
 
-#[inline(always)]
-fn horner<const N: usize>(x: f64, c: &[f64; N]) -> f64 {
-    let mut acc = c[0];
-    for &ci in &c[1..] {
-        acc = acc.mul_add(x, ci);
-    }
-    acc
-}
-
 /// A uniform on (0, 1) from the top 52 bits of `w`: `(k + 1/2) 2^-52`, exactly.
 #[inline(always)]
 pub fn open_unit(w: u64) -> f64 {
@@ -67,8 +58,8 @@ pub fn cos_sin_turns(u: f64) -> (f64, f64) {
     let q = qr.to_bits() & 3;
     let x = (t4 - (qr - ROUND)) * FRAC_PI_2;
     let x2 = x * x;
-    let s = x * horner(x2, &SIN_COEFFS);
-    let c = horner(x2, &COS_COEFFS);
+    let s = x * poly_even_odd(x2, &SIN_COEFFS);
+    let c = poly_even_odd(x2, &COS_COEFFS);
     // Quarter turn q: (c, s), (-s, c), (-c, -s), (s, -c).
     let (a, b) = if q & 1 == 0 { (c, s) } else { (s, c) };
     let a = if q == 1 || q == 2 { -a } else { a };

@@ -1,15 +1,16 @@
 //! Comparing estimators on one model: which runs to do (every applicable estimator; DSGD and
 //! Fixed once per eta), and what they add up to (final ELBO mean ± std per cell, mean
-//! variances, the trajectory figure in the style of the paper's Figure 2).
+//! variances, the trajectory figure in the style of the paper's Figure 2 with panels for the
+//! gradient variance and the smoothing gap).
 //!
 //! Running the jobs is [`super::sweep`]'s job and writing files the caller's; this module
 //! only plans and aggregates.
 
 use serde::Serialize;
 
-use super::plot::{Legend, LinePlot, Series, YScale};
+use super::plot::{Figure, Legend, LinePlot, Series, YScale};
 use super::precise::PreciseValue;
-use super::report::{ObjectiveKind, RunReport, StopReason};
+use super::report::{ObjectiveKind, RunReport, StopReason, TrajectoryRow};
 use super::run::RunConfig;
 use super::sweep::Job;
 use crate::estimate::{self, EstimatorKind, Problem};
@@ -377,12 +378,17 @@ pub fn aggregate(
 /// The mean trajectory over runs: at each logged iteration, the mean of the finite ELBOs
 /// logged there by any run.
 pub fn mean_trajectory(runs: &[&RunReport]) -> Vec<(f64, f64)> {
+    mean_of_rows(runs, |row| Some(row.value))
+}
+
+/// At each logged iteration, the mean over runs of the finite values `f` gives there.
+fn mean_of_rows(runs: &[&RunReport], f: impl Fn(&TrajectoryRow) -> Option<f64>) -> Vec<(f64, f64)> {
     let mut acc: std::collections::BTreeMap<u64, (f64, usize)> = Default::default();
     for r in runs {
         for row in &r.trajectory {
-            if row.value.is_finite() {
+            if let Some(v) = f(row).filter(|v| v.is_finite()) {
                 let e = acc.entry(row.iter).or_insert((0.0, 0));
-                e.0 += row.value;
+                e.0 += v;
                 e.1 += 1;
             }
         }
@@ -390,6 +396,37 @@ pub fn mean_trajectory(runs: &[&RunReport]) -> Vec<(f64, f64)> {
     acc.into_iter()
         .map(|(k, (s, n))| (k as f64, s / n as f64))
         .collect()
+}
+
+/// A line `(x, y)` and a band `(x, low, high)` around it.
+pub type LineWithBand = (Vec<(f64, f64)>, Vec<(f64, f64, f64)>);
+
+/// The smoothing gap over runs: at each logged iteration, the mean gap of the runs that
+/// logged a finite one there, and the band of ±2 standard errors of that mean (the runs'
+/// standard errors combined: `sqrt(sum se_i^2) / n`). Empty for estimators that do not smooth.
+pub fn mean_gap(runs: &[&RunReport]) -> LineWithBand {
+    let mut acc: std::collections::BTreeMap<u64, (f64, f64, usize)> = Default::default();
+    for r in runs {
+        for row in &r.trajectory {
+            if let (Some(gap), Some(se)) = (row.gap, row.gap_se)
+                && gap.is_finite()
+                && se.is_finite()
+            {
+                let e = acc.entry(row.iter).or_insert((0.0, 0.0, 0));
+                e.0 += gap;
+                e.1 += se * se;
+                e.2 += 1;
+            }
+        }
+    }
+    let mut line = Vec::with_capacity(acc.len());
+    let mut band = Vec::with_capacity(acc.len());
+    for (k, (sum, var, n)) in acc {
+        let (mean, se) = (sum / n as f64, var.sqrt() / n as f64);
+        line.push((k as f64, mean));
+        band.push((k as f64, mean - 2.0 * se, mean + 2.0 * se));
+    }
+    (line, band)
 }
 
 /// The spread over runs: at each logged iteration, the lowest and highest finite value any
@@ -444,6 +481,58 @@ pub fn trajectory_plot(model: &str, arms: &[Arm], reports: &[&RunReport], seeds:
         y_label: label.to_string(),
         series,
         y_scale: YScale::SymLog { linthresh: 1.0 },
+        legend: Legend::ByKeys {
+            style_name: "η".to_string(),
+        },
+    }
+}
+
+/// The size in pixels of [`trajectory_figure`]'s images (the PDF page is this at 96 dpi).
+pub const FIGURE_SIZE: (u32, u32) = (1150, 950);
+
+/// The comparison figure of one model: the Figure-2-style objective panel across the top;
+/// below it the gradient variance (mean over seeds of the mean per-component variance of the
+/// gradient samples, log scale) and, when some arm smooths, the smoothing gap (smoothed minus
+/// crisp objective at the arm's eta, mean over seeds with ±2 standard errors shaded). Every
+/// panel uses the same colour per estimator, line style per eta and marker per estimator.
+pub fn trajectory_figure(model: &str, arms: &[Arm], reports: &[&RunReport], seeds: u64) -> Figure {
+    let objective = trajectory_plot(model, arms, reports, seeds);
+    let mut variance = LinePlot::new(
+        "Gradient variance",
+        "iteration",
+        "mean per-component variance",
+    );
+    variance.y_scale = YScale::Log;
+    let mut gap = LinePlot::new(
+        "Smoothing gap (shaded: ±2 SE)",
+        "iteration",
+        "smoothed − crisp",
+    );
+    for (arm, line) in arms.iter().zip(&objective.series) {
+        let runs: Vec<&RunReport> = reports.iter().copied().filter(|r| arm.matches(r)).collect();
+        let like = |points| Series {
+            points,
+            band: Vec::new(),
+            ..line.clone()
+        };
+        variance
+            .series
+            .push(like(mean_of_rows(&runs, |row| Some(row.var_component))));
+        let (points, band) = mean_gap(&runs);
+        if !points.is_empty() {
+            gap.series.push(like(points).with_band(band));
+        }
+    }
+    let title = objective.title.clone();
+    let mut objective = objective;
+    objective.title = String::new();
+    let mut panels = vec![objective, variance];
+    if !gap.series.is_empty() {
+        panels.push(gap);
+    }
+    Figure {
+        title,
+        panels,
         legend: Legend::ByKeys {
             style_name: "η".to_string(),
         },

@@ -11,9 +11,11 @@
 //! no closed form; it is computed here by composite Simpson quadrature (accuracy argued at
 //! [`boundary_density`]). No randomness and no estimator code: this is exact analysis.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::experiment::plot::{Legend, LinePlot, LineStyle, PlotError, Series, YScale};
+use crate::experiment::plot::{
+    Figure, FigureFiles, Legend, LinePlot, LineStyle, PlotError, Series, YScale,
+};
 use crate::special::{normal_pdf, sigmoid};
 
 /// The theta interval of the paper's figure.
@@ -168,7 +170,8 @@ pub fn figure1a_plot() -> LinePlot {
     }
 }
 
-/// Writes `figure1a.svg` and `figure1a.png` into `dir` (which must exist).
-pub fn write_figure1a(dir: &Path) -> Result<(PathBuf, PathBuf), PlotError> {
-    crate::experiment::plot::write_svg_and_png(&figure1a_plot(), &dir.join("figure1a"), 900, 560)
+/// Writes `figure1a.svg`, `figure1a.png` and `figure1a.pdf` into `dir` (which must exist).
+pub fn write_figure1a(dir: &Path) -> Result<FigureFiles, PlotError> {
+    let figure = Figure::single(&figure1a_plot());
+    crate::experiment::plot::write_figure(&figure, &dir.join("figure1a"), 900, 560)
 }

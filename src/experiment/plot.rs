@@ -1,14 +1,18 @@
-//! Line plots of plain data, written as SVG and PNG: the figures of the experiment reports.
+//! Line plots of plain data, written as SVG, PNG and PDF: the figures of the experiment reports.
 //!
 //! The input is data only ([`LinePlot`]: series of `(x, y)` points with a colour key, usually
-//! the estimator, and a style key, usually eta); nothing here knows about estimators or runs.
-//! Text is rendered with the DejaVu Sans font embedded in the binary, so figures look the same
-//! on every machine and need no system fonts. Files are written whole or not at all.
+//! the estimator, and a style key, usually eta; a [`Figure`] puts several such panels under
+//! one title and legend); nothing here knows about estimators or runs. SVG and PNG text is
+//! rendered with the DejaVu Sans font embedded in the binary, so figures look the same on every
+//! machine and need no system fonts; PDF text uses the standard Helvetica, which every reader
+//! has. Files are written whole or not at all.
 //!
 //! The y-axis can be symlog ([`YScale::SymLog`]) or clipped ([`YScale::Clip`]) so that ELBO
 //! trajectories at -10^6 and at -50 share one readable figure; the y-axis label then says so.
 
 mod atomic;
+mod pdf;
+mod pdf_text;
 mod render;
 mod scale;
 mod style;
@@ -19,10 +23,12 @@ use std::sync::OnceLock;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
+pub use pdf::PdfBackend;
 pub use scale::{
-    AUTO_SYMLOG_RATIO, ResolvedScale, SymLog, YScale, format_symlog_tick, format_tick, linear_ticks,
+    AUTO_SYMLOG_RATIO, ResolvedScale, SymLog, YScale, format_symlog_tick, format_tick,
+    linear_ticks, log_ticks,
 };
-pub use style::{Assignment, LineStyle, Rgb, STYLE_CYCLE, assign, dash};
+pub use style::{Assignment, LineStyle, MARKER_CYCLE, Marker, Rgb, STYLE_CYCLE, assign, dash};
 
 use atomic::TempFile;
 
@@ -144,6 +150,41 @@ impl LinePlot {
     }
 }
 
+/// Several line plots (panels) under one title and one legend: the first panel spans the
+/// top, the others share the row below it. Series with equal keys look the same in every panel
+/// (colours, styles and markers are assigned over all panels together), so the legend serves
+/// them all. Each panel's `title` is its heading and its `legend` is ignored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// Printed above the panels.
+    pub title: String,
+    /// The panels, in reading order.
+    pub panels: Vec<LinePlot>,
+    /// How the shared legend is organised.
+    pub legend: Legend,
+}
+
+impl Figure {
+    /// The figure of a single plot: its title above, its legend beside it.
+    pub fn single(plot: &LinePlot) -> Figure {
+        Figure {
+            title: plot.title.clone(),
+            panels: vec![LinePlot {
+                title: String::new(),
+                ..plot.clone()
+            }],
+            legend: plot.legend.clone(),
+        }
+    }
+
+    fn scales(&self) -> Result<Vec<ResolvedScale>, PlotError> {
+        self.panels
+            .iter()
+            .map(|p| p.y_scale.resolve(&p.series))
+            .collect()
+    }
+}
+
 /// Why a plot could not be produced.
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
@@ -212,16 +253,36 @@ fn check_size(width: u32, height: u32) -> Result<(), PlotError> {
 
 /// Renders the plot to an SVG document in memory.
 pub fn render_svg(plot: &LinePlot, width: u32, height: u32) -> Result<String, PlotError> {
+    render_figure_svg(&Figure::single(plot), width, height)
+}
+
+/// Renders the figure to an SVG document in memory.
+pub fn render_figure_svg(figure: &Figure, width: u32, height: u32) -> Result<String, PlotError> {
     check_size(width, height)?;
     ensure_fonts()?;
-    let scale = plot.y_scale.resolve(&plot.series)?;
+    let scales = figure.scales()?;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-        render::render(&root, plot, scale)?;
+        render::render(&root, figure, &scales)?;
         root.present().map_err(render::render_error)?;
     }
     Ok(svg)
+}
+
+/// Renders the figure to a one-page PDF document in memory (the page is the image's size at
+/// 96 pixels per inch).
+pub fn render_figure_pdf(figure: &Figure, width: u32, height: u32) -> Result<Vec<u8>, PlotError> {
+    check_size(width, height)?;
+    ensure_fonts()?;
+    let scales = figure.scales()?;
+    let mut pdf = Vec::new();
+    {
+        let root = PdfBackend::new(&mut pdf, (width, height)).into_drawing_area();
+        render::render(&root, figure, &scales)?;
+        root.present().map_err(render::render_error)?;
+    }
+    Ok(pdf)
 }
 
 /// Writes the plot to `<path>.svg` and `<path>.png` (the extensions are appended, so a stem
@@ -234,15 +295,62 @@ pub fn write_svg_and_png(
     width: u32,
     height: u32,
 ) -> Result<(PathBuf, PathBuf), PlotError> {
+    let figure = Figure::single(plot);
+    let [svg, png] = write_formats(&figure, path_without_extension, width, height, false)?
+        .try_into()
+        .map_err(|_| PlotError::Render("expected two files".into()))?;
+    Ok((svg, png))
+}
+
+/// The files of a figure written in every format.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FigureFiles {
+    /// The SVG (for the web and for editing).
+    pub svg: PathBuf,
+    /// The PNG (for quick viewing).
+    pub png: PathBuf,
+    /// The PDF (for papers).
+    pub pdf: PathBuf,
+}
+
+impl FigureFiles {
+    /// The three paths, SVG, PNG, PDF.
+    pub fn paths(&self) -> [PathBuf; 3] {
+        [self.svg.clone(), self.png.clone(), self.pdf.clone()]
+    }
+}
+
+/// Writes the figure to `<path>.svg`, `<path>.png` and `<path>.pdf`, all or none: every file
+/// is rendered to a temporary file beside its target first and renamed into place only when
+/// all three rendered.
+pub fn write_figure(
+    figure: &Figure,
+    path_without_extension: &Path,
+    width: u32,
+    height: u32,
+) -> Result<FigureFiles, PlotError> {
+    let [svg, png, pdf] = write_formats(figure, path_without_extension, width, height, true)?
+        .try_into()
+        .map_err(|_| PlotError::Render("expected three files".into()))?;
+    Ok(FigureFiles { svg, png, pdf })
+}
+
+fn write_formats(
+    figure: &Figure,
+    path_without_extension: &Path,
+    width: u32,
+    height: u32,
+    with_pdf: bool,
+) -> Result<Vec<PathBuf>, PlotError> {
     let svg_path = with_suffix(path_without_extension, ".svg");
     let png_path = with_suffix(path_without_extension, ".png");
 
-    let svg = render_svg(plot, width, height)?;
+    let svg = render_figure_svg(figure, width, height)?;
     let svg_temp = TempFile::beside(&svg_path)?;
     svg_temp.write_all(svg.as_bytes())?;
 
     let png_temp = TempFile::beside(&png_path)?;
-    render_png(plot, png_temp.path(), width, height).map_err(|e| match e {
+    render_png(figure, png_temp.path(), width, height).map_err(|e| match e {
         PlotError::Render(msg) => {
             PlotError::Render(format!("{msg} (writing {})", png_path.display()))
         }
@@ -250,16 +358,28 @@ pub fn write_svg_and_png(
     })?;
     png_temp.check_non_empty()?;
 
-    let svg_done = svg_temp.commit()?;
-    let png_done = png_temp.commit()?;
-    Ok((svg_done, png_done))
+    let pdf_temp = if with_pdf {
+        let pdf_path = with_suffix(path_without_extension, ".pdf");
+        let pdf = render_figure_pdf(figure, width, height)?;
+        let temp = TempFile::beside(&pdf_path)?;
+        temp.write_all(&pdf)?;
+        Some(temp)
+    } else {
+        None
+    };
+
+    let mut done = vec![svg_temp.commit()?, png_temp.commit()?];
+    if let Some(temp) = pdf_temp {
+        done.push(temp.commit()?);
+    }
+    Ok(done)
 }
 
-fn render_png(plot: &LinePlot, path: &Path, width: u32, height: u32) -> Result<(), PlotError> {
+fn render_png(figure: &Figure, path: &Path, width: u32, height: u32) -> Result<(), PlotError> {
     ensure_fonts()?;
-    let scale = plot.y_scale.resolve(&plot.series)?;
+    let scales = figure.scales()?;
     let root = BitMapBackend::new(path, (width, height)).into_drawing_area();
-    render::render(&root, plot, scale)?;
+    render::render(&root, figure, &scales)?;
     root.present().map_err(render::render_error)
 }
 

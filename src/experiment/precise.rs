@@ -82,6 +82,7 @@ pub struct PreciseValue {
     pub value: f64,
     /// The standard error of `value` (sample standard deviation / sqrt(samples)).
     pub se: f64,
+    /// How many fresh samples were drawn (a multiple of the block size).
     pub samples: usize,
 }
 

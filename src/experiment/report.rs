@@ -130,8 +130,6 @@ pub struct RunReport {
     pub model: String,
     /// `elbo` (variational inference) or `objective` (`maximize`/`minimize`).
     pub kind: ObjectiveKind,
-    /// `variational` or `objective`: the same distinction as `kind`, named by the program.
-    pub mode: String,
     /// `dsgd`, `fixed`, `reparam`, `score` or `lyy18`.
     pub estimator: String,
     /// `--eta` (the accuracy at iteration 4000, or Fixed's constant); null when unused.

@@ -74,7 +74,7 @@ pub fn render(rep: &Reproduction) -> String {
     s += "Figure 1a (Example 1.1; exact, no sampling):\n\n![Figure 1a](figures/figure1a.png)\n\n";
     let _ = writeln!(
         s,
-        "Figure 2 style, per model: the mean ELBO over the {} seeds against the iteration, one colour per estimator, one line style per η; the y-axis is symlog (linear within ±1, logarithmic beyond), as each figure states.\n",
+        "Figure 2 style, per model: the mean ELBO over the {} seeds against the iteration (shaded: lowest to highest seed), one colour and marker per estimator, one line style per η; the y-axis is symlog (linear within ±1, logarithmic beyond), as each figure states. Below it, the gradient variance (the mean per-component variance of the gradient samples, log scale) and, for the smoothing estimators, the smoothing gap (smoothed minus crisp ELBO at the run's η, shaded ±2 standard errors). Each figure is also written as SVG and PDF beside the PNG.\n",
         c.seeds
     );
     for m in &rep.models {

@@ -11,11 +11,11 @@ use std::time::Instant;
 use serde::Serialize;
 use thiserror::Error;
 
-use super::compare::{self, ModelComparison};
+use super::compare::{self, FIGURE_SIZE, ModelComparison};
 use super::cost::{self, Cost, CostConfig};
 use super::figure1a::write_figure1a;
 use super::outdir::{OutDir, OutDirError};
-use super::plot::{PlotError, write_svg_and_png};
+use super::plot::{PlotError, write_figure};
 use super::precise::PreciseConfig;
 use super::report::{RunReport, write_atomic};
 use super::run::{OnNonFinite, RunConfig, RunError};
@@ -286,8 +286,7 @@ pub fn reproduce(
     }
     let figures = out.join("figures");
     std::fs::create_dir_all(&figures).map_err(io(&figures))?;
-    let (svg, png) = write_figure1a(&figures)?;
-    out_dir.wrote([svg, png]);
+    out_dir.wrote(write_figure1a(&figures)?.paths());
     let cost_clock = Instant::now();
     let mut outcomes = Vec::new();
     for (i, ((arms, note, range, extra), extra_range)) in
@@ -319,9 +318,9 @@ pub fn reproduce(
                     .collect(),
             })
             .collect();
-        let plot = compare::trajectory_plot(name, &arms, &runs, config.seeds);
-        let (svg, png) = write_svg_and_png(&plot, &figures.join(name), 1000, 620)?;
-        out_dir.wrote([svg, png]);
+        let figure = compare::trajectory_figure(name, &arms, &runs, config.seeds);
+        let files = write_figure(&figure, &figures.join(name), FIGURE_SIZE.0, FIGURE_SIZE.1)?;
+        out_dir.wrote(files.paths());
         let base = config.base_run(name);
         let decay = base
             .eta_decay

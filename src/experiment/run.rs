@@ -267,11 +267,6 @@ fn run_in_pool(
     let report = RunReport {
         model: problem.name().to_string(),
         kind: objective,
-        mode: match problem.mode() {
-            Mode::Variational => "variational",
-            Mode::Objective { .. } => "objective",
-        }
-        .to_string(),
         estimator: kind.name().to_string(),
         eta: (kind.uses_eta() && !config.eta_auto).then_some(config.eta),
         eta_auto: config.eta_auto,

@@ -4,6 +4,7 @@
 //! buffers are allocated when the state is made and reused by [`FamilyState::update`].
 
 use super::{Family, FamilyError, Role, Source};
+use crate::elementary;
 use crate::eval::{BatchGradient, Tape, Workspace};
 use crate::special::{HALF_LN_2PI, sigmoid_softplus};
 
@@ -25,6 +26,10 @@ pub struct FamilyState {
     workspaces: Vec<Workspace>,
     grads: Vec<BatchGradient>,
     zeros: Vec<f64>,
+    /// `(rho, d scale / d rho, scale)` of each guided latent, in latent order.
+    guided: Vec<(f64, f64, f64)>,
+    /// `ln scale_i` of every latent.
+    ln_scale: Vec<f64>,
 }
 
 impl FamilyState {
@@ -60,12 +65,40 @@ impl FamilyState {
                 .map(|tp| BatchGradient::new(tp, 1))
                 .collect(),
             zeros: vec![0.0; n],
+            guided: vec![
+                (0.0, 0.0, 0.0);
+                family
+                    .roles
+                    .iter()
+                    .filter(|r| matches!(r, Role::Guided { .. }))
+                    .count()
+            ],
+            ln_scale: vec![0.0; n],
         }
     }
 
     /// Evaluates the family at `theta`. Fails when a scale is not positive and finite or a
     /// location is not finite, naming the latent.
     pub fn update(&mut self, family: &Family, theta: &[f64]) -> Result<(), FamilyError> {
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::avx2_fma() {
+            // SAFETY: the CPU has AVX2 and FMA (checked just above).
+            return unsafe { self.update_avx2(family, theta) };
+        }
+        self.update_body(family, theta)
+    }
+
+    /// [`FamilyState::update`] compiled with FMA: the softplus of every guided latent's
+    /// `rho` is a chain of `mul_add`s, each a call to libm's `fma` in the baseline build
+    /// (about a sixth of a small model's step). Same operations, same bits.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn update_avx2(&mut self, family: &Family, theta: &[f64]) -> Result<(), FamilyError> {
+        self.update_body(family, theta)
+    }
+
+    #[inline(always)]
+    fn update_body(&mut self, family: &Family, theta: &[f64]) -> Result<(), FamilyError> {
         let m = family.model_param_count();
         let params = &theta[..m];
         for (t, tape) in family.tapes.iter().enumerate() {
@@ -82,12 +115,25 @@ impl FamilyState {
                 self.tape_grad[t * m + k] = g.params[k];
             }
         }
-        let mut entropy = 0.0;
+        // The guided latents' `softplus(rho)` and its derivative in one lane loop (it
+        // vectorises), then each latent in turn.
+        let mut guided = 0;
+        for role in &family.roles {
+            if let Role::Guided { rho, .. } = *role {
+                self.guided[guided].0 = theta[rho];
+                guided += 1;
+            }
+        }
+        for g in &mut self.guided[..guided] {
+            (g.1, g.2) = sigmoid_softplus(g.0);
+        }
+        let mut next_guided = 0;
         for (i, role) in family.roles.iter().enumerate() {
             let e = self.start[i];
             let (loc, scale) = match *role {
-                Role::Guided { mu, rho } => {
-                    let (ds, scale) = sigmoid_softplus(theta[rho]);
+                Role::Guided { mu, .. } => {
+                    let (_, ds, scale) = self.guided[next_guided];
+                    next_guided += 1;
                     self.dloc[e] = 1.0;
                     self.dscale[e] = 0.0;
                     self.dloc[e + 1] = 0.0;
@@ -122,8 +168,14 @@ impl FamilyState {
             }
             self.loc[i] = loc;
             self.scale[i] = scale;
-            if family.in_entropy[i] {
-                entropy += scale.ln() + HALF_LN_2PI;
+        }
+        for (l, &s) in self.ln_scale.iter_mut().zip(&self.scale) {
+            *l = elementary::ln(s);
+        }
+        let mut entropy = 0.0;
+        for (&l, &inside) in self.ln_scale.iter().zip(&family.in_entropy) {
+            if inside {
+                entropy += l + HALF_LN_2PI;
             }
         }
         self.entropy_const = entropy;
@@ -186,6 +238,6 @@ impl FamilyState {
     /// The marginal density `q_i(x)` of latent `i`.
     pub fn marginal_density(&self, i: usize, x: f64) -> f64 {
         let u = (x - self.loc[i]) / self.scale[i];
-        (-0.5 * u * u - HALF_LN_2PI).exp() / self.scale[i]
+        elementary::exp(-0.5 * u * u - HALF_LN_2PI) / self.scale[i]
     }
 }

@@ -26,17 +26,34 @@ pub enum Mode {
 pub enum LatentKind {
     /// Variational mode: a guide `N(mu, softplus(rho))` on the unconstrained latent `u` (see
     /// [`Model::latent_transform`]) initialised at this mean and std of `u`.
-    Guided { init_mean: f64, init_std: f64 },
+    Guided {
+        /// The guide's initial mean of `u` (`mu`'s starting value).
+        init_mean: f64,
+        /// The guide's initial standard deviation of `u` (`softplus(rho)` at the start).
+        init_std: f64,
+    },
     /// A latent whose distribution has constant arguments and no parameters.
-    Fixed { loc: f64, scale: f64 },
+    Fixed {
+        /// Its distribution's location (a normal's mean).
+        loc: f64,
+        /// Its distribution's scale (a normal's standard deviation).
+        scale: f64,
+    },
     /// Objective mode: `loc` and `scale` are program outputs depending on parameters only.
-    Family { loc: NodeId, scale: NodeId },
+    Family {
+        /// The program node computing the location.
+        loc: NodeId,
+        /// The program node computing the scale.
+        scale: NodeId,
+    },
 }
 
 /// One latent variable.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LatentSpec {
+    /// The latent's name in the source (`z`, or `z[3]` for an array element).
     pub name: String,
+    /// How it is distributed under the family.
     pub kind: LatentKind,
     /// Where it was sampled in the source, if known.
     pub span: Option<Span>,
@@ -45,15 +62,21 @@ pub struct LatentSpec {
 /// One parameter of the program (objective mode) with its initial value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParamSpec {
+    /// The parameter's name in the source.
     pub name: String,
+    /// Its starting value (`param theta = 1;` starts at 1).
     pub init: f64,
 }
 
 /// A compiled model.
 #[derive(Clone, Debug)]
 pub struct Model {
+    /// The model's name: the file stem, or the built-in's name (it names the model in
+    /// reports and error messages).
     pub name: String,
+    /// Variational inference or a `maximize`/`minimize` objective.
     pub mode: Mode,
+    /// The computation: output 0 is what is maximised in expectation (see the module doc).
     pub program: Program,
     /// By latent index (the program's `Latent(i)`).
     pub latents: Vec<LatentSpec>,

@@ -1,7 +1,10 @@
 //! The value of each primitive on one number: the single definition shared by constant
 //! folding and the tape, so that a folded program and an evaluated one agree bit for bit.
 //! `exp`, `ln`, `log1p`, the sigmoid and softplus are [`crate::elementary`]'s, which the tape's
-//! vector code runs with the same operations.
+//! vector code runs with the same operations; the rarer `expm1`, `tanh`, `sin`, `cos` and `pow`
+//! are the `libm` crate's (portable Rust; within 2 ulp of the platform's, 3 for `tanh`, checked
+//! in `tests/eval_portable_functions.rs`), never the platform's C library, whose last bits
+//! differ between systems: a run must give the same bits on every machine.
 
 use super::node::{Binary, Unary};
 use crate::{elementary, special};
@@ -14,13 +17,13 @@ pub fn unary_value(op: Unary, x: f64) -> f64 {
         Unary::Exp => elementary::exp(x),
         Unary::Log => elementary::ln(x),
         Unary::Log1p => elementary::log1p(x),
-        Unary::Expm1 => x.exp_m1(),
+        Unary::Expm1 => libm::expm1(x),
         Unary::Sqrt => x.sqrt(),
         Unary::Softplus => special::softplus(x),
         Unary::Sigmoid => special::sigmoid(x),
-        Unary::Tanh => x.tanh(),
-        Unary::Sin => x.sin(),
-        Unary::Cos => x.cos(),
+        Unary::Tanh => libm::tanh(x),
+        Unary::Sin => libm::sin(x),
+        Unary::Cos => libm::cos(x),
         Unary::Lgamma => special::lgamma(x),
         Unary::Probit => special::probit(x),
         Unary::NormalCdf => special::normal_cdf(x),
@@ -45,8 +48,8 @@ pub fn unary_derivative(op: Unary, x: f64, v: f64) -> f64 {
         Unary::Softplus => special::sigmoid(x),
         Unary::Sigmoid => v * (1.0 - v),
         Unary::Tanh => 1.0 - v * v,
-        Unary::Sin => x.cos(),
-        Unary::Cos => -x.sin(),
+        Unary::Sin => libm::cos(x),
+        Unary::Cos => -libm::sin(x),
         Unary::Lgamma => special::digamma(x),
         // d Phi^{-1}(p) / dp = 1 / phi(Phi^{-1}(p)).
         Unary::Probit => 1.0 / special::normal_pdf(v),
@@ -64,7 +67,7 @@ pub fn binary_value(op: Binary, a: f64, b: f64) -> f64 {
         Binary::Sub => a - b,
         Binary::Mul => a * b,
         Binary::Div => a / b,
-        Binary::Pow => a.powf(b),
+        Binary::Pow => libm::pow(a, b),
     }
 }
 
@@ -77,6 +80,6 @@ pub fn binary_derivatives(op: Binary, a: f64, b: f64, v: f64) -> (f64, f64) {
         Binary::Mul => (b, a),
         Binary::Div => (1.0 / b, -v / b),
         // d a^b / da = b a^(b-1); d a^b / db = a^b ln a.
-        Binary::Pow => (b * a.powf(b - 1.0), v * elementary::ln(a)),
+        Binary::Pow => (b * libm::pow(a, b - 1.0), v * elementary::ln(a)),
     }
 }

@@ -13,7 +13,9 @@ use crate::special::sigmoid;
 /// leaves it empty).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Span {
+    /// Byte offset of the first byte.
     pub start: u32,
+    /// Byte offset one past the last byte.
     pub end: u32,
 }
 
@@ -23,9 +25,17 @@ pub enum Semantics {
     /// The branch is chosen by the sign of the guard.
     Crisp,
     /// `sigma(-F/eta) G + sigma(F/eta) H`.
-    Smoothed { eta: f64 },
+    Smoothed {
+        /// The accuracy coefficient: smaller is closer to crisp.
+        eta: f64,
+    },
     /// Crisp, except that if-statement `index` takes `branch` whatever its guard.
-    Forced { index: u32, branch: Branch },
+    Forced {
+        /// Which if-statement, in program order.
+        index: u32,
+        /// The branch it takes.
+        branch: Branch,
+    },
 }
 
 /// A DAG of the paper's calculus, in topological order, with no dead nodes.

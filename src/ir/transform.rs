@@ -8,6 +8,7 @@
 
 use std::fmt;
 
+use crate::elementary;
 use crate::special::{sigmoid, softplus};
 
 /// A strictly increasing map from the real line onto a latent's support.
@@ -26,7 +27,7 @@ impl Transform {
     pub fn to_constrained(&self, u: f64) -> f64 {
         match *self {
             Transform::Identity => u,
-            Transform::Exp { lower } => lower + u.exp(),
+            Transform::Exp { lower } => lower + elementary::exp(u),
             Transform::Logit { lower, upper } => lower + (upper - lower) * sigmoid(u),
         }
     }
@@ -40,7 +41,7 @@ impl Transform {
                 if z <= lower {
                     f64::NEG_INFINITY
                 } else {
-                    (z - lower).ln()
+                    elementary::ln(z - lower)
                 }
             }
             Transform::Logit { lower, upper } => {
@@ -51,7 +52,7 @@ impl Transform {
                 } else {
                     // ln(p / (1 - p)) with p = (z - lower) / (upper - lower), written with
                     // both distances so that neither end loses digits.
-                    ((z - lower) / (upper - z)).ln()
+                    elementary::ln((z - lower) / (upper - z))
                 }
             }
         }
@@ -62,7 +63,9 @@ impl Transform {
         match *self {
             Transform::Identity => 0.0,
             Transform::Exp { .. } => u,
-            Transform::Logit { lower, upper } => (upper - lower).ln() - softplus(-u) - softplus(u),
+            Transform::Logit { lower, upper } => {
+                elementary::ln(upper - lower) - softplus(-u) - softplus(u)
+            }
         }
     }
 

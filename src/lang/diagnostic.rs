@@ -35,7 +35,9 @@ impl Diag {
 /// Where a diagnostic points: 1-based line and column (in characters).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Location {
+    /// 1-based line number.
     pub line: usize,
+    /// 1-based column, counted in characters.
     pub column: usize,
     /// The text of that line, without its newline.
     pub line_text: String,
@@ -133,10 +135,13 @@ pub fn clip_line(line: &str, column: usize, width: usize) -> (String, usize, usi
 pub struct CompileError {
     /// The model's file name (or built-in name) as given to the compiler.
     pub file: String,
+    /// What is wrong, in one sentence (`unknown function `foo``).
     pub message: String,
+    /// What was expected at the location (shown under the caret); may be empty.
     pub expected: String,
     /// `None` when the error is not about a place in the text (e.g. the file is unreadable).
     pub location: Option<Box<Location>>,
+    /// Further explanations or hints, each printed on its own `= note:` line.
     pub notes: Vec<String>,
 }
 

@@ -28,6 +28,9 @@ pub enum YScale {
     /// Symlog when the data span more than [`AUTO_SYMLOG_RATIO`] (three orders of magnitude),
     /// linear otherwise.
     Auto,
+    /// `log10(y)`, for positive quantities spanning orders of magnitude (variances); points
+    /// at or below zero are not drawn and break the line.
+    Log,
 }
 
 /// `Auto` switches to symlog when the largest `|y|` exceeds the smallest per-series median `|y|`
@@ -48,6 +51,8 @@ pub enum ResolvedScale {
         /// Upper edge.
         hi: f64,
     },
+    /// `log10(y)`; not defined at or below zero.
+    Log,
 }
 
 impl ResolvedScale {
@@ -65,13 +70,17 @@ impl ResolvedScale {
                 format_tick(*lo),
                 format_tick(*hi)
             )),
+            ResolvedScale::Log => Some("log scale".to_string()),
         }
     }
 
-    /// Maps a data value to axis space (the identity except for symlog).
+    /// Maps a data value to axis space (the identity for linear scales); NaN where the scale
+    /// is not defined (zero and below on a log scale).
     pub fn forward(&self, y: f64) -> f64 {
         match self {
             ResolvedScale::SymLog(s) => s.forward(y),
+            ResolvedScale::Log if y > 0.0 => y.log10(),
+            ResolvedScale::Log => f64::NAN,
             _ => y,
         }
     }
@@ -80,6 +89,7 @@ impl ResolvedScale {
     pub fn inverse(&self, t: f64) -> f64 {
         match self {
             ResolvedScale::SymLog(s) => s.inverse(t),
+            ResolvedScale::Log => 10f64.powf(t),
             _ => t,
         }
     }
@@ -102,6 +112,7 @@ impl YScale {
                 }
             }
             YScale::Auto => Ok(auto_scale(series)),
+            YScale::Log => Ok(ResolvedScale::Log),
         }
     }
 }
@@ -228,6 +239,34 @@ impl SymLog {
         ticks.dedup();
         ticks
     }
+}
+
+/// Ticks for a log axis over the positive data interval `[lo, hi]`: powers of ten, thinned to
+/// every k-th decade so that at most about `max_ticks` remain; 1, 2 and 5 times powers of ten
+/// when fewer than two decades fall inside; plain linear ticks on a very narrow range.
+pub fn log_ticks(lo: f64, hi: f64, max_ticks: usize) -> Vec<f64> {
+    if !(lo > 0.0 && hi > lo && hi.is_finite()) {
+        return linear_ticks(lo, hi, max_ticks);
+    }
+    let max_ticks = max_ticks.max(2);
+    let first = lo.log10().ceil() as i32;
+    let last = hi.log10().floor() as i32;
+    if last - first >= 1 {
+        let count = (last - first + 1) as usize;
+        let stride = count.div_ceil(max_ticks).max(1) as i32;
+        return (first..=last)
+            .filter(|e| (e - first) % stride == 0)
+            .map(|e| 10f64.powi(e))
+            .collect();
+    }
+    let mut ticks: Vec<f64> = (first - 1..=last + 1)
+        .flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e)))
+        .filter(|v| *v >= lo * (1.0 - 1e-12) && *v <= hi * (1.0 + 1e-12))
+        .collect();
+    if ticks.len() < 2 {
+        ticks = linear_ticks(lo, hi, max_ticks);
+    }
+    ticks
 }
 
 /// "Nice" ticks (1, 2 or 5 times a power of ten) inside `[lo, hi]`, at most about `max_ticks`.

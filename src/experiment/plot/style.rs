@@ -1,15 +1,18 @@
-//! Colours and line styles: which series gets which, and how a dash pattern is cut.
+//! Colours, line styles and markers: which series gets which, and how a dash pattern is cut.
 //!
 //! Colours follow `colour_key` (one per estimator) and line styles follow `style_key` (one per
-//! eta), as in the paper's Figure 2. Nothing here draws; [`dash`] works on pixel polylines.
+//! eta), as in the paper's Figure 2. When a figure has several colour keys, each key also gets
+//! a marker shape, so that the series can be told apart in grayscale print and by readers who
+//! do not see the colours. Nothing here draws; [`dash`] works on pixel polylines.
 
 use super::Series;
 
 /// An RGB colour.
 pub type Rgb = (u8, u8, u8);
 
-/// A line's dash pattern. The order of [`STYLE_CYCLE`] is the paper's Figure 2 order for
-/// eta = 0.06, 0.1, 0.14, 0.18, 0.22: dashed, loosely dashed, solid, dash-dotted, dotted.
+/// A line's dash pattern. The order of [`STYLE_CYCLE`] starts with the paper's Figure 2 order
+/// for eta = 0.06, 0.1, 0.14, 0.18, 0.22: dashed, loosely dashed, solid, dash-dotted, dotted;
+/// five more patterns follow for comparisons with more etas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LineStyle {
     /// Unbroken line.
@@ -22,15 +25,30 @@ pub enum LineStyle {
     DashDot,
     /// Dots.
     Dotted,
+    /// Dash, gap, dot, gap, dot, gap.
+    DashDotDot,
+    /// Very long dashes, short gaps.
+    LongDashed,
+    /// Very long dash, gap, dot, gap.
+    LongDashDot,
+    /// Dots far apart.
+    LooselyDotted,
+    /// Dash, gap, dash, gap, dot, gap.
+    DashDashDot,
 }
 
-/// The styles given to distinct non-empty style keys, in order.
-pub const STYLE_CYCLE: [LineStyle; 5] = [
+/// The styles given to distinct non-empty style keys, in order (repeating after ten).
+pub const STYLE_CYCLE: [LineStyle; 10] = [
     LineStyle::Dashed,
     LineStyle::LooselyDashed,
     LineStyle::Solid,
     LineStyle::DashDot,
     LineStyle::Dotted,
+    LineStyle::DashDotDot,
+    LineStyle::LongDashed,
+    LineStyle::LongDashDot,
+    LineStyle::LooselyDotted,
+    LineStyle::DashDashDot,
 ];
 
 impl LineStyle {
@@ -42,25 +60,64 @@ impl LineStyle {
             LineStyle::LooselyDashed => &[9.0, 10.0],
             LineStyle::DashDot => &[9.0, 4.0, 2.0, 4.0],
             LineStyle::Dotted => &[2.0, 3.5],
+            LineStyle::DashDotDot => &[9.0, 3.5, 2.0, 3.5, 2.0, 3.5],
+            LineStyle::LongDashed => &[20.0, 5.0],
+            LineStyle::LongDashDot => &[20.0, 4.0, 2.0, 4.0],
+            LineStyle::LooselyDotted => &[2.0, 8.0],
+            LineStyle::DashDashDot => &[9.0, 3.5, 9.0, 3.5, 2.0, 3.5],
         }
     }
 }
 
-/// Fixed colours for the estimators (a colour-blind-safe palette after Okabe and Ito), plus the
-/// curves of Figure 1a, so a given estimator has the same colour in every figure.
-const FIXED_COLOURS: [(&str, Rgb); 7] = [
-    ("dsgd", (0, 114, 178)),
-    ("fixed", (230, 159, 0)),
-    ("score", (0, 158, 115)),
-    ("reparam", (213, 45, 0)),
-    ("lyy18", (204, 121, 167)),
-    ("true", (0, 140, 60)),
-    ("smoothed", (0, 0, 0)),
+/// A marker shape drawn at a few points along a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Marker {
+    /// Filled circle.
+    Circle,
+    /// Filled square.
+    Square,
+    /// Filled triangle pointing up.
+    TriangleUp,
+    /// Filled diamond.
+    Diamond,
+    /// Filled triangle pointing down.
+    TriangleDown,
+    /// Diagonal cross.
+    Cross,
+    /// Upright cross.
+    Plus,
+    /// Open circle (a ring).
+    Ring,
+}
+
+/// The markers in the order spare colour keys receive them.
+pub const MARKER_CYCLE: [Marker; 8] = [
+    Marker::Circle,
+    Marker::Square,
+    Marker::TriangleUp,
+    Marker::Diamond,
+    Marker::TriangleDown,
+    Marker::Cross,
+    Marker::Plus,
+    Marker::Ring,
+];
+
+/// Fixed colours and markers for the estimators (a colour-blind-safe palette after Okabe and
+/// Ito), plus the curves of Figure 1a, so a given estimator looks the same in every figure.
+const FIXED_COLOURS: [(&str, Rgb, Marker); 8] = [
+    ("dsgd", (0, 114, 178), Marker::Circle),
+    ("fixed", (230, 159, 0), Marker::Square),
+    ("score", (0, 158, 115), Marker::TriangleUp),
+    ("rloo", (86, 180, 233), Marker::Cross),
+    ("reparam", (213, 45, 0), Marker::Diamond),
+    ("lyy18", (204, 121, 167), Marker::TriangleDown),
+    ("true", (0, 140, 60), Marker::Plus),
+    ("smoothed", (0, 0, 0), Marker::Ring),
 ];
 
 /// Colours for other keys, in order of first appearance.
 const SPARE_COLOURS: [Rgb; 6] = [
-    (86, 160, 233),
+    (40, 40, 120),
     (110, 110, 110),
     (148, 103, 189),
     (140, 86, 75),
@@ -79,28 +136,55 @@ pub struct Assignment {
     pub colour_keys: Vec<(String, Rgb)>,
     /// Distinct non-empty style keys with their style, in assignment order.
     pub style_keys: Vec<(String, LineStyle)>,
+    /// The marker of each colour key (parallel to `colour_keys`); empty when the series have
+    /// fewer than two colour keys (colour alone then tells nothing apart).
+    pub key_markers: Vec<Marker>,
+    /// Marker of series `i`, when markers are drawn.
+    pub markers: Vec<Option<Marker>>,
 }
 
-/// Picks colours and styles: fixed colours by (case-insensitive) key, spare colours in order
-/// of first appearance; style keys sorted numerically when all parse as numbers (so eta 0.06
-/// is always dashed), else in order of first appearance. An explicit `Series::style` wins.
+/// Picks colours, styles and markers: fixed colours and markers by (case-insensitive) key,
+/// spare colours and markers in order of first appearance (six colours and eight markers, so
+/// 24 spare keys look different); style keys sorted numerically when all parse as numbers (so
+/// eta 0.06 is always dashed), else in order of first appearance. An explicit `Series::style`
+/// wins.
 pub fn assign(series: &[Series]) -> Assignment {
+    let fixed = |key: &str| {
+        let lower = key.to_lowercase();
+        FIXED_COLOURS.iter().find(|(k, ..)| *k == lower).copied()
+    };
+    // Spare keys take the markers no fixed key of these series has, then the rest in turn.
+    let taken: Vec<Marker> = series
+        .iter()
+        .filter_map(|s| fixed(&s.colour_key).map(|f| f.2))
+        .collect();
+    let spare_markers: Vec<Marker> = MARKER_CYCLE
+        .iter()
+        .filter(|m| !taken.contains(m))
+        .chain(MARKER_CYCLE.iter().filter(|m| taken.contains(m)))
+        .copied()
+        .collect();
     let mut colour_keys: Vec<(String, Rgb)> = Vec::new();
+    let mut key_markers: Vec<Marker> = Vec::new();
     let mut spare = 0usize;
     for s in series {
         if colour_keys.iter().any(|(k, _)| *k == s.colour_key) {
             continue;
         }
-        let lower = s.colour_key.to_lowercase();
-        let colour = match FIXED_COLOURS.iter().find(|(k, _)| *k == lower) {
-            Some((_, c)) => *c,
+        let (colour, marker) = match fixed(&s.colour_key) {
+            Some((_, c, m)) => (c, m),
             None => {
                 let c = SPARE_COLOURS[spare % SPARE_COLOURS.len()];
+                let m = spare_markers[spare % spare_markers.len()];
                 spare += 1;
-                c
+                (c, m)
             }
         };
         colour_keys.push((s.colour_key.clone(), colour));
+        key_markers.push(marker);
+    }
+    if colour_keys.len() < 2 {
+        key_markers.clear();
     }
 
     let mut keys: Vec<String> = Vec::new();
@@ -140,11 +224,22 @@ pub fn assign(series: &[Series]) -> Assignment {
                 .map_or(LineStyle::Solid, |k| k.1),
         })
         .collect();
+    let markers = series
+        .iter()
+        .map(|s| {
+            colour_keys
+                .iter()
+                .position(|(k, _)| *k == s.colour_key)
+                .and_then(|i| key_markers.get(i).copied())
+        })
+        .collect();
     Assignment {
         colours,
         styles,
         colour_keys,
         style_keys,
+        key_markers,
+        markers,
     }
 }
 

@@ -1,6 +1,6 @@
 //! Lowering of statements: bindings, declarations, log-density and objective terms, loops.
 
-use std::collections::HashMap;
+use super::Map;
 use std::rc::Rc;
 
 use super::super::ast::{Expr, Ident, Stmt, StmtKind};
@@ -99,7 +99,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 self.refuse_long_loop(lo_v, hi_v, per_iteration, s.span)?;
                 for i in lo_v..hi_v {
                     self.tick(s.span, 1)?;
-                    let mut scope = HashMap::new();
+                    let mut scope = Map::default();
                     scope.insert(var.name.clone(), Value::Num(self.b.constant(i as f64)));
                     self.frame.push(scope);
                     self.loop_suffix.push(i);
