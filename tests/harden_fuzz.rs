@@ -142,6 +142,13 @@ proptest! {
     }
 }
 
+/// The binary under test: `DSGD_BIN` if set (a copy, so that a long fuzzing run is not
+/// disturbed by a rebuild), else the one cargo built.
+fn dsgd_binary() -> PathBuf {
+    std::env::var_os("DSGD_BIN")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_dsgd")), PathBuf::from)
+}
+
 /// A directory for one fuzz case's files.
 fn case_dir() -> PathBuf {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -348,7 +355,7 @@ fn check_json_case(bytes: &[u8]) -> Result<(), TestCaseError> {
         let dir = case_dir();
         std::fs::write(dir.join("d.json"), bytes).unwrap();
         std::fs::write(dir.join("m.dsgd"), DATA_MODEL).unwrap();
-        let o = Command::new(env!("CARGO_BIN_EXE_dsgd"))
+        let o = Command::new(dsgd_binary())
             .args([
                 "check",
                 "m.dsgd",
@@ -502,7 +509,7 @@ fn check_cli_case(sub: &str, flags: &[(&str, &str)]) -> Result<(), TestCaseError
         args.push("--out".to_string());
         args.push(out_dir.display().to_string());
     }
-    let o = Command::new(env!("CARGO_BIN_EXE_dsgd"))
+    let o = Command::new(dsgd_binary())
         .args(&args)
         .env("RUST_BACKTRACE", "0")
         .output()
@@ -551,13 +558,16 @@ fn fuzz_for_a_time_budget<S: Strategy>(
         .and_then(|s| s.parse().ok())
         .unwrap_or(600);
     let budget = Duration::from_secs(seconds);
-    let mut runner = TestRunner::new(Config {
+    let config = Config {
         cases: 32,
         failure_persistence: None,
         ..Config::default()
-    });
+    };
+    // A runner runs its number of cases once: each batch gets a new one, seeded from this.
+    let mut seeds = TestRunner::new(config.clone());
     let (start, cases) = (Instant::now(), Cell::new(0u64));
     while start.elapsed() < budget {
+        let mut runner = TestRunner::new_with_rng(config.clone(), seeds.new_rng());
         let result = runner.run(&strategy, |v| {
             cases.set(cases.get() + 1);
             check(v)

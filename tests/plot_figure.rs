@@ -1,5 +1,5 @@
 //! The comparison figure and telling many series apart: the objective, gradient-variance and
-//! smoothing-gap panels built from real runs, distinct dash patterns for up to ten etas,
+//! smoothing-gap panels built from real runs, distinct dash patterns for up to twelve etas,
 //! distinct colour-and-marker pairs for many estimators, and the log axis.
 
 use dsgd::experiment::compare::{mean_gap, run_comparison, trajectory_figure};
@@ -79,8 +79,7 @@ fn the_comparison_figure_has_objective_variance_and_gap_panels() {
         "example: objective during optimisation",
         "Gradient variance",
         "mean per-component variance (log scale)",
-        "Smoothing gap (shaded: ±2 SE)",
-        "smoothed − crisp",
+        "Smoothing gap: smoothed − crisp (shaded: ±2 SE)",
         "η = 0.2",
         "score",
     ] {
@@ -112,9 +111,10 @@ fn line(i: usize) -> Vec<(f64, f64)> {
 }
 
 #[test]
-fn ten_etas_get_ten_dash_patterns() {
+fn twelve_etas_get_twelve_dash_patterns() {
     let etas = [
-        "0.02", "0.04", "0.06", "0.08", "0.1", "0.12", "0.14", "0.16", "0.18", "0.2",
+        "0.02", "0.04", "0.06", "0.08", "0.1", "0.12", "0.14", "0.16", "0.18", "0.2", "0.22",
+        "auto",
     ];
     for n in 1..=etas.len() {
         let series: Vec<Series> = etas[..n]
@@ -128,7 +128,7 @@ fn ten_etas_get_ten_dash_patterns() {
         patterns.dedup();
         assert_eq!(patterns.len(), n, "{n} etas");
     }
-    assert_eq!(STYLE_CYCLE.len(), 10);
+    assert_eq!(STYLE_CYCLE.len(), 12);
 }
 
 #[test]

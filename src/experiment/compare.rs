@@ -504,9 +504,9 @@ pub fn trajectory_figure(model: &str, arms: &[Arm], reports: &[&RunReport], seed
     );
     variance.y_scale = YScale::Log;
     let mut gap = LinePlot::new(
-        "Smoothing gap (shaded: ±2 SE)",
+        "Smoothing gap: smoothed − crisp (shaded: ±2 SE)",
         "iteration",
-        "smoothed − crisp",
+        "gap",
     );
     for (arm, line) in arms.iter().zip(&objective.series) {
         let runs: Vec<&RunReport> = reports.iter().copied().filter(|r| arm.matches(r)).collect();

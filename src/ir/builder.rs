@@ -14,6 +14,7 @@ use super::hash::{FastBuild, hash32, spread};
 use super::node::{Binary, Node, NodeId, Unary};
 use super::ops::{binary_value, unary_value};
 use super::program::{Program, Span};
+use super::term::{PendingTerm, TermKind};
 use super::transform::Transform;
 
 /// Default bound on the number of nodes a builder accepts (see [`Builder::with_node_limit`]).
@@ -34,6 +35,9 @@ pub(crate) struct Graph {
     /// Source span of each `If` node (by node id), where the front end gave one.
     pub(crate) if_spans: HashMap<NodeId, Span, FastBuild>,
     current_span: Option<Span>,
+    /// The terms the front end recorded ([`Builder::record_term`]) and their inputs.
+    pub(crate) terms: Vec<PendingTerm>,
+    pub(crate) term_inputs: Vec<NodeId>,
     /// The first handle used here that belongs to another builder (or to this one before
     /// `finish` emptied it); `finish` reports it instead of building a wrong program.
     foreign: Option<NodeId>,
@@ -375,6 +379,28 @@ impl Builder {
     /// The source span recorded on if-statements created from now on (`None` for none).
     pub fn set_span(&self, span: Option<Span>) {
         self.g.borrow_mut().current_span = span;
+    }
+
+    /// Records `term` as one statement's contribution to the objective (of `kind`, at `span`
+    /// in the source), with the values it was made from (`inputs`: the observed or sampled
+    /// value and the distribution's arguments). This changes nothing in the program; it lets
+    /// a run that turns NaN or infinite name the statement ([`crate::ir::blame`]).
+    pub fn record_term(&self, kind: TermKind, span: Span, term: Var<'_>, inputs: &[Var<'_>]) {
+        let node = self.own(term);
+        let inputs: Vec<NodeId> = inputs.iter().map(|&v| self.own(v)).collect();
+        let mut g = self.g.borrow_mut();
+        if g.overflowed {
+            return;
+        }
+        let start = g.term_inputs.len() as u32;
+        g.term_inputs.extend(inputs);
+        let end = g.term_inputs.len() as u32;
+        g.terms.push(PendingTerm {
+            kind,
+            span,
+            node,
+            inputs: (start, end),
+        });
     }
 
     pub fn constant(&self, c: f64) -> Var<'_> {

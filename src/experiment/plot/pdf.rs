@@ -458,6 +458,6 @@ mod tests {
         assert!(text.contains("/GA150 << /Type /ExtGState /CA 0.15 /ca 0.15 >>"));
         assert!(text.contains("/GA150 gs"));
         assert!(text.contains("/F2 "), "η is drawn in Symbol");
-        assert!(text.contains("\\(a\\) Tj"), "parentheses are escaped");
+        assert!(text.contains("\\(a\\)) Tj"), "parentheses are escaped");
     }
 }

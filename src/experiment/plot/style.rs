@@ -12,7 +12,7 @@ pub type Rgb = (u8, u8, u8);
 
 /// A line's dash pattern. The order of [`STYLE_CYCLE`] starts with the paper's Figure 2 order
 /// for eta = 0.06, 0.1, 0.14, 0.18, 0.22: dashed, loosely dashed, solid, dash-dotted, dotted;
-/// five more patterns follow for comparisons with more etas.
+/// seven more patterns follow for comparisons with more etas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LineStyle {
     /// Unbroken line.
@@ -35,10 +35,14 @@ pub enum LineStyle {
     LooselyDotted,
     /// Dash, gap, dash, gap, dot, gap.
     DashDashDot,
+    /// Short dashes, short gaps.
+    DenselyDashed,
+    /// Very long dash, gap, dot, gap, dot, gap.
+    LongDashDotDot,
 }
 
-/// The styles given to distinct non-empty style keys, in order (repeating after ten).
-pub const STYLE_CYCLE: [LineStyle; 10] = [
+/// The styles given to distinct non-empty style keys, in order (repeating after twelve).
+pub const STYLE_CYCLE: [LineStyle; 12] = [
     LineStyle::Dashed,
     LineStyle::LooselyDashed,
     LineStyle::Solid,
@@ -49,6 +53,8 @@ pub const STYLE_CYCLE: [LineStyle; 10] = [
     LineStyle::LongDashDot,
     LineStyle::LooselyDotted,
     LineStyle::DashDashDot,
+    LineStyle::DenselyDashed,
+    LineStyle::LongDashDotDot,
 ];
 
 impl LineStyle {
@@ -65,6 +71,8 @@ impl LineStyle {
             LineStyle::LongDashDot => &[20.0, 4.0, 2.0, 4.0],
             LineStyle::LooselyDotted => &[2.0, 8.0],
             LineStyle::DashDashDot => &[9.0, 3.5, 9.0, 3.5, 2.0, 3.5],
+            LineStyle::DenselyDashed => &[4.5, 2.5],
+            LineStyle::LongDashDotDot => &[20.0, 4.0, 2.0, 4.0, 2.0, 4.0],
         }
     }
 }

@@ -9,7 +9,7 @@ use super::super::data;
 use super::super::diagnostic::Diag;
 use super::value::{Cond, Shape};
 use super::{BUILTINS, Lowerer, PendingKind, PendingLatent, Value};
-use crate::ir::{Dist, LatentKind, Span, Transform, Var};
+use crate::ir::{Dist, LatentKind, Span, TermKind, Transform, Var};
 use crate::special::softplus;
 
 /// Deepest nesting of arrays (a matrix is 2).
@@ -748,6 +748,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 let s = b
                     .sample_latent(&name, d, a)
                     .map_err(|e| Diag::new(dist.span, e.to_string(), "matching arguments"))?;
+                let inputs: Vec<_> = std::iter::once(s.latent.z)
+                    .chain(a.iter().copied())
+                    .collect();
+                b.record_term(TermKind::Sample(d), span, s.log_density, &inputs);
                 self.terms.push(s.log_density);
                 if transform != Transform::Identity {
                     self.constrained

@@ -7,7 +7,7 @@ use super::super::ast::{Expr, Ident, Stmt, StmtKind};
 use super::super::bind::DataValue;
 use super::super::diagnostic::Diag;
 use super::{Global, Lowerer, Value};
-use crate::ir::{Dist, ParamSpec, Span};
+use crate::ir::{Dist, ParamSpec, Span, TermKind};
 
 impl<'b, 'r> Lowerer<'b, 'r> {
     pub(super) fn stmt(&mut self, s: &Stmt) -> Result<(), Diag> {
@@ -66,6 +66,9 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     .b
                     .log_density(d, x, &a)
                     .map_err(|e| Diag::new(dist.span, e.to_string(), "matching arguments"))?;
+                let inputs: Vec<_> = std::iter::once(x).chain(a.iter().copied()).collect();
+                self.b
+                    .record_term(TermKind::Observe(d), s.span, lp, &inputs);
                 self.terms.push(lp);
             }
             StmtKind::Factor(e) => {
@@ -74,6 +77,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 }
                 let v = self.expr(e)?;
                 let v = self.num(v, e.span)?;
+                self.b.record_term(TermKind::Factor, s.span, v, &[]);
                 self.terms.push(v);
             }
             StmtKind::Maximize(e) | StmtKind::Minimize(e) => {
@@ -88,6 +92,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 self.minimize = Some(minimize);
                 let v = self.expr(e)?;
                 let v = self.num(v, e.span)?;
+                self.b.record_term(TermKind::Objective, s.span, v, &[]);
                 self.terms.push(v);
             }
             StmtKind::For { var, lo, hi, body } => {
