@@ -1,27 +1,37 @@
 //! `--eta auto`: DSGD's accuracy chosen from what the run measures.
 //!
-//! The schedule keeps the paper's shape, `eta_k = a_j (K_MATCH / (k + 1))^decay`, and adapts
-//! only its amplitude `a_j`, once per measurement, within `[a_max / MAX_SHRINK, a_max]`. So
-//! `eta_k` always lies between two sequences that tighten at the paper's rate: `eta_k -> 0`
-//! tied to the step sizes as in the paper's argument, whatever the measurements say.
-//!
-//! The rule (docs/adaptive-eta.md gives the reasoning and the experiments behind it): every
-//! measurement evaluates the crisp and the smoothed objective on the same fresh samples. The
-//! amplitude halves when the smoothing gap between them is visible above its noise (twice
-//! the larger of its own standard error and the objective's) and larger than what the
-//! optimisation of the smoothed problem still gained over the last segment: the iterates
-//! have settled on the smoothed problem, whose answer is then no longer the original one's.
-//! While the smoothed objective still climbs faster than the gap, the smooth problem is left
-//! alone (the paper's reason to start smooth). Every input is a function of (model, options,
-//! seed): no timing, no thread count.
+//! The schedule keeps the paper's shape, `eta_k = a (K_MATCH / (k + 1))^decay`, and chooses
+//! its amplitude `a` by races (the [`race`] module): short runs of candidate amplitudes from
+//! the same state with the same noise, compared on the crisp objective with common samples.
+//! One race at the start picks among `START_AMPLITUDE`, a half and a quarter of it (how
+//! smooth the first steps are decides where a run ends, and only the crisp progress after
+//! some steps tells which way a model goes). Later, when a measurement shows the smoothed
+//! objective above the crisp one by more than the noise of either (the smoothing flatters
+//! the answer), a race between the current amplitude and half of it decides whether
+//! tightening pays. The amplitude never grows, so
+//! `eta_k <= START_AMPLITUDE (K_MATCH / (k + 1))^decay -> 0` at the paper's rate, whatever
+//! the races choose. docs/adaptive-eta.md gives the reasoning and the measurements.
 
 use super::Schedule;
 
-/// The largest factor by which the amplitude may fall below its start.
-pub const MAX_SHRINK: f64 = 4.0;
+pub mod race;
 
-/// The amplitude `--eta auto` starts from: the largest accuracy of the paper's Table 1.
+/// The largest amplitude `--eta auto` considers: the largest accuracy of the paper's Table 1.
 pub const START_AMPLITUDE: f64 = 0.22;
+
+/// How many times the starting race halves `START_AMPLITUDE` for its candidates.
+pub const START_HALVINGS: i32 = 2;
+
+/// A race's length as a fraction of the run's iterations.
+pub const RACE_FRACTION: f64 = 0.05;
+
+/// The first iteration (as a fraction of the run) at which a gap may call a tightening race,
+/// and the least spacing between two such races.
+pub const LATE_SPACING: f64 = 0.2;
+
+/// How many standard errors (the larger of the gap's and the objective's) a gap must exceed
+/// to call a tightening race: the threshold of the run's smoothing warning.
+pub const GAP_Z: f64 = 2.0;
 
 /// What one measurement found: the crisp and smoothed objective on the same samples.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -36,9 +46,14 @@ pub struct GapProbe {
 }
 
 impl GapProbe {
-    /// The noise a gap must exceed to count: the larger of the two standard errors, twice.
-    pub fn noise(&self) -> f64 {
-        2.0 * self.gap_se.max(self.value_se)
+    /// Whether the smoothing flatters the objective here: the smoothed objective exceeds the
+    /// crisp one by more than `GAP_Z` times the larger of the two standard errors. Then the
+    /// optimiser may be sitting where only the smoothing pays, and a smaller `eta` could move
+    /// the answer. A gap the other way (the smoothed objective below the crisp one) is a
+    /// margin the smoothing keeps from the boundaries, which the crisp objective's rare
+    /// crossings (beyond what a thousand samples see) may need, so it calls nothing.
+    pub fn flatters(&self) -> bool {
+        self.gap > GAP_Z * self.gap_se.max(self.value_se)
     }
 }
 
@@ -54,20 +69,24 @@ pub enum Adjustment {
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct AutoEta {
     amplitude: f64,
-    max: f64,
     decay: f64,
-    /// The smoothed objective at the previous measurement.
-    last_smoothed: Option<f64>,
+    iterations: u64,
+    /// The earliest iteration of the next tightening race.
+    next_race: u64,
+    /// A measurement asked for a race at the next segment.
+    due: bool,
 }
 
 impl AutoEta {
-    /// A controller starting (and capped) at `start`, with the schedule's `decay`.
-    pub fn new(start: f64, decay: f64) -> AutoEta {
+    /// A controller for a run of `iterations` steps with the schedule's `decay`, before the
+    /// starting race.
+    pub fn new(decay: f64, iterations: u64) -> AutoEta {
         AutoEta {
-            amplitude: start,
-            max: start,
+            amplitude: START_AMPLITUDE,
             decay,
-            last_smoothed: None,
+            iterations,
+            next_race: (LATE_SPACING * iterations as f64) as u64,
+            due: true,
         }
     }
 
@@ -84,23 +103,54 @@ impl AutoEta {
         }
     }
 
-    /// Applies one measurement's finding.
-    pub fn update(&mut self, probe: &GapProbe) -> Adjustment {
-        let progress = self
-            .last_smoothed
-            .map_or(f64::INFINITY, |last| probe.smoothed - last);
-        self.last_smoothed = Some(probe.smoothed);
-        let min = self.max / MAX_SHRINK;
-        // A NaN anywhere compares false: nothing changes.
-        let visible = probe.gap.abs() > probe.noise();
-        let settled = probe.gap.abs() > progress.max(0.0);
-        if visible && settled && self.amplitude > min {
-            self.amplitude = (0.5 * self.amplitude).max(min);
-            // The next segment's smoothed objective is of another problem: no progress yet.
-            self.last_smoothed = None;
-            return Adjustment::Tightened;
+    /// Steps each candidate of a race takes (at least one).
+    pub fn race_length(&self) -> u64 {
+        ((RACE_FRACTION * self.iterations as f64) as u64).max(1)
+    }
+
+    /// The decay of the schedule.
+    pub fn decay(&self) -> f64 {
+        self.decay
+    }
+
+    /// The candidates of a race at iteration `k`, in the order of preference (the race takes
+    /// the first within noise of the best), when one is due there: at the start,
+    /// `START_AMPLITUDE` and its halvings, smoothest first; later, the current amplitude,
+    /// then half of it (tighten only when the crisp objective clearly gains). `None` when no
+    /// race is due or it would not finish before the run ends.
+    pub fn race_at(&self, k: u64) -> Option<Vec<f64>> {
+        if !self.due || k + self.race_length() > self.iterations {
+            return None;
         }
-        Adjustment::Kept
+        let halvings = if k == 0 { START_HALVINGS } else { 1 };
+        Some(
+            (0..=halvings)
+                .map(|j| self.amplitude * 0.5f64.powi(j))
+                .collect(),
+        )
+    }
+
+    /// Applies a race's choice at iteration `k` (never above the current amplitude).
+    pub fn raced(&mut self, k: u64, chosen: f64) -> Adjustment {
+        self.due = false;
+        if k > 0 {
+            self.next_race = k + (LATE_SPACING * self.iterations as f64) as u64;
+        }
+        if chosen < self.amplitude {
+            self.amplitude = chosen;
+            Adjustment::Tightened
+        } else {
+            Adjustment::Kept
+        }
+    }
+
+    /// Reads the measurement at iteration `k`: a flattering gap, once the spacing since the
+    /// last race has passed, calls a race at the next segment.
+    pub fn observe(&mut self, k: u64, probe: &GapProbe) {
+        // A NaN compares false: no race.
+        if k >= self.next_race && probe.flatters() {
+            self.due = true;
+        }
     }
 }
 
@@ -108,9 +158,9 @@ impl AutoEta {
 mod tests {
     use super::*;
 
-    fn probe(smoothed: f64, gap: f64) -> GapProbe {
+    fn probe(gap: f64) -> GapProbe {
         GapProbe {
-            smoothed,
+            smoothed: -10.0,
             gap,
             gap_se: 0.1,
             value_se: 0.2,
@@ -118,39 +168,42 @@ mod tests {
     }
 
     #[test]
-    fn a_visible_gap_tightens_once_the_smoothed_problem_settles() {
-        let mut a = AutoEta::new(0.2, 0.5);
-        // The first measurement has no progress to compare with.
-        assert_eq!(a.update(&probe(-100.0, 50.0)), Adjustment::Kept);
-        // Still climbing by 60 a segment, more than the gap: keep.
-        assert_eq!(a.update(&probe(-40.0, 50.0)), Adjustment::Kept);
-        // Climbing by 5 with a gap of 50: settled, tighten.
-        assert_eq!(a.update(&probe(-35.0, 50.0)), Adjustment::Tightened);
-        assert_eq!(a.amplitude(), 0.1);
-        // After a change the next measurement only sets the reference.
-        assert_eq!(a.update(&probe(-30.0, 20.0)), Adjustment::Kept);
-        assert_eq!(a.update(&probe(-30.0, 20.0)), Adjustment::Tightened);
-        assert_eq!(a.amplitude(), 0.05);
-        // Never below the floor.
-        a.update(&probe(-30.0, 20.0));
-        assert_eq!(a.update(&probe(-30.0, 20.0)), Adjustment::Kept);
-        assert_eq!(a.amplitude(), 0.2 / MAX_SHRINK);
+    fn races_start_the_run_and_follow_flattering_gaps() {
+        let mut a = AutoEta::new(0.5, 10_000);
+        assert_eq!(a.race_length(), 500);
+        assert_eq!(a.race_at(0), Some(vec![0.22, 0.11, 0.055]));
+        assert_eq!(a.raced(0, 0.11), Adjustment::Tightened);
+        assert_eq!(a.race_at(100), None);
+        // A flattering gap before the spacing has passed calls nothing.
+        a.observe(1000, &probe(5.0));
+        assert_eq!(a.race_at(1100), None);
+        // Within the noise (twice the objective's standard error, 0.4), the other way round,
+        // or not a number: nothing.
+        for gap in [0.35, -5.0, f64::NAN] {
+            a.observe(2000, &probe(gap));
+            assert_eq!(a.race_at(2100), None, "{gap}");
+        }
+        a.observe(2000, &probe(0.5));
+        // The current amplitude first: tighten only when it clearly pays.
+        assert_eq!(a.race_at(2100), Some(vec![0.11, 0.055]));
+        assert_eq!(a.raced(2100, 0.11), Adjustment::Kept);
+        assert_eq!(a.amplitude(), 0.11);
+        a.observe(3000, &probe(5.0));
+        assert_eq!(a.race_at(3100), None);
+        a.observe(4100, &probe(5.0));
+        // Too late for a race to finish.
+        assert_eq!(a.race_at(9600), None);
+        assert_eq!(a.race_at(9500), Some(vec![0.11, 0.055]));
+        assert_eq!(a.raced(9500, 0.055), Adjustment::Tightened);
         assert_eq!(
             a.schedule(),
             Schedule::Tightening {
-                eta: 0.05,
+                eta: 0.055,
                 decay: 0.5
             }
         );
-    }
-
-    #[test]
-    fn a_gap_within_its_noise_changes_nothing() {
-        let mut a = AutoEta::new(0.2, 0.5);
-        a.update(&probe(-10.0, 0.3));
-        // 0.3 is below twice the larger standard error (0.4), though nothing moves.
-        assert_eq!(a.update(&probe(-10.0, 0.3)), Adjustment::Kept);
-        assert_eq!(a.update(&probe(f64::NAN, f64::NAN)), Adjustment::Kept);
-        assert_eq!(a.amplitude(), 0.2);
+        // The amplitude never grows.
+        assert_eq!(a.raced(9600, 0.22), Adjustment::Kept);
+        assert_eq!(a.amplitude(), 0.055);
     }
 }

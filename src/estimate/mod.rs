@@ -16,7 +16,7 @@ mod rng;
 mod schedule;
 mod score;
 
-pub use adaptive::{Adjustment, AutoEta, GapProbe, START_AMPLITUDE};
+pub use adaptive::{Adjustment, AutoEta, GapProbe, START_AMPLITUDE, race};
 pub use engine::{Engine, NonFinite};
 pub use lyy18::Lyy18;
 pub use pathwise::Pathwise;

@@ -214,7 +214,7 @@ fn run_in_pool(
         .unwrap_or_else(|| problem.analysis().default_eta_decay());
     let auto = config
         .eta_auto
-        .then(|| AutoEta::new(estimate::START_AMPLITUDE, decay));
+        .then(|| AutoEta::new(decay, config.iterations));
     let eta = auto.map_or(config.eta, |a| a.amplitude());
     let estimator = estimate::build(config.estimator, &problem, eta, Some(decay))?;
     // The measurements get their own engine, so that they can run beside the steps.
@@ -375,6 +375,7 @@ impl<'a> Runner<'a> {
             if self.cancel.load(Ordering::Relaxed) {
                 return;
             }
+            self.race_eta(k, optimizer.as_ref());
             let end = (k + cfg.log_every).min(cfg.iterations);
             let start_theta = self.theta.clone();
             let Runner {
@@ -423,8 +424,8 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// `--eta auto`: the measurement's smoothing gap adjusts the schedule of the next
-    /// segment's steps and measurement (this segment's steps ran beside the measurement).
+    /// `--eta auto`: the measurement's smoothing gap may call a race at the next segment
+    /// (this segment's steps ran beside the measurement).
     fn adapt_eta(&mut self, measured: &Measured) {
         let (Some(auto), Ok((row, _))) = (self.auto.as_mut(), measured) else {
             return;
@@ -432,14 +433,45 @@ impl<'a> Runner<'a> {
         let (Some(smoothed), Some(gap), Some(gap_se)) = (row.smoothed, row.gap, row.gap_se) else {
             return;
         };
-        let probe = GapProbe {
-            // Rows are in the user's sense (`minimize E` logs `E`); progress is upwards.
-            smoothed: self.engine.problem().objective_sign() * smoothed,
-            gap,
-            gap_se,
-            value_se: row.value_se,
+        auto.observe(
+            row.iter,
+            &GapProbe {
+                // Rows are in the user's sense (`minimize E` logs `E`); progress is upwards.
+                smoothed: self.engine.problem().objective_sign() * smoothed,
+                gap,
+                gap_se,
+                value_se: row.value_se,
+            },
+        );
+    }
+
+    /// `--eta auto`: when a race is due before iteration `k`, runs it from the current state
+    /// and sets the schedule of the steps and measurements that follow to its choice.
+    fn race_eta(&mut self, k: u64, optimizer: &dyn crate::optim::Optimizer) {
+        let Some(auto) = self.auto.as_mut() else {
+            return;
         };
-        if auto.update(&probe) != Adjustment::Kept {
+        let Some(candidates) = auto.race_at(k) else {
+            return;
+        };
+        let cfg = self.config;
+        let race = estimate::race::race(
+            self.engine.problem(),
+            &estimate::race::RaceConfig {
+                length: auto.race_length(),
+                batch: cfg.batch,
+                samples: cfg.log_samples,
+                decay: auto.decay(),
+                seed: cfg.seed,
+            },
+            &estimate::race::Start {
+                k,
+                theta: &self.theta,
+                optimizer,
+            },
+            &candidates,
+        );
+        if auto.raced(k, race.chosen) != Adjustment::Kept || k == 0 {
             for e in [&mut *self.engine, &mut self.probe] {
                 e.set_estimator(Box::new(Pathwise::new(
                     EstimatorKind::Dsgd,

@@ -73,6 +73,10 @@ impl Optimizer for Adam {
     fn steps(&self) -> u64 {
         self.t
     }
+
+    fn clone_box(&self) -> Box<dyn Optimizer> {
+        Box::new(self.clone())
+    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,10 @@ pub trait Optimizer: Send {
 
     /// Steps taken so far.
     fn steps(&self) -> u64;
+
+    /// A copy of the state, to try steps from it and keep or drop them (`--eta auto`'s
+    /// races).
+    fn clone_box(&self) -> Box<dyn Optimizer>;
 }
 
 /// Which optimiser, with its hyperparameters.

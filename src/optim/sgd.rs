@@ -47,6 +47,10 @@ impl Optimizer for Sgd {
     fn steps(&self) -> u64 {
         self.k
     }
+
+    fn clone_box(&self) -> Box<dyn Optimizer> {
+        Box::new(self.clone())
+    }
 }
 
 #[cfg(test)]
