@@ -51,7 +51,7 @@ pub fn softplus_inv(y: f64) -> f64 {
     if y > 30.0 {
         y + elementary::log1p(-elementary::exp(-y))
     } else {
-        elementary::ln(y.exp_m1())
+        elementary::ln(libm::expm1(y))
     }
 }
 

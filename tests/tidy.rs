@@ -45,3 +45,56 @@ fn every_source_file_starts_with_a_module_doc() {
         "files without a leading `//!` doc comment: {missing:?}"
     );
 }
+
+/// The platform C library's transcendental functions (what `f64::exp`, `ln`, `powf`, ... call)
+/// differ in their last bits between systems, and a run must give the same bits on every
+/// machine: code that reaches a result uses `dsgd::elementary` or the portable `libm` crate.
+/// Tests (after `mod tests`), the command line's printing and the plots' axes may use them;
+/// `ir/density.rs` writes log-densities with the builder's `Var` methods of the same names,
+/// which add nodes and compute nothing.
+#[test]
+fn results_use_no_platform_transcendental_functions() {
+    const FORBIDDEN: [&str; 10] = [
+        ".exp()",
+        ".ln()",
+        ".powf(",
+        ".exp_m1()",
+        ".ln_1p()",
+        ".sin()",
+        ".cos()",
+        ".tanh()",
+        ".log2()",
+        ".cbrt()",
+    ];
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = Vec::new();
+    for f in &files {
+        let rel = f
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        if rel.starts_with("cli/") || rel.starts_with("experiment/plot") || rel == "ir/density.rs" {
+            continue;
+        }
+        let text = fs::read_to_string(f).expect("readable source file");
+        for (i, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("mod tests") {
+                break;
+            }
+            let code = line.split("//").next().unwrap_or("");
+            for call in FORBIDDEN {
+                if code.contains(call) {
+                    found.push(format!("src/{rel}:{}: {}", i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "platform libm calls:\n{}",
+        found.join("\n")
+    );
+}

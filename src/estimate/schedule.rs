@@ -27,7 +27,7 @@ impl Schedule {
             Schedule::Crisp => None,
             Schedule::Constant { eta } => Some(eta),
             Schedule::Tightening { eta, decay } => {
-                Some(eta * (K_MATCH / (k as f64 + 1.0)).powf(decay))
+                Some(eta * libm::pow(K_MATCH / (k as f64 + 1.0), decay))
             }
         }
     }

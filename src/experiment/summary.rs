@@ -156,13 +156,13 @@ pub fn summarise_latent(
 /// asymptotic guesses.
 pub fn gauss_hermite_normal(n: usize) -> Vec<(f64, f64)> {
     let mut nodes = vec![(0.0, 0.0); n];
-    let pim4 = std::f64::consts::PI.powf(-0.25);
+    let pim4 = libm::pow(std::f64::consts::PI, -0.25);
     let nf = n as f64;
     let mut z = 0.0f64;
     for i in 0..n.div_ceil(2) {
         z = match i {
-            0 => (2.0 * nf + 1.0).sqrt() - 1.85575 * (2.0 * nf + 1.0).powf(-1.0 / 6.0),
-            1 => z - 1.14 * nf.powf(0.426) / z,
+            0 => (2.0 * nf + 1.0).sqrt() - 1.85575 * libm::pow(2.0 * nf + 1.0, -1.0 / 6.0),
+            1 => z - 1.14 * libm::pow(nf, 0.426) / z,
             2 => 1.86 * z - 0.86 * nodes[0].0,
             3 => 1.91 * z - 0.91 * nodes[1].0,
             _ => 2.0 * z - nodes[i - 2].0,

@@ -107,7 +107,7 @@ impl Builder {
                 let ln_p = -(-u).softplus();
                 let ln_q = -u.softplus();
                 let z = u.sigmoid() * width + lower;
-                let log_jacobian = ln_p + ln_q + width.ln();
+                let log_jacobian = ln_p + ln_q + crate::elementary::ln(width);
                 let unit = lower == 0.0 && upper == 1.0;
                 (
                     z,

@@ -38,7 +38,7 @@ impl Sgd {
 impl Optimizer for Sgd {
     fn step(&mut self, theta: &mut [f64], grad: &[f64]) {
         self.k += 1;
-        let gamma = self.config.lr / (self.k as f64).powf(self.config.power);
+        let gamma = self.config.lr / libm::pow(self.k as f64, self.config.power);
         for (x, &g) in theta.iter_mut().zip(grad) {
             *x += gamma * g;
         }

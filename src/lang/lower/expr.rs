@@ -844,7 +844,7 @@ fn default_init_mean(d: Dist, consts: &[Option<f64>], transform: Transform) -> f
         (Dist::HalfNormal | Dist::HalfCauchy, [Some(scale)]) => Some(*scale),
         (Dist::Gamma, [Some(shape), Some(rate)]) => Some(shape / rate),
         (Dist::Beta, [Some(a), Some(b)]) => Some(a / (a + b)),
-        (Dist::LogNormal, [Some(mu), _]) => Some(mu.exp()),
+        (Dist::LogNormal, [Some(mu), _]) => Some(crate::elementary::exp(*mu)),
         _ => None,
     };
     typical
