@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use dsgd::experiment::culprit::describe;
+use dsgd::ir::Semantics;
+use dsgd::ir::blame::find_culprit;
 use dsgd::lang::{
     CompileOptions, DataSet, FsResolver, compile_file, compile_source, compile_with_data,
 };
@@ -121,6 +124,41 @@ fn program() -> impl Strategy<Value = String> {
     })
 }
 
+/// A random well-formed program through the lowering: a model or an error with a location,
+/// never a panic. A model's program is also evaluated, and traced for a non-finite value or
+/// gradient ([`dsgd::ir::blame`]) at a few points, smoothed and crisp: whatever it finds is
+/// described, naming the statement's place in the source.
+fn check_lowering_case(src: &str) -> Result<(), TestCaseError> {
+    match compile_source("fuzz.dsgd", src, Path::new("."), &opts()) {
+        Ok(m) => {
+            prop_assert_eq!(m.latents.len(), m.program.latent_count());
+            let _ = dsgd::estimate::Problem::new(&m);
+            let params: Vec<f64> = m.params.iter().map(|p| p.init).collect();
+            for (x, semantics) in [
+                (0.0, Semantics::Crisp),
+                (-1.5, Semantics::Crisp),
+                (0.7, Semantics::Smoothed { eta: 0.1 }),
+                (1e6, Semantics::Crisp),
+            ] {
+                let latents = vec![x; m.program.latent_count()];
+                let Some(c) = find_culprit(&m.program, semantics, &params, &latents) else {
+                    continue;
+                };
+                let text = describe(&m.program, &c);
+                if c.term.is_some() {
+                    prop_assert!(text.contains(" at fuzz.dsgd:"), "{}", text);
+                }
+                prop_assert!(text.len() < 1_000, "{}", text);
+            }
+        }
+        Err(e) => {
+            let text = e.to_string();
+            prop_assert!(text.starts_with("error: "), "{}", text);
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -128,17 +166,7 @@ proptest! {
     /// with a location, never a panic.
     #[test]
     fn lowering_never_panics(src in program()) {
-        match compile_source("fuzz.dsgd", &src, Path::new("."), &opts()) {
-            Ok(m) => {
-                prop_assert_eq!(m.latents.len(), m.program.latent_count());
-                // The model's program evaluates at the origin without panicking.
-                let _ = dsgd::estimate::Problem::new(&m);
-            }
-            Err(e) => {
-                let text = e.to_string();
-                prop_assert!(text.starts_with("error: "), "{}", text);
-            }
-        }
+        check_lowering_case(&src)?;
     }
 }
 
@@ -595,4 +623,10 @@ fn cli_options_for_a_time_budget() {
     fuzz_for_a_time_budget("cli options", cli_case(), |(sub, flags)| {
         check_cli_case(sub, &flags)
     });
+}
+
+#[test]
+#[ignore = "runs for DSGD_FUZZ_SECONDS (default 600)"]
+fn lowering_for_a_time_budget() {
+    fuzz_for_a_time_budget("lowering", program(), |src| check_lowering_case(&src));
 }
