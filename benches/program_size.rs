@@ -1,7 +1,9 @@
 //! From source to the first iteration, over program sizes 10^3 to 10^6 statements: everything
 //! before the first step must grow at most like n log n in the program's size. Prints the
-//! seconds of each stage (compile; compile + first DSGD iteration) and the ratio per tenfold
-//! size (10 means linear). `cargo bench --bench program_size [-- MAX_EXPONENT]`.
+//! seconds of each stage (compile; compile + first DSGD iteration), the process's CPU seconds
+//! to the first iteration (on Linux; wall time on a shared machine measures its load) and
+//! the ratio of those per tenfold size (10 means linear). `cargo bench --bench program_size
+//! [-- MAX_EXPONENT]`.
 
 use std::path::Path;
 use std::time::Instant;
@@ -22,6 +24,18 @@ fn program(n: usize, shape: &str) -> String {
     )
 }
 
+/// CPU seconds (user + system, all threads) this process has used so far, from
+/// `/proc/self/stat` (at 100 ticks a second); `None` where there is no such file.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
 fn main() {
     let max_exp: u32 = std::env::args()
         .skip(1)
@@ -32,13 +46,15 @@ fn main() {
         step_limit: usize::MAX,
         ..CompileOptions::default()
     };
-    println!("shape  statements  compile (s)  to first iteration (s)  ratio per 10x");
+    println!(
+        "shape  statements  compile (s)  to first iteration (s)  cpu (s)  ratio per 10x (cpu)"
+    );
     for shape in ["sin", "if"] {
         let mut last: Option<f64> = None;
         for e in 3..=max_exp {
             let n = 10usize.pow(e);
             let src = program(n, shape);
-            let t0 = Instant::now();
+            let (t0, c0) = (Instant::now(), cpu_seconds());
             let model = match compile_source("size.dsgd", &src, Path::new("."), &opts) {
                 Ok(m) => m,
                 Err(err) => {
@@ -56,9 +72,15 @@ fn main() {
             };
             let first = run(&model, &config, &mut []).map(|_| t0.elapsed().as_secs_f64());
             let total = first.unwrap_or(f64::NAN);
-            let ratio = last.map_or("-".to_string(), |l| format!("{:.1}", total / l));
-            println!("{shape:<6} {n:>10}  {compile:>11.3}  {total:>22.3}  {ratio:>13}");
-            last = Some(total);
+            let cpu = match (c0, cpu_seconds()) {
+                (Some(a), Some(b)) => b - a,
+                _ => total,
+            };
+            let ratio = last
+                .filter(|&l| l > 0.0)
+                .map_or("-".to_string(), |l| format!("{:.1}", cpu / l));
+            println!("{shape:<6} {n:>10}  {compile:>11.3}  {total:>22.3}  {cpu:>7.2}  {ratio:>19}");
+            last = Some(cpu);
         }
     }
 }

@@ -52,6 +52,28 @@ fn a_long_chain_over_the_node_limit_is_refused_with_an_error() {
 }
 
 #[test]
+fn two_megabyte_chains_of_constants_over_the_node_limit_are_refused() {
+    // The 2 MB sources of the hardening report: `1+1+...` folds to a new constant per partial
+    // sum, `z+1+1+...` to a new addition per term; both pass the node limit and must be
+    // refused naming it and its flag (they once took 7 s and 514 MB to get there).
+    for src in [
+        format!(
+            "let z = sample Normal(0, 1);\nobserve {} ~ Normal(0, 1);",
+            chain("1", "+", 1_000_001)
+        ),
+        format!(
+            "let z = sample Normal(0, 1);\nobserve z+{} ~ Normal(0, 1);",
+            chain("1", "+", 1_000_000)
+        ),
+    ] {
+        assert!(src.len() > 2_000_000);
+        let err = compile(&src).unwrap_err();
+        assert!(err.contains("more than 1000000 nodes"), "{err}");
+        assert!(err.contains("--max-nodes"), "{err}");
+    }
+}
+
+#[test]
 fn long_chains_of_conditions_and_indices_do_not_overflow_the_stack() {
     let conds = chain("z < 1", " && ", 200_000);
     let src = format!("let z = sample Normal(0, 1);\nif {conds} {{ factor z; }}");

@@ -9,6 +9,7 @@ pub mod claims;
 pub mod compare;
 pub mod convergence;
 pub mod cost;
+pub mod culprit;
 pub mod diagnose;
 pub mod draws;
 pub mod fidelity_md;

@@ -14,6 +14,7 @@ use std::time::Instant;
 use thiserror::Error;
 
 use super::convergence::{RunFacts, assess};
+use super::culprit;
 use super::observe::Observer;
 use super::precise::{self, PreciseConfig};
 use super::report::{NamedValues, ObjectiveKind, RunReport, StopReason, TrajectoryRow};
@@ -23,7 +24,7 @@ use crate::estimate::{
     Problem, Purpose, StreamKey,
 };
 use crate::family::FamilyError;
-use crate::ir::{Mode, Model};
+use crate::ir::{Mode, Model, Semantics};
 use crate::optim::OptimizerConfig;
 
 /// What to do when the objective or a gradient becomes NaN or infinite.
@@ -504,12 +505,23 @@ fn steps(
             false,
             StreamKey::new(cfg.seed, k + 1, Purpose::Step),
         );
+        let stop = cfg.on_nonfinite == OnNonFinite::Stop;
+        // Only the first problem is reported, so only it is explained (which costs a sweep
+        // of the reference interpreter).
+        let wanted = stop || seg.message.is_none();
         let problem = match step {
             Err(e) => Some(format!("at iteration {k}: {e}")),
-            Ok(()) => engine.first_non_finite().map(|nf| describe(engine, k, nf)),
+            Ok(()) => engine.first_non_finite().map(|nf| {
+                if wanted {
+                    let key = StreamKey::new(cfg.seed, k, Purpose::Step);
+                    describe(engine, k, nf, key, theta)
+                } else {
+                    String::new()
+                }
+            }),
         };
         match problem {
-            Some(msg) if cfg.on_nonfinite == OnNonFinite::Stop => {
+            Some(msg) if stop => {
                 seg.failed = Some(msg);
                 return seg;
             }
@@ -524,22 +536,44 @@ fn steps(
     seg
 }
 
-fn describe(engine: &Engine, k: u64, nf: NonFinite) -> String {
-    match nf {
+/// What went non-finite at iteration `k`, and (when the reference interpreter can tell) the
+/// statement whose term did, at the first sample that shows it.
+fn describe(engine: &Engine, k: u64, nf: NonFinite, key: StreamKey, theta: &[f64]) -> String {
+    let (what, lane) = match nf {
         // The guide's -log q is finite for finite noise, so a non-finite ELBO sample
         // comes from the model's log-density.
-        NonFinite::Value { lane, value } => format!(
-            "at iteration {k}: {} is {value} at gradient sample {lane}",
-            if engine.problem().mode() == Mode::Variational {
-                "the log-density log p(x, z)"
-            } else {
-                "the objective"
-            }
+        NonFinite::Value { lane, value } => (
+            format!(
+                "at iteration {k}: {} is {value} at gradient sample {lane}",
+                if engine.problem().mode() == Mode::Variational {
+                    "the log-density log p(x, z)"
+                } else {
+                    "the objective"
+                }
+            ),
+            Some(lane),
         ),
-        NonFinite::Gradient { component, value } => format!(
-            "at iteration {k}: the gradient with respect to {} is {value}",
-            engine.problem().family().names()[component]
+        NonFinite::Gradient { component, value } => (
+            format!(
+                "at iteration {k}: the gradient with respect to {} is {value}",
+                engine.problem().family().names()[component]
+            ),
+            (0..engine.values().len()).find(|&l| !engine.sample_gradient(l, component).is_finite()),
         ),
+    };
+    let semantics = engine.estimator().semantics(k);
+    match lane.and_then(|l| {
+        culprit::explain(
+            engine.problem(),
+            engine.family_state(),
+            theta,
+            key,
+            l,
+            semantics,
+        )
+    }) {
+        Some(why) => format!("{what}; {why}"),
+        None => what,
     }
 }
 
@@ -603,10 +637,18 @@ fn measure(
         latent_scale,
     };
     let problem = (!elbo.is_finite()).then(|| match crisp.iter().position(|v| !v.is_finite()) {
-        Some(l) => format!(
-            "at iteration {k}: the objective estimate is {elbo} (f = {} at measurement sample {l})",
-            crisp[l]
-        ),
+        Some(l) => {
+            let what = format!(
+                "at iteration {k}: the objective estimate is {elbo} (f = {} at measurement sample {l})",
+                crisp[l]
+            );
+            let key = StreamKey::new(cfg.seed, k, Purpose::Measure);
+            let state = engine.family_state();
+            match culprit::explain(engine.problem(), state, theta, key, l, Semantics::Crisp) {
+                Some(why) => format!("{what}; {why}"),
+                None => what,
+            }
+        }
         None => format!("at iteration {k}: the objective estimate is {elbo}"),
     });
     Ok((row, problem))

@@ -10,9 +10,11 @@ use std::collections::HashMap;
 use std::ops;
 
 use super::error::IrError;
+use super::hash::{FastBuild, hash32, spread};
 use super::node::{Binary, Node, NodeId, Unary};
 use super::ops::{binary_value, unary_value};
 use super::program::{Program, Span};
+use super::term::{PendingTerm, TermKind};
 use super::transform::Transform;
 
 /// Default bound on the number of nodes a builder accepts (see [`Builder::with_node_limit`]).
@@ -22,14 +24,20 @@ pub const DEFAULT_NODE_LIMIT: usize = 10_000_000;
 #[derive(Debug, Default)]
 pub(crate) struct Graph {
     pub(crate) nodes: Vec<Node>,
-    interned: HashMap<Node, NodeId>,
+    /// Every node once, by its structure: a table of ids (with each node's hash) whose keys
+    /// are read from `nodes`, so a million-node program costs 8 bytes a slot here instead of
+    /// a copy of each node, and growing the table never rereads the nodes.
+    interned: hashbrown::HashTable<(NodeId, u32)>,
     pub(crate) param_names: Vec<String>,
     pub(crate) latent_names: Vec<String>,
     /// How each latent's constrained value is made from the unconstrained one (by index).
     pub(crate) latent_transforms: Vec<Transform>,
     /// Source span of each `If` node (by node id), where the front end gave one.
-    pub(crate) if_spans: HashMap<NodeId, Span>,
+    pub(crate) if_spans: HashMap<NodeId, Span, FastBuild>,
     current_span: Option<Span>,
+    /// The terms the front end recorded ([`Builder::record_term`]) and their inputs.
+    pub(crate) terms: Vec<PendingTerm>,
+    pub(crate) term_inputs: Vec<NodeId>,
     /// The first handle used here that belongs to another builder (or to this one before
     /// `finish` emptied it); `finish` reports it instead of building a wrong program.
     foreign: Option<NodeId>,
@@ -47,8 +55,19 @@ impl Graph {
         self.node(id).as_const()
     }
 
+    /// The node already interned that equals `node`, if any.
+    fn find(&self, node: &Node, hash: u32) -> Option<NodeId> {
+        let nodes = &self.nodes;
+        self.interned
+            .find(spread(hash), |&(id, h)| {
+                h == hash && nodes[id.index()] == *node
+            })
+            .map(|&(id, _)| id)
+    }
+
     fn intern(&mut self, node: Node) -> NodeId {
-        if let Some(&id) = self.interned.get(&node) {
+        let hash = hash32(&node);
+        if let Some(id) = self.find(&node, hash) {
             return id;
         }
         if self.nodes.len() >= self.limit {
@@ -62,7 +81,8 @@ impl Graph {
         }
         let id = NodeId(self.nodes.len() as u32);
         self.nodes.push(node);
-        self.interned.insert(node, id);
+        self.interned
+            .insert_unique(spread(hash), (id, hash), |&(_, h)| spread(h));
         id
     }
 
@@ -104,7 +124,7 @@ impl Graph {
                     else_,
                     index: 0,
                 };
-                if let Some(&id) = self.interned.get(&probe) {
+                if let Some(id) = self.find(&probe, hash32(&probe)) {
                     return id;
                 }
                 let index = self.next_if;
@@ -359,6 +379,28 @@ impl Builder {
     /// The source span recorded on if-statements created from now on (`None` for none).
     pub fn set_span(&self, span: Option<Span>) {
         self.g.borrow_mut().current_span = span;
+    }
+
+    /// Records `term` as one statement's contribution to the objective (of `kind`, at `span`
+    /// in the source), with the values it was made from (`inputs`: the observed or sampled
+    /// value and the distribution's arguments). This changes nothing in the program; it lets
+    /// a run that turns NaN or infinite name the statement ([`crate::ir::blame`]).
+    pub fn record_term(&self, kind: TermKind, span: Span, term: Var<'_>, inputs: &[Var<'_>]) {
+        let node = self.own(term);
+        let inputs: Vec<NodeId> = inputs.iter().map(|&v| self.own(v)).collect();
+        let mut g = self.g.borrow_mut();
+        if g.overflowed {
+            return;
+        }
+        let start = g.term_inputs.len() as u32;
+        g.term_inputs.extend(inputs);
+        let end = g.term_inputs.len() as u32;
+        g.terms.push(PendingTerm {
+            kind,
+            span,
+            node,
+            inputs: (start, end),
+        });
     }
 
     pub fn constant(&self, c: f64) -> Var<'_> {

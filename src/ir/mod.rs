@@ -5,14 +5,17 @@
 //! node refers only to earlier nodes, so arena order is a topological order.
 
 mod analysis;
+pub mod blame;
 mod builder;
 mod density;
 mod dist;
 mod error;
+mod hash;
 mod model;
 mod node;
 mod ops;
 mod program;
+mod term;
 mod transform;
 
 pub use analysis::{
@@ -22,8 +25,10 @@ pub use builder::{Builder, DEFAULT_NODE_LIMIT, Var};
 pub use density::{Constrained, Sampled};
 pub use dist::{ConstantProblem, Dist, Support};
 pub use error::IrError;
+pub(crate) use hash::FastBuild;
 pub use model::{LatentKind, LatentSpec, Mode, Model, ParamSpec};
 pub use node::{Binary, Branch, Node, NodeId, Unary};
 pub use ops::{binary_derivatives, binary_value, unary_derivative, unary_value};
-pub use program::{Program, Semantics, Span};
+pub use program::{Program, Semantics, SourceText, Span};
+pub use term::{Term, TermKind, TermNode};
 pub use transform::Transform;

@@ -2,10 +2,12 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 use super::builder::Graph;
 use super::node::{Branch, Node, NodeId};
 use super::ops::{binary_value, unary_value};
+use super::term::{Term, TermNode};
 use super::transform::Transform;
 use crate::special::sigmoid;
 
@@ -17,6 +19,22 @@ pub struct Span {
     pub start: u32,
     /// Byte offset one past the last byte.
     pub end: u32,
+}
+
+/// The text a program was compiled from, for messages that quote it (the language sets it;
+/// programs built in Rust have none).
+#[derive(Clone, PartialEq, Eq)]
+pub struct SourceText {
+    /// The file name as given to the compiler.
+    pub file: String,
+    pub text: String,
+}
+
+/// Without the text, which may be megabytes.
+impl fmt::Debug for SourceText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SourceText({:?}, {} bytes)", self.file, self.text.len())
+    }
 }
 
 /// How if-statements are interpreted (docs/design.md section 1).
@@ -51,6 +69,10 @@ pub struct Program {
     if_nodes: Vec<NodeId>,
     /// The source span of each if-statement, by if-index.
     if_spans: Vec<Option<Span>>,
+    /// The log-density terms the front end recorded, in the order it added them.
+    terms: Vec<Term>,
+    term_inputs: Vec<TermNode>,
+    source: Option<Arc<SourceText>>,
 }
 
 impl Program {
@@ -85,6 +107,23 @@ impl Program {
             }
             nodes.push(node);
         }
+        // A term's node (or input) that is dead was folded into a constant or not needed.
+        let term_node = |id: NodeId| match (new_id[id.index()], g.nodes[id.index()]) {
+            (k, _) if k.0 != u32::MAX => TermNode::Node(k),
+            (_, Node::Const(c)) => TermNode::Const(c),
+            _ => TermNode::Gone,
+        };
+        let term_inputs: Vec<TermNode> = g.term_inputs.iter().map(|&i| term_node(i)).collect();
+        let terms = g
+            .terms
+            .iter()
+            .map(|t| Term {
+                kind: t.kind,
+                span: t.span,
+                node: term_node(t.node),
+                inputs: t.inputs,
+            })
+            .collect();
         Program {
             nodes,
             outputs: outputs.iter().map(|o| new_id[o.index()]).collect(),
@@ -93,7 +132,31 @@ impl Program {
             latent_transforms: g.latent_transforms,
             if_nodes,
             if_spans,
+            terms,
+            term_inputs,
+            source: None,
         }
+    }
+
+    /// The source text, if the program was compiled from one.
+    pub fn source(&self) -> Option<&SourceText> {
+        self.source.as_deref()
+    }
+
+    /// Records the text the program was compiled from (spans index into it).
+    pub(crate) fn set_source(&mut self, source: Arc<SourceText>) {
+        self.source = Some(source);
+    }
+
+    /// The log-density terms recorded while building, in the order they were added (the
+    /// source order of the unrolled program); empty for programs built without them.
+    pub fn terms(&self) -> &[Term] {
+        &self.terms
+    }
+
+    /// The inputs of `term` (named by [`TermKind::input_names`](super::TermKind::input_names)).
+    pub fn term_inputs(&self, term: &Term) -> &[TermNode] {
+        &self.term_inputs[term.inputs.0 as usize..term.inputs.1 as usize]
     }
 
     pub fn nodes(&self) -> &[Node] {

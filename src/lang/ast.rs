@@ -50,20 +50,12 @@ pub enum ExprKind {
     Var(Ident),
     Array(Vec<Expr>),
     /// `[body for var in lo..hi]`.
-    Comprehension {
-        body: Box<Expr>,
-        var: Ident,
-        lo: Box<Expr>,
-        hi: Box<Expr>,
-    },
+    Comprehension(Box<Comprehension>),
     Index {
         base: Box<Expr>,
         index: Box<Expr>,
     },
-    Call {
-        name: Ident,
-        args: Vec<Expr>,
-    },
+    Call(Box<Call>),
     Neg(Box<Expr>),
     Binary {
         op: BinOp,
@@ -78,19 +70,46 @@ pub enum ExprKind {
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
     Not(Box<Expr>),
-    /// `if cond { .. } else { .. }`; `else_` is `None` only in statement position.
-    If {
-        cond: Box<Expr>,
-        then_: Block,
-        else_: Option<Block>,
-    },
+    /// `if cond { .. } else { .. }`.
+    If(Box<IfExpr>),
     /// `sample D(args) [fixed] [init(key = value, ..)]`.
-    Sample {
-        dist: Ident,
-        args: Vec<Expr>,
-        fixed: Option<Span>,
-        init: Vec<(InitKey, Span, Expr)>,
-    },
+    Sample(Box<SampleExpr>),
+}
+
+// The rarer, larger kinds of expression are boxed, so that an `Expr` stays small: a
+// million-term chain is two million of them (48 bytes each instead of 104).
+
+/// `[body for var in lo..hi]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comprehension {
+    pub body: Expr,
+    pub var: Ident,
+    pub lo: Expr,
+    pub hi: Expr,
+}
+
+/// `name(args)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    pub name: Ident,
+    pub args: Vec<Expr>,
+}
+
+/// `if cond { .. } else { .. }`; `else_` is `None` only in statement position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IfExpr {
+    pub cond: Expr,
+    pub then_: Block,
+    pub else_: Option<Block>,
+}
+
+/// `sample D(args) [fixed] [init(key = value, ..)]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SampleExpr {
+    pub dist: Ident,
+    pub args: Vec<Expr>,
+    pub fixed: Option<Span>,
+    pub init: Vec<(InitKey, Span, Expr)>,
 }
 
 /// Statements and an optional final expression (the block's value).
@@ -211,6 +230,22 @@ fn take_boxed_children(kind: &mut ExprKind, out: &mut Vec<Box<Expr>>) {
             out.push(b);
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expressions_stay_small() {
+        // Long chains of operators are as many expressions as terms: their size is the
+        // memory of a big program's syntax tree.
+        assert!(
+            std::mem::size_of::<Expr>() <= 48,
+            "{}",
+            std::mem::size_of::<Expr>()
+        );
     }
 }
 

@@ -20,7 +20,7 @@ pub use bind::{DataError, DataSet, DataValue};
 pub use data::{FsResolver, Resolver};
 pub use diagnostic::{CompileError, LineIndex, Location, locate};
 
-use crate::ir::Model;
+use crate::ir::{Model, SourceText};
 
 /// Limits and settings of a compilation.
 ///
@@ -186,8 +186,17 @@ pub fn compile_with_data(
         let to_error = |d| CompileError::from_diag(name, source, d);
         let tokens = lexer::lex(source).map_err(to_error)?;
         let program = parser::parse(&tokens).map_err(to_error)?;
+        // The tokens take about as much memory as the syntax tree: free them before the
+        // lowering, whose memory peaks with both the tree and the program being built.
+        drop(tokens);
         check_data_names(&program, data, name)?;
-        lower::lower(&program, &model_name, resolver, data, opts).map_err(to_error)
+        let mut model =
+            lower::lower(&program, &model_name, resolver, data, opts).map_err(to_error)?;
+        model.program.set_source(std::sync::Arc::new(SourceText {
+            file: name.to_string(),
+            text: source.to_string(),
+        }));
+        Ok(model)
     };
     std::thread::scope(|s| {
         // Where address space is tight, a smaller stack still serves every ordinary model.

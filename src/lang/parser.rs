@@ -531,7 +531,7 @@ impl<'t> Parser<'t> {
                     let args = self.call_args("the arguments")?;
                     let span = join(start, self.prev_span());
                     return Ok(Expr {
-                        kind: ExprKind::Call { name: id, args },
+                        kind: ExprKind::Call(Box::new(Call { name: id, args })),
                         span,
                     });
                 }
@@ -570,12 +570,12 @@ impl<'t> Parser<'t> {
                 let hi = self.expr()?;
                 let end = self.expect(Tok::RBracket, "to close the array")?;
                 self.leave();
-                let kind = ExprKind::Comprehension {
-                    body: Box::new(first),
+                let kind = ExprKind::Comprehension(Box::new(Comprehension {
+                    body: first,
                     var,
-                    lo: Box::new(lo),
-                    hi: Box::new(hi),
-                };
+                    lo,
+                    hi,
+                }));
                 return Ok(Expr {
                     kind,
                     span: join(start, end),
@@ -627,11 +627,7 @@ impl<'t> Parser<'t> {
         self.leave();
         let span = join(start, self.prev_span());
         Ok(Expr {
-            kind: ExprKind::If {
-                cond: Box::new(cond),
-                then_,
-                else_,
-            },
+            kind: ExprKind::If(Box::new(IfExpr { cond, then_, else_ })),
             span,
         })
     }
@@ -676,12 +672,12 @@ impl<'t> Parser<'t> {
         }
         let span = join(start, self.prev_span());
         Ok(Expr {
-            kind: ExprKind::Sample {
+            kind: ExprKind::Sample(Box::new(SampleExpr {
                 dist,
                 args,
                 fixed,
                 init,
-            },
+            })),
             span,
         })
     }

@@ -1,15 +1,15 @@
 //! Lowering of expressions: arithmetic, arrays, calls (built-in and inlined), conditions
 //! and `sample`.
 
-use std::collections::HashMap;
+use super::Map;
 use std::rc::Rc;
 
-use super::super::ast::{BinOp, Block, CmpOp, Expr, ExprKind, Ident, InitKey};
+use super::super::ast::{BinOp, Block, CmpOp, Comprehension, Expr, ExprKind, Ident, InitKey};
 use super::super::data;
 use super::super::diagnostic::Diag;
 use super::value::{Cond, Shape};
 use super::{BUILTINS, Lowerer, PendingKind, PendingLatent, Value};
-use crate::ir::{Dist, LatentKind, Span, Transform, Var};
+use crate::ir::{Dist, LatentKind, Span, TermKind, Transform, Var};
 use crate::special::softplus;
 
 /// Deepest nesting of arrays (a matrix is 2).
@@ -57,14 +57,15 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 }
                 self.array(out, e.span)?
             }
-            ExprKind::Comprehension { body, var, lo, hi } => {
+            ExprKind::Comprehension(c) => {
+                let Comprehension { body, var, lo, hi } = &**c;
                 let lo = self.const_int(lo, "the start of the range")?;
                 let hi = self.const_int(hi, "the end of the range")?;
                 self.refuse_long_loop(lo, hi, 2, e.span)?;
                 let mut out = Vec::new();
                 for i in lo..hi {
                     self.tick(e.span, 1)?;
-                    let mut scope = HashMap::new();
+                    let mut scope = Map::default();
                     scope.insert(var.name.clone(), Value::Num(b.constant(i as f64)));
                     self.frame.push(scope);
                     self.loop_suffix.push(i);
@@ -76,7 +77,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 self.array(out, e.span)?
             }
             ExprKind::Index { .. } => self.index_chain(e)?,
-            ExprKind::Call { name, args } => self.call(name, args, e.span)?,
+            ExprKind::Call(c) => self.call(&c.name, &c.args, e.span)?,
             ExprKind::Neg(x) => {
                 let v = self.expr(x)?;
                 Value::Num(-self.num(v, x.span)?)
@@ -89,15 +90,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     "a number here; a condition goes in `if` (write `if c { 1 } else { 0 }` for its indicator)",
                 ));
             }
-            ExprKind::If { cond, then_, else_ } => {
-                self.lower_if(cond, then_, else_.as_ref(), true, e.span)?
+            ExprKind::If(i) => self.lower_if(&i.cond, &i.then_, i.else_.as_ref(), true, e.span)?,
+            ExprKind::Sample(smp) => {
+                self.sample(&smp.dist, &smp.args, smp.fixed, &smp.init, e.span)?
             }
-            ExprKind::Sample {
-                dist,
-                args,
-                fixed,
-                init,
-            } => self.sample(dist, args, *fixed, init, e.span)?,
         })
     }
 
@@ -426,7 +422,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     ),
                 ));
             }
-            let mut scope = HashMap::new();
+            let mut scope = Map::default();
             for (p, a) in f.params.iter().zip(args) {
                 let v = self.expr(a)?;
                 scope.insert(p.name.clone(), v);
@@ -752,6 +748,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 let s = b
                     .sample_latent(&name, d, a)
                     .map_err(|e| Diag::new(dist.span, e.to_string(), "matching arguments"))?;
+                let inputs: Vec<_> = std::iter::once(s.latent.z)
+                    .chain(a.iter().copied())
+                    .collect();
+                b.record_term(TermKind::Sample(d), span, s.log_density, &inputs);
                 self.terms.push(s.log_density);
                 if transform != Transform::Identity {
                     self.constrained
@@ -859,9 +859,9 @@ fn gives_value(b: &Block) -> bool {
     match b.tail.as_deref() {
         None => false,
         Some(Expr {
-            kind: ExprKind::If { then_, else_, .. },
+            kind: ExprKind::If(i),
             ..
-        }) => gives_value(then_) && else_.as_ref().is_some_and(gives_value),
+        }) => gives_value(&i.then_) && i.else_.as_ref().is_some_and(gives_value),
         Some(_) => true,
     }
 }

@@ -23,6 +23,10 @@ use crate::ir::{
     Builder, LatentKind, LatentSpec, Mode, Model, Node, NodeId, ParamSpec, Span, Transform, Var,
 };
 pub use value::Value;
+
+/// The lowering's tables (scopes, names): keyed by short names and node ids that the
+/// program itself makes, so the fast hasher serves; a variable is looked up for every use.
+pub(crate) type Map<K, V> = HashMap<K, V, crate::ir::FastBuild>;
 use value::{Cond, merge};
 
 /// How a latent is distributed, before the program is finished (family expressions are
@@ -50,10 +54,10 @@ pub(crate) struct Lowerer<'b, 'r> {
     /// Values for `data` declarations supplied at run time (they replace the model's).
     data: &'r DataSet,
     opts: &'r CompileOptions,
-    globals: HashMap<String, Global<'b>>,
-    fns: HashMap<String, Rc<FnDef>>,
+    globals: Map<String, Global<'b>>,
+    fns: Map<String, Rc<FnDef>>,
     /// The scopes of the function being lowered (the top level is a function too).
-    frame: Vec<HashMap<String, Value<'b>>>,
+    frame: Vec<Map<String, Value<'b>>>,
     /// Log-density terms (variational) or objective terms of the current branch.
     terms: Vec<Var<'b>>,
     objective: bool,
@@ -67,10 +71,10 @@ pub(crate) struct Lowerer<'b, 'r> {
     loop_suffix: Vec<i64>,
     /// The variable a `sample` is being bound to, for its name.
     name_hint: Option<String>,
-    used_names: HashMap<String, usize>,
+    used_names: Map<String, usize>,
     /// The value `z = T(u)` of each constrained latent, by its node, with `u` and `T`: a
     /// comparison of `z` with a constant becomes one of `u`, so its guard stays affine.
-    constrained: HashMap<NodeId, (Var<'b>, Transform)>,
+    constrained: Map<NodeId, (Var<'b>, Transform)>,
 }
 
 /// Lowers a parsed program to a model.
@@ -87,9 +91,9 @@ pub(crate) fn lower(
         resolver,
         data,
         opts,
-        globals: HashMap::new(),
-        fns: HashMap::new(),
-        frame: vec![HashMap::new()],
+        globals: Map::default(),
+        fns: Map::default(),
+        frame: vec![Map::default()],
         terms: Vec::new(),
         objective: program.stmts.iter().any(|s| mentions_objective(&s.kind)),
         minimize: None,
@@ -99,8 +103,8 @@ pub(crate) fn lower(
         steps: 0,
         loop_suffix: Vec::new(),
         name_hint: None,
-        used_names: HashMap::new(),
-        constrained: HashMap::new(),
+        used_names: Map::default(),
+        constrained: Map::default(),
     };
     l.collect_functions(program)?;
     for s in &program.stmts {
@@ -116,7 +120,7 @@ fn mentions_objective(s: &StmtKind) -> bool {
     }
     fn expr(e: &Expr) -> bool {
         match &e.kind {
-            ExprKind::If { then_, else_, .. } => block(then_) || else_.as_ref().is_some_and(block),
+            ExprKind::If(i) => block(&i.then_) || i.else_.as_ref().is_some_and(block),
             _ => false,
         }
     }
@@ -263,7 +267,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
 
     /// Runs a block in a new scope; returns its final value when `need_value`.
     fn block(&mut self, blk: &Block, need_value: bool) -> Result<Value<'b>, Diag> {
-        self.frame.push(HashMap::new());
+        self.frame.push(Map::default());
         let r = self.block_inner(blk, need_value);
         self.frame.pop();
         r
@@ -297,8 +301,8 @@ impl<'b, 'r> Lowerer<'b, 'r> {
     /// Evaluates an expression for its effects only.
     fn effect(&mut self, e: &Expr) -> Result<(), Diag> {
         match &e.kind {
-            ExprKind::If { cond, then_, else_ } => {
-                self.lower_if(cond, then_, else_.as_ref(), false, e.span)?;
+            ExprKind::If(i) => {
+                self.lower_if(&i.cond, &i.then_, i.else_.as_ref(), false, e.span)?;
             }
             _ => {
                 self.expr(e)?;
@@ -332,7 +336,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 (false, None) => Ok(Value::Unit),
             };
         }
-        self.tick(span, self.frame.iter().map(HashMap::len).sum::<usize>() + 1)?;
+        self.tick(span, self.frame.iter().map(Map::len).sum::<usize>() + 1)?;
         let before = self.frame.clone();
         let outer_terms = std::mem::take(&mut self.terms);
         let vt = self.block(then_, need_value)?;

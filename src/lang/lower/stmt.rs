@@ -1,13 +1,13 @@
 //! Lowering of statements: bindings, declarations, log-density and objective terms, loops.
 
-use std::collections::HashMap;
+use super::Map;
 use std::rc::Rc;
 
 use super::super::ast::{Expr, Ident, Stmt, StmtKind};
 use super::super::bind::DataValue;
 use super::super::diagnostic::Diag;
 use super::{Global, Lowerer, Value};
-use crate::ir::{Dist, ParamSpec, Span};
+use crate::ir::{Dist, ParamSpec, Span, TermKind};
 
 impl<'b, 'r> Lowerer<'b, 'r> {
     pub(super) fn stmt(&mut self, s: &Stmt) -> Result<(), Diag> {
@@ -66,6 +66,9 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     .b
                     .log_density(d, x, &a)
                     .map_err(|e| Diag::new(dist.span, e.to_string(), "matching arguments"))?;
+                let inputs: Vec<_> = std::iter::once(x).chain(a.iter().copied()).collect();
+                self.b
+                    .record_term(TermKind::Observe(d), s.span, lp, &inputs);
                 self.terms.push(lp);
             }
             StmtKind::Factor(e) => {
@@ -74,6 +77,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 }
                 let v = self.expr(e)?;
                 let v = self.num(v, e.span)?;
+                self.b.record_term(TermKind::Factor, s.span, v, &[]);
                 self.terms.push(v);
             }
             StmtKind::Maximize(e) | StmtKind::Minimize(e) => {
@@ -88,6 +92,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 self.minimize = Some(minimize);
                 let v = self.expr(e)?;
                 let v = self.num(v, e.span)?;
+                self.b.record_term(TermKind::Objective, s.span, v, &[]);
                 self.terms.push(v);
             }
             StmtKind::For { var, lo, hi, body } => {
@@ -99,7 +104,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 self.refuse_long_loop(lo_v, hi_v, per_iteration, s.span)?;
                 for i in lo_v..hi_v {
                     self.tick(s.span, 1)?;
-                    let mut scope = HashMap::new();
+                    let mut scope = Map::default();
                     scope.insert(var.name.clone(), Value::Num(self.b.constant(i as f64)));
                     self.frame.push(scope);
                     self.loop_suffix.push(i);
