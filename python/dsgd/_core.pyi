@@ -47,6 +47,9 @@ class Trajectory(TypedDict):
     var_component: Array
     var_norm: Array
     eta: Array
+    smoothed: Array
+    gap: Array
+    gap_se: Array
     params: Array
     latent_loc: Array
     latent_scale: Array

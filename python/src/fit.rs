@@ -125,8 +125,10 @@ impl Fit {
     /// The measurements taken during the run, as arrays with one entry per measurement:
     /// `iter`, `value` (the crisp ELBO or `E` from `log_samples` fresh samples) and its
     /// `value_se`, `var_component` and `var_norm` (the gradient estimator's variances),
-    /// `eta` (the smoothing accuracy used then; NaN for estimators that do not smooth), and
-    /// the fitted values at each measurement: `params` `(rows, len(params))`, `latent_loc`
+    /// `eta` (the smoothing accuracy used then; NaN for estimators that do not smooth),
+    /// `smoothed`, `gap` and `gap_se` (the smoothed objective at `eta` on the same samples,
+    /// its difference from `value` and that difference's standard error; NaN for estimators
+    /// that do not smooth), and the fitted values at each measurement: `params` `(rows, len(params))`, `latent_loc`
     /// and `latent_scale` `(rows, len(latent_names))`.
     #[getter]
     fn trajectory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -146,6 +148,18 @@ impl Fit {
         d.set_item(
             "eta",
             array(py, t.iter().map(|r| r.eta.unwrap_or(f64::NAN))),
+        )?;
+        d.set_item(
+            "smoothed",
+            array(py, t.iter().map(|r| r.smoothed.unwrap_or(f64::NAN))),
+        )?;
+        d.set_item(
+            "gap",
+            array(py, t.iter().map(|r| r.gap.unwrap_or(f64::NAN))),
+        )?;
+        d.set_item(
+            "gap_se",
+            array(py, t.iter().map(|r| r.gap_se.unwrap_or(f64::NAN))),
         )?;
         let np = self.report.params.0.len();
         let nl = self.report.latents.len();
@@ -253,7 +267,8 @@ impl Fit {
     }
 
     /// The trajectory as a pandas DataFrame (needs pandas): `iter`, `value`, `value_se`,
-    /// `var_component`, `var_norm`, `eta`, and one column per model parameter.
+    /// `var_component`, `var_norm`, `eta`, `smoothed`, `gap`, `gap_se`, and one column per
+    /// model parameter.
     fn to_pandas<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let t = self.trajectory(py)?;
         let d = PyDict::new(py);
@@ -264,6 +279,9 @@ impl Fit {
             "var_component",
             "var_norm",
             "eta",
+            "smoothed",
+            "gap",
+            "gap_se",
         ] {
             if let Some(v) = t.get_item(key)? {
                 d.set_item(key, v)?;

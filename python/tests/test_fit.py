@@ -54,13 +54,21 @@ def test_the_fit_views_agree_with_the_report():
     assert t["latent_loc"].tolist() == [row["latent_loc"] for row in r["trajectory"]]
     assert t["latent_scale"].shape == (4, 3) and t["params"].shape == (4, 0)
     df = fit.to_pandas()
-    assert list(df.columns) == ["iter", "value", "value_se", "var_component", "var_norm", "eta"]
+    assert list(df.columns) == [
+        "iter", "value", "value_se", "var_component", "var_norm", "eta", "smoothed", "gap",
+        "gap_se",
+    ]
+    # The smoothing gap, logged by DSGD, is the smoothed value minus the crisp one.
+    for key in ["smoothed", "gap", "gap_se"]:
+        assert t[key].tolist() == [row[key] for row in r["trajectory"]], key
+    assert np.allclose(t["gap"], t["smoothed"] - t["value"], rtol=1e-9, atol=1e-9)
     assert len(df) == 4 and df["value"].iloc[-1] == fit.final_value
 
 
 def test_eta_is_nan_for_estimators_that_do_not_smooth():
     fit = dsgd.Model.builtin("example").fit(estimator="score", iters=100)
-    assert np.isnan(fit.trajectory["eta"]).all()
+    for key in ["eta", "smoothed", "gap", "gap_se"]:
+        assert np.isnan(fit.trajectory[key]).all(), key
 
 
 def softplus(x):

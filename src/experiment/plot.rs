@@ -8,7 +8,8 @@
 //! has. Files are written whole or not at all.
 //!
 //! The y-axis can be symlog ([`YScale::SymLog`]) or clipped ([`YScale::Clip`]) so that ELBO
-//! trajectories at -10^6 and at -50 share one readable figure; the y-axis label then says so.
+//! trajectories at -10^6 and at -50 share one readable figure, or logarithmic ([`YScale::Log`])
+//! for positive quantities such as variances; the y-axis label then says so.
 
 mod atomic;
 mod pdf;
