@@ -286,31 +286,16 @@ pub fn per_seed_precise(rep: &Reproduction) -> String {
     if !any {
         return String::new();
     }
-    let n = rep.config.seeds as usize;
-    let mut s = String::from(
-        "\n## Appendix: precise final value per seed (± its standard error)\n\n| model | cell |",
-    );
-    for k in 0..n {
-        let _ = write!(s, " seed {k} |");
-    }
-    s += "\n| --- | --- |";
-    s += &" --- |".repeat(n);
-    s += "\n";
-    for m in &rep.models {
-        for c in &m.comparison.cells {
-            let _ = write!(s, "| {} | {} |", m.comparison.model, c.arm.label());
-            for p in &c.final_precise {
-                match p {
-                    Some(p) => {
-                        let _ = write!(s, " {} ± {} |", num(p.value), num(p.se));
-                    }
-                    None => s += " – |",
-                }
-            }
-            s += "\n";
-        }
-    }
-    s
+    let table = super::report_md::per_seed_table(rep, |c| {
+        c.final_precise
+            .iter()
+            .map(|p| match p {
+                Some(p) => format!("{} ± {}", num(p.value), num(p.se)),
+                None => "–".into(),
+            })
+            .collect()
+    });
+    format!("\n## Appendix: precise final value per seed (± its standard error)\n\n{table}")
 }
 
 /// The output of `examples/fidelity_gradients.rs` (see [`lyy18_section`] for the command),
