@@ -273,7 +273,7 @@ fn notes(rep: &Reproduction, band: &[BandCell]) -> String {
     }
     for b in out {
         let finals = cell_of(rep, &b.model, &b.arm).map(|c| c.final_elbo.clone());
-        let median = finals.as_deref().map(median).unwrap_or(f64::NAN);
+        let median = finals.as_deref().map(tables::median).unwrap_or(f64::NAN);
         let _ = writeln!(
             s,
             "- {} {} is outside the band: ours {} vs paper {} ± {}, off by {} ({:.1} %). Per seed: {}; the median over seeds, {}, is {} the band.",
@@ -426,7 +426,7 @@ fn notes(rep: &Reproduction, band: &[BandCell]) -> String {
 fn auto_checks(auto: f64, fixed: &[f64]) -> (bool, bool) {
     let best = fixed.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     (
-        auto >= median(fixed),
+        auto >= tables::median(fixed),
         auto >= best - (0.02 * best.abs()).max(3.0),
     )
 }
@@ -536,18 +536,4 @@ fn cell_of<'a>(
         .cells
         .iter()
         .find(|c| c.arm.label() == label)
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
 }
