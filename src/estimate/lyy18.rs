@@ -18,6 +18,9 @@ use crate::ir::{AffineGuard, Branch, Semantics};
 #[derive(Clone, Debug)]
 pub struct Lyy18 {
     guards: Vec<AffineGuard>,
+    /// When set, each lane's jump `f_+ - f_-` is replaced by this per-guard value (the
+    /// boundary weights alone, for measuring a control variate; see [`Lyy18::with_jumps`]).
+    jumps: Option<Vec<f64>>,
 }
 
 impl Lyy18 {
@@ -36,7 +39,28 @@ impl Lyy18 {
             .iter()
             .filter_map(|g| g.affine.clone().ok())
             .collect();
-        Ok(Lyy18 { guards })
+        Ok(Lyy18 {
+            guards,
+            jumps: None,
+        })
+    }
+
+    /// LYY18 with the jump at guard `k`'s boundary replaced by `jumps[k]` in every lane (the
+    /// crisp pathwise part unchanged). With unit jumps the boundary part of a sample is the
+    /// weight `K w_kj(z*)` a control variate `delta_k K w_kj(z*)` multiplies: a diagnostic,
+    /// not an estimator of the gradient. Panics unless there is one jump per if-statement.
+    #[doc(hidden)]
+    pub fn with_jumps(problem: &Problem, jumps: Vec<f64>) -> Result<Lyy18, EstimateError> {
+        let mut e = Lyy18::new(problem)?;
+        assert_eq!(jumps.len(), e.guards.len(), "one jump per if-statement");
+        e.jumps = Some(jumps);
+        Ok(e)
+    }
+
+    /// The number of if-statements (`K`).
+    #[doc(hidden)]
+    pub fn guard_count(&self) -> usize {
+        self.guards.len()
     }
 }
 
@@ -121,7 +145,10 @@ impl Estimator for Lyy18 {
             let Some((k, _j, a_j, q)) = scratch.lanes[l] else {
                 continue;
             };
-            let diff = scratch.out[l] - scratch.out[w + l];
+            let diff = match &self.jumps {
+                Some(j) => j[k],
+                None => scratch.out[l] - scratch.out[w + l],
+            };
             if diff == 0.0 {
                 continue;
             }
