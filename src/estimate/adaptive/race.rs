@@ -7,7 +7,7 @@
 //! which way a model goes: the smoothing gap there is large for every candidate on both.
 //! What does say it is the crisp objective after the optimiser has moved, and on some
 //! models only after it has moved a long way (on walk the smoothest schedule leads for the
-//! first third of the run and ends two nats lower). So the start is a successive halving:
+//! first 40 % of the run and ends 1.7 nats lower). So the start is a successive halving:
 //! every candidate amplitude runs from the initial parameters with the same gradient noise
 //! to the first checkpoint (`STAGES`, in units of `RaceConfig::length`), the worst is
 //! dropped, the others run on to the next, and at the last checkpoint the race keeps the
