@@ -424,8 +424,8 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// `--eta auto`: the measurement's smoothing gap may call a race at the next segment
-    /// (this segment's steps ran beside the measurement).
+    /// `--eta auto`: the measurement's smoothing gap may call a tightening check at the next
+    /// segment (this segment's steps ran beside the measurement).
     fn adapt_eta(&mut self, measured: &Measured) {
         let (Some(auto), Ok((row, _))) = (self.auto.as_mut(), measured) else {
             return;
@@ -445,8 +445,9 @@ impl<'a> Runner<'a> {
         );
     }
 
-    /// `--eta auto`: when a race is due before iteration `k`, runs it from the current state
-    /// and sets the schedule of the steps and measurements that follow to its choice.
+    /// `--eta auto`: when a decision is due before iteration `k` (the starting race at 0, a
+    /// tightening check later: `estimate::race::race` runs either), makes it from the current
+    /// state and sets the schedule of the steps and measurements that follow to its choice.
     fn race_eta(&mut self, k: u64, optimizer: &dyn crate::optim::Optimizer) {
         let Some(auto) = self.auto.as_mut() else {
             return;
