@@ -93,15 +93,16 @@ impl Tape {
             sweep::reverse_chunk(self, ws, semantics);
             ws.note_sweep(semantics, batch);
             grad.value[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
-            for (slots, dest) in [
-                (&self.latent_slots, &mut grad.latents),
-                (&self.param_slots, &mut grad.params),
+            for (places, dest) in [
+                (&self.latent_adj, &mut grad.latents),
+                (&self.param_adj, &mut grad.params),
             ] {
-                for (i, s) in slots.iter().enumerate() {
+                for (i, &a) in places.iter().enumerate() {
                     let d = &mut dest[i * batch + start..i * batch + start + w];
-                    match s.map(|s| self.adj[s as usize]) {
-                        Some(a) if a != NONE => d.copy_from_slice(&ws.adjoints[a as usize][..w]),
-                        _ => d.fill(0.0),
+                    if a != NONE {
+                        d.copy_from_slice(&ws.adjoints[a as usize][..w]);
+                    } else {
+                        d.fill(0.0);
                     }
                 }
             }

@@ -76,13 +76,14 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
 /// Values of every lane-dependent slot for one chunk (and the smoothing weights of every
 /// if-statement).
 pub(super) fn forward_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantics, x: &Input) {
+    let layout = if ws.full { &tape.full } else { &tape.compact };
     #[cfg(target_arch = "x86_64")]
     if ws.simd && cpu::avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
-        unsafe { forward_avx2(&tape.steps, &tape.chains, ws, semantics, x) };
+        unsafe { forward_avx2(&layout.steps, &layout.chains, ws, semantics, x) };
         return;
     }
-    forward_body(&tape.steps, &tape.chains, ws, semantics, x);
+    forward_body(&layout.steps, &layout.chains, ws, semantics, x);
 }
 
 /// Adjoints of every active slot for the chunk last swept forward.
@@ -204,15 +205,14 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
     for &a in &plan.zero {
         adj[a as usize] = [0.0; CHUNK];
     }
-    let out_adj = tape.adj[tape.output as usize];
-    if out_adj != NONE {
-        adj[out_adj as usize] = [1.0; CHUNK];
+    if tape.out_adj != NONE {
+        adj[tape.out_adj as usize] = [1.0; CHUNK];
     }
     for rs in &plan.steps {
-        // Operands come before the step, and adjoints are numbered in slot order, so every
-        // target is below the step's own adjoint: borrow both without copying.
-        let (lower, upper) = adj.split_at_mut(rs.ad as usize);
-        let ad = &upper[0];
+        // Adjoints share places (`layout.rs`), though never a step's own with one of its
+        // targets: a copy of the step's own leaves the others free to write.
+        let own = adj[rs.ad as usize];
+        let (ad, lower) = (&own, &mut *adj);
         let v = |s: u32| &vals[s as usize];
         let [t0, t1, t2] = rs.to;
         match rs.step.op {
