@@ -13,7 +13,7 @@ use super::fuse;
 use super::instr::{NONE, Op, Step};
 use super::layout;
 use super::plan::{Shape, plan, share_unread_weights};
-use super::tape::Tape;
+use super::tape::{Compiled, Tape};
 
 /// Identifies a compiled tape, so a workspace knows whose constants it holds.
 static NEXT_TAPE_ID: AtomicU64 = AtomicU64::new(1);
@@ -122,7 +122,7 @@ impl Tape {
             },
             [&mut smooth_plan, &mut crisp_plan],
         );
-        Tape {
+        Tape::new(Compiled {
             id: NEXT_TAPE_ID.fetch_add(1, Ordering::Relaxed),
             len: adj.len(),
             consts,
@@ -143,7 +143,7 @@ impl Tape {
             uniform_ifs,
             fused_squares,
             fused_chains,
-        }
+        })
     }
 }
 

@@ -4,15 +4,38 @@
 //! Not here: how a program becomes a tape (`compile.rs`), running it over a batch
 //! (`evaluate.rs`), LYY18's per-sample forcing (`forced.rs`).
 
+use std::ops::Deref;
+use std::sync::Arc;
+
 use crate::ir::Semantics;
 
 use super::instr::{CHUNK, Plan, Step};
 use super::layout::Layout;
 use super::workspace::Workspace;
 
-/// A program compiled for batched evaluation of one of its outputs.
+/// A program compiled for batched evaluation of one of its outputs. Cloning it is cheap:
+/// clones share one compiled tape (a large program's steps and plans take tens of
+/// megabytes).
 #[derive(Clone, Debug)]
-pub struct Tape {
+pub struct Tape(Arc<Compiled>);
+
+impl Deref for Tape {
+    type Target = Compiled;
+
+    fn deref(&self) -> &Compiled {
+        &self.0
+    }
+}
+
+impl Tape {
+    pub(super) fn new(compiled: Compiled) -> Tape {
+        Tape(Arc::new(compiled))
+    }
+}
+
+/// What a [`Tape`] holds.
+#[derive(Debug)]
+pub struct Compiled {
     /// Identifies the constants a workspace holds (a clone shares them, so shares the id).
     pub(super) id: u64,
     pub(super) len: usize,
