@@ -174,22 +174,23 @@ impl SampleRng {
             return;
         }
         let _ = set;
-        self.fill_any(first as u64, w, n, s);
+        self.fill_any::<false>(first as u64, w, n, s);
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     fn fill_avx2(&self, first: u64, w: usize, n: usize, s: &mut [f64]) {
-        self.fill_any(first, w, n, s);
+        self.fill_any::<true>(first, w, n, s);
     }
 
-    /// Few lanes go four at a time, so that one lane does not cost sixteen.
+    /// Few lanes go four at a time, so that one lane does not cost sixteen. `AVX2`: the
+    /// caller has checked that the CPU has AVX2, so Philox may run in its AVX2 build.
     #[inline(always)]
-    fn fill_any(&self, first: u64, w: usize, n: usize, s: &mut [f64]) {
+    fn fill_any<const AVX2: bool>(&self, first: u64, w: usize, n: usize, s: &mut [f64]) {
         if w <= 4 {
-            self.fill_body::<4>(first, w, n, s);
+            self.fill_body::<4, AVX2>(first, w, n, s);
         } else {
-            self.fill_body::<GROUP>(first, w, n, s);
+            self.fill_body::<GROUP, AVX2>(first, w, n, s);
         }
     }
 
@@ -197,7 +198,13 @@ impl SampleRng {
     // Indexed lane loops over several arrays at once: the shape LLVM vectorises.
     #[allow(clippy::needless_range_loop)]
     #[inline(always)]
-    fn fill_body<const G: usize>(&self, first: u64, w: usize, n: usize, s: &mut [f64]) {
+    fn fill_body<const G: usize, const AVX2: bool>(
+        &self,
+        first: u64,
+        w: usize,
+        n: usize,
+        s: &mut [f64],
+    ) {
         for g0 in (0..w).step_by(G) {
             let gw = G.min(w - g0);
             for b in 0..n.div_ceil(2) {
@@ -208,11 +215,11 @@ impl SampleRng {
                         c[word][l] = v;
                     }
                 }
-                philox::blocks(&mut c, self.key);
+                let (radius, angle) = self.block_words::<G, AVX2>(&c);
                 let mut z0 = [0.0; G];
                 let mut z1 = [0.0; G];
                 for l in 0..G {
-                    (z0[l], z1[l]) = pair([c[0][l], c[1][l], c[2][l], c[3][l]]);
+                    (z0[l], z1[l]) = box_muller(radius[l], angle[l]);
                 }
                 let k = 2 * b;
                 s[k * w + g0..k * w + g0 + gw].copy_from_slice(&z0[..gw]);
@@ -221,6 +228,36 @@ impl SampleRng {
                 }
             }
         }
+    }
+
+    /// Each lane's block under this generator's key, as the two words Box-Muller reads
+    /// ([`philox::words64`]): eight lanes at a time in Philox's AVX2 build where the caller
+    /// allows it (the same numbers), else the portable lane loop.
+    #[inline(always)]
+    fn block_words<const G: usize, const AVX2: bool>(
+        &self,
+        c: &[[u32; G]; 4],
+    ) -> ([u64; G], [u64; G]) {
+        let mut radius = [0u64; G];
+        let mut angle = [0u64; G];
+        #[cfg(target_arch = "x86_64")]
+        if AVX2 && G.is_multiple_of(8) {
+            for g in (0..G).step_by(8) {
+                let eight: [[u32; 8]; 4] =
+                    std::array::from_fn(|word| std::array::from_fn(|l| c[word][g + l]));
+                // SAFETY: `AVX2` is set only by callers that checked the CPU has AVX2.
+                let (r, a) = unsafe { philox::blocks8_avx2(&eight, self.key) };
+                radius[g..g + 8].copy_from_slice(&r);
+                angle[g..g + 8].copy_from_slice(&a);
+            }
+            return (radius, angle);
+        }
+        let mut c = *c;
+        philox::blocks(&mut c, self.key);
+        for l in 0..G {
+            (radius[l], angle[l]) = philox::words64([c[0][l], c[1][l], c[2][l], c[3][l]]);
+        }
+        (radius, angle)
     }
 
     /// The next uniform 64-bit word of the current lane's word stream.
@@ -256,10 +293,8 @@ impl SampleRng {
 /// A block's two normals: its first 64 bits set the radius, the other 64 the angle.
 #[inline(always)]
 fn pair(w: [u32; 4]) -> (f64, f64) {
-    box_muller(
-        u64::from(w[0]) | u64::from(w[1]) << 32,
-        u64::from(w[2]) | u64::from(w[3]) << 32,
-    )
+    let (radius, angle) = philox::words64(w);
+    box_muller(radius, angle)
 }
 
 #[cfg(test)]
