@@ -204,6 +204,7 @@ fn lower(program: &Program, output: usize, active: Option<&[bool]>) -> Lowered {
                     e: at(else_),
                     index,
                     cache: l.if_slots as u32 - 1,
+                    product: false,
                 })
             }
         };

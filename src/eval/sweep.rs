@@ -56,13 +56,14 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
                 e,
                 index,
                 cache,
+                product,
             } => {
                 let one = |x: f64| [x; CHUNK];
                 let (g, t, e) = (one(v(g)), one(v(t)), one(v(e)));
                 match semantics {
                     Semantics::Smoothed { eta } => {
                         let (we, wt) = kernels::smooth_weights(&g, eta);
-                        ws.weights[cache as usize] = [we, wt];
+                        keep_weights(&mut ws.weights, cache, product, &we, &wt);
                         kernels::smooth_forward(&we, &wt, &t, &e)[0]
                     }
                     _ => kernels::select_forward(&g, &t, &e, forced(semantics, index))[0],
@@ -165,11 +166,12 @@ fn forward_body(
                 e,
                 index,
                 cache,
+                product,
             } => match semantics {
                 Semantics::Smoothed { eta } => {
                     let (we, wt) = kernels::smooth_weights(v(g), eta);
                     let r = kernels::smooth_forward(&we, &wt, v(t), v(e));
-                    weights[cache as usize] = [we, wt];
+                    keep_weights(weights, cache, product, &we, &wt);
                     r
                 }
                 _ => match x.force {
@@ -298,10 +300,16 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                 e,
                 index,
                 cache,
+                product,
             } => {
                 let [cg, ct, ce] = match semantics {
+                    Semantics::Smoothed { eta } if product => {
+                        let w = &weights[cache as usize];
+                        let cg = kernels::smooth_reverse_guard(w, v(t), v(e), ad, eta);
+                        [cg, [0.0; CHUNK], [0.0; CHUNK]]
+                    }
                     Semantics::Smoothed { eta } => {
-                        let [we, wt] = &weights[cache as usize];
+                        let (we, wt) = (&weights[cache as usize], &weights[cache as usize + 1]);
                         kernels::smooth_reverse(we, wt, v(t), v(e), ad, eta, t0.adj != NONE)
                     }
                     _ => {
@@ -316,6 +324,19 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                 put(lower, t2, &ce);
             }
         }
+    }
+}
+
+/// Keeps a smoothed if-statement's weights for the reverse sweep: both, or (`product`) the
+/// product `wt * we` its guard's contribution needs, computed as the reverse rule would.
+#[inline(always)]
+fn keep_weights(weights: &mut [Lanes], cache: u32, product: bool, we: &Lanes, wt: &Lanes) {
+    let c = cache as usize;
+    if product {
+        weights[c] = std::array::from_fn(|l| wt[l] * we[l]);
+    } else {
+        weights[c] = *we;
+        weights[c + 1] = *wt;
     }
 }
 

@@ -134,7 +134,7 @@ impl Tape {
             tape_id: 0,
             values: vec![[0.0; CHUNK]; self.compact.values],
             adjoints: vec![[0.0; CHUNK]; self.adjoints],
-            weights: vec![[[0.0; CHUNK]; 2]; self.if_slots],
+            weights: vec![[0.0; CHUNK]; self.if_slots],
             simd: true,
             full: false,
             crisp_chunk: false,

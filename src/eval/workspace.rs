@@ -14,7 +14,7 @@ pub struct Workspace {
     pub(super) tape_id: u64,
     pub(super) values: Vec<Lanes>,
     pub(super) adjoints: Vec<Lanes>,
-    pub(super) weights: Vec<[Lanes; 2]>,
+    pub(super) weights: Vec<Lanes>,
     pub(super) simd: bool,
     /// Whether `values` are in the tape's full layout (a place for every value), which
     /// LYY18's incremental forced sweep needs; the compact layout otherwise.
