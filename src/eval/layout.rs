@@ -62,33 +62,51 @@ pub(super) struct Placed {
     pub param_adj: Vec<u32>,
 }
 
-/// The slots the reverse sweep reads the value of at step `rs` (as `sweep::reverse_body`
-/// does; a few more than it needs is safe, fewer is not).
+/// The slots the reverse sweep reads the value of at step `rs`: those its local derivatives
+/// (`crate::ir::unary_derivative`, `binary_derivatives`, the if-statement's rules) use for
+/// the operands it sends contributions to. Reading a slot not listed here would read another
+/// value's lanes; listing more than needed only costs places.
 fn reverse_reads(rs: &RevStep, smooth: bool) -> ([u32; 3], usize) {
     let out = rs.step.out;
+    let (want_a, want_b) = (rs.to[0].adj != NONE, rs.to[1].adj != NONE);
     match rs.step.op {
         Op::Param { .. } | Op::Latent { .. } | Op::SumChain { .. } => ([0; 3], 0),
-        Op::Unary { op: Unary::Neg, .. } => ([0; 3], 0),
-        Op::Unary { a, .. } => ([a, out, 0], 2),
-        Op::Binary { a, b, .. } if a == b => ([a, out, 0], 2),
-        Op::Binary {
-            op: Binary::Add | Binary::Sub,
-            ..
-        } => ([0; 3], 0),
-        // d(ab)/da = b, d(ab)/db = a.
-        Op::Binary {
-            op: Binary::Mul,
-            a,
-            b,
-        } => {
-            let (want_a, want_b) = (rs.to[0].adj != NONE, rs.to[1].adj != NONE);
-            match (want_a, want_b) {
-                (true, true) => ([a, b, 0], 2),
-                (true, false) => ([b, 0, 0], 1),
-                _ => ([a, 0, 0], 1),
-            }
-        }
-        Op::Binary { a, b, .. } => ([a, b, out], 3),
+        // Uniform operands are pinned anyway.
+        Op::Unary { a, .. } if rs.uniform => ([a, out, 0], 2),
+        Op::Unary { op, a } => match op {
+            Unary::Neg | Unary::Powi(0) => ([0; 3], 0),
+            Unary::Exp
+            | Unary::Expm1
+            | Unary::Sqrt
+            | Unary::Sigmoid
+            | Unary::Tanh
+            | Unary::Probit => ([out, 0, 0], 1),
+            Unary::Log
+            | Unary::Log1p
+            | Unary::Softplus
+            | Unary::Sin
+            | Unary::Cos
+            | Unary::Lgamma
+            | Unary::NormalCdf
+            | Unary::Powi(_) => ([a, 0, 0], 1),
+        },
+        // Both partials of `op(a, a)` at once.
+        Op::Binary { op, a, b } if a == b => match op {
+            Binary::Add | Binary::Sub => ([0; 3], 0),
+            Binary::Mul => ([a, 0, 0], 1),
+            Binary::Div | Binary::Pow => ([a, out, 0], 2),
+        },
+        Op::Binary { op, a, b } => match (op, want_a, want_b) {
+            (Binary::Add | Binary::Sub, _, _) => ([0; 3], 0),
+            // d(ab)/da = b, d(ab)/db = a.
+            (Binary::Mul, true, true) => ([a, b, 0], 2),
+            (Binary::Mul, true, false) => ([b, 0, 0], 1),
+            (Binary::Mul, false, _) => ([a, 0, 0], 1),
+            // d(a/b)/da = 1/b, d(a/b)/db = -v/b.
+            (Binary::Div, true, false) => ([b, 0, 0], 1),
+            (Binary::Div, _, _) => ([b, out, 0], 2),
+            (Binary::Pow, _, _) => ([a, b, out], 3),
+        },
         Op::NormalSquare { x, m, s, .. } => ([x, m, s], 3),
         Op::If { t, e, .. } if smooth => ([t, e, 0], 2),
         Op::If { g, .. } => ([g, 0, 0], 1),
