@@ -100,28 +100,41 @@ fn auto_runs_are_the_same_for_any_thread_count() {
     assert_eq!(strip(one), strip(two));
 }
 
+/// Mean and standard error over `seeds` runs of `f(report)`.
+fn over_seeds(
+    m: &dsgd::ir::Model,
+    auto: bool,
+    seeds: u64,
+    f: impl Fn(&RunReport) -> f64,
+) -> (f64, f64) {
+    let v: Vec<f64> = (0..seeds)
+        .map(|seed| f(&run(m, &config(auto, seed), &mut []).unwrap()))
+        .collect();
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean, (var / n).sqrt())
+}
+
 #[test]
-fn auto_ends_closer_to_the_optimal_guide_than_the_default_schedule() {
+fn auto_finds_the_optimal_guide_within_its_monte_carlo_error() {
     let m = model();
     let target = optimal_sd();
-    let error = |auto: bool| {
-        (0..3)
-            .map(|seed| {
-                let r = run(&m, &config(auto, seed), &mut []).unwrap();
-                assert!(
-                    r.latents[0].mean.abs() < 0.1,
-                    "seed {seed}: {:?}",
-                    r.latents
-                );
-                (r.latents[0].sd - target).abs()
-            })
-            .sum::<f64>()
-            / 3.0
+    let sd = |r: &RunReport| {
+        assert!(r.latents[0].mean.abs() < 0.1, "{:?}", r.latents);
+        r.latents[0].sd
     };
-    let (auto, default) = (error(true), error(false));
+    let (auto, se) = over_seeds(&m, true, 8, sd);
+    let (default, default_se) = over_seeds(&m, false, 8, sd);
+    // Three standard errors of the seeds' mean: the smoothing's bias is gone within the
+    // Monte Carlo error (the default schedule ends at about 0.65, 25 of its errors away).
     assert!(
-        auto < default,
-        "auto {auto} vs default {default} (optimum sd {target})"
+        (auto - target).abs() < 3.0 * se,
+        "auto {auto} +- {se}, optimum sd {target}"
+    );
+    assert!(
+        (auto - target).abs() < (default - target).abs(),
+        "auto {auto} +- {se} vs default {default} +- {default_se} (optimum sd {target})"
     );
 }
 
@@ -183,14 +196,7 @@ const STATIONARY: f64 = 0.3722;
 
 /// Mean and standard error of the final `theta` over `seeds` runs.
 fn final_theta(auto: bool, seeds: u64) -> (f64, f64) {
-    let m = example();
-    let thetas: Vec<f64> = (0..seeds)
-        .map(|seed| run(&m, &config(auto, seed), &mut []).unwrap().theta[0])
-        .collect();
-    let n = thetas.len() as f64;
-    let mean = thetas.iter().sum::<f64>() / n;
-    let var = thetas.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    (mean, (var / n).sqrt())
+    over_seeds(&example(), auto, seeds, |r| r.theta[0])
 }
 
 #[test]
@@ -239,8 +245,8 @@ fn the_adaptive_amplitude_never_grows_and_eta_goes_to_zero() {
 
 /// The starting race on two paper models that want opposite smoothing: temperature ends
 /// best with the least (Table 1: -76 at eta 0.06, -163,476 at 0.22), xornet with the most
-/// (-1,055 at 0.06, -28 at 0.22). Each candidate runs the race's 500 steps from the initial
-/// parameters with the paper's settings.
+/// (-1,055 at 0.06, -28 at 0.22). The candidates run from the initial parameters with the
+/// paper's settings, to 10 % of the run, and the two best on to 50 %.
 #[test]
 fn the_starting_race_picks_opposite_amplitudes_on_temperature_and_xornet() {
     use dsgd::estimate::race::{RaceConfig, Start, race};
@@ -284,4 +290,61 @@ fn the_starting_race_picks_opposite_amplitudes_on_temperature_and_xornet() {
             best
         );
     }
+}
+
+/// The acceptance on the paper's six models (about two minutes on one core: run with
+/// `--ignored`): with the paper's settings and seeds 0-4, auto's mean final objective is at
+/// least the median over Table 1's five etas of fixed-schedule DSGD's, on every model, and
+/// within 2 % (or 3 nats) of the best of them on at least four. Runs are pure functions of
+/// their seeds, so this is exact, but cheating's margin (0.0002 nats, its etas spanning
+/// 0.004) is a coin toss that any change of numerics may flip (docs/adaptive-eta.md).
+#[test]
+#[ignore]
+fn auto_against_the_fixed_etas_on_the_paper_models() {
+    use dsgd::experiment::reproduce::paper_settings;
+    let mean_final = |m: &dsgd::ir::Model, name: &str, eta: Option<f64>| {
+        let (lr, eta_decay) = paper_settings(name);
+        (0..5)
+            .map(|seed| {
+                let cfg = RunConfig {
+                    estimator: EstimatorKind::Dsgd,
+                    eta: eta.unwrap_or(0.1),
+                    eta_auto: eta.is_none(),
+                    eta_decay,
+                    optimizer: dsgd::OptimizerConfig::Adam(dsgd::AdamConfig {
+                        lr,
+                        ..Default::default()
+                    }),
+                    seed,
+                    ..RunConfig::default()
+                };
+                run(m, &cfg, &mut []).unwrap().final_value
+            })
+            .sum::<f64>()
+            / 5.0
+    };
+    let mut near = 0;
+    for name in [
+        "temperature",
+        "xornet",
+        "walk",
+        "cheating",
+        "textmsg",
+        "influenza",
+    ] {
+        let m = dsgd::models::builtin(name).unwrap().unwrap();
+        let mut fixed: Vec<f64> = [0.06, 0.1, 0.14, 0.18, 0.22]
+            .iter()
+            .map(|&eta| mean_final(&m, name, Some(eta)))
+            .collect();
+        fixed.sort_by(f64::total_cmp);
+        let auto = mean_final(&m, name, None);
+        let (median, best) = (fixed[2], fixed[4]);
+        eprintln!("{name}: auto {auto}, fixed {fixed:?}");
+        assert!(auto >= median, "{name}: auto {auto} < median {median}");
+        if best - auto <= (0.02 * best.abs()).max(3.0) {
+            near += 1;
+        }
+    }
+    assert!(near >= 4, "near the best on {near} of 6");
 }

@@ -1,19 +1,21 @@
 //! `--eta auto`: DSGD's accuracy chosen from what the run measures.
 //!
 //! The schedule keeps the paper's shape, `eta_k = a (K_MATCH / (k + 1))^decay`, and chooses
-//! its amplitude `a` by races (the [`race`] module): short runs of candidate amplitudes from
-//! the same state with the same noise, compared on the crisp objective with common samples.
-//! One race at the start picks among `START_AMPLITUDE`, a half and a quarter of it (how
-//! smooth the first steps are decides where a run ends, and only the crisp progress after
-//! some steps tells which way a model goes). Later, when a measurement shows the smoothed
-//! objective above the crisp one by more than the noise of either (the smoothing flatters
-//! the answer), a race between the current amplitude and half of it decides whether
-//! tightening pays. The amplitude never grows, so
+//! its amplitude `a` (the [`race`] module decides). A race at the start picks among
+//! `START_AMPLITUDE`, a half and a quarter of it by successive halving: runs of the
+//! candidates from the initial state with the same noise, compared on the crisp objective
+//! with common samples (how smooth the first steps are decides where a run ends, and only
+//! the crisp progress after many steps tells which way a model goes). Later, when a
+//! measurement shows the smoothed objective above the crisp one by more than the noise of
+//! either (the smoothing flatters the answer), a check (the [`bias`] module) halves the
+//! amplitude when the crisp problem's gradient is visibly nonzero where the smoothed run
+//! has settled. The amplitude never grows, so
 //! `eta_k <= START_AMPLITUDE (K_MATCH / (k + 1))^decay -> 0` at the paper's rate, whatever
-//! the races choose. docs/adaptive-eta.md gives the reasoning and the measurements.
+//! the decisions. docs/adaptive-eta.md gives the reasoning and the measurements.
 
 use super::Schedule;
 
+pub mod bias;
 pub mod race;
 
 /// The largest amplitude `--eta auto` considers: the largest accuracy of the paper's Table 1.
@@ -22,15 +24,16 @@ pub const START_AMPLITUDE: f64 = 0.22;
 /// How many times the starting race halves `START_AMPLITUDE` for its candidates.
 pub const START_HALVINGS: i32 = 2;
 
-/// A race's length as a fraction of the run's iterations.
+/// The unit of the starting race's checkpoints as a fraction of the run's iterations
+/// (`race::STAGES`: 10 % and 50 % of the run).
 pub const RACE_FRACTION: f64 = 0.05;
 
-/// The first iteration (as a fraction of the run) at which a gap may call a tightening race,
-/// and the least spacing between two such races.
-pub const LATE_SPACING: f64 = 0.2;
+/// The first iteration (as a fraction of the run) at which a gap may call a tightening
+/// check, and the least spacing between two checks.
+pub const LATE_SPACING: f64 = 0.1;
 
 /// How many standard errors (the larger of the gap's and the objective's) a gap must exceed
-/// to call a tightening race: the threshold of the run's smoothing warning.
+/// to call a tightening check: the threshold of the run's smoothing warning.
 pub const GAP_Z: f64 = 2.0;
 
 /// What one measurement found: the crisp and smoothed objective on the same samples.
@@ -71,9 +74,9 @@ pub struct AutoEta {
     amplitude: f64,
     decay: f64,
     iterations: u64,
-    /// The earliest iteration of the next tightening race.
+    /// The earliest iteration of the next tightening check.
     next_race: u64,
-    /// A measurement asked for a race at the next segment.
+    /// A measurement asked for a check at the next segment.
     due: bool,
 }
 
@@ -103,7 +106,7 @@ impl AutoEta {
         }
     }
 
-    /// Steps each candidate of a race takes (at least one).
+    /// The unit of the starting race's checkpoints, in steps (at least one).
     pub fn race_length(&self) -> u64 {
         ((RACE_FRACTION * self.iterations as f64) as u64).max(1)
     }
@@ -113,11 +116,11 @@ impl AutoEta {
         self.decay
     }
 
-    /// The candidates of a race at iteration `k`, in the order of preference (the race takes
-    /// the first within noise of the best), when one is due there: at the start,
-    /// `START_AMPLITUDE` and its halvings, smoothest first; later, the current amplitude,
-    /// then half of it (tighten only when the crisp objective clearly gains). `None` when no
-    /// race is due or it would not finish before the run ends.
+    /// The candidates of a decision at iteration `k`, in the order of preference, when one is
+    /// due there: at the start, `START_AMPLITUDE` and its halvings, smoothest first (the
+    /// race takes the first within noise of the best); later, the current amplitude, then
+    /// half of it (a check halves only when its test rejects). `None` when nothing is due or
+    /// the run is within `race_length` of its end.
     pub fn race_at(&self, k: u64) -> Option<Vec<f64>> {
         if !self.due || k + self.race_length() > self.iterations {
             return None;
@@ -130,7 +133,7 @@ impl AutoEta {
         )
     }
 
-    /// Applies a race's choice at iteration `k` (never above the current amplitude).
+    /// Applies a decision's choice at iteration `k` (never above the current amplitude).
     pub fn raced(&mut self, k: u64, chosen: f64) -> Adjustment {
         self.due = false;
         if k > 0 {
@@ -145,9 +148,9 @@ impl AutoEta {
     }
 
     /// Reads the measurement at iteration `k`: a flattering gap, once the spacing since the
-    /// last race has passed, calls a race at the next segment.
+    /// last check has passed, calls a check at the next segment.
     pub fn observe(&mut self, k: u64, probe: &GapProbe) {
-        // A NaN compares false: no race.
+        // A NaN compares false: no check.
         if k >= self.next_race && probe.flatters() {
             self.due = true;
         }
@@ -174,9 +177,9 @@ mod tests {
         assert_eq!(a.race_at(0), Some(vec![0.22, 0.11, 0.055]));
         assert_eq!(a.raced(0, 0.11), Adjustment::Tightened);
         assert_eq!(a.race_at(100), None);
-        // A flattering gap before the spacing has passed calls nothing.
-        a.observe(1000, &probe(5.0));
-        assert_eq!(a.race_at(1100), None);
+        // A flattering gap before the spacing (10 % of the run) has passed calls nothing.
+        a.observe(500, &probe(5.0));
+        assert_eq!(a.race_at(600), None);
         // Within the noise (twice the objective's standard error, 0.4), the other way round,
         // or not a number: nothing.
         for gap in [0.35, -5.0, f64::NAN] {
@@ -191,7 +194,7 @@ mod tests {
         a.observe(3000, &probe(5.0));
         assert_eq!(a.race_at(3100), None);
         a.observe(4100, &probe(5.0));
-        // Too late for a race to finish.
+        // Too close to the end.
         assert_eq!(a.race_at(9600), None);
         assert_eq!(a.race_at(9500), Some(vec![0.11, 0.055]));
         assert_eq!(a.raced(9500, 0.055), Adjustment::Tightened);
