@@ -87,6 +87,39 @@ fn gradients_restricted_to_some_latents_keep_their_bits() {
 }
 
 #[test]
+fn rows_without_a_gradient_stay_zero_when_one_buffer_serves_several_batch_sizes() {
+    // The rows of inactive latents are written once per tape and batch size; a buffer
+    // resized to another batch size (whose rows then fall elsewhere) must get them again.
+    let p = program();
+    let active = [true, false, false, false];
+    let part = Tape::compile_active(&p, 0, Some(&active));
+    let (params, latents) = inputs();
+    let mut ws = part.workspace();
+    let mut g = BatchGradient::new(&part, BATCH);
+    for batch in [BATCH, 5, BATCH, 1, BATCH] {
+        g.resize(&part, batch);
+        let z: Vec<f64> = (0..LATENTS)
+            .flat_map(|i| latents[i * BATCH..i * BATCH + batch].to_vec())
+            .collect();
+        part.gradient(
+            &mut ws,
+            Semantics::Smoothed { eta: 0.3 },
+            &params,
+            &z,
+            &mut g,
+        );
+        assert!(
+            g.latents[..batch].iter().any(|&x| x != 0.0),
+            "batch {batch}"
+        );
+        assert!(
+            g.latents[batch..].iter().all(|&x| x == 0.0),
+            "batch {batch}"
+        );
+    }
+}
+
+#[test]
 fn per_sample_forcing_equals_one_forced_forward_per_sample() {
     let p = program();
     let tape = Tape::compile(&p, 0);

@@ -6,7 +6,7 @@
 //!
 //! Not here: whether those gradients are right (`core_props.rs`).
 
-use dsgd::eval::{BatchGradient, CHUNK, Tape};
+use dsgd::eval::{BatchGradient, CHAIN_SEGMENT, CHUNK, Tape};
 use dsgd::ir::{
     Binary, Branch, Builder, Dist, Node, Program, Semantics, Unary, binary_derivatives,
     unary_derivative,
@@ -59,8 +59,23 @@ fn program(with_nan: bool) -> Program {
     acc = acc + shared * 1e16;
     acc = acc + shared * -1e16;
     acc = acc + z[3] * z[4];
-    let f =
-        dens + aliased + guard_only + 0.5 * nan_branch + rest.powi(2).ln_1p() + sugar + dens2 + acc;
+    // A guard choosing between constants (the tape keeps only the product of its weights),
+    // and a sum chain longer than one segment of the fused sum.
+    let step = b.if_neg(z[0] - z[3], b.constant(2.0), b.constant(-1.0));
+    let mut long = step * z[1];
+    for k in 0..2 * CHAIN_SEGMENT + 3 {
+        long = long + z[k % 5] * (k as f64 + 0.25);
+    }
+    let f = dens
+        + aliased
+        + guard_only
+        + 0.5 * nan_branch
+        + rest.powi(2).ln_1p()
+        + sugar
+        + dens2
+        + acc
+        + step
+        + long;
     b.finish(&[f]).unwrap()
 }
 

@@ -1,6 +1,6 @@
 //! Compiling one output of a program to a tape: nodes become slots and forward steps (lane
 //! steps, and uniform steps that run once per call), common sequences are fused, and the
-//! reverse plans are built.
+//! reverse plans are built, and values and adjoints are given places (`layout.rs`).
 //!
 //! Not here: the instruction set (`instr.rs`), the fusions (`fuse.rs`), the reverse plans
 //! (`plan.rs`) and running a tape (`evaluate.rs`, `sweep.rs`).
@@ -11,8 +11,9 @@ use crate::ir::{Node, NodeId, Program};
 
 use super::fuse;
 use super::instr::{NONE, Op, Step};
+use super::layout;
 use super::plan::{Shape, plan, share_unread_weights};
-use super::tape::Tape;
+use super::tape::{Compiled, Tape};
 
 /// Identifies a compiled tape, so a workspace knows whose constants it holds.
 static NEXT_TAPE_ID: AtomicU64 = AtomicU64::new(1);
@@ -52,7 +53,7 @@ impl Tape {
             mut steps,
             uniform,
             adj,
-            active_count,
+            active_count: _,
             if_slots,
             latent_slots,
             param_slots,
@@ -105,26 +106,44 @@ impl Tape {
             [&mut uniform_steps, &mut steps],
             [&mut smooth_plan, &mut crisp_plan],
         );
-        Tape {
+        let (mut consts, mut latent_slots, mut param_slots) = (consts, latent_slots, param_slots);
+        let placed = layout::place(
+            layout::Logical {
+                slots: adj.len(),
+                uniform: &uniform,
+                uniform_steps: &mut uniform_steps,
+                steps,
+                chains,
+                adj: &adj,
+                output,
+                consts: &mut consts,
+                latent_slots: &mut latent_slots,
+                param_slots: &mut param_slots,
+            },
+            [&mut smooth_plan, &mut crisp_plan],
+        );
+        Tape::new(Compiled {
             id: NEXT_TAPE_ID.fetch_add(1, Ordering::Relaxed),
             len: adj.len(),
             consts,
             uniform_steps,
-            steps,
-            adj,
-            active_count,
+            compact: placed.compact,
+            full: placed.full,
+            adjoints: placed.adjoints,
+            out_adj: placed.out_adj,
+            latent_adj: placed.latent_adj,
+            param_adj: placed.param_adj,
             if_slots,
-            output,
+            output: placed.output,
             smooth_plan,
             crisp_plan,
             latent_slots,
             param_slots,
             if_count: program.if_count(),
             uniform_ifs,
-            chains,
             fused_squares,
             fused_chains,
-        }
+        })
     }
 }
 
@@ -185,6 +204,7 @@ fn lower(program: &Program, output: usize, active: Option<&[bool]>) -> Lowered {
                     e: at(else_),
                     index,
                     cache: l.if_slots as u32 - 1,
+                    product: false,
                 })
             }
         };

@@ -19,6 +19,10 @@ pub struct BatchGradient {
     pub value: Vec<f64>,
     pub latents: Vec<f64>,
     pub params: Vec<f64>,
+    /// The tape and batch size for which the rows of latents and parameters without an
+    /// adjoint hold zeros: [`Tape::gradient`] writes them once, not at every call (for a
+    /// survey with tens of thousands of fixed latents, that was megabytes per chunk).
+    zero_rows: Option<(u64, usize)>,
 }
 
 impl BatchGradient {
@@ -31,6 +35,9 @@ impl BatchGradient {
 
     /// Resizes for `batch` samples (allocates only when growing).
     pub fn resize(&mut self, tape: &Tape, batch: usize) {
+        if self.zero_rows != Some((tape.id, batch)) {
+            self.zero_rows = None;
+        }
         self.batch = batch;
         self.value.resize(batch, 0.0);
         self.latents.resize(tape.latent_count() * batch, 0.0);
@@ -68,7 +75,9 @@ impl Tape {
         ws.note_sweep(semantics, batch);
     }
 
-    /// Values and per-sample gradients for `grad.batch` samples.
+    /// Values and per-sample gradients for `grad.batch` samples. The rows of latents and
+    /// parameters the output does not depend on (or that `compile_active` left out) are
+    /// zero: written at the first call for this tape and batch size, then left as they are.
     pub fn gradient(
         &self,
         ws: &mut Workspace,
@@ -89,23 +98,26 @@ impl Tape {
             self.param_count() * batch,
             "gradient buffer size"
         );
+        let zero_rows = grad.zero_rows == Some((self.id, batch));
         self.forward_chunks(ws, semantics, params, latents, batch, |ws, start, w| {
             sweep::reverse_chunk(self, ws, semantics);
             ws.note_sweep(semantics, batch);
             grad.value[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
-            for (slots, dest) in [
-                (&self.latent_slots, &mut grad.latents),
-                (&self.param_slots, &mut grad.params),
+            for (places, dest) in [
+                (&self.latent_adj, &mut grad.latents),
+                (&self.param_adj, &mut grad.params),
             ] {
-                for (i, s) in slots.iter().enumerate() {
+                for (i, &a) in places.iter().enumerate() {
                     let d = &mut dest[i * batch + start..i * batch + start + w];
-                    match s.map(|s| self.adj[s as usize]) {
-                        Some(a) if a != NONE => d.copy_from_slice(&ws.adjoints[a as usize][..w]),
-                        _ => d.fill(0.0),
+                    if a != NONE {
+                        d.copy_from_slice(&ws.adjoints[a as usize][..w]);
+                    } else if !zero_rows {
+                        d.fill(0.0);
                     }
                 }
             }
         });
+        grad.zero_rows = Some((self.id, batch));
     }
 
     /// Prepares the workspace, evaluates what is the same in every lane once, then sweeps

@@ -29,7 +29,7 @@ impl Tape {
     pub fn forced_scratch(&self) -> ForcedScratch {
         ForcedScratch {
             dirty: vec![false; self.len],
-            partial: Vec::with_capacity(self.steps.len()),
+            partial: Vec::with_capacity(self.full.steps.len()),
             reforce: vec![false; self.if_count],
             point: vec![0.0; self.latent_count()],
         }
@@ -82,6 +82,9 @@ impl Tape {
             }
             return;
         }
+        // The incremental sweep reads values of the crisp sweep before it, which only the
+        // full layout keeps; a workspace switches to it at the first forced sweep.
+        self.use_full(ws);
         if self.forward_forced_incremental(ws, scratch, params, latents, forced, moved, out) {
             return;
         }
@@ -163,7 +166,7 @@ impl Tape {
         }
         let partial = &mut scratch.partial;
         partial.clear();
-        for step in &self.steps {
+        for step in &self.full.steps {
             let d = |s: u32| dirty[s as usize];
             let is = match step.op {
                 Op::Param { .. } => false,
@@ -173,7 +176,7 @@ impl Tape {
                 Op::NormalSquare { x, m, s, .. } => d(x) || d(m) || d(s),
                 Op::SumChain { base, from, to } => {
                     d(base)
-                        || self.chains[from as usize..to as usize]
+                        || self.full.chains[from as usize..to as usize]
                             .iter()
                             .any(|&(t, _)| d(t))
                 }
@@ -201,7 +204,7 @@ impl Tape {
             w,
             force: Some(&force),
         };
-        sweep::forward_steps(partial, &self.chains, ws, &input);
+        sweep::forward_steps(partial, &self.full.chains, ws, &input);
         out.copy_from_slice(&ws.values[self.output as usize][..w]);
         for &k in &ws.forced {
             reforce[k as usize] = false;

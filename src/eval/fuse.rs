@@ -13,6 +13,12 @@ use super::instr::{Op, Step, operands};
 /// Not a slot.
 const NONE_SLOT: u32 = u32::MAX;
 
+/// The most additions one [`Op::SumChain`] instruction makes: a longer chain becomes several,
+/// each continuing from the partial sum of the one before (a slot of its own). Its terms then
+/// need to live only until their segment's end, not until the end of a chain that may run
+/// through the whole program, so a tape's lanes can share memory (`layout.rs`).
+pub const CHAIN_SEGMENT: usize = 32;
+
 /// Which steps read each slot, in slot order (the output counts as a reader at `u32::MAX`;
 /// a step reading a slot twice is listed twice): one flat list with an offset per slot.
 struct Readers {
@@ -164,7 +170,8 @@ pub(super) fn fuse_normal_square(
 /// go to `chains` as `(term, whether the partial sum is the right operand)`. A term (or the
 /// base) read by some other step between its addition and the end of the chain would get
 /// that step's contribution in a different order once fused, so the chain starts after the
-/// last such term. Returns the slots fused away (the partial sums).
+/// last such term. A chain is cut into segments of at most [`CHAIN_SEGMENT`] additions.
+/// Returns the slots fused away (the partial sums inside the segments).
 ///
 /// O(n log n) in the number of slots: each addition is visited once as a link of one chain,
 /// and whether a term has a reader outside the chain between two slots is a count (two
@@ -302,12 +309,23 @@ pub(super) fn fuse_sum_chains(
             let (_, term, right) = acc_of(&steps[at[l as usize]]).expect("a link");
             chains.push((term, right));
         }
-        let to = chains.len() as u32;
-        for &l in &chain[..chain.len() - 1] {
-            gone[at[l as usize]] = true;
-            fused.push(l);
+        // In segments of at most `CHAIN_SEGMENT` additions, each ending at its last link
+        // and continuing from the one before: the same additions in the same order.
+        let mut base = base;
+        for (k, seg) in chain.chunks(CHAIN_SEGMENT).enumerate() {
+            let end = seg[seg.len() - 1];
+            let lo = from + (k * CHAIN_SEGMENT) as u32;
+            if seg.len() > 1 {
+                for &l in &seg[..seg.len() - 1] {
+                    gone[at[l as usize]] = true;
+                    fused.push(l);
+                }
+                let to = lo + seg.len() as u32;
+                replaced.push((at[end as usize], Op::SumChain { base, from: lo, to }));
+            }
+            // A last segment of one addition stays that addition (of the previous end).
+            base = end;
         }
-        replaced.push((at[end as usize], Op::SumChain { base, from, to }));
     }
     for (i, op) in replaced {
         steps[i].op = op;

@@ -61,13 +61,17 @@ pub(super) enum Op {
         to: u32,
     },
     /// `cache` is where the smoothing weights of the forward sweep are kept for the reverse
-    /// one (if-statements whose weights the reverse sweep never reads share one place).
+    /// one (if-statements whose weights the reverse sweep never reads share one place): the
+    /// else and then weights in places `cache` and `cache + 1`, or, with `product`, only their
+    /// product in `cache` (all the reverse sweep needs when it sends nothing to the branches,
+    /// as for a guard choosing between constants).
     If {
         g: u32,
         t: u32,
         e: u32,
         index: u32,
         cache: u32,
+        product: bool,
     },
 }
 

@@ -340,6 +340,16 @@ pub fn smooth_reverse(
     [cg, ct, ce]
 }
 
+/// [`smooth_reverse`]'s contribution to the guard alone, from the product `w = wt * we` of
+/// the weights (kept by the forward sweep): the same operations on the same values.
+#[inline(always)]
+pub fn smooth_reverse_guard(w: &Lanes, t: &Lanes, e: &Lanes, ad: &Lanes, eta: f64) -> Lanes {
+    map(|l| {
+        let c = ad[l] * (w[l] / eta) * (e[l] - t[l]);
+        if ad[l] == 0.0 || w[l] == 0.0 { 0.0 } else { c }
+    })
+}
+
 /// `dst += c` lane by lane, or `dst = 0.0 + c` for the first contribution.
 #[inline(always)]
 pub fn add_into(dst: &mut Lanes, c: &Lanes, first: bool) {

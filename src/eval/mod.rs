@@ -16,7 +16,7 @@
 //! definitions (the reference's own functions).
 //!
 //! The modules, each importing only those listed before it: `instr` (the instruction set),
-//! `fuse` and `plan` (compile-time passes), `workspace`, `tape` (the compiled tape),
+//! `fuse`, `plan` and `layout` (compile-time passes), `workspace`, `tape` (the compiled tape),
 //! `compile` (program to tape), `vmath` and `kernels` (lane rules), `sweep` (one chunk),
 //! `evaluate` (a batch) and `forced` (LYY18's per-sample forcing).
 
@@ -26,6 +26,7 @@ mod forced;
 mod fuse;
 mod instr;
 mod kernels;
+mod layout;
 mod plan;
 mod sweep;
 mod tape;
@@ -35,6 +36,7 @@ mod workspace;
 pub use crate::cpu::avx2_fma as simd_available;
 pub use evaluate::BatchGradient;
 pub use forced::ForcedScratch;
+pub use fuse::CHAIN_SEGMENT;
 pub use instr::CHUNK;
 pub use tape::Tape;
 pub use workspace::Workspace;

@@ -10,31 +10,34 @@ use super::instr::{NO_TARGET, NONE, Op, Plan, RevStep, Step, Target};
 /// smoothed plan) places of their own, in the order the reverse sweep reads them, and lets all
 /// the others share one scratch place: the reverse sweep then streams through a dense array
 /// (for `cheating`, a third of the size, without the coin tosses' weights in between) instead
-/// of picking every third entry out of a large one. Returns the number of places.
+/// of picking every third entry out of a large one. An if-statement whose reverse step sends
+/// nothing to its branches keeps only the product of its weights (one place, not two), as do
+/// those sharing the scratch place. Returns the number of places.
 pub(super) fn share_unread_weights(
     if_slots: usize,
     step_lists: [&mut Vec<Step>; 2],
     plans: [&mut Plan; 2],
 ) -> usize {
     let [smooth, crisp] = plans;
-    let mut place = vec![u32::MAX; if_slots];
+    let mut place = vec![(u32::MAX, true); if_slots];
     let mut next = 0u32;
     for rs in smooth.steps.iter().rev() {
         if let Op::If { cache, .. } = rs.step.op
-            && place[cache as usize] == u32::MAX
+            && place[cache as usize].0 == u32::MAX
         {
-            place[cache as usize] = next;
-            next += 1;
+            let product = rs.to[1].adj == NONE && rs.to[2].adj == NONE;
+            place[cache as usize] = (next, product);
+            next += if product { 1 } else { 2 };
         }
     }
     let shared = next;
-    let scratch_needed = place.contains(&u32::MAX);
-    for p in place.iter_mut().filter(|p| **p == u32::MAX) {
-        *p = shared;
+    let scratch_needed = place.iter().any(|p| p.0 == u32::MAX);
+    for p in place.iter_mut().filter(|p| p.0 == u32::MAX) {
+        *p = (shared, true);
     }
     let renumber = |step: &mut Step| {
-        if let Op::If { cache, .. } = &mut step.op {
-            *cache = place[*cache as usize];
+        if let Op::If { cache, product, .. } = &mut step.op {
+            (*cache, *product) = place[*cache as usize];
         }
     };
     for list in step_lists {

@@ -56,13 +56,14 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
                 e,
                 index,
                 cache,
+                product,
             } => {
                 let one = |x: f64| [x; CHUNK];
                 let (g, t, e) = (one(v(g)), one(v(t)), one(v(e)));
                 match semantics {
                     Semantics::Smoothed { eta } => {
                         let (we, wt) = kernels::smooth_weights(&g, eta);
-                        ws.weights[cache as usize] = [we, wt];
+                        keep_weights(&mut ws.weights, cache, product, &we, &wt);
                         kernels::smooth_forward(&we, &wt, &t, &e)[0]
                     }
                     _ => kernels::select_forward(&g, &t, &e, forced(semantics, index))[0],
@@ -76,13 +77,14 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
 /// Values of every lane-dependent slot for one chunk (and the smoothing weights of every
 /// if-statement).
 pub(super) fn forward_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantics, x: &Input) {
+    let layout = if ws.full { &tape.full } else { &tape.compact };
     #[cfg(target_arch = "x86_64")]
     if ws.simd && cpu::avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
-        unsafe { forward_avx2(&tape.steps, &tape.chains, ws, semantics, x) };
+        unsafe { forward_avx2(&layout.steps, &layout.chains, ws, semantics, x) };
         return;
     }
-    forward_body(&tape.steps, &tape.chains, ws, semantics, x);
+    forward_body(&layout.steps, &layout.chains, ws, semantics, x);
 }
 
 /// Adjoints of every active slot for the chunk last swept forward.
@@ -164,11 +166,12 @@ fn forward_body(
                 e,
                 index,
                 cache,
+                product,
             } => match semantics {
                 Semantics::Smoothed { eta } => {
                     let (we, wt) = kernels::smooth_weights(v(g), eta);
                     let r = kernels::smooth_forward(&we, &wt, v(t), v(e));
-                    weights[cache as usize] = [we, wt];
+                    keep_weights(weights, cache, product, &we, &wt);
                     r
                 }
                 _ => match x.force {
@@ -204,15 +207,14 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
     for &a in &plan.zero {
         adj[a as usize] = [0.0; CHUNK];
     }
-    let out_adj = tape.adj[tape.output as usize];
-    if out_adj != NONE {
-        adj[out_adj as usize] = [1.0; CHUNK];
+    if tape.out_adj != NONE {
+        adj[tape.out_adj as usize] = [1.0; CHUNK];
     }
     for rs in &plan.steps {
-        // Operands come before the step, and adjoints are numbered in slot order, so every
-        // target is below the step's own adjoint: borrow both without copying.
-        let (lower, upper) = adj.split_at_mut(rs.ad as usize);
-        let ad = &upper[0];
+        // Adjoints share places (`layout.rs`), though never a step's own with one of its
+        // targets: a copy of the step's own leaves the others free to write.
+        let own = adj[rs.ad as usize];
+        let (ad, lower) = (&own, &mut *adj);
         let v = |s: u32| &vals[s as usize];
         let [t0, t1, t2] = rs.to;
         match rs.step.op {
@@ -298,10 +300,16 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                 e,
                 index,
                 cache,
+                product,
             } => {
                 let [cg, ct, ce] = match semantics {
+                    Semantics::Smoothed { eta } if product => {
+                        let w = &weights[cache as usize];
+                        let cg = kernels::smooth_reverse_guard(w, v(t), v(e), ad, eta);
+                        [cg, [0.0; CHUNK], [0.0; CHUNK]]
+                    }
                     Semantics::Smoothed { eta } => {
-                        let [we, wt] = &weights[cache as usize];
+                        let (we, wt) = (&weights[cache as usize], &weights[cache as usize + 1]);
                         kernels::smooth_reverse(we, wt, v(t), v(e), ad, eta, t0.adj != NONE)
                     }
                     _ => {
@@ -316,6 +324,19 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                 put(lower, t2, &ce);
             }
         }
+    }
+}
+
+/// Keeps a smoothed if-statement's weights for the reverse sweep: both, or (`product`) the
+/// product `wt * we` its guard's contribution needs, computed as the reverse rule would.
+#[inline(always)]
+fn keep_weights(weights: &mut [Lanes], cache: u32, product: bool, we: &Lanes, wt: &Lanes) {
+    let c = cache as usize;
+    if product {
+        weights[c] = std::array::from_fn(|l| wt[l] * we[l]);
+    } else {
+        weights[c] = *we;
+        weights[c + 1] = *wt;
     }
 }
 

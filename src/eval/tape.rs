@@ -4,33 +4,64 @@
 //! Not here: how a program becomes a tape (`compile.rs`), running it over a batch
 //! (`evaluate.rs`), LYY18's per-sample forcing (`forced.rs`).
 
+use std::ops::Deref;
+use std::sync::Arc;
+
 use crate::ir::Semantics;
 
 use super::instr::{CHUNK, Plan, Step};
+use super::layout::Layout;
 use super::workspace::Workspace;
 
-/// A program compiled for batched evaluation of one of its outputs.
+/// A program compiled for batched evaluation of one of its outputs. Cloning it is cheap:
+/// clones share one compiled tape (a large program's steps and plans take tens of
+/// megabytes).
 #[derive(Clone, Debug)]
-pub struct Tape {
+pub struct Tape(Arc<Compiled>);
+
+impl Deref for Tape {
+    type Target = Compiled;
+
+    fn deref(&self) -> &Compiled {
+        &self.0
+    }
+}
+
+impl Tape {
+    pub(super) fn new(compiled: Compiled) -> Tape {
+        Tape(Arc::new(compiled))
+    }
+}
+
+/// What a [`Tape`] holds.
+#[derive(Debug)]
+pub struct Compiled {
     /// Identifies the constants a workspace holds (a clone shares them, so shares the id).
     pub(super) id: u64,
     pub(super) len: usize,
     pub(super) consts: Vec<(u32, f64)>,
     /// Steps whose value is the same in every lane (parameters and what depends on them
-    /// and on constants only): run once per call, not once per chunk.
+    /// and on constants only): run once per call, not once per chunk. Their slots are placed
+    /// alike in both layouts.
     pub(super) uniform_steps: Vec<Step>,
-    /// The other steps, run for every chunk.
-    pub(super) steps: Vec<Step>,
-    /// Adjoint index of each slot (`NONE` where the slot depends on no latent or parameter).
-    pub(super) adj: Vec<u32>,
-    pub(super) active_count: usize,
+    /// The other steps, run for every chunk, with values sharing places where their lives
+    /// do not overlap (see `layout.rs`): what the sweeps use.
+    pub(super) compact: Layout,
+    /// The same steps with a place for every value, for a workspace of LYY18's forced
+    /// sweeps (which redo part of a crisp sweep and read the rest from there).
+    pub(super) full: Layout,
+    /// Adjoint places a workspace needs.
+    pub(super) adjoints: usize,
+    /// The adjoint place of the output, and of each latent and parameter (`NONE` where
+    /// there is none).
+    pub(super) out_adj: u32,
+    pub(super) latent_adj: Vec<u32>,
+    pub(super) param_adj: Vec<u32>,
     pub(super) if_slots: usize,
     pub(super) output: u32,
     pub(super) smooth_plan: Plan,
     pub(super) crisp_plan: Plan,
-    /// The terms of every [`Op::SumChain`]: `(slot, whether the partial sum is the right
-    /// operand)`.
-    pub(super) chains: Vec<(u32, bool)>,
+    /// The value place of each latent and parameter in the full layout.
     pub(super) latent_slots: Vec<Option<u32>>,
     pub(super) param_slots: Vec<Option<u32>>,
     pub(super) if_count: usize,
@@ -84,19 +115,48 @@ impl Tape {
         self.fused_chains
     }
 
-    /// Scratch space for evaluating this tape.
+    /// Value places of a workspace in the compact layout (for tests and benchmark reports):
+    /// at most [`Tape::len`], and far fewer on a large tape whose values are read only
+    /// close to where they are computed.
+    pub fn value_places(&self) -> usize {
+        self.compact.values
+    }
+
+    /// Adjoint places of a workspace (for tests and benchmark reports).
+    pub fn adjoint_places(&self) -> usize {
+        self.adjoints
+    }
+
+    /// Scratch space for evaluating this tape (in the compact layout until a forced sweep
+    /// asks for the full one).
     pub fn workspace(&self) -> Workspace {
         let mut ws = Workspace {
             tape_id: 0,
-            values: vec![[0.0; CHUNK]; self.len],
-            adjoints: vec![[0.0; CHUNK]; self.active_count],
-            weights: vec![[[0.0; CHUNK]; 2]; self.if_slots],
+            values: vec![[0.0; CHUNK]; self.compact.values],
+            adjoints: vec![[0.0; CHUNK]; self.adjoints],
+            weights: vec![[0.0; CHUNK]; self.if_slots],
             simd: true,
+            full: false,
             crisp_chunk: false,
             forced: Vec::with_capacity(2 * CHUNK),
         };
         self.prepare(&mut ws);
         ws
+    }
+
+    /// The layout `ws` runs in.
+    pub(super) fn layout(&self, ws: &Workspace) -> &Layout {
+        if ws.full { &self.full } else { &self.compact }
+    }
+
+    /// Switches `ws` to the full layout (once; the constants and uniform values keep their
+    /// places).
+    pub(super) fn use_full(&self, ws: &mut Workspace) {
+        if !ws.full {
+            ws.values.resize(self.full.values, [0.0; CHUNK]);
+            ws.full = true;
+            ws.crisp_chunk = false;
+        }
     }
 
     /// Writes this tape's constants into `ws` unless it already holds them.
@@ -124,8 +184,8 @@ impl Tape {
             "latents are latent-major"
         );
         assert!(
-            ws.values.len() == self.len
-                && ws.adjoints.len() == self.active_count
+            ws.values.len() == self.layout(ws).values
+                && ws.adjoints.len() == self.adjoints
                 && ws.weights.len() == self.if_slots,
             "workspace of another tape"
         );

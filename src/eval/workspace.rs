@@ -1,5 +1,5 @@
 //! Scratch memory for running a tape on one thread: the values, adjoints and smoothing
-//! weights of one chunk, and what those values are known to hold.
+//! weights of one chunk, the layout they are in, and what those values are known to hold.
 //!
 //! Architecture invariant: after a workspace exists, evaluating allocates nothing.
 
@@ -14,8 +14,11 @@ pub struct Workspace {
     pub(super) tape_id: u64,
     pub(super) values: Vec<Lanes>,
     pub(super) adjoints: Vec<Lanes>,
-    pub(super) weights: Vec<[Lanes; 2]>,
+    pub(super) weights: Vec<Lanes>,
     pub(super) simd: bool,
+    /// Whether `values` are in the tape's full layout (a place for every value), which
+    /// LYY18's incremental forced sweep needs; the compact layout otherwise.
+    pub(super) full: bool,
     /// Whether `values` hold one chunk's crisp forward sweep (for
     /// [`Tape::forward_forced`](super::Tape::forward_forced) to redo only what changed),
     /// except downstream of the if-statements in `forced`, which the last forced sweep
@@ -27,7 +30,7 @@ pub struct Workspace {
 impl Workspace {
     /// Records what `values` hold after a sweep under `semantics` over `batch` samples.
     pub(super) fn note_sweep(&mut self, semantics: Semantics, batch: usize) {
-        self.crisp_chunk = semantics == Semantics::Crisp && batch <= CHUNK;
+        self.crisp_chunk = self.full && semantics == Semantics::Crisp && batch <= CHUNK;
         self.forced.clear();
     }
 

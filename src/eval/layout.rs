@@ -1,0 +1,362 @@
+//! Where each slot's lanes live in a workspace, so that a large tape's sweeps touch little
+//! memory: slots share places when their lives do not overlap.
+//!
+//! A slot must keep its own place when something reads it after the forward sweep: a
+//! constant (written once per workspace), a value the same in every lane (computed once per
+//! call), the output, and every value the reverse sweeps read. These are *pinned*, numbered
+//! first and placed alike in every layout. Every other value is read only by later forward
+//! steps, so in the *compact* layout it gets a place from a linear scan over the forward
+//! steps (a place is free again after the last step that reads it). The *full* layout gives
+//! every slot a place of its own: LYY18's forced sweep redoes only part of a crisp sweep and
+//! reads the rest from there. Adjoints are placed by the same scan over each reverse plan
+//! (an adjoint lives from its first contribution to its step), those of the latents and
+//! parameters, read after the sweep, pinned.
+//!
+//! A pure change of places: every step computes the same lanes from the same values, so
+//! results keep their bits in either layout.
+//!
+//! Not here: the plans (`plan.rs`) and how a workspace picks its layout (`workspace.rs`).
+
+use crate::ir::{Binary, Unary};
+
+use super::instr::{NONE, Op, Plan, RevStep, Step};
+
+/// The forward steps of one layout and the places their values need.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Layout {
+    /// The lane steps, each slot its place in this layout.
+    pub steps: Vec<Step>,
+    /// The sum-chain terms (parallel to [`Plan::chain_targets`]).
+    pub chains: Vec<(u32, bool)>,
+    /// Value places a workspace needs.
+    pub values: usize,
+}
+
+/// A compiled tape's slots before placing: every slot numbered in topological order.
+pub(super) struct Logical<'a> {
+    /// Number of slots.
+    pub slots: usize,
+    /// Per slot, whether it is constant or the same in every lane (never shared).
+    pub uniform: &'a [bool],
+    pub uniform_steps: &'a mut Vec<Step>,
+    pub steps: Vec<Step>,
+    pub chains: Vec<(u32, bool)>,
+    /// Adjoint index of each slot (`NONE` where it has none).
+    pub adj: &'a [u32],
+    pub output: u32,
+    pub consts: &'a mut Vec<(u32, f64)>,
+    pub latent_slots: &'a mut Vec<Option<u32>>,
+    pub param_slots: &'a mut Vec<Option<u32>>,
+}
+
+/// What placing gives besides the rewritten inputs.
+pub(super) struct Placed {
+    pub compact: Layout,
+    pub full: Layout,
+    pub output: u32,
+    /// Adjoint places a workspace needs.
+    pub adjoints: usize,
+    pub out_adj: u32,
+    /// The adjoint place of each latent and parameter (`NONE` where it has none).
+    pub latent_adj: Vec<u32>,
+    pub param_adj: Vec<u32>,
+}
+
+/// The slots the reverse sweep reads the value of at step `rs`: those its local derivatives
+/// (`crate::ir::unary_derivative`, `binary_derivatives`, the if-statement's rules) use for
+/// the operands it sends contributions to. Reading a slot not listed here would read another
+/// value's lanes; listing more than needed only costs places.
+fn reverse_reads(rs: &RevStep, smooth: bool) -> ([u32; 3], usize) {
+    let out = rs.step.out;
+    let (want_a, want_b) = (rs.to[0].adj != NONE, rs.to[1].adj != NONE);
+    match rs.step.op {
+        Op::Param { .. } | Op::Latent { .. } | Op::SumChain { .. } => ([0; 3], 0),
+        // Uniform operands are pinned anyway.
+        Op::Unary { a, .. } if rs.uniform => ([a, out, 0], 2),
+        Op::Unary { op, a } => match op {
+            Unary::Neg | Unary::Powi(0) => ([0; 3], 0),
+            Unary::Exp
+            | Unary::Expm1
+            | Unary::Sqrt
+            | Unary::Sigmoid
+            | Unary::Tanh
+            | Unary::Probit => ([out, 0, 0], 1),
+            Unary::Log
+            | Unary::Log1p
+            | Unary::Softplus
+            | Unary::Sin
+            | Unary::Cos
+            | Unary::Lgamma
+            | Unary::NormalCdf
+            | Unary::Powi(_) => ([a, 0, 0], 1),
+        },
+        // Both partials of `op(a, a)` at once.
+        Op::Binary { op, a, b } if a == b => match op {
+            Binary::Add | Binary::Sub => ([0; 3], 0),
+            Binary::Mul => ([a, 0, 0], 1),
+            Binary::Div | Binary::Pow => ([a, out, 0], 2),
+        },
+        Op::Binary { op, a, b } => match (op, want_a, want_b) {
+            (Binary::Add | Binary::Sub, _, _) => ([0; 3], 0),
+            // d(ab)/da = b, d(ab)/db = a.
+            (Binary::Mul, true, true) => ([a, b, 0], 2),
+            (Binary::Mul, true, false) => ([b, 0, 0], 1),
+            (Binary::Mul, false, _) => ([a, 0, 0], 1),
+            // d(a/b)/da = 1/b, d(a/b)/db = -v/b.
+            (Binary::Div, true, false) => ([b, 0, 0], 1),
+            (Binary::Div, _, _) => ([b, out, 0], 2),
+            (Binary::Pow, _, _) => ([a, b, out], 3),
+        },
+        Op::NormalSquare { x, m, s, .. } => ([x, m, s], 3),
+        Op::If { t, e, .. } if smooth => ([t, e, 0], 2),
+        Op::If { g, .. } => ([g, 0, 0], 1),
+    }
+}
+
+/// Calls `f` on every slot step `st` reads in the forward sweep (a sum chain's terms too).
+fn each_read(st: &Step, chains: &[(u32, bool)], mut f: impl FnMut(u32)) {
+    let (ops, k) = super::instr::operands(&st.op);
+    ops[..k].iter().for_each(|&o| f(o));
+    if let Op::SumChain { from, to, .. } = st.op {
+        chains[from as usize..to as usize]
+            .iter()
+            .for_each(|&(t, _)| f(t));
+    }
+}
+
+/// Rewrites every slot step `st` names (written or read) through `place`.
+fn rename(st: &mut Step, place: impl Fn(u32) -> u32) {
+    st.out = place(st.out);
+    match &mut st.op {
+        Op::Param { .. } | Op::Latent { .. } => {}
+        Op::Unary { a, .. } => *a = place(*a),
+        Op::Binary { a, b, .. } => (*a, *b) = (place(*a), place(*b)),
+        Op::NormalSquare { x, m, s, .. } => (*x, *m, *s) = (place(*x), place(*m), place(*s)),
+        Op::SumChain { base, .. } => *base = place(*base),
+        Op::If { g, t, e, .. } => (*g, *t, *e) = (place(*g), place(*t), place(*e)),
+    }
+}
+
+/// Places of their own from `next` on, handed out again once given back (the most recently
+/// freed first, as it is the most likely still in cache).
+struct Places {
+    next: u32,
+    free: Vec<u32>,
+}
+
+impl Places {
+    fn take(&mut self) -> u32 {
+        self.free.pop().unwrap_or_else(|| {
+            self.next += 1;
+            self.next - 1
+        })
+    }
+}
+
+/// Places the slots and adjoints of a compiled tape (see the module doc), rewriting the
+/// uniform steps, constants, plans and input slots in place.
+pub(super) fn place(l: Logical, plans: [&mut Plan; 2]) -> Placed {
+    let n = l.slots;
+    let mut pinned = l.uniform.to_vec();
+    pinned[l.output as usize] = true;
+    for (plan, smooth) in plans.iter().zip([true, false]) {
+        for rs in &plan.steps {
+            let (reads, k) = reverse_reads(rs, smooth);
+            reads[..k].iter().for_each(|&s| pinned[s as usize] = true);
+        }
+    }
+    // Full: pinned slots first, then the others, each in slot order.
+    let pinned_count = pinned.iter().filter(|&&p| p).count() as u32;
+    let mut full = vec![0u32; n];
+    let (mut p, mut q) = (0u32, pinned_count);
+    for (s, f) in full.iter_mut().enumerate() {
+        let c = if pinned[s] { &mut p } else { &mut q };
+        *f = *c;
+        *c += 1;
+    }
+    let (compact, compact_values) = compact_places(&l, &pinned, &full, pinned_count);
+    let layout = |map: &[u32], values: usize| {
+        let mut steps = l.steps.clone();
+        steps
+            .iter_mut()
+            .for_each(|st| rename(st, |s| map[s as usize]));
+        let chains = l
+            .chains
+            .iter()
+            .map(|&(t, r)| (map[t as usize], r))
+            .collect();
+        Layout {
+            steps,
+            chains,
+            values,
+        }
+    };
+    let compact_layout = layout(&compact, compact_values);
+    let full_layout = layout(&full, n);
+
+    // Adjoints: those of the latents and parameters (read after the sweep) and of the output
+    // (set before it) pinned, first; the others placed per plan.
+    let active = l.adj.iter().filter(|&&a| a != NONE).count();
+    let input_adj = |slots: &[Option<u32>]| -> Vec<u32> {
+        slots
+            .iter()
+            .map(|s| s.map_or(NONE, |s| l.adj[s as usize]))
+            .collect()
+    };
+    let mut latent_adj = input_adj(&l.latent_slots[..]);
+    let mut param_adj = input_adj(&l.param_slots[..]);
+    let mut out_adj = l.adj[l.output as usize];
+    let mut adj_place = vec![u32::MAX; active];
+    let mut adj_pinned = 0u32;
+    for a in latent_adj.iter().chain(&param_adj).chain([&out_adj]) {
+        if *a != NONE && adj_place[*a as usize] == u32::MAX {
+            adj_place[*a as usize] = adj_pinned;
+            adj_pinned += 1;
+        }
+    }
+    let mut adjoints = adj_pinned as usize;
+    for plan in plans {
+        adjoints = adjoints.max(place_adjoints(plan, &adj_place, adj_pinned));
+        for rs in &mut plan.steps {
+            rename(&mut rs.step, |s| compact[s as usize]);
+        }
+    }
+    for a in latent_adj
+        .iter_mut()
+        .chain(&mut param_adj)
+        .chain([&mut out_adj])
+    {
+        if *a != NONE {
+            *a = adj_place[*a as usize];
+        }
+    }
+
+    l.uniform_steps
+        .iter_mut()
+        .for_each(|st| rename(st, |s| full[s as usize]));
+    l.consts
+        .iter_mut()
+        .for_each(|(s, _)| *s = full[*s as usize]);
+    for slots in [&mut *l.latent_slots, &mut *l.param_slots] {
+        for s in slots.iter_mut() {
+            *s = s.map(|s| full[s as usize]);
+        }
+    }
+    Placed {
+        compact: compact_layout,
+        full: full_layout,
+        output: full[l.output as usize],
+        adjoints,
+        out_adj,
+        latent_adj,
+        param_adj,
+    }
+}
+
+/// The compact layout's place of every slot (pinned ones as in `full`) and the number of
+/// places: a linear scan over the lane steps, in which a slot's place is free again after
+/// the last step that reads it. A slot no step writes (fused away) gets place 0; nothing
+/// reads it.
+fn compact_places(l: &Logical, pinned: &[bool], full: &[u32], first: u32) -> (Vec<u32>, usize) {
+    let n = l.slots;
+    let mut last_read = vec![0usize; n];
+    for (i, st) in l.steps.iter().enumerate() {
+        each_read(st, &l.chains, |o| last_read[o as usize] = i);
+    }
+    let mut place: Vec<u32> = (0..n)
+        .map(|s| if pinned[s] { full[s] } else { 0 })
+        .collect();
+    let mut live = vec![false; n];
+    let mut places = Places {
+        next: first,
+        free: Vec::new(),
+    };
+    for (i, st) in l.steps.iter().enumerate() {
+        // Operands read here for the last time give their places back first, so the result
+        // may take one of them: a step reads all its operands before it writes.
+        each_read(st, &l.chains, |o| {
+            let o = o as usize;
+            if live[o] && last_read[o] == i {
+                places.free.push(place[o]);
+                live[o] = false;
+            }
+        });
+        let out = st.out as usize;
+        if !pinned[out] {
+            place[out] = places.take();
+            // A result nobody reads (none in a compiled tape) frees its place at once.
+            live[out] = last_read[out] > i;
+            if !live[out] {
+                places.free.push(place[out]);
+            }
+        }
+    }
+    (place, places.next as usize)
+}
+
+/// Places the adjoints of `plan` not already placed in `pinned` (those from `first` on) by a
+/// linear scan over its steps: an adjoint lives from its first contribution to its last use
+/// (its own step's read). A step's own adjoint never shares a place with one of its targets,
+/// as births are placed before deaths at each step. Rewrites the plan's adjoint indices;
+/// returns the number of places.
+fn place_adjoints(plan: &mut Plan, pinned: &[u32], first: u32) -> usize {
+    let active = pinned.len();
+    let mut birth = vec![usize::MAX; active];
+    let mut death = vec![0usize; active];
+    let each = |plan: &Plan, i: usize, f: &mut dyn FnMut(u32)| {
+        let rs = &plan.steps[i];
+        f(rs.ad);
+        rs.to
+            .iter()
+            .filter(|t| t.adj != NONE)
+            .for_each(|t| f(t.adj));
+        if let Op::SumChain { from, to, .. } = rs.step.op {
+            plan.chain_targets[from as usize..to as usize]
+                .iter()
+                .filter(|t| t.adj != NONE)
+                .for_each(|t| f(t.adj));
+        }
+    };
+    for i in 0..plan.steps.len() {
+        each(plan, i, &mut |a| {
+            let a = a as usize;
+            birth[a] = birth[a].min(i);
+            death[a] = i;
+        });
+    }
+    let mut place = pinned.to_vec();
+    let mut places = Places {
+        next: first,
+        free: Vec::new(),
+    };
+    let mut involved = Vec::new();
+    for i in 0..plan.steps.len() {
+        involved.clear();
+        each(plan, i, &mut |a| involved.push(a as usize));
+        for &a in &involved {
+            if place[a] == u32::MAX && birth[a] == i {
+                place[a] = places.take();
+            }
+        }
+        for &a in &involved {
+            if pinned[a] == u32::MAX && death[a] == i && birth[a] != usize::MAX {
+                places.free.push(place[a]);
+                birth[a] = usize::MAX; // given back once, though named twice
+            }
+        }
+    }
+    let at = |a: u32| if a == NONE { NONE } else { place[a as usize] };
+    for rs in &mut plan.steps {
+        rs.ad = at(rs.ad);
+        for t in &mut rs.to {
+            t.adj = at(t.adj);
+        }
+    }
+    for t in &mut plan.chain_targets {
+        t.adj = at(t.adj);
+    }
+    for z in &mut plan.zero {
+        *z = at(*z);
+    }
+    places.next as usize
+}
