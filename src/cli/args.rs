@@ -109,7 +109,9 @@ impl Footprint {
         8 * (self.dim as u128 + 2 * self.latents as u128 + 2)
     }
 
-    /// A tape workspace of one thread: a few chunk-wide (16-lane) arrays per node.
+    /// A tape workspace of one thread, at most: a few chunk-wide (16-lane) arrays per node.
+    /// An upper bound known before compiling: the tape shares places between values by
+    /// liveness, so most workspaces are far smaller; LYY18's forced sweeps keep every value.
     pub fn workspace(&self) -> u128 {
         self.nodes as u128 * 16 * 8 * 4
     }
