@@ -324,16 +324,9 @@ fn auto_against_the_fixed_etas_on_the_paper_models() {
             / 5.0
     };
     let mut near = 0;
-    for name in [
-        "temperature",
-        "xornet",
-        "walk",
-        "cheating",
-        "textmsg",
-        "influenza",
-    ] {
+    for name in dsgd::experiment::reproduce::PAPER_MODELS {
         let m = dsgd::models::builtin(name).unwrap().unwrap();
-        let mut fixed: Vec<f64> = [0.06, 0.1, 0.14, 0.18, 0.22]
+        let mut fixed: Vec<f64> = dsgd::experiment::paper::ETAS
             .iter()
             .map(|&eta| mean_final(&m, name, Some(eta)))
             .collect();
