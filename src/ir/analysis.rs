@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::node::{Binary, Node, NodeId, Unary};
-use super::program::{Program, Span};
+use super::program::Program;
+use super::source::Span;
 use super::transform::Transform;
 
 /// Everything `dsgd check` reports about a program's if-statements.

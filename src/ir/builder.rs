@@ -13,8 +13,9 @@ use super::error::IrError;
 use super::hash::{FastBuild, hash32, spread};
 use super::node::{Binary, Node, NodeId, Unary};
 use super::ops::{binary_value, unary_value};
-use super::program::{Program, Span};
-use super::term::{PendingTerm, TermKind};
+use super::program::Program;
+use super::source::Span;
+use super::term::{PendingTerm, Term, TermKind, TermNode};
 use super::transform::Transform;
 
 /// Default bound on the number of nodes a builder accepts (see [`Builder::with_node_limit`]).
@@ -47,6 +48,70 @@ pub(crate) struct Graph {
 }
 
 impl Graph {
+    /// The program of a finished graph: dead-code elimination and renumbering in
+    /// topological order, each if-statement numbered and its span kept, each recorded term
+    /// pointed at its live node (or its folded constant).
+    fn into_program(self, outputs: &[NodeId]) -> Program {
+        let g = self;
+        let mut live = vec![false; g.nodes.len()];
+        for &o in outputs {
+            live[o.index()] = true;
+        }
+        for i in (0..g.nodes.len()).rev() {
+            if live[i] {
+                for op in g.nodes[i].operands() {
+                    live[op.index()] = true;
+                }
+            }
+        }
+        let mut new_id = vec![NodeId(u32::MAX); g.nodes.len()];
+        let mut nodes = Vec::with_capacity(live.iter().filter(|&&l| l).count());
+        let mut if_nodes = Vec::new();
+        let mut if_spans = Vec::new();
+        for (i, node) in g.nodes.iter().enumerate() {
+            if !live[i] {
+                continue;
+            }
+            let id = NodeId(nodes.len() as u32);
+            new_id[i] = id;
+            let mut node = node.map_operands(|op| new_id[op.index()]);
+            if let Node::If { ref mut index, .. } = node {
+                *index = if_nodes.len() as u32;
+                if_nodes.push(id);
+                if_spans.push(g.if_spans.get(&NodeId(i as u32)).copied());
+            }
+            nodes.push(node);
+        }
+        // A term's node (or input) that is dead was folded into a constant or not needed.
+        let term_node = |id: NodeId| match (new_id[id.index()], g.nodes[id.index()]) {
+            (k, _) if k.0 != u32::MAX => TermNode::Node(k),
+            (_, Node::Const(c)) => TermNode::Const(c),
+            _ => TermNode::Gone,
+        };
+        let term_inputs: Vec<TermNode> = g.term_inputs.iter().map(|&i| term_node(i)).collect();
+        let terms = g
+            .terms
+            .iter()
+            .map(|t| Term {
+                kind: t.kind,
+                span: t.span,
+                node: term_node(t.node),
+                inputs: t.inputs,
+            })
+            .collect();
+        Program::from_parts(
+            nodes,
+            outputs.iter().map(|o| new_id[o.index()]).collect(),
+            g.param_names,
+            g.latent_names,
+            g.latent_transforms,
+            if_nodes,
+            if_spans,
+            terms,
+            term_inputs,
+        )
+    }
+
     fn node(&self, id: NodeId) -> Node {
         self.nodes[id.index()]
     }
@@ -585,7 +650,7 @@ impl Builder {
                 count: g.nodes.len(),
             });
         }
-        Ok(Program::from_graph(g, outputs))
+        Ok(g.into_program(outputs))
     }
 }
 

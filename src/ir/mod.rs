@@ -15,6 +15,7 @@ mod model;
 mod node;
 mod ops;
 mod program;
+mod source;
 mod term;
 mod transform;
 
@@ -29,6 +30,7 @@ pub(crate) use hash::FastBuild;
 pub use model::{LatentKind, LatentSpec, Mode, Model, ParamSpec};
 pub use node::{Binary, Branch, Node, NodeId, Unary};
 pub use ops::{binary_derivatives, binary_value, unary_derivative, unary_value};
-pub use program::{Program, Semantics, SourceText, Span};
+pub use program::{Program, Semantics};
+pub use source::{SourceText, Span};
 pub use term::{Term, TermKind, TermNode};
 pub use transform::Transform;

@@ -6,7 +6,8 @@
 //! the program, because it decides the family, not the objective.
 
 use super::node::NodeId;
-use super::program::{Program, Span};
+use super::program::Program;
+use super::source::Span;
 use super::transform::Transform;
 
 /// What kind of problem a model states.

@@ -4,38 +4,12 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use super::builder::Graph;
 use super::node::{Branch, Node, NodeId};
 use super::ops::{binary_value, unary_value};
+use super::source::{SourceText, Span};
 use super::term::{Term, TermNode};
 use super::transform::Transform;
 use crate::special::sigmoid;
-
-/// A byte range in the source text a node came from (the language sets it; the builder API
-/// leaves it empty).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
-pub struct Span {
-    /// Byte offset of the first byte.
-    pub start: u32,
-    /// Byte offset one past the last byte.
-    pub end: u32,
-}
-
-/// The text a program was compiled from, for messages that quote it (the language sets it;
-/// programs built in Rust have none).
-#[derive(Clone, PartialEq, Eq)]
-pub struct SourceText {
-    /// The file name as given to the compiler.
-    pub file: String,
-    pub text: String,
-}
-
-/// Without the text, which may be megabytes.
-impl fmt::Debug for SourceText {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "SourceText({:?}, {} bytes)", self.file, self.text.len())
-    }
-}
 
 /// How if-statements are interpreted (docs/design.md section 1).
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -76,60 +50,26 @@ pub struct Program {
 }
 
 impl Program {
-    /// Dead-code elimination and renumbering of a finished graph.
-    pub(crate) fn from_graph(g: Graph, outputs: &[NodeId]) -> Program {
-        let mut live = vec![false; g.nodes.len()];
-        for &o in outputs {
-            live[o.index()] = true;
-        }
-        for i in (0..g.nodes.len()).rev() {
-            if live[i] {
-                for op in g.nodes[i].operands() {
-                    live[op.index()] = true;
-                }
-            }
-        }
-        let mut new_id = vec![NodeId(u32::MAX); g.nodes.len()];
-        let mut nodes = Vec::with_capacity(live.iter().filter(|&&l| l).count());
-        let mut if_nodes = Vec::new();
-        let mut if_spans = Vec::new();
-        for (i, node) in g.nodes.iter().enumerate() {
-            if !live[i] {
-                continue;
-            }
-            let id = NodeId(nodes.len() as u32);
-            new_id[i] = id;
-            let mut node = node.map_operands(|op| new_id[op.index()]);
-            if let Node::If { ref mut index, .. } = node {
-                *index = if_nodes.len() as u32;
-                if_nodes.push(id);
-                if_spans.push(g.if_spans.get(&NodeId(i as u32)).copied());
-            }
-            nodes.push(node);
-        }
-        // A term's node (or input) that is dead was folded into a constant or not needed.
-        let term_node = |id: NodeId| match (new_id[id.index()], g.nodes[id.index()]) {
-            (k, _) if k.0 != u32::MAX => TermNode::Node(k),
-            (_, Node::Const(c)) => TermNode::Const(c),
-            _ => TermNode::Gone,
-        };
-        let term_inputs: Vec<TermNode> = g.term_inputs.iter().map(|&i| term_node(i)).collect();
-        let terms = g
-            .terms
-            .iter()
-            .map(|t| Term {
-                kind: t.kind,
-                span: t.span,
-                node: term_node(t.node),
-                inputs: t.inputs,
-            })
-            .collect();
+    /// A program from the live nodes of a finished graph, already renumbered in topological
+    /// order (the builder's dead-code elimination makes them), with the metadata of each.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn from_parts(
+        nodes: Vec<Node>,
+        outputs: Vec<NodeId>,
+        param_names: Vec<String>,
+        latent_names: Vec<String>,
+        latent_transforms: Vec<Transform>,
+        if_nodes: Vec<NodeId>,
+        if_spans: Vec<Option<Span>>,
+        terms: Vec<Term>,
+        term_inputs: Vec<TermNode>,
+    ) -> Program {
         Program {
             nodes,
-            outputs: outputs.iter().map(|o| new_id[o.index()]).collect(),
-            param_names: g.param_names,
-            latent_names: g.latent_names,
-            latent_transforms: g.latent_transforms,
+            outputs,
+            param_names,
+            latent_names,
+            latent_transforms,
             if_nodes,
             if_spans,
             terms,

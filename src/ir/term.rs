@@ -6,7 +6,7 @@
 
 use super::dist::Dist;
 use super::node::NodeId;
-use super::program::Span;
+use super::source::Span;
 
 /// What kind of statement a term comes from.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
