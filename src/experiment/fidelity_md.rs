@@ -10,7 +10,7 @@ use std::fmt::Write;
 
 use super::claims::{self, Claim, ModelResults};
 use super::compare::Cell;
-use super::reproduce::Reproduction;
+use super::reproduction::Reproduction;
 use super::tables::num;
 
 /// How far the 1,000-sample final values of a cell lie from the precise ones, against the
@@ -286,7 +286,7 @@ pub fn per_seed_precise(rep: &Reproduction) -> String {
     if !any {
         return String::new();
     }
-    let table = super::report_md::per_seed_table(rep, |c| {
+    let table = per_seed_table(rep, |c| {
         c.final_precise
             .iter()
             .map(|p| match p {
@@ -312,3 +312,26 @@ const GRADIENT_TABLE: &str = "\
 | rho[t[11]] | 0.4 ± 0.0 | 0.6 ± 0.0 | 14.2 | 2622.8 ± 2474.4 | -0.5 ± 1.1 | 10.1 ± 5.8 |\n\
 | rho[t[16]] | -230.4 ± 2.0 | -38.4 ± 44.0 | 4.4 | -1528.8 ± 2477.5 | -224.0 ± 9.0 | -643.1 ± 42.8 |\n\
 \nmax |z| ours vs Score: 2.7 over the mu (and model) components, 1.9 over the rho components; ours vs the variant over the rho components: 110.9 (ours vs Score: same samples, independent estimators).\n";
+
+/// A table with a row per model and cell and a column per seed; `entries` gives a cell's
+/// entries, seed by seed.
+pub(super) fn per_seed_table(rep: &Reproduction, entries: impl Fn(&Cell) -> Vec<String>) -> String {
+    let n = rep.config.seeds as usize;
+    let mut s = String::from("| model | cell |");
+    for k in 0..n {
+        let _ = write!(s, " seed {k} |");
+    }
+    s += "\n| --- | --- |";
+    s += &" --- |".repeat(n);
+    s += "\n";
+    for m in &rep.models {
+        for c in &m.comparison.cells {
+            let _ = write!(s, "| {} | {} |", m.comparison.model, c.arm.label());
+            for e in entries(c) {
+                let _ = write!(s, " {e} |");
+            }
+            s += "\n";
+        }
+    }
+    s
+}

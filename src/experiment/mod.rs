@@ -22,6 +22,7 @@ pub mod precise;
 pub mod report;
 pub mod report_md;
 pub mod reproduce;
+pub mod reproduction;
 pub mod run;
 pub mod summary;
 pub mod sweep;

@@ -7,8 +7,7 @@
 use std::fmt::Write;
 
 use super::claims::{self, ModelResults};
-use super::compare::Cell;
-use super::reproduce::Reproduction;
+use super::reproduction::Reproduction;
 use super::tables::{self, BandCell, num};
 use crate::estimate::EstimatorKind;
 
@@ -210,30 +209,7 @@ pub fn render(rep: &Reproduction) -> String {
 
 /// Every run's final ELBO, so that bimodal cells (some seeds stuck) can be seen.
 fn per_seed(rep: &Reproduction) -> String {
-    per_seed_table(rep, |c| c.final_elbo.iter().map(|&v| num(v)).collect())
-}
-
-/// A table with a row per model and cell and a column per seed; `entries` gives a cell's
-/// entries, seed by seed.
-pub(super) fn per_seed_table(rep: &Reproduction, entries: impl Fn(&Cell) -> Vec<String>) -> String {
-    let n = rep.config.seeds as usize;
-    let mut s = String::from("| model | cell |");
-    for k in 0..n {
-        let _ = write!(s, " seed {k} |");
-    }
-    s += "\n| --- | --- |";
-    s += &" --- |".repeat(n);
-    s += "\n";
-    for m in &rep.models {
-        for c in &m.comparison.cells {
-            let _ = write!(s, "| {} | {} |", m.comparison.model, c.arm.label());
-            for e in entries(c) {
-                let _ = write!(s, " {e} |");
-            }
-            s += "\n";
-        }
-    }
-    s
+    super::fidelity_md::per_seed_table(rep, |c| c.final_elbo.iter().map(|&v| num(v)).collect())
 }
 
 /// How many seeds of each DSGD/Fixed cell of `model` ended below `threshold`.

@@ -1,0 +1,151 @@
+//! What a reproduction is and what it produced: its settings (the paper's, or the quick
+//! ones) and its outcome per model. Data only, apart from the pipeline (`reproduce.rs`) and
+//! the Markdown (`report_md.rs`, `fidelity_md.rs`), which both read it without importing
+//! each other.
+
+use serde::Serialize;
+
+use super::compare::ModelComparison;
+use super::cost::{Cost, CostConfig};
+use super::precise::PreciseConfig;
+use super::run::{OnNonFinite, RunConfig};
+use super::tables::{self, VarianceRow};
+use crate::optim::{AdamConfig, OptimizerConfig};
+
+/// The paper's six models, in its order (Example 1.1 is Figure 1a).
+pub const PAPER_MODELS: [&str; 6] = [
+    "temperature",
+    "xornet",
+    "walk",
+    "cheating",
+    "textmsg",
+    "influenza",
+];
+
+/// The paper's Adam step and DSGD decay for `model`: the built-in model's recommended
+/// settings (0.01 and 0.2 for xornet), else 0.0015 and the default `1 / (2 l)`.
+pub fn paper_settings(model: &str) -> (f64, Option<f64>) {
+    let r = crate::models::recommended(model);
+    (r.lr.unwrap_or(AdamConfig::default().lr), r.eta_decay)
+}
+
+/// Everything a reproduction does.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReproduceConfig {
+    /// Quick mode: fewer iterations, seeds and etas; not comparable to the paper.
+    pub quick: bool,
+    pub models: Vec<String>,
+    pub seeds: u64,
+    pub etas: Vec<f64>,
+    pub iterations: u64,
+    pub batch: usize,
+    pub log_every: u64,
+    pub log_samples: usize,
+    /// The eta whose DSGD and Fixed runs give Table 2's variances.
+    pub variance_eta: f64,
+    /// Seeds of the band cells judged by their median (`tables::judged_by_median`: xornet);
+    /// the first `seeds` of them are Table 1's, the rest are run for the band only.
+    pub band_median_seeds: u64,
+    /// Each run's precise final value (see [`super::precise`]); `None`: not measured.
+    pub precise: Option<PreciseConfig>,
+    #[serde(skip)]
+    pub cost: CostConfig,
+}
+
+impl ReproduceConfig {
+    /// The paper's settings: 10,000 iterations, batch 16, log every 100 with 1,000 samples,
+    /// 5 seeds, eta 0.06 to 0.22.
+    pub fn full() -> ReproduceConfig {
+        ReproduceConfig {
+            quick: false,
+            models: PAPER_MODELS.iter().map(|s| s.to_string()).collect(),
+            seeds: 5,
+            etas: super::paper::ETAS.to_vec(),
+            iterations: 10_000,
+            batch: 16,
+            log_every: 100,
+            log_samples: 1000,
+            variance_eta: 0.1,
+            band_median_seeds: 20,
+            precise: Some(PreciseConfig {
+                rel_se: 1e-3,
+                min_samples: 1 << 15,
+                max_samples: 1 << 18,
+            }),
+            cost: CostConfig::default(),
+        }
+    }
+
+    /// The same pipeline, small: 1,000 iterations, 2 seeds, eta 0.1 and 0.14, 200 samples
+    /// per measurement, short timings.
+    pub fn quick() -> ReproduceConfig {
+        ReproduceConfig {
+            quick: true,
+            seeds: 2,
+            band_median_seeds: 2,
+            etas: vec![0.1, 0.14],
+            iterations: 1000,
+            log_samples: 200,
+            precise: Some(PreciseConfig {
+                rel_se: 1e-3,
+                min_samples: 1 << 13,
+                max_samples: 1 << 15,
+            }),
+            cost: CostConfig {
+                batch: 16,
+                warmup_seconds: 0.02,
+                repeats: 5,
+                repeat_seconds: 0.01,
+            },
+            ..ReproduceConfig::full()
+        }
+    }
+
+    /// The settings of one run of `model` (before estimator, eta and seed).
+    pub fn base_run(&self, model: &str) -> RunConfig {
+        let (lr, decay) = paper_settings(model);
+        RunConfig {
+            eta: self.variance_eta,
+            eta_decay: decay,
+            iterations: self.iterations,
+            batch: self.batch,
+            optimizer: OptimizerConfig::Adam(AdamConfig {
+                lr,
+                ..AdamConfig::default()
+            }),
+            log_every: self.log_every,
+            log_samples: self.log_samples,
+            on_nonfinite: OnNonFinite::Stop,
+            precise: self.precise,
+            ..RunConfig::default()
+        }
+    }
+}
+
+/// One model's outcome.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ModelOutcome {
+    pub comparison: ModelComparison,
+    pub lr: f64,
+    pub eta_decay: f64,
+    pub costs: Vec<Cost>,
+    pub variance: Vec<VarianceRow>,
+    /// The band cells judged by their median, over all their seeds.
+    pub median_cells: Vec<tables::MedianCell>,
+    /// The trajectory figure, relative to the output directory, without extension.
+    pub figure: String,
+}
+
+/// What a reproduction produced.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Reproduction {
+    pub config: ReproduceConfig,
+    pub models: Vec<ModelOutcome>,
+    pub runs: usize,
+    /// Threads of the sweep.
+    pub threads: usize,
+    pub sweep_seconds: f64,
+    pub cost_seconds: f64,
+    /// From the start to the report (runs, files, figures, costs).
+    pub wall_seconds: f64,
+}
