@@ -99,17 +99,18 @@ impl Graph {
                 inputs: t.inputs,
             })
             .collect();
-        Program::from_parts(
+        Program {
             nodes,
-            outputs.iter().map(|o| new_id[o.index()]).collect(),
-            g.param_names,
-            g.latent_names,
-            g.latent_transforms,
+            outputs: outputs.iter().map(|o| new_id[o.index()]).collect(),
+            param_names: g.param_names,
+            latent_names: g.latent_names,
+            latent_transforms: g.latent_transforms,
             if_nodes,
             if_spans,
             terms,
             term_inputs,
-        )
+            source: None,
+        }
     }
 
     fn node(&self, id: NodeId) -> Node {

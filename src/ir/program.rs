@@ -30,54 +30,28 @@ pub enum Semantics {
     },
 }
 
-/// A DAG of the paper's calculus, in topological order, with no dead nodes.
+/// A DAG of the paper's calculus, in topological order, with no dead nodes. Only the
+/// builder makes one (`Graph::into_program`, the dead-code elimination), hence the fields
+/// visible inside `ir`.
 #[derive(Clone, Debug)]
 pub struct Program {
-    nodes: Vec<Node>,
-    outputs: Vec<NodeId>,
-    param_names: Vec<String>,
-    latent_names: Vec<String>,
+    pub(super) nodes: Vec<Node>,
+    pub(super) outputs: Vec<NodeId>,
+    pub(super) param_names: Vec<String>,
+    pub(super) latent_names: Vec<String>,
     /// `z = T(u)` of each latent, by latent index (`Latent(i)` is `u`).
-    latent_transforms: Vec<Transform>,
+    pub(super) latent_transforms: Vec<Transform>,
     /// The node of each if-statement, by if-index.
-    if_nodes: Vec<NodeId>,
+    pub(super) if_nodes: Vec<NodeId>,
     /// The source span of each if-statement, by if-index.
-    if_spans: Vec<Option<Span>>,
+    pub(super) if_spans: Vec<Option<Span>>,
     /// The log-density terms the front end recorded, in the order it added them.
-    terms: Vec<Term>,
-    term_inputs: Vec<TermNode>,
-    source: Option<Arc<SourceText>>,
+    pub(super) terms: Vec<Term>,
+    pub(super) term_inputs: Vec<TermNode>,
+    pub(super) source: Option<Arc<SourceText>>,
 }
 
 impl Program {
-    /// A program from the live nodes of a finished graph, already renumbered in topological
-    /// order (the builder's dead-code elimination makes them), with the metadata of each.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn from_parts(
-        nodes: Vec<Node>,
-        outputs: Vec<NodeId>,
-        param_names: Vec<String>,
-        latent_names: Vec<String>,
-        latent_transforms: Vec<Transform>,
-        if_nodes: Vec<NodeId>,
-        if_spans: Vec<Option<Span>>,
-        terms: Vec<Term>,
-        term_inputs: Vec<TermNode>,
-    ) -> Program {
-        Program {
-            nodes,
-            outputs,
-            param_names,
-            latent_names,
-            latent_transforms,
-            if_nodes,
-            if_spans,
-            terms,
-            term_inputs,
-            source: None,
-        }
-    }
-
     /// The source text, if the program was compiled from one.
     pub fn source(&self) -> Option<&SourceText> {
         self.source.as_deref()
