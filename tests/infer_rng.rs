@@ -1,15 +1,15 @@
-//! The noise generator (Philox4x32-10 and Box-Muller, `dsgd::estimate::SampleRng`) draws
+//! The noise generator (Philox4x32-10 and a ziggurat, `dsgd::estimate::SampleRng`) draws
 //! standard normals: a Kolmogorov-Smirnov test, the first four moments and the tail
-//! frequencies, each against its standard error; the tail beyond 5 to 7 sigma by feeding the
-//! transform's uniform inputs directly; and no correlation across lanes, keys, channels and
-//! the two halves of a pair.
+//! frequencies, each against its standard error; the mass below each of several layer edges
+//! of the ziggurat; the tail beyond 5 to 7 sigma by feeding the tail sampler's uniform inputs
+//! directly; and no correlation across lanes, keys, channels and the two halves of a block.
 //!
 //! Thresholds: every statistic is held to 4.5 standard errors (or the KS statistic to its
 //! 0.1 % critical value), so a correct generator fails one assertion with probability below
 //! about 1e-4 overall. In-suite about 2 million draws; the `#[ignore]`d test draws 10^8
 //! (`cargo test --release --test infer_rng -- --ignored --nocapture`).
 
-use dsgd::estimate::normal::{box_muller, open_unit};
+use dsgd::estimate::normal;
 use dsgd::estimate::{Channel, Purpose, SampleRng, StreamKey};
 use dsgd::special::normal_cdf;
 
@@ -123,53 +123,113 @@ fn a_hundred_million_draws_are_standard_normal() {
     Stats::draw(StreamKey::new(2026, 1, Purpose::Other(2)), 100_000_000).check(5.0);
 }
 
-/// A word whose uniform `open_unit` is `(k + 1/2) 2^-52`.
+/// A word whose uniform `open_unit` is `(k + 1/2) 2^-52`, in layer 0 with a positive sign.
 fn word(k: u64) -> u64 {
     k << 12
 }
 
+/// A uniform 64-bit word from `g`.
+fn any_word(g: &mut SampleRng) -> u64 {
+    (g.index(1 << 32) as u64) << 32 | g.index(1 << 32) as u64
+}
+
 #[test]
-fn the_transform_reaches_beyond_six_sigma_with_the_right_mass() {
-    // Given R > t (the radius word's uniform below exp(-t^2/2), drawn uniformly there), the
-    // chance that |z| > t is 2 Phi(-t) / exp(-t^2/2): the transform's own tail, far beyond
-    // what a sample of normals reaches.
+fn the_tail_reaches_beyond_seven_sigma_with_the_right_shape() {
+    // The tail of the base layer, entered with its largest uniform (beyond `r`), proposes
+    // `r + x` with `x = -ln(a) / r`. Given `a` below `exp(-r (t - r))` every proposal lies
+    // beyond `t`, and the accepted ones follow the normal's tail beyond `t`: so the chance
+    // of passing `t + d` is `Phi(-t - d) / Phi(-t)`, far beyond what a sample of normals
+    // reaches. The source alternates such `a` words with free `b` words, as the tail reads.
+    // So far out most proposals are rejected (99 % at 7 sigma), and a draw may run out of
+    // words (it then returns `r`): those are left out, which biases nothing, since the
+    // attempts are independent and the accepted one's law does not depend on how many
+    // came before.
+    let t = normal::tables();
+    let start = word((1 << 52) - 1);
+    let (_, fast) = normal::fast(t, start);
+    assert!(!fast, "the base layer's widest point is in the tail");
     let mut g = StreamKey::new(5, 0, Purpose::Other(4)).rng(Channel::Choice);
     let g = g.lane(0);
-    for t in [5.0f64, 6.0, 7.0] {
-        let cut = (-0.5 * t * t).exp();
+    let d = 0.2;
+    for cut_at in [5.0f64, 6.0, 7.0] {
+        let cut = (-t.r * (cut_at - t.r)).exp();
         let grid = (cut * (1u64 << 52) as f64) as usize;
-        let m = 400_000;
         let mut hits = 0u64;
-        let mut max: f64 = 0.0;
-        for _ in 0..m {
-            let k = g.index(grid) as u64;
-            let (a, b) = box_muller(word(k), word(g.index(1 << 52) as u64));
-            assert!(
-                a.hypot(b) >= t * (1.0 - 1e-12),
-                "radius below {t} from u < its cut"
-            );
-            hits += u64::from(a.abs() > t) + u64::from(b.abs() > t);
-            max = max.max(a.abs()).max(b.abs());
+        let mut kept = 0u64;
+        let mut min = f64::INFINITY;
+        let mut calls = 0u64;
+        for _ in 0..200_000 {
+            let z = normal::slow(t, start, || {
+                calls += 1;
+                if calls % 2 == 1 {
+                    word(g.index(grid) as u64)
+                } else {
+                    any_word(g)
+                }
+            });
+            if z == t.r {
+                continue;
+            }
+            kept += 1;
+            hits += u64::from(z > cut_at + d);
+            min = min.min(z);
         }
-        let p = 2.0 * normal_cdf(-t) / cut;
-        // The two halves of a pair are independent, so 2m draws.
-        let (n, c) = (2.0 * m as f64, hits as f64);
+        assert!(kept > 20_000, "only {kept} draws accepted beyond {cut_at}");
+        assert!(min >= cut_at * (1.0 - 1e-12), "{min} below {cut_at}");
+        let p = normal_cdf(-cut_at - d) / normal_cdf(-cut_at);
+        let (n, c) = (kept as f64, hits as f64);
         let z = (c - n * p) / (n * p * (1.0 - p)).sqrt();
         eprintln!(
-            "beyond {t} sigma: {c} of {n} given R > {t} (want {:.1}, {z:+.2} sd); max {max:.3}",
+            "beyond {} given beyond {cut_at}: {c} of {n} (want {:.1}, {z:+.2} sd)",
+            cut_at + d,
             n * p
         );
-        assert!(z.abs() < 4.5, "tail beyond {t}: {c} against {}", n * p);
-        assert!(max > t + 0.5);
+        assert!(z.abs() < 4.5, "tail beyond {cut_at}: {c} against {}", n * p);
     }
-    // The largest radius the grid allows: u = 2^-53.
-    let (a, b) = box_muller(word(0), word(0));
-    let r = a.hypot(b);
-    assert!(
-        (r - (106.0 * std::f64::consts::LN_2).sqrt()).abs() < 1e-13,
-        "{r}"
-    );
-    assert_eq!(open_unit(word(0)), f64::EPSILON / 2.0);
+}
+
+#[test]
+fn every_layer_gives_the_right_mass() {
+    // The layers' edges `x[i]` are where the fast path hands over to the wedges and the
+    // tail: a draw below an edge comes from several layers and both paths. So the
+    // frequency of `|z| < x[i]` must be `2 Phi(x[i]) - 1` at every edge, from the tail's
+    // start `r = x[1]` to the top layer's `x[LAYERS - 1]`.
+    let t = normal::tables();
+    let mut g = StreamKey::new(6, 0, Purpose::Other(5)).rng(Channel::Choice);
+    let g = g.lane(0);
+    let n = 1_000_000;
+    let draws: Vec<f64> = (0..n)
+        .map(|_| {
+            let w = any_word(g);
+            match normal::fast(t, w) {
+                (z, true) => z,
+                _ => normal::slow(t, w, || any_word(g)),
+            }
+        })
+        .collect();
+    for i in [
+        1usize,
+        2,
+        8,
+        64,
+        256,
+        512,
+        800,
+        1000,
+        1020,
+        normal::LAYERS - 1,
+    ] {
+        let edge = t.x[i];
+        let p = 2.0 * normal_cdf(edge) - 1.0;
+        let c = draws.iter().filter(|z| z.abs() < edge).count() as f64;
+        let nf = n as f64;
+        let z = (c - nf * p) / (nf * p * (1.0 - p)).sqrt();
+        eprintln!(
+            "|z| < x[{i}] = {edge:.4}: {c} (want {:.1}, {z:+.2} sd)",
+            nf * p
+        );
+        assert!(z.abs() < 4.5, "below x[{i}]: {c} against {}", nf * p);
+    }
 }
 
 /// The sample correlation of `x` and `y`.
@@ -199,7 +259,7 @@ fn lanes(rng: &mut SampleRng, first: usize, lanes: usize, n: usize) -> Vec<f64> 
 }
 
 #[test]
-fn lanes_keys_channels_and_pair_halves_are_uncorrelated() {
+fn lanes_keys_channels_and_block_halves_are_uncorrelated() {
     let n = 200_000;
     let bound = 4.5 / (n as f64).sqrt();
     let key = StreamKey::new(9, 40, Purpose::Step);
@@ -246,17 +306,16 @@ fn lanes_keys_channels_and_pair_halves_are_uncorrelated() {
         eprintln!("correlation with {name}: {r:+.5} (bound {bound:.5})");
         assert!(r.abs() < bound, "{name}: correlation {r}");
     }
-    // The two halves of each pair (even and odd draws of a lane), and their squares (the
-    // radius is shared: the squares of a pair are uncorrelated only if the transform is right).
+    // The two words of each block (even and odd draws of a lane), and their squares.
     let even: Vec<f64> = base.iter().step_by(2).copied().collect();
     let odd: Vec<f64> = base.iter().skip(1).step_by(2).copied().collect();
     let bound2 = 4.5 / (even.len() as f64).sqrt();
     let r = correlation(&even, &odd);
-    assert!(r.abs() < bound2, "pair halves: correlation {r}");
+    assert!(r.abs() < bound2, "block halves: correlation {r}");
     let sq = |v: &[f64]| v.iter().map(|x| x * x).collect::<Vec<_>>();
     let r2 = correlation(&sq(&even), &sq(&odd));
-    eprintln!("pair halves: {r:+.5}, squares {r2:+.5} (bound {bound2:.5})");
-    assert!(r2.abs() < bound2, "pair halves' squares: correlation {r2}");
+    eprintln!("block halves: {r:+.5}, squares {r2:+.5} (bound {bound2:.5})");
+    assert!(r2.abs() < bound2, "block halves' squares: correlation {r2}");
 }
 
 #[test]

@@ -1,47 +1,157 @@
-//! Standard normals from uniform bits: the Box-Muller transform with our own polynomial
-//! `ln` ([`crate::elementary::ln`]), `sqrt` and a quadrant-reduced `sin`/`cos`, written as
-//! straight-line code so that a lane loop over it vectorises, and the same in every build.
+//! Standard normals from uniform bits: a ziggurat (Marsaglia and Tsang, "The Ziggurat Method
+//! for Generating Random Variables", 2000) of 1024 layers, with the layer index and the
+//! uniform taken from independent bits of one 64-bit word (Doornik, "An Improved Ziggurat
+//! Method to Generate Normal Random Samples", 2005) and the tail beyond the base layer drawn
+//! exactly by Marsaglia's 1964 method.
 //!
-//! Box-Muller is exact in distribution: for independent uniforms `u`, `v` on (0, 1),
-//! `sqrt(-2 ln u) (cos 2 pi v, sin 2 pi v)` are two independent standard normals. The only
-//! approximations are the uniforms' grid (`(k + 1/2) 2^-52`: the radius stops at 8.57, and
-//! the radius's tail mass beyond 8.49, `2^-52`, sits on the last grid point) and the last bits of the elementary functions.
-//! Unlike a ziggurat it has no rejection step, so every lane takes the same instructions and
-//! each pair of normals consumes exactly one Philox block.
+//! How it works: the area under `f(x) = exp(-x^2 / 2)`, `x >= 0`, is covered by layers of
+//! equal area `v`: a base strip (the rectangle `[0, r] x [0, f(r)]` plus the tail beyond
+//! `r`) and rectangles stacked on it, each as wide as the curve at its lower edge. A draw
+//! picks a layer `i` and a point `x = u x[i]` along its width; if `x` lies left of the
+//! layer above's edge `x[i + 1]`, the whole column under the point is inside the curve and
+//! `x` is the answer. That fast path (one table load, a multiply and a compare, no
+//! elementary function) takes 99.57 % of the draws; the rest go to [`slow`]: the wedge
+//! between a rectangle and the curve (one more uniform and one `exp`), the tail (`ln`s),
+//! or a fresh draw after a rejection. The result is exact in distribution, up to the grid of
+//! the uniforms and the last bits of the tables.
+//!
+//! Why a ziggurat: its fast path costs a fraction of Box-Muller's `ln`, `sqrt`, `sin` and
+//! `cos`. Why 1024 layers rather than the usual 128 or 256: the slow path costs about as much
+//! as dozens of fast draws (a scalar Philox block, an `exp`, mispredicted branches), and with
+//! 1024 layers it takes 0.43 % of the draws instead of 1.5 %; the fast path's table (16 KiB)
+//! still sits in the level-1 cache. Measured faster than 256 and 2048 layers per sample.
+//!
+//! One word gives one normal: bits 0-9 the layer, bit 10 the sign, bits 12-63 the uniform
+//! `(k + 1/2) 2^-52`, so the layer, the sign and the position are independent (the original
+//! method took index and uniform from the same bits, which Doornik showed correlates them).
+//! [`slow`] asks its caller for further words, which must be independent of every other
+//! normal's words: `rng.rs` takes them from a counter space of their own.
+//!
+//! The tables are built once, the first time they are used, from the standard recursion with
+//! our own `exp` and `ln` ([`crate::elementary`]) and `libm`'s `erfc`: the same bits on every
+//! machine and in every build.
 
-use std::f64::consts::FRAC_PI_2;
+use std::f64::consts::{FRAC_PI_2, SQRT_2};
+use std::sync::LazyLock;
 
-use crate::elementary::{self, poly_even_odd};
+use crate::elementary;
 
-/// `1.5 * 2^52`: adding it rounds to an integer held in the low bits.
-const ROUND: f64 = 6_755_399_441_055_744.0;
+/// The bits of a word that pick its layer; the bit above them is the sign. The bits from 12
+/// up are the uniform, so at most 11.
+pub const LAYER_BITS: u32 = 10;
+const _: () = assert!(LAYER_BITS < 12);
 
-/// `(-1)^k / (2k + 1)!` for `k = 8..=0`: `sin x = x * S(x^2)` on `|x| <= pi/4` to 1e-19.
-const SIN_COEFFS: [f64; 9] = [
-    1.0 / 355_687_428_096_000.0,
-    -1.0 / 1_307_674_368_000.0,
-    1.0 / 6_227_020_800.0,
-    -1.0 / 39_916_800.0,
-    1.0 / 362_880.0,
-    -1.0 / 5_040.0,
-    1.0 / 120.0,
-    -1.0 / 6.0,
-    1.0,
-];
+/// The number of layers.
+pub const LAYERS: usize = 1 << LAYER_BITS;
 
-/// `(-1)^k / (2k)!` for `k = 9..=0`: `cos x = C(x^2)` on `|x| <= pi/4` to 1e-20.
-const COS_COEFFS: [f64; 10] = [
-    -1.0 / 6_402_373_705_728_000.0,
-    1.0 / 20_922_789_888_000.0,
-    -1.0 / 87_178_291_200.0,
-    1.0 / 479_001_600.0,
-    -1.0 / 3_628_800.0,
-    1.0 / 40_320.0,
-    -1.0 / 720.0,
-    1.0 / 24.0,
-    -1.0 / 2.0,
-    1.0,
-];
+/// The base edge `r` that [`solve`] finds for [`LAYERS`] layers (a test checks the bits):
+/// a process builds its tables in one pass of the recursion instead of a bisection's fifty.
+const R: f64 = f64::from_bits(0x4010_27c8_4109_fad6);
+
+/// The largest number of words [`slow`] takes from its caller for one normal: then it
+/// returns its current candidate. A wedge's attempt takes two words and a fresh draw
+/// rejects with probability 0.2 %; a tail's attempt takes two words and rejects with
+/// probability 8 %: running out has a chance below 10^-34 per normal.
+pub const SLOW_WORDS: usize = 64;
+
+/// The ziggurat's geometry, for `f(x) = exp(-x^2 / 2)`.
+#[derive(Debug)]
+pub struct Ziggurat {
+    /// `x[i]` is the width of layer `i`: `x[0] = v / f(r)` (the base strip as one rectangle
+    /// of area `v`), `x[1] = r`, then decreasing to `x[LAYERS] = 0`.
+    pub x: [f64; LAYERS + 1],
+    /// `f[i] = f(x[i])`, the lower edge of layer `i`, except `f[0] = 0` (the base strip
+    /// starts on the axis); `f[LAYERS] = 1`.
+    pub f: [f64; LAYERS + 1],
+    /// `[x[i], x[i + 1]]` side by side for the fast path: one 16-byte load per draw.
+    pub edges: [[f64; 2]; LAYERS],
+    /// Where the base strip's tail starts.
+    pub r: f64,
+    /// The area of each layer.
+    pub v: f64,
+}
+
+/// The unnormalised density, with our own `exp`.
+#[inline(always)]
+fn density(x: f64) -> f64 {
+    elementary::exp(-0.5 * x * x)
+}
+
+/// `integral_r^inf f(x) dx = sqrt(pi / 2) erfc(r / sqrt 2)`.
+fn tail_area(r: f64) -> f64 {
+    FRAC_PI_2.sqrt() * libm::erfc(r / SQRT_2)
+}
+
+/// The edges `x[0..=layers]` of `layers` layers from the base edge `r`, and their area `v`;
+/// `None` if the layers reach the top before the last (`r` is too small).
+///
+/// Layer `i` has area `v = x[i] (f(x[i + 1]) - f(x[i]))`, so
+/// `x[i + 1] = f^-1(f(x[i]) + v / x[i])`; the base strip is `x[0] = v / f(r)` wide.
+fn stack(r: f64, layers: usize) -> Option<(Vec<f64>, f64)> {
+    let v = r * density(r) + tail_area(r);
+    let mut x = vec![0.0; layers + 1];
+    x[0] = v / density(r);
+    x[1] = r;
+    for i in 1..layers - 1 {
+        let y = density(x[i]) + v / x[i];
+        if y >= 1.0 {
+            return None;
+        }
+        x[i + 1] = (-2.0 * elementary::ln(y)).sqrt();
+    }
+    Some((x, v))
+}
+
+/// The base edge `r` of a ziggurat of `layers` layers (128 to 4096), by bisection: the stack
+/// closes exactly at the top for one `r`; smaller ones run out of height, larger ones leave
+/// a top layer (from `f(x[layers - 1])` to 1) larger than `v`. It keeps the smallest `r` on
+/// the large side, whose top layer exceeds `v` by the least.
+#[cfg(test)]
+fn solve(layers: usize) -> f64 {
+    let (mut lo, mut hi) = (3.0f64, 5.0f64);
+    loop {
+        let mid = 0.5 * (lo + hi);
+        if mid <= lo || mid >= hi {
+            return hi;
+        }
+        match stack(mid, layers) {
+            Some((x, v)) if x[layers - 1] * (1.0 - density(x[layers - 1])) >= v => hi = mid,
+            _ => lo = mid,
+        }
+    }
+}
+
+impl Ziggurat {
+    fn build() -> Ziggurat {
+        let Some((edges, v)) = stack(R, LAYERS) else {
+            unreachable!("the tests check that R closes the stack")
+        };
+        let x: [f64; LAYERS + 1] = std::array::from_fn(|i| edges[i]);
+        let mut f = x.map(density);
+        f[0] = 0.0;
+        f[LAYERS] = 1.0;
+        Ziggurat {
+            x,
+            f,
+            edges: std::array::from_fn(|i| [x[i], x[i + 1]]),
+            r: R,
+            v,
+        }
+    }
+}
+
+/// The layer a word picks.
+#[inline(always)]
+fn layer(w: u64) -> usize {
+    (w & (LAYERS as u64 - 1)) as usize
+}
+
+static TABLES: LazyLock<Ziggurat> = LazyLock::new(Ziggurat::build);
+
+/// The ziggurat's tables, built on first use.
+pub fn tables() -> &'static Ziggurat {
+    &TABLES
+}
 
 /// A uniform on (0, 1) from the top 52 bits of `w`: `(k + 1/2) 2^-52`, exactly.
 #[inline(always)]
@@ -49,31 +159,144 @@ pub fn open_unit(w: u64) -> f64 {
     f64::from_bits(0x3ff0_0000_0000_0000 | (w >> 12)) - (1.0 - f64::EPSILON / 2.0)
 }
 
-/// `(cos 2 pi u, sin 2 pi u)` for `u` in (0, 1) a multiple of 2^-53: `4u = q + t` with `q` the
-/// nearest integer (exact), then the quarter turns `q` rotate `(cos, sin)` of `t pi / 2`.
+/// `x` with the sign that bit `LAYER_BITS` of `w` gives.
 #[inline(always)]
-pub fn cos_sin_turns(u: f64) -> (f64, f64) {
-    let t4 = 4.0 * u;
-    let qr = t4 + ROUND;
-    let q = qr.to_bits() & 3;
-    let x = (t4 - (qr - ROUND)) * FRAC_PI_2;
-    let x2 = x * x;
-    let s = x * poly_even_odd(x2, &SIN_COEFFS);
-    let c = poly_even_odd(x2, &COS_COEFFS);
-    // Quarter turn q: (c, s), (-s, c), (-c, -s), (s, -c).
-    let (a, b) = if q & 1 == 0 { (c, s) } else { (s, c) };
-    let a = if q == 1 || q == 2 { -a } else { a };
-    let b = if q >= 2 { -b } else { b };
-    (a, b)
+fn signed(x: f64, w: u64) -> f64 {
+    f64::from_bits(x.to_bits() | (w >> LAYER_BITS & 1) << 63)
 }
 
-/// The two standard normals of Box-Muller from two 64-bit words: the first sets the radius,
-/// the second the angle.
+/// The fast path: the normal of word `w` and whether it stands; if not, [`slow`] on the
+/// same word gives it.
 #[inline(always)]
-pub fn box_muller(radius_bits: u64, angle_bits: u64) -> (f64, f64) {
-    let r = (-2.0 * elementary::ln(open_unit(radius_bits))).sqrt();
-    let (c, s) = cos_sin_turns(open_unit(angle_bits));
-    (r * c, r * s)
+pub fn fast(t: &Ziggurat, w: u64) -> (f64, bool) {
+    let [width, next] = t.edges[layer(w)];
+    let x = open_unit(w) * width;
+    (signed(x, w), x < next)
+}
+
+/// [`fast`] on `G` words side by side (`G <= 32`): the normals into `z`, and a mask of the
+/// lanes the fast path rejects (bit `l` for lane `l`), for [`slow`] to redo. With `AVX2` (the
+/// caller has checked that the CPU has it) four lanes per instruction: the same operations,
+/// so the same bits.
+// An indexed lane loop over two arrays: the shape LLVM vectorises.
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+pub fn fast_lanes<const G: usize, const AVX2: bool>(
+    t: &Ziggurat,
+    w: &[u64; G],
+    z: &mut [f64; G],
+) -> u32 {
+    const { assert!(G <= 32) };
+    let mut rejected = 0;
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 && G.is_multiple_of(4) {
+        for q in (0..G).step_by(4) {
+            let four = |a: &[u64; G]| std::array::from_fn(|l| a[q + l]);
+            // SAFETY: `AVX2` is set only by callers that checked the CPU has AVX2.
+            let (v, r) = unsafe { fast4_avx2(t, four(w)) };
+            z[q..q + 4].copy_from_slice(&v);
+            rejected |= r << q;
+        }
+        return rejected;
+    }
+    for l in 0..G {
+        let ok;
+        (z[l], ok) = fast(t, w[l]);
+        rejected |= u32::from(!ok) << l;
+    }
+    rejected
+}
+
+/// [`fast`] on four words with AVX2, and the mask of the rejected ones. The table loads are
+/// four 16-byte loads (`[x[i], x[i + 1]]`) rearranged into the widths and the next edges:
+/// fewer micro-operations than two gathers on the CPUs we measured.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn fast4_avx2(t: &Ziggurat, w: [u64; 4]) -> ([f64; 4], u32) {
+    use std::arch::x86_64::*;
+    let pair = |l: usize| {
+        // SAFETY: a 16-byte load of one entry of the table.
+        unsafe { _mm_loadu_pd(t.edges[layer(w[l])].as_ptr()) }
+    };
+    // [x0, n0, x2, n2] and [x1, n1, x3, n3]: their low and high halves interleave to the
+    // widths and the next edges in lane order.
+    let even = _mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(pair(0)), pair(2));
+    let odd = _mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(pair(1)), pair(3));
+    let width = _mm256_unpacklo_pd(even, odd);
+    let next = _mm256_unpackhi_pd(even, odd);
+    // SAFETY: an unaligned load of the four words.
+    let w = unsafe { _mm256_loadu_si256(w.as_ptr().cast()) };
+    let one = _mm256_set1_epi64x(0x3ff0_0000_0000_0000);
+    let u = _mm256_sub_pd(
+        _mm256_castsi256_pd(_mm256_or_si256(one, _mm256_srli_epi64(w, 12))),
+        _mm256_set1_pd(1.0 - f64::EPSILON / 2.0),
+    );
+    let x = _mm256_mul_pd(u, width);
+    let ok = _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_LT_OQ>(x, next)) as u32;
+    // Bit `LAYER_BITS` of each word to its sign bit.
+    let sign = _mm256_and_si256(
+        _mm256_slli_epi64::<{ 63 - LAYER_BITS as i32 }>(w),
+        _mm256_set1_epi64x(i64::MIN),
+    );
+    let z = _mm256_or_pd(x, _mm256_castsi256_pd(sign));
+    let mut out = [0.0; 4];
+    // SAFETY: four doubles into four.
+    unsafe { _mm256_storeu_pd(out.as_mut_ptr(), z) };
+    (out, !ok & 0xf)
+}
+
+/// The normal of word `w` however it falls, taking further words from `more` (at most
+/// [`SLOW_WORDS`]): the wedge test, the tail, and fresh draws after rejections.
+#[inline(always)]
+pub fn slow(t: &Ziggurat, w: u64, mut more: impl FnMut() -> u64) -> f64 {
+    let mut used = 0;
+    let mut next = || {
+        used += 1;
+        (used <= SLOW_WORDS).then(&mut more)
+    };
+    let mut w = w;
+    loop {
+        let i = layer(w);
+        let x = open_unit(w) * t.x[i];
+        if x < t.x[i + 1] {
+            return signed(x, w);
+        }
+        if i == 0 {
+            return signed(tail(t.r, &mut next), w);
+        }
+        // A point of the rectangle above `x`: under the curve, or a fresh draw.
+        let Some(y) = next() else {
+            return signed(x, w);
+        };
+        let y = t.f[i] + open_unit(y) * (t.f[i + 1] - t.f[i]);
+        if y < density(x) {
+            return signed(x, w);
+        }
+        let Some(fresh) = next() else {
+            return signed(x, w);
+        };
+        w = fresh;
+    }
+}
+
+/// A draw of `|z|` given `|z| > r` (Marsaglia 1964): `x = -ln(a) / r` and `y = -ln(b)` are
+/// exponentials, and `r + x` is kept when `2y > x^2`. Returns `r` if `next` runs out.
+#[inline(always)]
+fn tail(r: f64, next: &mut impl FnMut() -> Option<u64>) -> f64 {
+    loop {
+        let (Some(a), Some(b)) = (next(), next()) else {
+            return r;
+        };
+        let x = -elementary::ln(open_unit(a)) / r;
+        let y = -elementary::ln(open_unit(b));
+        if y + y > x * x {
+            return r + x;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -88,14 +311,74 @@ mod tests {
     }
 
     #[test]
-    fn cos_sin_turns_matches_std_around_the_circle() {
-        for k in 0..10_000u64 {
-            let u = open_unit(k.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            let (c, s) = cos_sin_turns(u);
-            let th = 2.0 * std::f64::consts::PI * u;
-            // std's argument 2 pi u carries its own rounding (up to 4e-16 absolute).
-            assert!((c - th.cos()).abs() < 2e-15, "cos at {u}");
-            assert!((s - th.sin()).abs() < 2e-15, "sin at {u}");
+    fn the_solver_finds_the_published_ziggurats() {
+        // Marsaglia and Tsang's r and v for 256 layers, Doornik's r for 128.
+        let r = solve(256);
+        let v = stack(r, 256).expect("closes").1;
+        assert!((r - 3.654_152_885_361_009).abs() < 1e-12, "r = {r}");
+        assert!((v - 4.928_673_233_99e-3).abs() < 1e-13, "v = {v}");
+        let r = solve(128);
+        assert!((r - 3.442_619_855_899).abs() < 1e-11, "r = {r}");
+    }
+
+    #[test]
+    fn the_layers_have_equal_areas_and_close_at_the_top() {
+        let t = tables();
+        // The constant is the solver's, which the same recursion and bisection in Python's
+        // double precision (`math.erfc`) confirm.
+        assert_eq!(solve(LAYERS).to_bits(), R.to_bits());
+        assert_eq!(LAYERS, 1024);
+        assert!((t.r - 4.038_849_846_109_505).abs() < 1e-12, "r = {}", t.r);
+        // The base strip: rectangle plus tail, and as one rectangle of width x[0].
+        let base = t.r * density(t.r) + tail_area(t.r);
+        assert!((base - t.v).abs() < 1e-15 * t.v);
+        assert!((t.x[0] * density(t.r) - t.v).abs() < 1e-15);
+        for i in 1..LAYERS {
+            let area = t.x[i] * (t.f[i + 1] - t.f[i]);
+            let rel = (area - t.v) / t.v;
+            // The top layer's excess is the bisection's last step (3.5e-12 of `v`); the
+            // others are the recursion's rounding.
+            let tol = if i == LAYERS - 1 { 1e-11 } else { 1e-12 };
+            assert!(rel.abs() < tol, "layer {i}: area {area}, {rel:e} off");
+            assert!(
+                t.x[i + 1] < t.x[i],
+                "layer {i} is not narrower than the one below"
+            );
+            assert_eq!(t.f[i], density(t.x[i]));
         }
+        assert_eq!((t.x[LAYERS], t.f[LAYERS], t.f[0]), (0.0, 1.0, 0.0));
+        for (i, e) in t.edges.iter().enumerate() {
+            assert_eq!(*e, [t.x[i], t.x[i + 1]]);
+        }
+    }
+
+    #[test]
+    fn the_fast_path_takes_most_draws() {
+        // A word's layer is uniform, and its point uniform along the layer's width.
+        let t = tables();
+        let rate = (0..LAYERS).map(|i| t.x[i + 1] / t.x[i]).sum::<f64>() / LAYERS as f64;
+        assert!((0.995..0.996).contains(&rate), "fast path rate {rate}");
+    }
+
+    #[test]
+    fn the_slow_path_ends_when_its_words_run_out() {
+        let t = tables();
+        // The top layer's widest point, with every wedge point at the top: each attempt
+        // rejects, and after its last word the path keeps its candidate.
+        let w = u64::MAX;
+        let mut calls = 0;
+        let z = slow(t, w, || {
+            calls += 1;
+            u64::MAX
+        });
+        assert_eq!(calls, SLOW_WORDS);
+        assert_eq!(z, -(open_unit(w) * t.x[LAYERS - 1]));
+        // The tail with far proposals and no room under the curve: it stops at `r`.
+        let mut calls = 0;
+        let z = slow(t, ((1 << 52) - 1) << 12, || {
+            calls += 1;
+            if calls % 2 == 1 { 0 } else { u64::MAX }
+        });
+        assert_eq!((calls, z), (SLOW_WORDS, t.r));
     }
 }

@@ -103,18 +103,18 @@ pub unsafe fn blocks8_avx2(c: &[[u32; 8]; 4], key: [u32; 2]) -> ([u64; 8], [u64;
             (*c0, *c1, *c2, *c3) = (n0, p1, n2, p0);
         }
     }
-    let mut radius = [0u64; 8];
-    let mut angle = [0u64; 8];
+    let mut first = [0u64; 8];
+    let mut second = [0u64; 8];
     for (half, [c0, c1, c2, c3]) in x.into_iter().enumerate() {
         let r = _mm256_blend_epi32(c0, _mm256_slli_epi64(c1, 32), 0b1010_1010);
         let a = _mm256_blend_epi32(c2, _mm256_slli_epi64(c3, 32), 0b1010_1010);
         // SAFETY: four u64 lanes into four u64 of each array.
         unsafe {
-            _mm256_storeu_si256(radius.as_mut_ptr().add(4 * half).cast(), r);
-            _mm256_storeu_si256(angle.as_mut_ptr().add(4 * half).cast(), a);
+            _mm256_storeu_si256(first.as_mut_ptr().add(4 * half).cast(), r);
+            _mm256_storeu_si256(second.as_mut_ptr().add(4 * half).cast(), a);
         }
     }
-    (radius, angle)
+    (first, second)
 }
 
 #[cfg(test)]
@@ -180,10 +180,10 @@ mod tests {
             }
         }
         // SAFETY: the CPU has AVX2 (checked above).
-        let (radius, angle) = unsafe { blocks8_avx2(&c, key) };
+        let (first, second) = unsafe { blocks8_avx2(&c, key) };
         for l in 0..8 {
             let one = block([0, 1, 2, 3].map(|w| c[w][l]), key);
-            assert_eq!((radius[l], angle[l]), words64(one), "lane {l}");
+            assert_eq!((first[l], second[l]), words64(one), "lane {l}");
         }
     }
 }

@@ -6,18 +6,24 @@
 //! Philox4x32-10 block ([`super::philox`]) whose 64-bit key is a hash of the seed, purpose
 //! and channel (injective for a fixed seed: different purposes never share a stream) and
 //! whose 128-bit counter holds the draw's block index, the sample index and the iteration:
-//! `[block | kind << 31, lane, iteration, iteration >> 32 ^ (lane >> 32) rotated 16]`,
-//! distinct for iterations and lanes below 2^48 and 2^31 blocks per lane. `kind` separates
-//! the normals from the raw words of [`SampleRng::index`].
+//! `[kind | index, lane, iteration, iteration >> 32 ^ (lane >> 32) rotated 16]`, distinct for
+//! iterations and lanes below 2^48. `kind` (the top two bits) separates three spaces: the
+//! normals' blocks (index `k / 2`, for the first 2^31 normals of a lane), the raw words of
+//! [`SampleRng::index`] (two per block, for the first 2^32 words) and the extra words of the
+//! normals the ziggurat's fast path rejects (index `k << 5 | j`, for the first 2^25 normals).
 //!
-//! Normals come in pairs, one block each, by Box-Muller ([`super::normal`]): the `k`-th normal
-//! of a lane is the first (even `k`) or second of block `k / 2`'s pair. Bulk draws
-//! ([`SampleRng::fill_lanes`]) run many lanes side by side in vector code and give exactly
-//! what one [`SampleRng::normal`] after another gives, in every kernel set.
+//! Normals come two per block by a ziggurat ([`super::normal`]): the `k`-th normal of a lane
+//! is the first (even `k`) or second 64-bit word of block `k / 2` through the fast path.
+//! About 0.43 % of the words fall outside it; such a normal takes the further words it needs
+//! from blocks `j = 0, 1, ...` of its own (`k`) in the third space, never from another
+//! normal's words, so each normal stays a pure function of (key, lane, k). Bulk draws
+//! ([`SampleRng::fill_lanes`]) run many lanes side by side in vector code, send only the
+//! rejected lanes to the scalar slow path, and give exactly what one [`SampleRng::normal`]
+//! after another gives, in every kernel set.
 
 use crate::eval::vmath::KernelSet;
 
-use super::normal::box_muller;
+use super::normal::{self, Ziggurat};
 use super::philox;
 
 /// What the random numbers are for; each purpose has its own streams.
@@ -94,9 +100,16 @@ impl StreamKey {
     }
 }
 
-/// Which numbers a block serves (the counter's top bit).
+/// Which numbers a block serves (the counter's top two bits), and how many bits of the
+/// first counter word are left for the block's index in each.
 const NORMALS: u32 = 0;
+const SLOW: u32 = 1 << 30;
 const WORDS: u32 = 1 << 31;
+const NORMAL_INDEX: u32 = (1 << 30) - 1;
+const WORD_INDEX: u32 = (1 << 31) - 1;
+/// The slow path's blocks per normal: `2 * 2^SLOW_SHIFT` words are [`normal::SLOW_WORDS`].
+const SLOW_SHIFT: u32 = 5;
+const SLOW_NORMALS: u64 = (1 << (30 - SLOW_SHIFT)) - 1;
 
 /// A keyed generator whose stream is chosen per sample.
 #[derive(Clone, Debug)]
@@ -121,11 +134,11 @@ impl SampleRng {
         self
     }
 
-    /// The counter of block `block` (of the kind `kind`) of lane `lane`.
+    /// The counter of lane `lane`'s block whose first word (kind and index) is `head`.
     #[inline(always)]
-    fn counter(&self, kind: u32, block: u64, lane: u64) -> [u32; 4] {
+    fn counter(&self, head: u32, lane: u64) -> [u32; 4] {
         [
-            (block as u32 & !WORDS) | kind,
+            head,
             lane as u32,
             self.iteration as u32,
             (self.iteration >> 32) as u32 ^ ((lane >> 32) as u32).rotate_left(16),
@@ -136,9 +149,60 @@ impl SampleRng {
     pub fn normal(&mut self) -> f64 {
         let k = self.normals;
         self.normals += 1;
-        let w = philox::block(self.counter(NORMALS, k / 2, self.lane), self.key);
-        let (z0, z1) = pair(w);
-        if k.is_multiple_of(2) { z0 } else { z1 }
+        let t = normal::tables();
+        let block = philox::block(self.counter(normal_head(k / 2), self.lane), self.key);
+        let (w0, w1) = philox::words64(block);
+        let w = if k.is_multiple_of(2) { w0 } else { w1 };
+        match normal::fast(t, w) {
+            (z, true) => z,
+            _ if crate::cpu::avx2_fma() => self.slow_normal_in::<true>(t, self.lane, k, w),
+            _ => self.slow_normal_in::<false>(t, self.lane, k, w),
+        }
+    }
+
+    /// The `k`-th normal of lane `lane`, whose word `w` the fast path rejected, in the FMA
+    /// build where `AVX2` (the caller has checked the CPU has AVX2 and FMA; the
+    /// elementary functions' `mul_add`s are then instructions instead of calls to libm's
+    /// `fma`, with the same bits).
+    #[inline(always)]
+    fn slow_normal_in<const AVX2: bool>(&self, t: &Ziggurat, lane: u64, k: u64, w: u64) -> f64 {
+        #[cfg(target_arch = "x86_64")]
+        if AVX2 {
+            // SAFETY: `AVX2` is set only by callers that checked the CPU has AVX2 and FMA.
+            return unsafe { self.slow_normal_fma(t, lane, k, w) };
+        }
+        self.slow_normal(t, lane, k, w)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    #[cold]
+    fn slow_normal_fma(&self, t: &Ziggurat, lane: u64, k: u64, w: u64) -> f64 {
+        self.slow_normal_body(t, lane, k, w)
+    }
+
+    #[cold]
+    fn slow_normal(&self, t: &Ziggurat, lane: u64, k: u64, w: u64) -> f64 {
+        self.slow_normal_body(t, lane, k, w)
+    }
+
+    /// [`normal::slow`] with the further words from the normal's own blocks
+    /// (`SLOW | k << 5 | j`, two words each).
+    #[inline(always)]
+    fn slow_normal_body(&self, t: &Ziggurat, lane: u64, k: u64, w: u64) -> f64 {
+        let base = SLOW | ((k & SLOW_NORMALS) as u32) << SLOW_SHIFT;
+        let mut j = 0u32;
+        let mut spare = None;
+        normal::slow(t, w, || {
+            if let Some(w) = spare.take() {
+                return w;
+            }
+            let block = philox::block(self.counter(base | j, lane), self.key);
+            j = (j + 1) & ((1 << SLOW_SHIFT) - 1);
+            let (a, b) = philox::words64(block);
+            spare = Some(b);
+            a
+        })
     }
 
     /// What `out.len()` calls of [`SampleRng::normal`] give after [`SampleRng::lane`]`(lane)`,
@@ -194,7 +258,8 @@ impl SampleRng {
         }
     }
 
-    /// Groups of `G` lanes side by side, one block (two normals) per lane at a time.
+    /// Groups of `G` lanes side by side, one block (two normals) per lane at a time: the
+    /// fast path in a lane loop, then the slow path for the lanes it rejected.
     // Indexed lane loops over several arrays at once: the shape LLVM vectorises.
     #[allow(clippy::needless_range_loop)]
     #[inline(always)]
@@ -205,66 +270,69 @@ impl SampleRng {
         n: usize,
         s: &mut [f64],
     ) {
+        let t = normal::tables();
         for g0 in (0..w).step_by(G) {
             let gw = G.min(w - g0);
             for b in 0..n.div_ceil(2) {
                 let mut c = [[0u32; G]; 4];
                 for l in 0..G {
-                    let ctr = self.counter(NORMALS, b as u64, first + (g0 + l) as u64);
+                    let ctr = self.counter(normal_head(b as u64), first + (g0 + l) as u64);
                     for (word, v) in ctr.into_iter().enumerate() {
                         c[word][l] = v;
                     }
                 }
-                let (radius, angle) = self.block_words::<G, AVX2>(&c);
-                let mut z0 = [0.0; G];
-                let mut z1 = [0.0; G];
-                for l in 0..G {
-                    (z0[l], z1[l]) = box_muller(radius[l], angle[l]);
-                }
+                let words = self.block_words::<G, AVX2>(&c);
                 let k = 2 * b;
-                s[k * w + g0..k * w + g0 + gw].copy_from_slice(&z0[..gw]);
-                if k + 1 < n {
-                    s[(k + 1) * w + g0..(k + 1) * w + g0 + gw].copy_from_slice(&z1[..gw]);
+                for h in 0..2.min(n - k) {
+                    let mut z = [0.0; G];
+                    let rejected = normal::fast_lanes::<G, AVX2>(t, &words[h], &mut z);
+                    let mut todo = rejected & lane_mask(gw);
+                    while todo != 0 {
+                        let l = todo.trailing_zeros() as usize;
+                        todo &= todo - 1;
+                        let lane = first + (g0 + l) as u64;
+                        z[l] = self.slow_normal_in::<AVX2>(t, lane, (k + h) as u64, words[h][l]);
+                    }
+                    let at = (k + h) * w + g0;
+                    s[at..at + gw].copy_from_slice(&z[..gw]);
                 }
             }
         }
     }
 
-    /// Each lane's block under this generator's key, as the two words Box-Muller reads
+    /// Each lane's block under this generator's key, as the two words the normals read
     /// ([`philox::words64`]): eight lanes at a time in Philox's AVX2 build where the caller
     /// allows it (the same numbers), else the portable lane loop.
     #[inline(always)]
-    fn block_words<const G: usize, const AVX2: bool>(
-        &self,
-        c: &[[u32; G]; 4],
-    ) -> ([u64; G], [u64; G]) {
-        let mut radius = [0u64; G];
-        let mut angle = [0u64; G];
+    fn block_words<const G: usize, const AVX2: bool>(&self, c: &[[u32; G]; 4]) -> [[u64; G]; 2] {
+        let mut first = [0u64; G];
+        let mut second = [0u64; G];
         #[cfg(target_arch = "x86_64")]
         if AVX2 && G.is_multiple_of(8) {
             for g in (0..G).step_by(8) {
                 let eight: [[u32; 8]; 4] =
                     std::array::from_fn(|word| std::array::from_fn(|l| c[word][g + l]));
                 // SAFETY: `AVX2` is set only by callers that checked the CPU has AVX2.
-                let (r, a) = unsafe { philox::blocks8_avx2(&eight, self.key) };
-                radius[g..g + 8].copy_from_slice(&r);
-                angle[g..g + 8].copy_from_slice(&a);
+                let (a, b) = unsafe { philox::blocks8_avx2(&eight, self.key) };
+                first[g..g + 8].copy_from_slice(&a);
+                second[g..g + 8].copy_from_slice(&b);
             }
-            return (radius, angle);
+            return [first, second];
         }
         let mut c = *c;
         philox::blocks(&mut c, self.key);
         for l in 0..G {
-            (radius[l], angle[l]) = philox::words64([c[0][l], c[1][l], c[2][l], c[3][l]]);
+            (first[l], second[l]) = philox::words64([c[0][l], c[1][l], c[2][l], c[3][l]]);
         }
-        (radius, angle)
+        [first, second]
     }
 
     /// The next uniform 64-bit word of the current lane's word stream.
     fn word(&mut self) -> u64 {
         let i = self.words;
         self.words += 1;
-        let w = philox::block(self.counter(WORDS, i / 2, self.lane), self.key);
+        let head = WORDS | ((i / 2) as u32 & WORD_INDEX);
+        let w = philox::block(self.counter(head, self.lane), self.key);
         let (lo, hi) = if i.is_multiple_of(2) {
             (w[0], w[1])
         } else {
@@ -290,11 +358,16 @@ impl SampleRng {
     }
 }
 
-/// A block's two normals: its first 64 bits set the radius, the other 64 the angle.
+/// The bits of lanes `0..gw` (`gw <= 32`).
 #[inline(always)]
-fn pair(w: [u32; 4]) -> (f64, f64) {
-    let (radius, angle) = philox::words64(w);
-    box_muller(radius, angle)
+fn lane_mask(gw: usize) -> u32 {
+    ((1u64 << gw) - 1) as u32
+}
+
+/// The first counter word of the normals' block `block` of a lane.
+#[inline(always)]
+fn normal_head(block: u64) -> u32 {
+    NORMALS | (block as u32 & NORMAL_INDEX)
 }
 
 #[cfg(test)]
