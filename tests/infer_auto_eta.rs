@@ -203,14 +203,17 @@ fn final_theta(auto: bool, seeds: u64) -> (f64, f64) {
 fn auto_finds_example_1_1s_stationary_point_within_its_monte_carlo_error() {
     let (auto, se) = final_theta(true, 6);
     let (default, default_se) = final_theta(false, 6);
-    // Three standard errors of the seeds' mean (plus the paper's rounding of 0.3722).
+    // Three standard errors of the seeds' mean (plus the paper's rounding of 0.3722), for
+    // both. Not "auto lands closer than the default": over 60 seeds auto ends 0.004 (+-
+    // 0.0007, paired) below the default, which sits on the stationary point, so which of
+    // the two lands closer on six seeds is chance.
     assert!(
         (auto - STATIONARY).abs() < 3.0 * se + 5e-5,
         "auto {auto} +- {se}, want {STATIONARY}"
     );
     assert!(
-        (auto - STATIONARY).abs() < (default - STATIONARY).abs(),
-        "auto {auto} +- {se} vs default {default} +- {default_se}"
+        (default - STATIONARY).abs() < 3.0 * default_se + 5e-5,
+        "default {default} +- {default_se}, want {STATIONARY}"
     );
 }
 
