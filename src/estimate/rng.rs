@@ -7,10 +7,11 @@
 //! and channel (injective for a fixed seed: different purposes never share a stream) and
 //! whose 128-bit counter holds the draw's block index, the sample index and the iteration:
 //! `[kind | index, lane, iteration, iteration >> 32 ^ (lane >> 32) rotated 16]`, distinct for
-//! iterations and lanes below 2^48. `kind` (the top two bits) separates three spaces: the
-//! normals' blocks (index `k / 2`, for the first 2^31 normals of a lane), the raw words of
-//! [`SampleRng::index`] (two per block, for the first 2^32 words) and the extra words of the
-//! normals the ziggurat's fast path rejects (index `k << 5 | j`, for the first 2^25 normals).
+//! iterations and lanes below 2^48. `kind` (the top bits of the first word) separates three
+//! spaces: `1` the raw words of [`SampleRng::index`] (31 bits of index, two words per block:
+//! the first 2^32 words of a lane), `00` the normals' blocks (index `k / 2`: the first 2^31
+//! normals) and `01` the extra words of the normals the ziggurat's fast path rejects (index
+//! `k << 5 | j`: the first 2^25 normals). Beyond those counts the indices wrap around.
 //!
 //! Normals come two per block by a ziggurat ([`super::normal`]): the `k`-th normal of a lane
 //! is the first (even `k`) or second 64-bit word of block `k / 2` through the fast path.
@@ -100,8 +101,8 @@ impl StreamKey {
     }
 }
 
-/// Which numbers a block serves (the counter's top two bits), and how many bits of the
-/// first counter word are left for the block's index in each.
+/// Which numbers a block serves (the top bits of the counter's first word), and the bits
+/// of that word left for the block's index in each.
 const NORMALS: u32 = 0;
 const SLOW: u32 = 1 << 30;
 const WORDS: u32 = 1 << 31;
@@ -110,6 +111,7 @@ const WORD_INDEX: u32 = (1 << 31) - 1;
 /// The slow path's blocks per normal: `2 * 2^SLOW_SHIFT` words are [`normal::SLOW_WORDS`].
 const SLOW_SHIFT: u32 = 5;
 const SLOW_NORMALS: u64 = (1 << (30 - SLOW_SHIFT)) - 1;
+const _: () = assert!(2 << SLOW_SHIFT == normal::SLOW_WORDS);
 
 /// A keyed generator whose stream is chosen per sample.
 #[derive(Clone, Debug)]
