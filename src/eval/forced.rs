@@ -174,6 +174,7 @@ impl Tape {
                 Op::Unary { a, .. } => d(a),
                 Op::Binary { a, b, .. } => d(a) || d(b),
                 Op::NormalSquare { x, m, s, .. } => d(x) || d(m) || d(s),
+                Op::PoissonTerm { r, .. } => d(r),
                 Op::SumChain { base, from, to } => {
                     d(base)
                         || self.full.chains[from as usize..to as usize]

@@ -165,6 +165,70 @@ pub(super) fn fuse_normal_square(
     fused
 }
 
+/// Fuses `c * ln(r) - r` (three lane steps `log`, `mul` by a constant, either side, and
+/// `sub`) into one [`Op::PoissonTerm`] where the two intermediate results have no other
+/// reader and nothing but constants lies between the first and the last of the three in
+/// slot order (so no other step's contribution to `r` falls between the subtraction's and
+/// the logarithm's in the reverse sweep). Returns the slots fused away.
+pub(super) fn fuse_poisson_term(
+    steps: &mut Vec<Step>,
+    uniform_steps: &[Step],
+    constant: &[Option<f64>],
+    output: u32,
+) -> Vec<u32> {
+    let n = constant.len();
+    let readers = Readers::new(steps, uniform_steps, n, output);
+    let at = positions(steps, n);
+    let lane = |slot: u32| at[slot as usize] != usize::MAX;
+    let single = |slot: u32| lane(slot) && readers.of(slot).len() == 1;
+    let mut gone = vec![false; steps.len()];
+    let mut fused = Vec::new();
+    for i in 0..steps.len() {
+        let Op::Binary {
+            op: Binary::Sub,
+            a: p,
+            b: r,
+        } = steps[i].op
+        else {
+            continue;
+        };
+        if !single(p) {
+            continue;
+        }
+        let Op::Binary {
+            op: Binary::Mul,
+            a,
+            b,
+        } = steps[at[p as usize]].op
+        else {
+            continue;
+        };
+        let (c, l, c_left) = match (constant[a as usize], constant[b as usize]) {
+            (Some(c), None) => (c, b, true),
+            (None, Some(c)) => (c, a, false),
+            _ => continue,
+        };
+        if !single(l) {
+            continue;
+        }
+        let Op::Unary { op: Unary::Log, a } = steps[at[l as usize]].op else {
+            continue;
+        };
+        let out = steps[i].out;
+        let only_consts_between = (l + 1..out).all(|k| k == p || constant[k as usize].is_some());
+        if a != r || !only_consts_between {
+            continue;
+        }
+        steps[i].op = Op::PoissonTerm { r, c, c_left };
+        for k in [l, p] {
+            gone[at[k as usize]] = true;
+        }
+        fused.extend([l, p]);
+    }
+    remove(steps, &gone);
+    fused
+}
+
 /// Fuses chains of additions `((base + t1) + t2) + ... + tn` (either operand order), where
 /// every partial sum is read only by the next addition, into one [`Op::SumChain`] whose terms
 /// go to `chains` as `(term, whether the partial sum is the right operand)`. A term (or the

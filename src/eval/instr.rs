@@ -53,6 +53,15 @@ pub(super) enum Op {
         s: u32,
         c: f64,
     },
+    /// `c * ln(r) - r` for a constant `c` (`ln(r) * c` unless `c_left`): what a Poisson
+    /// log-density of an observed count `c` keeps once its constant is hoisted, three
+    /// instructions whose intermediate results nobody else reads (see
+    /// [`fuse_poisson_term`](super::fuse::fuse_poisson_term)). Same operations, same bits.
+    PoissonTerm {
+        r: u32,
+        c: f64,
+        c_left: bool,
+    },
     /// `((base + t1) + t2) + ...`, the terms `chains[from..to]` of the tape (see
     /// [`fuse_sum_chains`](super::fuse::fuse_sum_chains)).
     SumChain {
@@ -121,6 +130,7 @@ pub(super) fn operands(op: &Op) -> ([u32; 3], usize) {
         Op::Unary { a, .. } => ([a, 0, 0], 1),
         Op::Binary { a, b, .. } => ([a, b, 0], 2),
         Op::NormalSquare { x, m, s, .. } => ([x, m, s], 3),
+        Op::PoissonTerm { r, .. } => ([r, 0, 0], 1),
         Op::SumChain { base, .. } => ([base, 0, 0], 1),
         Op::If { g, t, e, .. } => ([g, t, e], 3),
     }

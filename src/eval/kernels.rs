@@ -247,6 +247,35 @@ pub fn normal_square_reverse(
     [cs, cx, cm]
 }
 
+/// `c * ln(r) - r` (or `ln(r) * c - r`), by the same three scalar operations as the unfused
+/// instructions.
+#[inline(always)]
+pub fn poisson_term_forward(r: &Lanes, c: f64, c_left: bool) -> Lanes {
+    let lr = vmath::ln_lanes(r);
+    map(|l| {
+        let p = if c_left {
+            binary_value(Binary::Mul, c, lr[l])
+        } else {
+            binary_value(Binary::Mul, lr[l], c)
+        };
+        binary_value(Binary::Sub, p, r[l])
+    })
+}
+
+/// Reverse of [`poisson_term_forward`]: `r`'s two contributions in the unfused sweep's order,
+/// the subtraction's (to be *subtracted*; it is the step's own adjoint) and then the
+/// logarithm's (to be added), every intermediate adjoint computed as the unfused sweep
+/// computes it (each has one reader, so it is `0.0 +` its one contribution). The
+/// multiplication's partial with respect to the logarithm is `c` in either operand order.
+#[inline(always)]
+pub fn poisson_term_reverse(ad: &Lanes, r: &Lanes, c: f64) -> Lanes {
+    map(|l| {
+        let ad_p = 0.0 + ad[l];
+        let ad_l = 0.0 + masked(ad_p, c);
+        masked(ad_l, unary_derivative(Unary::Log, r[l], 0.0))
+    })
+}
+
 /// One addition of a sum chain: `acc + t`, or `t + acc` where the partial sum was the right
 /// operand (the order of the unfused instruction, so that even NaN payloads agree).
 #[inline(always)]

@@ -47,7 +47,7 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
             Op::Latent { .. } => unreachable!("a latent is never uniform"),
             Op::Unary { op, a } => unary_value(op, v(a)),
             Op::Binary { op, a, b } => binary_value(op, v(a), v(b)),
-            Op::NormalSquare { .. } | Op::SumChain { .. } => {
+            Op::NormalSquare { .. } | Op::PoissonTerm { .. } | Op::SumChain { .. } => {
                 unreachable!("only lane steps are fused")
             }
             Op::If {
@@ -153,6 +153,7 @@ fn forward_body(
             Op::Unary { op, a } => kernels::unary_forward(op, v(a)),
             Op::Binary { op, a, b } => kernels::binary_forward(op, v(a), v(b)),
             Op::NormalSquare { x, m, s, c } => kernels::normal_square_forward(v(x), v(m), v(s), c),
+            Op::PoissonTerm { r, c, c_left } => kernels::poisson_term_forward(v(r), c, c_left),
             Op::SumChain { base, from, to } => {
                 let mut acc = *v(base);
                 for &(t, right) in &chains[from as usize..to as usize] {
@@ -270,6 +271,14 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                     kernels::sub_into(&mut lower[t2.adj as usize], &cm, t2.first);
                 } else {
                     put(lower, t2, &cm);
+                }
+            }
+            Op::PoissonTerm { r, c, .. } => {
+                if t0.adj != NONE {
+                    let from_log = kernels::poisson_term_reverse(ad, v(r), c);
+                    let to = &mut lower[t0.adj as usize];
+                    kernels::sub_into(to, ad, t0.first);
+                    kernels::add_into(to, &from_log, false);
                 }
             }
             Op::SumChain { from, to, .. } => {
