@@ -28,8 +28,12 @@ pub struct FamilyState {
     zeros: Vec<f64>,
     /// `(rho, d scale / d rho, scale)` of each guided latent, in latent order.
     guided: Vec<(f64, f64, f64)>,
-    /// `ln scale_i` of every latent.
-    ln_scale: Vec<f64>,
+    /// `scale_i`, then `ln scale_i`, of the latents in the entropy only (in latent order):
+    /// a fixed latent's scale never enters `-log q`, and big surveys have thousands of them.
+    entropy_ln_scale: Vec<f64>,
+    /// The fixed latents' constant locations and scales are stored and checked: later
+    /// updates skip them (a survey's coin tosses are most of its latents).
+    fixed_done: bool,
 }
 
 impl FamilyState {
@@ -73,7 +77,8 @@ impl FamilyState {
                     .filter(|r| matches!(r, Role::Guided { .. }))
                     .count()
             ],
-            ln_scale: vec![0.0; n],
+            entropy_ln_scale: Vec::with_capacity(family.in_entropy.iter().filter(|&&e| e).count()),
+            fixed_done: false,
         }
     }
 
@@ -140,6 +145,7 @@ impl FamilyState {
                     self.dscale[e + 1] = ds;
                     (theta[mu], scale)
                 }
+                Role::Fixed { .. } if self.fixed_done => continue,
                 Role::Fixed { loc, scale } => (loc, scale),
                 Role::User { ref loc, ref scale } => {
                     let l = self.source(loc, m, e, true);
@@ -169,16 +175,24 @@ impl FamilyState {
             self.loc[i] = loc;
             self.scale[i] = scale;
         }
-        for (l, &s) in self.ln_scale.iter_mut().zip(&self.scale) {
-            *l = elementary::ln(s);
+        self.fixed_done = true;
+        // Gathered first, so that the `ln`s run as one lane loop (it vectorises), then
+        // summed in latent order.
+        self.entropy_ln_scale.clear();
+        self.entropy_ln_scale.extend(
+            self.scale
+                .iter()
+                .zip(&family.in_entropy)
+                .filter(|(_, inside)| **inside)
+                .map(|(&s, _)| s),
+        );
+        for l in &mut self.entropy_ln_scale {
+            *l = elementary::ln(*l);
         }
-        let mut entropy = 0.0;
-        for (&l, &inside) in self.ln_scale.iter().zip(&family.in_entropy) {
-            if inside {
-                entropy += l + HALF_LN_2PI;
-            }
-        }
-        self.entropy_const = entropy;
+        self.entropy_const = self
+            .entropy_ln_scale
+            .iter()
+            .fold(0.0, |entropy, &l| entropy + (l + HALF_LN_2PI));
         Ok(())
     }
 
