@@ -71,7 +71,10 @@ impl Tape {
             constant[s as usize] = Some(c);
         }
         let mut fused = fuse::fuse_normal_square(&mut steps, &uniform_steps, &constant, output);
-        let fused_squares = fused.len() / 3;
+        let fused_squares = steps
+            .iter()
+            .filter(|st| matches!(st.op, Op::NormalSquare { .. } | Op::SquareDiff { .. }))
+            .count();
         let poisson = fuse::fuse_poisson_term(&mut steps, &uniform_steps, &constant, output);
         let fused_poisson = poisson.len() / 2;
         fused.extend(poisson);

@@ -174,6 +174,7 @@ impl Tape {
                 Op::Unary { a, .. } => d(a),
                 Op::Binary { a, b, .. } => d(a) || d(b),
                 Op::NormalSquare { x, m, s, .. } => d(x) || d(m) || d(s),
+                Op::SquareDiff { x, m, .. } => d(x) || d(m),
                 Op::PoissonTerm { r, .. } => d(r),
                 Op::SumChain { base, from, to } => {
                     d(base)

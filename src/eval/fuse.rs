@@ -85,9 +85,10 @@ fn remove(steps: &mut Vec<Step>, gone: &[bool]) {
 }
 
 /// Fuses `c * ((x - m) / s)^2` (four lane steps `sub`, `div`, `powi 2`, `mul` by a constant,
-/// either side) into one [`Op::NormalSquare`] where the three intermediate results have no
-/// other reader and nothing but constants lies between the first and the last of the four
-/// in slot order (so no other step's contribution to `x`, `m` or `s` falls between theirs,
+/// either side) into one [`Op::NormalSquare`], and `c * (x - m)^2` (the same without the
+/// division) into one [`Op::SquareDiff`], where the intermediate results have no other
+/// reader and nothing but constants lies between the first and the last of the steps in
+/// slot order (so no other step's contribution to `x`, `m` or `s` falls between theirs,
 /// and the reverse sweep adds into every adjoint in the same order as unfused). Returns the
 /// slots fused away.
 pub(super) fn fuse_normal_square(
@@ -130,13 +131,16 @@ pub(super) fn fuse_normal_square(
         if !single(u) {
             continue;
         }
-        let Op::Binary {
-            op: Binary::Div,
-            a: d,
-            b: s,
-        } = steps[at[u as usize]].op
-        else {
-            continue;
+        let (d, s) = match steps[at[u as usize]].op {
+            Op::Binary {
+                op: Binary::Div,
+                a,
+                b,
+            } => (a, Some(b)),
+            Op::Binary {
+                op: Binary::Sub, ..
+            } => (u, None),
+            _ => continue,
         };
         if !single(d) {
             continue;
@@ -152,7 +156,18 @@ pub(super) fn fuse_normal_square(
         let out = steps[i].out;
         let only_consts_between =
             (d + 1..out).all(|k| k == u || k == p || constant[k as usize].is_some());
-        if x == m || s == x || s == m || d == s || !only_consts_between {
+        if x == m || !only_consts_between {
+            continue;
+        }
+        let Some(s) = s else {
+            steps[i].op = Op::SquareDiff { x, m, c };
+            for k in [u, p] {
+                gone[at[k as usize]] = true;
+            }
+            fused.extend([u, p]);
+            continue;
+        };
+        if s == x || s == m || d == s {
             continue;
         }
         steps[i].op = Op::NormalSquare { x, m, s, c };

@@ -247,6 +247,36 @@ pub fn normal_square_reverse(
     [cs, cx, cm]
 }
 
+/// `c * (x - m)^2`, by the same three scalar operations as the unfused instructions.
+#[inline(always)]
+pub fn square_diff_forward(x: &Lanes, m: &Lanes, c: f64) -> Lanes {
+    map(|l| {
+        let u = binary_value(Binary::Sub, x[l], m[l]);
+        binary_value(Binary::Mul, c, unary_value(Unary::Powi(2), u))
+    })
+}
+
+/// Reverse of [`square_diff_forward`]: the contributions to `x` and `m`, as
+/// [`normal_square_reverse`] makes them without the division (the subtraction's own adjoint
+/// is the square's contribution, `0.0 +` it).
+#[inline(always)]
+pub fn square_diff_reverse(ad: &Lanes, [x, m]: [&Lanes; 2], c: f64, wants: Wants) -> [Lanes; 2] {
+    let mut ad_d = [0.0; CHUNK];
+    for l in 0..CHUNK {
+        let u = binary_value(Binary::Sub, x[l], m[l]);
+        let p = unary_value(Unary::Powi(2), u);
+        let ad_p = 0.0 + masked(ad[l], binary_derivatives(Binary::Mul, c, p, 0.0).1);
+        ad_d[l] = 0.0 + masked(ad_p, unary_derivative(Unary::Powi(2), u, p));
+    }
+    let (da, db) = binary_derivatives(Binary::Sub, 0.0, 0.0, 0.0);
+    let zero = [0.0; CHUNK];
+    match wants {
+        Wants::Both => [ad_d, ad_d],
+        Wants::A => [map(|l| masked(ad_d[l], da)), zero],
+        Wants::B => [zero, map(|l| masked(ad_d[l], db))],
+    }
+}
+
 /// `c * ln(r) - r` (or `ln(r) * c - r`), by the same three scalar operations as the unfused
 /// instructions.
 #[inline(always)]

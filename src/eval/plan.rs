@@ -60,6 +60,7 @@ fn reaches_inputs(steps: &[Step], adj: &[u32], chains: &[(u32, bool)], smooth: b
             Op::Unary { a, .. } => r(a),
             Op::Binary { a, b, .. } => r(a) || r(b),
             Op::NormalSquare { x, m, s, .. } => r(x) || r(m) || r(s),
+            Op::SquareDiff { x, m, .. } => r(x) || r(m),
             Op::PoissonTerm { r: rate, .. } => r(rate),
             Op::SumChain { base, from, to } => {
                 r(base)
@@ -156,6 +157,10 @@ pub(super) fn plan(shape: &Shape, smooth: bool) -> Plan {
                 let ts = target(s, true);
                 let tx = target(x, true);
                 [ts, tx, target(m, true)]
+            }
+            Op::SquareDiff { x, m, .. } => {
+                let tx = target(x, true);
+                [NO_TARGET, tx, target(m, true)]
             }
             // Both of its contributions go to `r` (the first, if any, is the subtraction's).
             Op::PoissonTerm { r, .. } => [target(r, true), NO_TARGET, NO_TARGET],

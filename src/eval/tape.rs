@@ -95,8 +95,8 @@ impl Tape {
         self.if_count
     }
 
-    /// How many normal-density quadratic terms `c ((x - m) / s)^2` were fused into one
-    /// instruction each (for tests and benchmark reports).
+    /// How many normal-density quadratic terms `c ((x - m) / s)^2` (or `c (x - m)^2`) were
+    /// fused into one instruction each (for tests and benchmark reports).
     pub fn fused_squares(&self) -> usize {
         self.fused_squares
     }
