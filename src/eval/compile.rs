@@ -73,7 +73,12 @@ impl Tape {
         let mut fused = fuse::fuse_normal_square(&mut steps, &uniform_steps, &constant, output);
         let fused_squares = steps
             .iter()
-            .filter(|st| matches!(st.op, Op::NormalSquare { .. } | Op::SquareDiff { .. }))
+            .filter(|st| {
+                matches!(
+                    st.op,
+                    Op::NormalSquare { .. } | Op::SquareDiff { .. } | Op::Square { .. }
+                )
+            })
             .count();
         let poisson = fuse::fuse_poisson_term(&mut steps, &uniform_steps, &constant, output);
         let fused_poisson = poisson.len() / 2;

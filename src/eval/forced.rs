@@ -7,7 +7,7 @@
 
 use crate::ir::{Branch, Semantics};
 
-use super::instr::{CHUNK, Op, Step};
+use super::instr::{CHUNK, NONE, Op, Step};
 use super::sweep;
 use super::tape::Tape;
 use super::workspace::Workspace;
@@ -175,6 +175,7 @@ impl Tape {
                 Op::Binary { a, b, .. } => d(a) || d(b),
                 Op::NormalSquare { x, m, s, .. } => d(x) || d(m) || d(s),
                 Op::SquareDiff { x, m, .. } => d(x) || d(m),
+                Op::Square { x, s, .. } => d(x) || (s != NONE && d(s)),
                 Op::PoissonTerm { r, .. } => d(r),
                 Op::SumChain { base, from, to } => {
                     d(base)

@@ -128,32 +128,47 @@ pub(super) fn fuse_normal_square(
         else {
             continue;
         };
-        if !single(u) {
-            continue;
-        }
-        let (d, s) = match steps[at[u as usize]].op {
-            Op::Binary {
+        let out = steps[i].out;
+        let consts_between = |from: u32, fused: &[u32]| {
+            (from + 1..out).all(|k| fused.contains(&k) || constant[k as usize].is_some())
+        };
+        // `c * (x / s)^2` or `c * x^2`: a square whose operand is no subtraction read by it
+        // alone (a normal density of location 0).
+        let op_of = |slot: u32| single(slot).then(|| steps[at[slot as usize]].op);
+        let sub_of = |slot: u32| match op_of(slot) {
+            Some(Op::Binary {
+                op: Binary::Sub,
+                a,
+                b,
+            }) => Some((a, b)),
+            _ => None,
+        };
+        let (d, s) = match op_of(u) {
+            Some(Op::Binary {
                 op: Binary::Div,
                 a,
                 b,
-            } => (a, Some(b)),
-            Op::Binary {
-                op: Binary::Sub, ..
-            } => (u, None),
-            _ => continue,
+            }) => (a, Some(b)),
+            _ => (u, None),
         };
-        if !single(d) {
+        if sub_of(d).is_none() {
+            let (x, s, first) = match s {
+                Some(s) if d != s => (d, s, u),
+                Some(_) => continue,
+                None => (u, NONE_SLOT, p),
+            };
+            if !consts_between(first, &[u, p]) {
+                continue;
+            }
+            steps[i].op = Op::Square { x, s, c };
+            let gone_slots: &[u32] = if s == NONE_SLOT { &[p] } else { &[u, p] };
+            for &k in gone_slots {
+                gone[at[k as usize]] = true;
+            }
+            fused.extend(gone_slots);
             continue;
         }
-        let Op::Binary {
-            op: Binary::Sub,
-            a: x,
-            b: m,
-        } = steps[at[d as usize]].op
-        else {
-            continue;
-        };
-        let out = steps[i].out;
+        let Some((x, m)) = sub_of(d) else { continue };
         let only_consts_between =
             (d + 1..out).all(|k| k == u || k == p || constant[k as usize].is_some());
         if x == m || !only_consts_between {

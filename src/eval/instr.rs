@@ -61,6 +61,15 @@ pub(super) enum Op {
         m: u32,
         c: f64,
     },
+    /// `c * (x / s)^2`, or `c * x^2` where `s` is no slot (`u32::MAX`), for a constant `c`:
+    /// [`Op::NormalSquare`] of a location the builder folded away (a normal density of
+    /// location 0, such as a standard normal prior), three or two instructions fused. Same
+    /// operations, same bits.
+    Square {
+        x: u32,
+        s: u32,
+        c: f64,
+    },
     /// `c * ln(r) - r` for a constant `c` (`ln(r) * c` unless `c_left`): what a Poisson
     /// log-density of an observed count `c` keeps once its constant is hoisted, three
     /// instructions whose intermediate results nobody else reads (see
@@ -139,6 +148,8 @@ pub(super) fn operands(op: &Op) -> ([u32; 3], usize) {
         Op::Binary { a, b, .. } => ([a, b, 0], 2),
         Op::NormalSquare { x, m, s, .. } => ([x, m, s], 3),
         Op::SquareDiff { x, m, .. } => ([x, m, 0], 2),
+        Op::Square { x, s, .. } if s == NONE => ([x, 0, 0], 1),
+        Op::Square { x, s, .. } => ([x, s, 0], 2),
         Op::PoissonTerm { r, .. } => ([r, 0, 0], 1),
         Op::SumChain { base, .. } => ([base, 0, 0], 1),
         Op::If { g, t, e, .. } => ([g, t, e], 3),

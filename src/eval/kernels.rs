@@ -277,6 +277,43 @@ pub fn square_diff_reverse(ad: &Lanes, [x, m]: [&Lanes; 2], c: f64, wants: Wants
     }
 }
 
+/// `c * (x / s)^2`, or `c * x^2` without `s`, by the same scalar operations as the unfused
+/// instructions.
+#[inline(always)]
+pub fn square_forward(x: &Lanes, s: Option<&Lanes>, c: f64) -> Lanes {
+    let sq = |u: f64| binary_value(Binary::Mul, c, unary_value(Unary::Powi(2), u));
+    match s {
+        Some(s) => map(|l| sq(binary_value(Binary::Div, x[l], s[l]))),
+        None => map(|l| sq(x[l])),
+    }
+}
+
+/// Reverse of [`square_forward`]: the contributions to `s` (zero without it) and `x`, as
+/// [`normal_square_reverse`] makes them without the subtraction (the division's or, without
+/// `s`, the square's contribution goes to `x` itself).
+#[inline(always)]
+pub fn square_reverse(ad: &Lanes, x: &Lanes, s: Option<&Lanes>, c: f64) -> [Lanes; 2] {
+    // The contribution of `c * p` to `p = u^2` and on to `u`.
+    let to_u = |l: usize, u: f64| {
+        let p = unary_value(Unary::Powi(2), u);
+        let ad_p = 0.0 + masked(ad[l], binary_derivatives(Binary::Mul, c, p, 0.0).1);
+        masked(ad_p, unary_derivative(Unary::Powi(2), u, p))
+    };
+    let Some(s) = s else {
+        return [[0.0; CHUNK], map(|l| to_u(l, x[l]))];
+    };
+    let mut cs = [0.0; CHUNK];
+    let mut cx = [0.0; CHUNK];
+    for l in 0..CHUNK {
+        let u = binary_value(Binary::Div, x[l], s[l]);
+        let ad_u = 0.0 + to_u(l, u);
+        let (dx, ds) = binary_derivatives(Binary::Div, x[l], s[l], u);
+        cs[l] = masked(ad_u, ds);
+        cx[l] = masked(ad_u, dx);
+    }
+    [cs, cx]
+}
+
 /// `c * ln(r) - r` (or `ln(r) * c - r`), by the same three scalar operations as the unfused
 /// instructions.
 #[inline(always)]

@@ -61,6 +61,7 @@ fn reaches_inputs(steps: &[Step], adj: &[u32], chains: &[(u32, bool)], smooth: b
             Op::Binary { a, b, .. } => r(a) || r(b),
             Op::NormalSquare { x, m, s, .. } => r(x) || r(m) || r(s),
             Op::SquareDiff { x, m, .. } => r(x) || r(m),
+            Op::Square { x, s, .. } => r(x) || (s != NONE && r(s)),
             Op::PoissonTerm { r: rate, .. } => r(rate),
             Op::SumChain { base, from, to } => {
                 r(base)
@@ -161,6 +162,14 @@ pub(super) fn plan(shape: &Shape, smooth: bool) -> Plan {
             Op::SquareDiff { x, m, .. } => {
                 let tx = target(x, true);
                 [NO_TARGET, tx, target(m, true)]
+            }
+            Op::Square { x, s, .. } => {
+                let ts = if s == NONE {
+                    NO_TARGET
+                } else {
+                    target(s, true)
+                };
+                [ts, target(x, true), NO_TARGET]
             }
             // Both of its contributions go to `r` (the first, if any, is the subtraction's).
             Op::PoissonTerm { r, .. } => [target(r, true), NO_TARGET, NO_TARGET],

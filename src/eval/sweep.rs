@@ -49,6 +49,7 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
             Op::Binary { op, a, b } => binary_value(op, v(a), v(b)),
             Op::NormalSquare { .. }
             | Op::SquareDiff { .. }
+            | Op::Square { .. }
             | Op::PoissonTerm { .. }
             | Op::SumChain { .. } => {
                 unreachable!("only lane steps are fused")
@@ -157,6 +158,7 @@ fn forward_body(
             Op::Binary { op, a, b } => kernels::binary_forward(op, v(a), v(b)),
             Op::NormalSquare { x, m, s, c } => kernels::normal_square_forward(v(x), v(m), v(s), c),
             Op::SquareDiff { x, m, c } => kernels::square_diff_forward(v(x), v(m), c),
+            Op::Square { x, s, c } => kernels::square_forward(v(x), (s != NONE).then(|| v(s)), c),
             Op::PoissonTerm { r, c, c_left } => kernels::poisson_term_forward(v(r), c, c_left),
             Op::SumChain { base, from, to } => {
                 let mut acc = *v(base);
@@ -291,6 +293,11 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                 } else {
                     put(lower, t2, &cm);
                 }
+            }
+            Op::Square { x, s, c } => {
+                let [cs, cx] = kernels::square_reverse(ad, v(x), (s != NONE).then(|| v(s)), c);
+                put(lower, t0, &cs);
+                put(lower, t1, &cx);
             }
             Op::PoissonTerm { r, c, .. } => {
                 if t0.adj != NONE {
