@@ -42,14 +42,27 @@ fn program(with_nan: bool) -> Program {
         + (z[0].softplus() + 0.1).pow(th * th);
     let sugar = b.max(z[0], z[2]) + b.abs(z[1] - th) + b.relu(z[2]);
     // Normal log-densities (whose quadratic term the tape fuses) with the value, the location
-    // or the scale constant, a parameter or a latent, and one whose residual is read twice.
+    // or the scale constant, a parameter or a latent, one of scale 1 and two of location 0
+    // (which the builder folds away), and one whose residual is read twice.
     let normal = |x, m, s| b.log_density(Dist::Normal, x, &[m, s]).unwrap();
     let dens2 = normal(z[0], th, scale)
         + normal(b.constant(1.5), z[1], z[2].softplus())
         + normal(z[3], b.constant(0.5), b.constant(0.1))
         + normal(z[2], z[3], scale)
         + normal(z[4], z[4] * 0.5, b.constant(2.0))
+        + normal(z[1], z[3].sin(), b.constant(1.0))
+        + normal(z[2], b.constant(0.0), scale)
+        + normal(z[3].cos(), b.constant(0.0), b.constant(1.0))
         + (z[0] - th) * 0.01;
+    // Poisson log-densities of counts (whose rate-dependent part the tape fuses), the count
+    // on either side of its product (the builder orders operands by node: `ln(r2)` exists
+    // before the constant 7), and one with a uniform rate (not fused).
+    let poisson = |x: f64, r| b.log_density(Dist::Poisson, b.constant(x), &[r]).unwrap();
+    let r2 = z[2] * z[2] + 0.5;
+    let _ = r2.ln();
+    let p2 = poisson(7.0, r2);
+    let r1 = z[3].exp();
+    let counts = poisson(3.0, r1) + p2 + poisson(2.0, th.exp()) + r1 * 0.25;
     // A sum chain (fused) with a term read twice more between its addition and the chain's
     // end: fusing that addition would change the order of the term's three contributions
     // (1, then 1e16 and -1e16: the 1 survives only in the unfused order).
@@ -73,6 +86,7 @@ fn program(with_nan: bool) -> Program {
         + rest.powi(2).ln_1p()
         + sugar
         + dens2
+        + counts
         + acc
         + step
         + long;
@@ -214,8 +228,10 @@ fn semantics(p: &Program) -> Vec<Semantics> {
 fn tape_gradients_equal_a_plain_reverse_sweep_bit_for_bit() {
     let p = program(true);
     let tape = Tape::compile(&p, 0);
-    // Every density in `dens2` but the first, whose residual `z0 - theta` has other readers.
-    assert_eq!(tape.fused_squares(), 4);
+    // Every density in `dens2`; the first, whose residual `z0 - theta` has other readers, as
+    // the square of the quotient only (as is `dens`'s quadratic term, the same node).
+    assert_eq!(tape.fused_squares(), 8);
+    assert_eq!(tape.fused_poisson_terms(), 2);
     assert!(tape.fused_additions() >= 10, "{}", tape.fused_additions());
     let n = p.latent_count();
     let mut checked = 0;

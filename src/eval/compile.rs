@@ -71,7 +71,18 @@ impl Tape {
             constant[s as usize] = Some(c);
         }
         let mut fused = fuse::fuse_normal_square(&mut steps, &uniform_steps, &constant, output);
-        let fused_squares = fused.len() / 3;
+        let fused_squares = steps
+            .iter()
+            .filter(|st| {
+                matches!(
+                    st.op,
+                    Op::NormalSquare { .. } | Op::SquareDiff { .. } | Op::Square { .. }
+                )
+            })
+            .count();
+        let poisson = fuse::fuse_poisson_term(&mut steps, &uniform_steps, &constant, output);
+        let fused_poisson = poisson.len() / 2;
+        fused.extend(poisson);
         let mut chains = Vec::new();
         let before = steps.len();
         fused.extend(fuse::fuse_sum_chains(
@@ -142,6 +153,7 @@ impl Tape {
             if_count: program.if_count(),
             uniform_ifs,
             fused_squares,
+            fused_poisson,
             fused_chains,
         })
     }

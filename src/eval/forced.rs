@@ -7,7 +7,7 @@
 
 use crate::ir::{Branch, Semantics};
 
-use super::instr::{CHUNK, Op, Step};
+use super::instr::{CHUNK, NONE, Op, Step};
 use super::sweep;
 use super::tape::Tape;
 use super::workspace::Workspace;
@@ -174,6 +174,9 @@ impl Tape {
                 Op::Unary { a, .. } => d(a),
                 Op::Binary { a, b, .. } => d(a) || d(b),
                 Op::NormalSquare { x, m, s, .. } => d(x) || d(m) || d(s),
+                Op::SquareDiff { x, m, .. } => d(x) || d(m),
+                Op::Square { x, s, .. } => d(x) || (s != NONE && d(s)),
+                Op::PoissonTerm { r, .. } => d(r),
                 Op::SumChain { base, from, to } => {
                     d(base)
                         || self.full.chains[from as usize..to as usize]

@@ -85,9 +85,10 @@ fn remove(steps: &mut Vec<Step>, gone: &[bool]) {
 }
 
 /// Fuses `c * ((x - m) / s)^2` (four lane steps `sub`, `div`, `powi 2`, `mul` by a constant,
-/// either side) into one [`Op::NormalSquare`] where the three intermediate results have no
-/// other reader and nothing but constants lies between the first and the last of the four
-/// in slot order (so no other step's contribution to `x`, `m` or `s` falls between theirs,
+/// either side) into one [`Op::NormalSquare`], and `c * (x - m)^2` (the same without the
+/// division) into one [`Op::SquareDiff`], where the intermediate results have no other
+/// reader and nothing but constants lies between the first and the last of the steps in
+/// slot order (so no other step's contribution to `x`, `m` or `s` falls between theirs,
 /// and the reverse sweep adds into every adjoint in the same order as unfused). Returns the
 /// slots fused away.
 pub(super) fn fuse_normal_square(
@@ -127,32 +128,61 @@ pub(super) fn fuse_normal_square(
         else {
             continue;
         };
-        if !single(u) {
-            continue;
-        }
-        let Op::Binary {
-            op: Binary::Div,
-            a: d,
-            b: s,
-        } = steps[at[u as usize]].op
-        else {
-            continue;
-        };
-        if !single(d) {
-            continue;
-        }
-        let Op::Binary {
-            op: Binary::Sub,
-            a: x,
-            b: m,
-        } = steps[at[d as usize]].op
-        else {
-            continue;
-        };
         let out = steps[i].out;
+        let consts_between = |from: u32, fused: &[u32]| {
+            (from + 1..out).all(|k| fused.contains(&k) || constant[k as usize].is_some())
+        };
+        // `c * (x / s)^2` or `c * x^2`: a square whose operand is no subtraction read by it
+        // alone (a normal density of location 0).
+        let op_of = |slot: u32| single(slot).then(|| steps[at[slot as usize]].op);
+        let sub_of = |slot: u32| match op_of(slot) {
+            Some(Op::Binary {
+                op: Binary::Sub,
+                a,
+                b,
+            }) => Some((a, b)),
+            _ => None,
+        };
+        let (d, s) = match op_of(u) {
+            Some(Op::Binary {
+                op: Binary::Div,
+                a,
+                b,
+            }) => (a, Some(b)),
+            _ => (u, None),
+        };
+        if sub_of(d).is_none() {
+            let (x, s, first) = match s {
+                Some(s) if d != s => (d, s, u),
+                Some(_) => continue,
+                None => (u, NONE_SLOT, p),
+            };
+            if !consts_between(first, &[u, p]) {
+                continue;
+            }
+            steps[i].op = Op::Square { x, s, c };
+            let gone_slots: &[u32] = if s == NONE_SLOT { &[p] } else { &[u, p] };
+            for &k in gone_slots {
+                gone[at[k as usize]] = true;
+            }
+            fused.extend(gone_slots);
+            continue;
+        }
+        let Some((x, m)) = sub_of(d) else { continue };
         let only_consts_between =
             (d + 1..out).all(|k| k == u || k == p || constant[k as usize].is_some());
-        if x == m || s == x || s == m || d == s || !only_consts_between {
+        if x == m || !only_consts_between {
+            continue;
+        }
+        let Some(s) = s else {
+            steps[i].op = Op::SquareDiff { x, m, c };
+            for k in [u, p] {
+                gone[at[k as usize]] = true;
+            }
+            fused.extend([u, p]);
+            continue;
+        };
+        if s == x || s == m || d == s {
             continue;
         }
         steps[i].op = Op::NormalSquare { x, m, s, c };
@@ -160,6 +190,70 @@ pub(super) fn fuse_normal_square(
             gone[at[k as usize]] = true;
         }
         fused.extend([d, u, p]);
+    }
+    remove(steps, &gone);
+    fused
+}
+
+/// Fuses `c * ln(r) - r` (three lane steps `log`, `mul` by a constant, either side, and
+/// `sub`) into one [`Op::PoissonTerm`] where the two intermediate results have no other
+/// reader and nothing but constants lies between the first and the last of the three in
+/// slot order (so no other step's contribution to `r` falls between the subtraction's and
+/// the logarithm's in the reverse sweep). Returns the slots fused away.
+pub(super) fn fuse_poisson_term(
+    steps: &mut Vec<Step>,
+    uniform_steps: &[Step],
+    constant: &[Option<f64>],
+    output: u32,
+) -> Vec<u32> {
+    let n = constant.len();
+    let readers = Readers::new(steps, uniform_steps, n, output);
+    let at = positions(steps, n);
+    let lane = |slot: u32| at[slot as usize] != usize::MAX;
+    let single = |slot: u32| lane(slot) && readers.of(slot).len() == 1;
+    let mut gone = vec![false; steps.len()];
+    let mut fused = Vec::new();
+    for i in 0..steps.len() {
+        let Op::Binary {
+            op: Binary::Sub,
+            a: p,
+            b: r,
+        } = steps[i].op
+        else {
+            continue;
+        };
+        if !single(p) {
+            continue;
+        }
+        let Op::Binary {
+            op: Binary::Mul,
+            a,
+            b,
+        } = steps[at[p as usize]].op
+        else {
+            continue;
+        };
+        let (c, l, c_left) = match (constant[a as usize], constant[b as usize]) {
+            (Some(c), None) => (c, b, true),
+            (None, Some(c)) => (c, a, false),
+            _ => continue,
+        };
+        if !single(l) {
+            continue;
+        }
+        let Op::Unary { op: Unary::Log, a } = steps[at[l as usize]].op else {
+            continue;
+        };
+        let out = steps[i].out;
+        let only_consts_between = (l + 1..out).all(|k| k == p || constant[k as usize].is_some());
+        if a != r || !only_consts_between {
+            continue;
+        }
+        steps[i].op = Op::PoissonTerm { r, c, c_left };
+        for k in [l, p] {
+            gone[at[k as usize]] = true;
+        }
+        fused.extend([l, p]);
     }
     remove(steps, &gone);
     fused

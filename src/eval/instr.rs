@@ -53,6 +53,32 @@ pub(super) enum Op {
         s: u32,
         c: f64,
     },
+    /// `c * (x - m)^2` for a constant `c`: [`Op::NormalSquare`] of a scale the builder
+    /// folded away (a normal density of scale 1), three instructions fused. Same operations,
+    /// same bits.
+    SquareDiff {
+        x: u32,
+        m: u32,
+        c: f64,
+    },
+    /// `c * (x / s)^2`, or `c * x^2` where `s` is no slot (`u32::MAX`), for a constant `c`:
+    /// [`Op::NormalSquare`] of a location the builder folded away (a normal density of
+    /// location 0, such as a standard normal prior), three or two instructions fused. Same
+    /// operations, same bits.
+    Square {
+        x: u32,
+        s: u32,
+        c: f64,
+    },
+    /// `c * ln(r) - r` for a constant `c` (`ln(r) * c` unless `c_left`): what a Poisson
+    /// log-density of an observed count `c` keeps once its constant is hoisted, three
+    /// instructions whose intermediate results nobody else reads (see
+    /// [`fuse_poisson_term`](super::fuse::fuse_poisson_term)). Same operations, same bits.
+    PoissonTerm {
+        r: u32,
+        c: f64,
+        c_left: bool,
+    },
     /// `((base + t1) + t2) + ...`, the terms `chains[from..to]` of the tape (see
     /// [`fuse_sum_chains`](super::fuse::fuse_sum_chains)).
     SumChain {
@@ -121,6 +147,10 @@ pub(super) fn operands(op: &Op) -> ([u32; 3], usize) {
         Op::Unary { a, .. } => ([a, 0, 0], 1),
         Op::Binary { a, b, .. } => ([a, b, 0], 2),
         Op::NormalSquare { x, m, s, .. } => ([x, m, s], 3),
+        Op::SquareDiff { x, m, .. } => ([x, m, 0], 2),
+        Op::Square { x, s, .. } if s == NONE => ([x, 0, 0], 1),
+        Op::Square { x, s, .. } => ([x, s, 0], 2),
+        Op::PoissonTerm { r, .. } => ([r, 0, 0], 1),
         Op::SumChain { base, .. } => ([base, 0, 0], 1),
         Op::If { g, t, e, .. } => ([g, t, e], 3),
     }

@@ -247,6 +247,102 @@ pub fn normal_square_reverse(
     [cs, cx, cm]
 }
 
+/// `c * (x - m)^2`, by the same three scalar operations as the unfused instructions.
+#[inline(always)]
+pub fn square_diff_forward(x: &Lanes, m: &Lanes, c: f64) -> Lanes {
+    map(|l| {
+        let u = binary_value(Binary::Sub, x[l], m[l]);
+        binary_value(Binary::Mul, c, unary_value(Unary::Powi(2), u))
+    })
+}
+
+/// Reverse of [`square_diff_forward`]: the contributions to `x` and `m`, as
+/// [`normal_square_reverse`] makes them without the division (the subtraction's own adjoint
+/// is the square's contribution, `0.0 +` it).
+#[inline(always)]
+pub fn square_diff_reverse(ad: &Lanes, [x, m]: [&Lanes; 2], c: f64, wants: Wants) -> [Lanes; 2] {
+    let mut ad_d = [0.0; CHUNK];
+    for l in 0..CHUNK {
+        let u = binary_value(Binary::Sub, x[l], m[l]);
+        let p = unary_value(Unary::Powi(2), u);
+        let ad_p = 0.0 + masked(ad[l], binary_derivatives(Binary::Mul, c, p, 0.0).1);
+        ad_d[l] = 0.0 + masked(ad_p, unary_derivative(Unary::Powi(2), u, p));
+    }
+    let (da, db) = binary_derivatives(Binary::Sub, 0.0, 0.0, 0.0);
+    let zero = [0.0; CHUNK];
+    match wants {
+        Wants::Both => [ad_d, ad_d],
+        Wants::A => [map(|l| masked(ad_d[l], da)), zero],
+        Wants::B => [zero, map(|l| masked(ad_d[l], db))],
+    }
+}
+
+/// `c * (x / s)^2`, or `c * x^2` without `s`, by the same scalar operations as the unfused
+/// instructions.
+#[inline(always)]
+pub fn square_forward(x: &Lanes, s: Option<&Lanes>, c: f64) -> Lanes {
+    let sq = |u: f64| binary_value(Binary::Mul, c, unary_value(Unary::Powi(2), u));
+    match s {
+        Some(s) => map(|l| sq(binary_value(Binary::Div, x[l], s[l]))),
+        None => map(|l| sq(x[l])),
+    }
+}
+
+/// Reverse of [`square_forward`]: the contributions to `s` (zero without it) and `x`, as
+/// [`normal_square_reverse`] makes them without the subtraction (the division's or, without
+/// `s`, the square's contribution goes to `x` itself).
+#[inline(always)]
+pub fn square_reverse(ad: &Lanes, x: &Lanes, s: Option<&Lanes>, c: f64) -> [Lanes; 2] {
+    // The contribution of `c * p` to `p = u^2` and on to `u`.
+    let to_u = |l: usize, u: f64| {
+        let p = unary_value(Unary::Powi(2), u);
+        let ad_p = 0.0 + masked(ad[l], binary_derivatives(Binary::Mul, c, p, 0.0).1);
+        masked(ad_p, unary_derivative(Unary::Powi(2), u, p))
+    };
+    let Some(s) = s else {
+        return [[0.0; CHUNK], map(|l| to_u(l, x[l]))];
+    };
+    let mut cs = [0.0; CHUNK];
+    let mut cx = [0.0; CHUNK];
+    for l in 0..CHUNK {
+        let u = binary_value(Binary::Div, x[l], s[l]);
+        let ad_u = 0.0 + to_u(l, u);
+        let (dx, ds) = binary_derivatives(Binary::Div, x[l], s[l], u);
+        cs[l] = masked(ad_u, ds);
+        cx[l] = masked(ad_u, dx);
+    }
+    [cs, cx]
+}
+
+/// `c * ln(r) - r` (or `ln(r) * c - r`), by the same three scalar operations as the unfused
+/// instructions.
+#[inline(always)]
+pub fn poisson_term_forward(r: &Lanes, c: f64, c_left: bool) -> Lanes {
+    let lr = vmath::ln_lanes(r);
+    map(|l| {
+        let p = if c_left {
+            binary_value(Binary::Mul, c, lr[l])
+        } else {
+            binary_value(Binary::Mul, lr[l], c)
+        };
+        binary_value(Binary::Sub, p, r[l])
+    })
+}
+
+/// Reverse of [`poisson_term_forward`]: `r`'s two contributions in the unfused sweep's order,
+/// the subtraction's (to be *subtracted*; it is the step's own adjoint) and then the
+/// logarithm's (to be added), every intermediate adjoint computed as the unfused sweep
+/// computes it (each has one reader, so it is `0.0 +` its one contribution). The
+/// multiplication's partial with respect to the logarithm is `c` in either operand order.
+#[inline(always)]
+pub fn poisson_term_reverse(ad: &Lanes, r: &Lanes, c: f64) -> Lanes {
+    map(|l| {
+        let ad_p = 0.0 + ad[l];
+        let ad_l = 0.0 + masked(ad_p, c);
+        masked(ad_l, unary_derivative(Unary::Log, r[l], 0.0))
+    })
+}
+
 /// One addition of a sum chain: `acc + t`, or `t + acc` where the partial sum was the right
 /// operand (the order of the unfused instruction, so that even NaN payloads agree).
 #[inline(always)]

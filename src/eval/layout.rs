@@ -108,6 +108,10 @@ fn reverse_reads(rs: &RevStep, smooth: bool) -> ([u32; 3], usize) {
             (Binary::Pow, _, _) => ([a, b, out], 3),
         },
         Op::NormalSquare { x, m, s, .. } => ([x, m, s], 3),
+        Op::SquareDiff { x, m, .. } => ([x, m, 0], 2),
+        Op::Square { x, s, .. } if s == NONE => ([x, 0, 0], 1),
+        Op::Square { x, s, .. } => ([x, s, 0], 2),
+        Op::PoissonTerm { r, .. } => ([r, 0, 0], 1),
         Op::If { t, e, .. } if smooth => ([t, e, 0], 2),
         Op::If { g, .. } => ([g, 0, 0], 1),
     }
@@ -132,6 +136,14 @@ fn rename(st: &mut Step, place: impl Fn(u32) -> u32) {
         Op::Unary { a, .. } => *a = place(*a),
         Op::Binary { a, b, .. } => (*a, *b) = (place(*a), place(*b)),
         Op::NormalSquare { x, m, s, .. } => (*x, *m, *s) = (place(*x), place(*m), place(*s)),
+        Op::SquareDiff { x, m, .. } => (*x, *m) = (place(*x), place(*m)),
+        Op::Square { x, s, .. } => {
+            *x = place(*x);
+            if *s != NONE {
+                *s = place(*s);
+            }
+        }
+        Op::PoissonTerm { r, .. } => *r = place(*r),
         Op::SumChain { base, .. } => *base = place(*base),
         Op::If { g, t, e, .. } => (*g, *t, *e) = (place(*g), place(*t), place(*e)),
     }

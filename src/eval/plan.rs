@@ -60,6 +60,9 @@ fn reaches_inputs(steps: &[Step], adj: &[u32], chains: &[(u32, bool)], smooth: b
             Op::Unary { a, .. } => r(a),
             Op::Binary { a, b, .. } => r(a) || r(b),
             Op::NormalSquare { x, m, s, .. } => r(x) || r(m) || r(s),
+            Op::SquareDiff { x, m, .. } => r(x) || r(m),
+            Op::Square { x, s, .. } => r(x) || (s != NONE && r(s)),
+            Op::PoissonTerm { r: rate, .. } => r(rate),
             Op::SumChain { base, from, to } => {
                 r(base)
                     || chains[from as usize..to as usize]
@@ -156,6 +159,20 @@ pub(super) fn plan(shape: &Shape, smooth: bool) -> Plan {
                 let tx = target(x, true);
                 [ts, tx, target(m, true)]
             }
+            Op::SquareDiff { x, m, .. } => {
+                let tx = target(x, true);
+                [NO_TARGET, tx, target(m, true)]
+            }
+            Op::Square { x, s, .. } => {
+                let ts = if s == NONE {
+                    NO_TARGET
+                } else {
+                    target(s, true)
+                };
+                [ts, target(x, true), NO_TARGET]
+            }
+            // Both of its contributions go to `r` (the first, if any, is the subtraction's).
+            Op::PoissonTerm { r, .. } => [target(r, true), NO_TARGET, NO_TARGET],
             // The additions in reverse, each adding to its term; the base comes last.
             Op::SumChain { base, from, to } => {
                 for j in (from..to).rev() {

@@ -47,7 +47,11 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
             Op::Latent { .. } => unreachable!("a latent is never uniform"),
             Op::Unary { op, a } => unary_value(op, v(a)),
             Op::Binary { op, a, b } => binary_value(op, v(a), v(b)),
-            Op::NormalSquare { .. } | Op::SumChain { .. } => {
+            Op::NormalSquare { .. }
+            | Op::SquareDiff { .. }
+            | Op::Square { .. }
+            | Op::PoissonTerm { .. }
+            | Op::SumChain { .. } => {
                 unreachable!("only lane steps are fused")
             }
             Op::If {
@@ -153,6 +157,9 @@ fn forward_body(
             Op::Unary { op, a } => kernels::unary_forward(op, v(a)),
             Op::Binary { op, a, b } => kernels::binary_forward(op, v(a), v(b)),
             Op::NormalSquare { x, m, s, c } => kernels::normal_square_forward(v(x), v(m), v(s), c),
+            Op::SquareDiff { x, m, c } => kernels::square_diff_forward(v(x), v(m), c),
+            Op::Square { x, s, c } => kernels::square_forward(v(x), (s != NONE).then(|| v(s)), c),
+            Op::PoissonTerm { r, c, c_left } => kernels::poisson_term_forward(v(r), c, c_left),
             Op::SumChain { base, from, to } => {
                 let mut acc = *v(base);
                 for &(t, right) in &chains[from as usize..to as usize] {
@@ -270,6 +277,34 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                     kernels::sub_into(&mut lower[t2.adj as usize], &cm, t2.first);
                 } else {
                     put(lower, t2, &cm);
+                }
+            }
+            Op::SquareDiff { x, m, c } => {
+                // Targets as [`Op::NormalSquare`]'s, without the scale's.
+                let wants = match (t1.adj != NONE, t2.adj != NONE) {
+                    (true, true) => Wants::Both,
+                    (true, false) => Wants::A,
+                    _ => Wants::B,
+                };
+                let [cx, cm] = kernels::square_diff_reverse(ad, [v(x), v(m)], c, wants);
+                put(lower, t1, &cx);
+                if wants == Wants::Both {
+                    kernels::sub_into(&mut lower[t2.adj as usize], &cm, t2.first);
+                } else {
+                    put(lower, t2, &cm);
+                }
+            }
+            Op::Square { x, s, c } => {
+                let [cs, cx] = kernels::square_reverse(ad, v(x), (s != NONE).then(|| v(s)), c);
+                put(lower, t0, &cs);
+                put(lower, t1, &cx);
+            }
+            Op::PoissonTerm { r, c, .. } => {
+                if t0.adj != NONE {
+                    let from_log = kernels::poisson_term_reverse(ad, v(r), c);
+                    let to = &mut lower[t0.adj as usize];
+                    kernels::sub_into(to, ad, t0.first);
+                    kernels::add_into(to, &from_log, false);
                 }
             }
             Op::SumChain { from, to, .. } => {

@@ -68,6 +68,7 @@ pub struct Compiled {
     /// Indices of the if-statements among `uniform_steps` (their guards read no latent).
     pub(super) uniform_ifs: Vec<u32>,
     pub(super) fused_squares: usize,
+    pub(super) fused_poisson: usize,
     pub(super) fused_chains: usize,
 }
 
@@ -94,10 +95,16 @@ impl Tape {
         self.if_count
     }
 
-    /// How many normal-density quadratic terms `c ((x - m) / s)^2` were fused into one
-    /// instruction each (for tests and benchmark reports).
+    /// How many normal-density quadratic terms `c ((x - m) / s)^2` (or `c (x - m)^2`) were
+    /// fused into one instruction each (for tests and benchmark reports).
     pub fn fused_squares(&self) -> usize {
         self.fused_squares
+    }
+
+    /// How many Poisson log-density terms `c ln(r) - r` were fused into one instruction each
+    /// (for tests and benchmark reports).
+    pub fn fused_poisson_terms(&self) -> usize {
+        self.fused_poisson
     }
 
     /// Instructions of the reverse sweep under `semantics` (for tests and benchmark

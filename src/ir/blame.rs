@@ -58,11 +58,7 @@ pub fn find_culprit(
         let (term, origin) = value_origin(program, semantics, &vals, &term_of);
         (term, origin, true)
     };
-    let term_value = |t: usize| match program.terms()[t].node {
-        TermNode::Node(id) => vals[id.index()],
-        TermNode::Const(c) => c,
-        TermNode::Gone => f64::NAN,
-    };
+    let term_value = |t: usize| program.term_value(&program.terms()[t], &vals);
     let (value, inputs) = match term {
         Some(t) => (
             term_value(t),

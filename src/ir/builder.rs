@@ -21,6 +21,10 @@ use super::transform::Transform;
 /// Default bound on the number of nodes a builder accepts (see [`Builder::with_node_limit`]).
 pub const DEFAULT_NODE_LIMIT: usize = 10_000_000;
 
+/// Terms to point elsewhere: from a node to another and the constant operations (innermost
+/// first) that turn the other's value into the term's ([`Builder::retarget_terms`]).
+pub(crate) type Retargets = HashMap<NodeId, (NodeId, Vec<(Binary, f64)>), FastBuild>;
+
 /// The growing DAG behind a [`Builder`].
 #[derive(Debug, Default)]
 pub(crate) struct Graph {
@@ -39,6 +43,8 @@ pub(crate) struct Graph {
     /// The terms the front end recorded ([`Builder::record_term`]) and their inputs.
     pub(crate) terms: Vec<PendingTerm>,
     pub(crate) term_inputs: Vec<NodeId>,
+    /// The constant operations hoisted out of terms (ranges in [`PendingTerm::hoisted`]).
+    pub(crate) term_hoisted: Vec<(Binary, f64)>,
     /// The first handle used here that belongs to another builder (or to this one before
     /// `finish` emptied it); `finish` reports it instead of building a wrong program.
     foreign: Option<NodeId>,
@@ -97,6 +103,7 @@ impl Graph {
                 span: t.span,
                 node: term_node(t.node),
                 inputs: t.inputs,
+                hoisted: t.hoisted,
             })
             .collect();
         Program {
@@ -109,6 +116,7 @@ impl Graph {
             if_spans,
             terms,
             term_inputs,
+            term_hoisted: g.term_hoisted,
             source: None,
         }
     }
@@ -358,7 +366,7 @@ impl Builder {
         }
     }
 
-    fn wrap(&self, id: NodeId) -> Var<'_> {
+    pub(super) fn wrap(&self, id: NodeId) -> Var<'_> {
         Var { builder: self, id }
     }
 
@@ -466,7 +474,30 @@ impl Builder {
             span,
             node,
             inputs: (start, end),
+            hoisted: (0, 0),
         });
+    }
+
+    /// The node behind `v` (for passes over the graph being built, such as
+    /// [`Builder::sum_hoisting_constants`]).
+    pub(crate) fn node_of(&self, v: Var<'_>) -> Node {
+        let id = self.own(v);
+        self.g.borrow().node(id)
+    }
+
+    /// Points every recorded term whose node is a key of `moved` at the node it maps to,
+    /// with the constant operations that turn that node's value into the term's.
+    pub(crate) fn retarget_terms(&self, moved: &Retargets) {
+        let mut g = self.g.borrow_mut();
+        let g = &mut *g;
+        for t in &mut g.terms {
+            if let Some((to, ops)) = moved.get(&t.node) {
+                let start = g.term_hoisted.len() as u32;
+                g.term_hoisted.extend_from_slice(ops);
+                t.node = *to;
+                t.hoisted = (start, g.term_hoisted.len() as u32);
+            }
+        }
     }
 
     pub fn constant(&self, c: f64) -> Var<'_> {

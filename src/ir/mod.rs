@@ -11,6 +11,7 @@ mod density;
 mod dist;
 mod error;
 mod hash;
+mod hoist;
 mod model;
 mod node;
 mod ops;

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use super::node::{Branch, Node, NodeId};
+use super::node::{Binary, Branch, Node, NodeId};
 use super::ops::{binary_value, unary_value};
 use super::source::{SourceText, Span};
 use super::term::{Term, TermNode};
@@ -48,6 +48,8 @@ pub struct Program {
     /// The log-density terms the front end recorded, in the order it added them.
     pub(super) terms: Vec<Term>,
     pub(super) term_inputs: Vec<TermNode>,
+    /// The constant operations hoisted out of terms (see [`Program::term_value`]).
+    pub(super) term_hoisted: Vec<(Binary, f64)>,
     pub(super) source: Option<Arc<SourceText>>,
 }
 
@@ -71,6 +73,20 @@ impl Program {
     /// The inputs of `term` (named by [`TermKind::input_names`](super::TermKind::input_names)).
     pub fn term_inputs(&self, term: &Term) -> &[TermNode] {
         &self.term_inputs[term.inputs.0 as usize..term.inputs.1 as usize]
+    }
+
+    /// The value of `term` given the value of every node (`vals`, as from
+    /// [`Program::evaluate_all`]): its node's value with the constants hoisted out of it put
+    /// back, in the order the statement had them; NaN for a term whose node is gone.
+    pub fn term_value(&self, term: &Term, vals: &[f64]) -> f64 {
+        let v = match term.node {
+            TermNode::Node(id) => vals[id.index()],
+            TermNode::Const(c) => c,
+            TermNode::Gone => return f64::NAN,
+        };
+        self.term_hoisted[term.hoisted.0 as usize..term.hoisted.1 as usize]
+            .iter()
+            .fold(v, |acc, &(op, c)| binary_value(op, acc, c))
     }
 
     pub fn nodes(&self) -> &[Node] {

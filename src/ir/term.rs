@@ -64,6 +64,10 @@ pub struct Term {
     pub node: TermNode,
     /// Range of its inputs in [`Program::term_inputs`](super::Program::term_inputs).
     pub(crate) inputs: (u32, u32),
+    /// Range of the constant additions and subtractions hoisted out of it into the
+    /// program's one constant ([`Builder::sum_hoisting_constants`](super::Builder::sum_hoisting_constants)):
+    /// `node`'s value with them applied in order is the statement's value.
+    pub(crate) hoisted: (u32, u32),
 }
 
 /// A term while the program is being built (node ids of the builder).
@@ -73,4 +77,5 @@ pub(crate) struct PendingTerm {
     pub span: Span,
     pub node: NodeId,
     pub inputs: (u32, u32),
+    pub hoisted: (u32, u32),
 }

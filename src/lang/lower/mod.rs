@@ -412,7 +412,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
     fn finish(self, program: &ast::Program, name: &str) -> Result<Model, Diag> {
         let b = self.b;
         let end = Span { start: 0, end: 0 };
-        let mut out = b.sum(&self.terms);
+        let mut out = b.sum_hoisting_constants(&self.terms);
         if self.objective {
             if self.minimize.is_none() {
                 let at = program
