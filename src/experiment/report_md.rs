@@ -312,7 +312,7 @@ fn notes(rep: &Reproduction, band: &[BandCell]) -> String {
         let positive = c.final_elbo.iter().filter(|v| **v > 0.0).count();
         let _ = writeln!(
             s,
-            "- **walk ends with a positive ELBO** on {positive} of {} seeds of DSGD at η 0.1 (per seed: {}), although an ELBO is a lower bound on log p(x). The model (models/walk.dsgd) samples its steps `z_i ~ N(0, 1)` inside the branch `p >= 0`, and under the language's semantics (docs/design.md sections 1 and 4) a `sample` inside a branch contributes its prior log-density only where that branch is taken, while the guide's -log q of every latent is always part of the ELBO. Once the walk has stopped at step k, the steps k+1..15 have no prior term, and the ELBO rewards their guide entropy, (1/2) log(2πe σ²) each, which grows without bound as σ grows: the objective is not bounded above, and its value depends on how far Adam (step 0.0015) has let those σ grow in 10,000 iterations (for seed 0 the guide std grows from 0.91 for step 1 to 1.87 for step 15). The paper has the same semantics: its Score and Fixed η 0.06 cells, -85 ± 197, are four seeds at about +13 — our value — and one seed 492.5 lower (with ddof 0, 0.4 × 492.5 = 197); no set of five runs all below log p(x) ≈ -16 could give -37 ± 148 either.",
+            "- **walk ends with a positive ELBO** on {positive} of {} seeds of DSGD at η 0.1 (per seed: {}), although an ELBO is a lower bound on log p(x). The model (models/walk.dsgd) samples its steps `z_i ~ N(0, 1)` inside the branch `p >= 0`, and under the language's semantics (docs/design.md sections 1 and 4) a `sample` inside a branch contributes its prior log-density only where that branch is taken, while the guide's -log q of every latent is always part of the ELBO. Once the walk has stopped at step k, the steps k+1..15 have no prior term, and the ELBO rewards their guide entropy, (1/2) log(2πe σ²) each, which grows without bound as σ grows: the objective is not bounded above, and its value depends on how far Adam (step 0.0015) has let those σ grow in 10,000 iterations (for seed 0 the guide std grows from 0.86 for step 1 to 1.86 for step 15). The paper has the same semantics: its Score and Fixed η 0.06 cells, -85 ± 197, are four seeds at about +13 — our value — and one seed 492.5 lower (with ddof 0, 0.4 × 492.5 = 197); no set of five runs all below log p(x) ≈ -16 could give -37 ± 148 either.",
             c.final_elbo.len(),
             c.final_elbo
                 .iter()
@@ -320,12 +320,12 @@ fn notes(rep: &Reproduction, band: &[BandCell]) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        s += "- **walk's bad seeds are measurement noise, not bad optima**: a walk that has not stopped after 15 steps scores log N(1000 | 7.5, 1) = -492,528, so one such sample among the 1,000 of a measurement lowers the logged ELBO by 492.5. A seed at about -480 is a good run (+12) whose final measurement drew one such walk; the same seed is affected for every estimator because the estimators share random streams, and the trajectories in the figure jump by multiples of 98.5 (= 492.5 / 5 seeds) for the same reason. The paper's large stds on walk have this cause too (see above). As a check we ran a variant with every step sampled before the walk, so that every prior counts (`docs/reproduction/walk_all_priors.dsgd`; `dsgd run`, DSGD η 0.1, seeds 0 to 4): final ELBO -16.8, -17.2, -16.8, -508.8, -16.4 — bounded by log p(x), and seed 3 again one failing sample (-16.3 - 492.5) lower. We changed neither the semantics nor the model.\n";
+        s += "- **walk's bad seeds are measurement noise, not bad optima**: a walk that has not stopped after 15 steps scores log N(1000 | 7.5, 1) = -492,528, so one such sample among the 1,000 of a measurement lowers the logged ELBO by 492.5. A seed at about -480 is a good run (+12) whose final measurement drew one such walk; the same seed is affected for every estimator because the estimators share random streams, and the trajectories in the figure jump by multiples of 98.5 (= 492.5 / 5 seeds) for the same reason. The paper's large stds on walk have this cause too (see above). As a check we ran a variant with every step sampled before the walk, so that every prior counts (`docs/reproduction/walk_all_priors.dsgd`; `dsgd run`, DSGD η 0.1, seeds 0 to 4): final ELBO -16.8, -18.1, -16.6, -17.5, -16.0 — bounded by log p(x) (with the previous version's random numbers one seed drew a failing sample and ended 492.5 lower). We changed neither the semantics nor the model.\n";
     }
     if let Some(c) = cell_of(rep, "influenza", "dsgd η=0.1") {
         let _ = writeln!(
             s,
-            "- **influenza**: our DSGD at η 0.1 is {} ± {} against the paper's -3,584 ± 111 (per seed: {}). Most of the spread over seeds is Monte Carlo error of the final measurement, not different optima: with observation noise σ_v = 0.002 one ELBO sample varies by thousands of nats, so a {}-sample estimate has a standard error of about 100. Measured separately (`dsgd run influenza --seed S --log-every 10000 --log-samples 100000`, which takes the same steps and measures the same final iterate with 100,000 samples), seeds 0 to 4 end at -3,542, -3,573, -3,550, -3,626, -3,561: std 29 instead of about 100, mean -3,570. The paper's std of 111 at every η, like ours, is this measurement noise. A single run of seed 0 at {} is one draw of it, {:.1} std from the mean. Seeds share random streams across estimators, so a seed's value is nearly the same for DSGD, Fixed and LYY18 (see the appendix).",
+            "- **influenza**: our DSGD at η 0.1 is {} ± {} against the paper's -3,584 ± 111 (per seed: {}). Most of the spread over seeds is Monte Carlo error of the final measurement, not different optima: with observation noise σ_v = 0.002 one ELBO sample varies by thousands of nats, so a {}-sample estimate has a standard error of about 100. {}The paper's std of 111 at every η, like ours, is this measurement noise. A single run of seed 0 at {} is one draw of it, {:.1} std from the mean. Seeds share random streams across estimators, so a seed's value is nearly the same for DSGD, Fixed and LYY18 (see the appendix).",
             num(c.summary.mean),
             num(c.summary.std),
             c.final_elbo
@@ -334,6 +334,7 @@ fn notes(rep: &Reproduction, band: &[BandCell]) -> String {
                 .collect::<Vec<_>>()
                 .join(", "),
             num(rep.config.log_samples as f64),
+            precise_spread(c),
             c.final_elbo.first().map_or("–".into(), |v| num(*v)),
             c.final_elbo
                 .first()
@@ -512,4 +513,22 @@ fn cell_of<'a>(
         .cells
         .iter()
         .find(|c| c.arm.label() == label)
+}
+
+/// The influenza note's evidence that the spread over seeds is measurement noise: the same
+/// final iterates measured precisely (empty when the precise values were not measured).
+fn precise_spread(c: &super::compare::Cell) -> String {
+    if c.precise_summary.n == 0 {
+        return String::new();
+    }
+    format!(
+        "The same final iterates measured precisely (see the precise column) are {}: std {} instead of about 100, mean {}. ",
+        c.final_precise
+            .iter()
+            .map(|p| p.map_or("–".into(), |p| num(p.value)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        num(c.precise_summary.std),
+        num(c.precise_summary.mean)
+    )
 }
