@@ -5,7 +5,7 @@
 
 use super::{Family, FamilyError, Role, Source};
 use crate::elementary;
-use crate::eval::{BatchGradient, Tape, Workspace};
+use crate::eval::{BatchGradient, Latents, Tape, Workspace};
 use crate::special::{HALF_LN_2PI, sigmoid_softplus};
 
 /// `loc`, `scale` of every latent at one `theta`, with `d loc / d theta` and
@@ -225,7 +225,18 @@ impl FamilyState {
         self.entropy_const
     }
 
-    /// `z = loc + scale * s` for `w` samples stored latent-major.
+    /// The latents `z = loc + scale * s` of noise `s` (latent-major, `s[i * w + l]`), for a
+    /// tape to form as it loads them: a batch's latents are never written out.
+    pub fn latents<'a>(&'a self, s: &'a [f64]) -> Latents<'a> {
+        Latents::Affine {
+            noise: s,
+            loc: &self.loc,
+            scale: &self.scale,
+        }
+    }
+
+    /// `z = loc + scale * s` for `w` samples stored latent-major, written out (what
+    /// [`FamilyState::latents`] gives a tape, bit for bit).
     pub fn reparameterise(&self, s: &[f64], z: &mut [f64], w: usize) {
         for i in 0..self.loc.len() {
             let (l, sc) = (self.loc[i], self.scale[i]);
