@@ -1,7 +1,10 @@
 //! A family evaluated at one `theta`: locations, scales and their sparse Jacobians.
 //!
 //! Computed once per iteration, then shared read-only by every sample of the batch. The
-//! buffers are allocated when the state is made and reused by [`FamilyState::update`].
+//! buffers are allocated when the state is made and reused by [`FamilyState::update`], which
+//! visits only the latents some parameter moves: a fixed latent's location, scale and their
+//! logarithm are set when the state is made (a survey's tens of thousands of coin tosses
+//! cost nothing per step).
 
 use super::{Family, FamilyError, Role, Source};
 use crate::elementary;
@@ -30,6 +33,10 @@ pub struct FamilyState {
     guided: Vec<(f64, f64, f64)>,
     /// `ln scale_i` of every latent.
     ln_scale: Vec<f64>,
+    /// The latents some parameter moves, in order ([`Family::moved_latents`]).
+    moved: Vec<u32>,
+    /// The first fixed latent with a location or scale that is not valid, and why.
+    bad_fixed: Option<(usize, FamilyError)>,
 }
 
 impl FamilyState {
@@ -48,9 +55,21 @@ impl FamilyState {
         let n = family.roles.len();
         let entries = param.len();
         let t = family.tapes.len();
+        let (mut loc, mut scale, mut ln_scale) = (vec![0.0; n], vec![1.0; n], vec![0.0; n]);
+        let mut bad_fixed = None;
+        for (i, role) in family.roles.iter().enumerate() {
+            if let Role::Fixed { loc: l, scale: s } = *role {
+                if bad_fixed.is_none()
+                    && let Err(e) = check(family, i, l, s)
+                {
+                    bad_fixed = Some((i, e));
+                }
+                (loc[i], scale[i], ln_scale[i]) = (l, s, elementary::ln(s));
+            }
+        }
         FamilyState {
-            loc: vec![0.0; n],
-            scale: vec![1.0; n],
+            loc,
+            scale,
             start,
             param,
             dloc: vec![0.0; entries],
@@ -73,7 +92,9 @@ impl FamilyState {
                     .filter(|r| matches!(r, Role::Guided { .. }))
                     .count()
             ],
-            ln_scale: vec![0.0; n],
+            ln_scale,
+            moved: family.moved_latents(),
+            bad_fixed,
         }
     }
 
@@ -116,10 +137,10 @@ impl FamilyState {
             }
         }
         // The guided latents' `softplus(rho)` and its derivative in one lane loop (it
-        // vectorises), then each latent in turn.
+        // vectorises), then each moved latent in turn.
         let mut guided = 0;
-        for role in &family.roles {
-            if let Role::Guided { rho, .. } = *role {
+        for &i in &self.moved {
+            if let Role::Guided { rho, .. } = family.roles[i as usize] {
                 self.guided[guided].0 = theta[rho];
                 guided += 1;
             }
@@ -128,9 +149,10 @@ impl FamilyState {
             (g.1, g.2) = sigmoid_softplus(g.0);
         }
         let mut next_guided = 0;
-        for (i, role) in family.roles.iter().enumerate() {
+        for k in 0..self.moved.len() {
+            let i = self.moved[k] as usize;
             let e = self.start[i];
-            let (loc, scale) = match *role {
+            let (loc, scale) = match family.roles[i] {
                 Role::Guided { mu, .. } => {
                     let (_, ds, scale) = self.guided[next_guided];
                     next_guided += 1;
@@ -140,42 +162,35 @@ impl FamilyState {
                     self.dscale[e + 1] = ds;
                     (theta[mu], scale)
                 }
-                Role::Fixed { loc, scale } => (loc, scale),
+                Role::Fixed { .. } => unreachable!("a fixed latent is not moved"),
                 Role::User { ref loc, ref scale } => {
                     let l = self.source(loc, m, e, true);
                     let s = self.source(scale, m, e, false);
                     (l, s)
                 }
             };
-            let name = || {
-                family
-                    .latent_names
-                    .get(i)
-                    .cloned()
-                    .unwrap_or_else(|| format!("#{i}"))
-            };
-            if !loc.is_finite() {
-                return Err(FamilyError::BadLocation {
-                    latent: name(),
-                    value: loc,
-                });
-            }
-            if !(scale > 0.0 && scale.is_finite()) {
-                return Err(FamilyError::BadScale {
-                    latent: name(),
-                    value: scale,
+            if let Err(e) = check(family, i, loc, scale) {
+                // The first invalid latent in latent order, fixed or not.
+                return Err(match &self.bad_fixed {
+                    Some((j, fixed)) if *j < i => fixed.clone(),
+                    _ => e,
                 });
             }
             self.loc[i] = loc;
             self.scale[i] = scale;
         }
-        for (l, &s) in self.ln_scale.iter_mut().zip(&self.scale) {
-            *l = elementary::ln(s);
+        if let Some((_, e)) = &self.bad_fixed {
+            return Err(e.clone());
         }
+        for &i in &self.moved {
+            let i = i as usize;
+            self.ln_scale[i] = elementary::ln(self.scale[i]);
+        }
+        // Only moved latents are in the entropy; summed in latent order.
         let mut entropy = 0.0;
-        for (&l, &inside) in self.ln_scale.iter().zip(&family.in_entropy) {
-            if inside {
-                entropy += l + HALF_LN_2PI;
+        for &i in &self.moved {
+            if family.in_entropy[i as usize] {
+                entropy += self.ln_scale[i as usize] + HALF_LN_2PI;
             }
         }
         self.entropy_const = entropy;
@@ -251,4 +266,29 @@ impl FamilyState {
         let u = (x - self.loc[i]) / self.scale[i];
         elementary::exp(-0.5 * u * u - HALF_LN_2PI) / self.scale[i]
     }
+}
+
+/// Whether latent `i` may have location `loc` and scale `scale`: finite, and positive for the
+/// scale; the error names the latent.
+fn check(family: &Family, i: usize, loc: f64, scale: f64) -> Result<(), FamilyError> {
+    let name = || {
+        family
+            .latent_names
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("#{i}"))
+    };
+    if !loc.is_finite() {
+        return Err(FamilyError::BadLocation {
+            latent: name(),
+            value: loc,
+        });
+    }
+    if !(scale > 0.0 && scale.is_finite()) {
+        return Err(FamilyError::BadScale {
+            latent: name(),
+            value: scale,
+        });
+    }
+    Ok(())
 }
