@@ -48,21 +48,25 @@ impl<'a> Latents<'a> {
     pub(super) fn load(&self, i: usize, batch: usize, start: usize, w: usize) -> Lanes {
         let from = i * batch + start;
         match *self {
-            Latents::Values(v) => {
-                let src = &v[from..from + w];
-                let mut lanes = [src[w - 1]; CHUNK];
-                lanes[..w].copy_from_slice(src);
-                lanes
-            }
+            Latents::Values(v) => lanes(&v[from..from + w]),
             Latents::Affine { noise, loc, scale } => {
-                let src = &noise[from..from + w];
-                let mut s = [src[w - 1]; CHUNK];
-                s[..w].copy_from_slice(src);
                 let (l, sc) = (loc[i], scale[i]);
-                s.map(|s| l + sc * s)
+                lanes(&noise[from..from + w]).map(|s| l + sc * s)
             }
         }
     }
+}
+
+/// `src` (1 to [`CHUNK`] numbers) as a chunk's lanes, its last number repeated beyond it. A
+/// full chunk is one fixed-size copy (a copy of variable length is a call to `memmove`).
+#[inline(always)]
+fn lanes(src: &[f64]) -> Lanes {
+    if let Ok(full) = <&Lanes>::try_from(src) {
+        return *full;
+    }
+    let mut lanes = [src[src.len() - 1]; CHUNK];
+    lanes[..src.len()].copy_from_slice(src);
+    lanes
 }
 
 impl<'a> From<&'a [f64]> for Latents<'a> {
