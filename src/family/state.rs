@@ -2,9 +2,9 @@
 //!
 //! Computed once per iteration, then shared read-only by every sample of the batch. The
 //! buffers are allocated when the state is made and reused by [`FamilyState::update`], which
-//! visits only the latents some parameter moves: a fixed latent's location, scale and their
-//! logarithm are set when the state is made (a survey's tens of thousands of coin tosses
-//! cost nothing per step).
+//! visits only the latents some parameter moves: a fixed latent's location and scale are set
+//! and checked when the state is made (a survey's tens of thousands of coin tosses cost
+//! nothing per step).
 
 use super::{Family, FamilyError, Role, Source};
 use crate::elementary;
@@ -31,8 +31,9 @@ pub struct FamilyState {
     zeros: Vec<f64>,
     /// `(rho, d scale / d rho, scale)` of each guided latent, in latent order.
     guided: Vec<(f64, f64, f64)>,
-    /// `ln scale_i` of every latent.
-    ln_scale: Vec<f64>,
+    /// `scale_i`, then `ln scale_i`, of the latents in the entropy only (in latent order):
+    /// a fixed latent's scale never enters `-log q`, and big surveys have thousands of them.
+    entropy_ln_scale: Vec<f64>,
     /// The latents some parameter moves, in order ([`Family::moved_latents`]).
     moved: Vec<u32>,
     /// The first fixed latent with a location or scale that is not valid, and why.
@@ -55,7 +56,7 @@ impl FamilyState {
         let n = family.roles.len();
         let entries = param.len();
         let t = family.tapes.len();
-        let (mut loc, mut scale, mut ln_scale) = (vec![0.0; n], vec![1.0; n], vec![0.0; n]);
+        let (mut loc, mut scale) = (vec![0.0; n], vec![1.0; n]);
         let mut bad_fixed = None;
         for (i, role) in family.roles.iter().enumerate() {
             if let Role::Fixed { loc: l, scale: s } = *role {
@@ -64,7 +65,7 @@ impl FamilyState {
                 {
                     bad_fixed = Some((i, e));
                 }
-                (loc[i], scale[i], ln_scale[i]) = (l, s, elementary::ln(s));
+                (loc[i], scale[i]) = (l, s);
             }
         }
         FamilyState {
@@ -92,7 +93,7 @@ impl FamilyState {
                     .filter(|r| matches!(r, Role::Guided { .. }))
                     .count()
             ],
-            ln_scale,
+            entropy_ln_scale: Vec::with_capacity(family.in_entropy.iter().filter(|&&e| e).count()),
             moved: family.moved_latents(),
             bad_fixed,
         }
@@ -182,18 +183,23 @@ impl FamilyState {
         if let Some((_, e)) = &self.bad_fixed {
             return Err(e.clone());
         }
-        for &i in &self.moved {
-            let i = i as usize;
-            self.ln_scale[i] = elementary::ln(self.scale[i]);
+        // Gathered first (only moved latents are in the entropy), so that the `ln`s run as
+        // one lane loop (it vectorises), then summed in latent order.
+        self.entropy_ln_scale.clear();
+        self.entropy_ln_scale.extend(
+            self.moved
+                .iter()
+                .map(|&i| i as usize)
+                .filter(|&i| family.in_entropy[i])
+                .map(|i| self.scale[i]),
+        );
+        for l in &mut self.entropy_ln_scale {
+            *l = elementary::ln(*l);
         }
-        // Only moved latents are in the entropy; summed in latent order.
-        let mut entropy = 0.0;
-        for &i in &self.moved {
-            if family.in_entropy[i as usize] {
-                entropy += self.ln_scale[i as usize] + HALF_LN_2PI;
-            }
-        }
-        self.entropy_const = entropy;
+        self.entropy_const = self
+            .entropy_ln_scale
+            .iter()
+            .fold(0.0, |entropy, &l| entropy + (l + HALF_LN_2PI));
         Ok(())
     }
 
