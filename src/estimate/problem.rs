@@ -1,6 +1,9 @@
 //! A model made ready for estimation: its family, the compiled objective and its analysis,
 //! plus the per-thread scratch memory and the pathwise gradient assembly all estimators share.
 
+use std::ops::Deref;
+use std::sync::Arc;
+
 use super::rng::{Channel, StreamKey};
 use crate::eval::{BatchGradient, CHUNK, ForcedScratch, Tape, Workspace};
 use crate::family::{Family, FamilyError, FamilyState};
@@ -8,8 +11,24 @@ use crate::ir::{Analysis, Mode, Model, Program, analyse};
 
 /// A model compiled for estimation. `f(theta, z)` is output 0 of the program plus, in
 /// variational mode, `-log q_theta(z)` of the non-fixed latents (the ELBO integrand).
+///
+/// Cloning it is cheap: clones share one [`ProblemData`] (a run's step and measurement
+/// engines, a race's candidates), which for a program of a million nodes is hundreds of
+/// megabytes of program, family and analysis.
 #[derive(Clone, Debug)]
-pub struct Problem {
+pub struct Problem(Arc<ProblemData>);
+
+impl Deref for Problem {
+    type Target = ProblemData;
+
+    fn deref(&self) -> &ProblemData {
+        &self.0
+    }
+}
+
+/// What a [`Problem`] holds.
+#[derive(Debug)]
+pub struct ProblemData {
     name: String,
     mode: Mode,
     objective_sign: f64,
@@ -26,7 +45,7 @@ pub struct Problem {
 impl Problem {
     pub fn new(model: &Model) -> Result<Problem, FamilyError> {
         let family = Family::new(model)?;
-        Ok(Problem {
+        Ok(Problem(Arc::new(ProblemData {
             name: model.name.clone(),
             mode: model.mode,
             objective_sign: model.objective_sign(),
@@ -37,9 +56,11 @@ impl Problem {
             analysis: analyse(&model.program),
             moved: family.moved_latents(),
             family,
-        })
+        })))
     }
+}
 
+impl ProblemData {
     pub fn name(&self) -> &str {
         &self.name
     }
