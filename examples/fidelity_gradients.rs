@@ -251,9 +251,8 @@ fn finite_difference(
             let (mut s, mut sq) = (0.0, 0.0);
             for c in 0..BLOCK / CHUNK {
                 let first = b * BLOCK + c * CHUNK;
-                problem.draw(&plus, key, first, CHUNK, &mut sc);
+                problem.draw(key, first, CHUNK, &mut sc);
                 problem.crisp_values(&plus, theta, &mut sc, &mut hi);
-                problem.draw(&minus, key, first, CHUNK, &mut sc);
                 problem.crisp_values(&minus, theta, &mut sc, &mut lo);
                 for (h, l) in hi.iter().zip(&lo) {
                     let x = (h - l) / (2.0 * H);

@@ -1,12 +1,14 @@
 //! The tape's opt-in evaluation options give the bits of the plain calls they replace:
 //! gradients restricted to some latents (`Tape::compile_active`) equal the full gradients on
-//! those latents and the parameters, and per-sample forcing (`Tape::forward_forced`, also
+//! those latents and the parameters, and so do gradient buffers with rows for some latents
+//! only (`BatchGradient::for_latents`); latents formed from noise as the sweep loads them
+//! (`Latents::Affine`) equal the same latents written out first; per-sample forcing (`Tape::forward_forced`, also
 //! told which latents moved: `forward_forced_near`) equals one `Semantics::Forced` forward
 //! per sample.
 //!
 //! Not here: whether the plain calls are right (`eval_reference.rs`, `core_props.rs`).
 
-use dsgd::eval::{BatchGradient, CHUNK, Tape};
+use dsgd::eval::{BatchGradient, CHUNK, Latents, Tape};
 use dsgd::ir::{Branch, Builder, Program, Semantics};
 
 const BATCH: usize = CHUNK + 7;
@@ -267,4 +269,95 @@ fn the_crisp_reverse_sweep_skips_what_only_feeds_guards() {
         "{:?}",
         g.latents
     );
+}
+
+/// A location and scale per latent, with `-0.0` and a huge and a tiny scale among them.
+fn affine() -> (Vec<f64>, Vec<f64>) {
+    (vec![0.25, -0.0, -3.5, 1e-300], vec![1.7, 1.0, 1e-8, 3e5])
+}
+
+#[test]
+fn latents_formed_on_load_equal_latents_written_out() {
+    let p = program();
+    let full = Tape::compile(&p, 0);
+    let part = Tape::compile_active(&p, 0, Some(&[true, false, false, true]));
+    let (params, noise) = inputs();
+    let (loc, scale) = affine();
+    for tape in [&full, &part] {
+        for batch in [BATCH, 5, CHUNK, 1] {
+            let s: Vec<f64> = (0..LATENTS)
+                .flat_map(|i| noise[i * BATCH..i * BATCH + batch].to_vec())
+                .collect();
+            let z: Vec<f64> = (0..LATENTS * batch)
+                .map(|k| loc[k / batch] + scale[k / batch] * s[k])
+                .collect();
+            let on_load = Latents::Affine {
+                noise: &s,
+                loc: &loc,
+                scale: &scale,
+            };
+            for simd in [true, false] {
+                for sem in SEMANTICS {
+                    let (mut w1, mut w2) = (tape.workspace(), tape.workspace());
+                    w1.set_simd(simd);
+                    w2.set_simd(simd);
+                    let mut g1 = BatchGradient::new(tape, batch);
+                    let mut g2 = BatchGradient::new(tape, batch);
+                    tape.gradient(&mut w1, sem, &params, &z, &mut g1);
+                    tape.gradient_latents(&mut w2, sem, &params, on_load, &mut g2);
+                    let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&g1.value), bits(&g2.value), "{sem:?} {batch}");
+                    assert_eq!(bits(&g1.latents), bits(&g2.latents), "{sem:?} {batch}");
+                    assert_eq!(bits(&g1.params), bits(&g2.params), "{sem:?} {batch}");
+                    let (mut o1, mut o2) = (vec![0.0; batch], vec![0.0; batch]);
+                    tape.forward(&mut w1, sem, &params, &z, &mut o1);
+                    tape.forward_latents(&mut w2, sem, &params, on_load, &mut o2);
+                    assert_eq!(bits(&o1), bits(&o2), "{sem:?} {batch}");
+                    assert_eq!(bits(&o1), bits(&g1.value), "{sem:?} {batch}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn gradient_rows_for_some_latents_equal_those_rows_of_the_full_buffer() {
+    let p = program();
+    let active = [true, false, false, true];
+    let part = Tape::compile_active(&p, 0, Some(&active));
+    let (params, latents) = inputs();
+    let rows = vec![0, 2, 3];
+    let mut full = BatchGradient::new(&part, BATCH);
+    let mut some = BatchGradient::for_latents(&part, BATCH, rows.clone());
+    for batch in [BATCH, 5, BATCH, 1] {
+        full.resize(&part, batch);
+        some.resize(&part, batch);
+        assert_eq!(some.latents.len(), rows.len() * batch);
+        let z: Vec<f64> = (0..LATENTS)
+            .flat_map(|i| latents[i * BATCH..i * BATCH + batch].to_vec())
+            .collect();
+        for sem in SEMANTICS {
+            let (mut w1, mut w2) = (part.workspace(), part.workspace());
+            part.gradient(&mut w1, sem, &params, &z, &mut full);
+            part.gradient(&mut w2, sem, &params, &z, &mut some);
+            let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&full.value), bits(&some.value));
+            assert_eq!(bits(&full.params), bits(&some.params));
+            for (r, &i) in rows.iter().enumerate() {
+                let i = i as usize;
+                assert_eq!(
+                    bits(&full.latents[i * batch..(i + 1) * batch]),
+                    bits(&some.latents[r * batch..(r + 1) * batch]),
+                    "{sem:?} batch {batch} latent {i}"
+                );
+            }
+            // Latent 2 is inactive: its row exists and holds zeros; latent 1 has none.
+            assert!(some.latents[batch..2 * batch].iter().all(|&g| g == 0.0));
+            for l in 0..batch {
+                assert_eq!(some.latent(1, l), 0.0);
+                assert_eq!(some.latent(3, l).to_bits(), full.latent(3, l).to_bits());
+            }
+            assert!((0..batch).any(|l| some.latent(3, l) != 0.0), "{sem:?}");
+        }
+    }
 }

@@ -137,6 +137,71 @@ fn a_non_positive_scale_is_an_error_naming_the_latent() {
 }
 
 #[test]
+fn the_first_invalid_latent_is_named_whether_fixed_or_not() {
+    // `z` has scale theta (invalid for theta <= 0) and `w`, fixed, a scale of zero; in
+    // either order the error names the first invalid one, at every update.
+    for fixed_first in [false, true] {
+        let b = Builder::new();
+        let theta = b.param("theta");
+        let (z, w) = if fixed_first {
+            let w = b.latent("w");
+            (b.latent("z"), w)
+        } else {
+            let z = b.latent("z");
+            (z, b.latent("w"))
+        };
+        let program = b.finish(&[z * 1.5 + w, theta]).unwrap();
+        let out = program.outputs()[1];
+        let user = LatentSpec {
+            name: "z".into(),
+            kind: LatentKind::Family {
+                loc: out,
+                scale: out,
+            },
+            span: None,
+        };
+        let fixed = LatentSpec {
+            name: "w".into(),
+            kind: LatentKind::Fixed {
+                loc: 0.0,
+                scale: 0.0,
+            },
+            span: None,
+        };
+        let latents = if fixed_first {
+            vec![fixed, user]
+        } else {
+            vec![user, fixed]
+        };
+        let model = Model {
+            name: "bad".into(),
+            mode: Mode::Objective { minimize: false },
+            program,
+            latents,
+            params: vec![ParamSpec {
+                name: "theta".into(),
+                init: -1.0,
+            }],
+        };
+        let fam = Family::new(&model).unwrap();
+        let mut st = fam.state();
+        let bad = |latent: &str, value: f64| FamilyError::BadScale {
+            latent: latent.into(),
+            value,
+        };
+        for _ in 0..2 {
+            let first = if fixed_first {
+                bad("w", 0.0)
+            } else {
+                bad("z", -1.0)
+            };
+            assert_eq!(st.update(&fam, &[-1.0]).unwrap_err(), first);
+            assert_eq!(st.update(&fam, &[2.0]).unwrap_err(), bad("w", 0.0));
+        }
+    }
+}
+
+#[test]
 fn a_location_that_reads_a_latent_is_refused() {
     let b = Builder::new();
     let z1 = b.latent("z1");

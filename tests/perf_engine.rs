@@ -23,12 +23,16 @@ fn noise_drawn_ahead_gives_the_bits_of_noise_drawn_in_turn() {
             let (mut plain, mut ahead) = (engine(kind), engine(kind));
             let mut theta = plain.problem().family().init();
             let key = |k| StreamKey::new(5, k, Purpose::Step);
-            for k in 0..6u64 {
-                plain.evaluate(&theta, key(k), 16, false).unwrap();
+            // The noise drawn ahead takes the place of a chunk's own buffer: a batch of
+            // another size (a short chunk) in between must find a buffer that fits.
+            let batches = [16, 16, 16, 7, 7, 16, 16];
+            for (k, &batch) in batches.iter().enumerate() {
+                let k = k as u64;
+                plain.evaluate(&theta, key(k), batch, false).unwrap();
                 // Iteration 3 asks for a key other than the one drawn ahead.
                 let next = if k == 2 { key(40) } else { key(k + 1) };
                 ahead
-                    .evaluate_then_draw(&theta, key(k), 16, false, next)
+                    .evaluate_then_draw(&theta, key(k), batch, false, next)
                     .unwrap();
                 let bits = |e: &Engine| {
                     e.sample_gradients()

@@ -109,11 +109,14 @@ impl Engine {
         self.crisp.resize(batch, 0.0);
         self.want_crisp = want_crisp;
         let chunks = batch.div_ceil(CHUNK);
+        // Noise drawn ahead for this batch becomes the one chunk's noise by a swap of
+        // buffers (no copy: for a large program that is megabytes), the chunk's old buffer
+        // the spare for the next draw ahead.
         let ahead = match self.ahead.take() {
             Some((k, b)) if k == key && b == batch && chunks == 1 => {
-                Some(std::mem::take(&mut self.ahead_s))
+                Mutex::new(Some(std::mem::take(&mut self.ahead_s)))
             }
-            _ => None,
+            _ => Mutex::new(None),
         };
         let (problem, estimator, state) = (&*self.problem, self.estimator.as_ref(), &self.state);
         let scratch = &self.scratch;
@@ -124,14 +127,15 @@ impl Engine {
             let sc = &mut *guard;
             let first = c * CHUNK;
             let w = values.len();
-            match &ahead {
+            let mut ahead = ahead.lock().unwrap_or_else(|e| e.into_inner());
+            match ahead.as_mut() {
                 Some(s) => {
-                    let n = problem.family().latent_count();
-                    sc.s[..n * w].copy_from_slice(&s[..n * w]);
-                    problem.use_noise(state, w, sc);
+                    std::mem::swap(&mut sc.s, s);
+                    sc.w = w;
                 }
-                None => problem.draw(state, key, first, w, sc),
+                None => problem.draw(key, first, w, sc),
             }
+            drop(ahead);
             let cx = Context {
                 problem,
                 state,
@@ -182,7 +186,7 @@ impl Engine {
         for m in &mut self.mean {
             *m *= inv;
         }
-        if let Some(s) = ahead {
+        if let Some(s) = ahead.into_inner().unwrap_or_else(|e| e.into_inner()) {
             self.spare_s = s;
         }
         Ok(())
@@ -204,12 +208,13 @@ impl Engine {
         if batch > CHUNK || n * batch < AHEAD_MIN_NORMALS || rayon::current_num_threads() <= 1 {
             return self.evaluate(theta, key, batch, want_crisp);
         }
+        // As long as a scratch's own noise buffer, which it replaces (see `evaluate`).
         let mut buf = std::mem::take(&mut self.spare_s);
-        buf.resize(n * batch, 0.0);
+        buf.resize(n * CHUNK, 0.0);
         let problem = Arc::clone(&self.problem);
         let (result, ()) = rayon::join(
             || self.evaluate(theta, key, batch, want_crisp),
-            || problem.draw_noise(next, 0, batch, &mut buf),
+            || problem.draw_noise(next, 0, batch, &mut buf[..n * batch]),
         );
         self.ahead_s = buf;
         self.ahead = Some((next, batch));

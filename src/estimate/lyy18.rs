@@ -98,7 +98,8 @@ impl Estimator for Lyy18 {
         // Each lane's boundary point, evaluated forced to else and then forced to then by
         // two batched forwards (the same bits as one call per point); right after the crisp
         // sweep at `z`, they redo only what the moved coordinate and forced if reach.
-        scratch.points[..n * w].copy_from_slice(&scratch.z[..n * w]);
+        scratch.points.resize(scratch.s.len(), 0.0);
+        st.reparameterise(&scratch.s[..n * w], &mut scratch.points[..n * w], w);
         for l in 0..w {
             let r = rng.lane(cx.first + l);
             let k = r.index(big_k);

@@ -20,7 +20,7 @@ pub use adaptive::{Adjustment, AutoEta, GapProbe, START_AMPLITUDE, race};
 pub use engine::{Engine, NonFinite};
 pub use lyy18::Lyy18;
 pub use pathwise::Pathwise;
-pub use problem::{Problem, Scratch};
+pub use problem::{Problem, ProblemData, Scratch};
 pub use rloo::Rloo;
 pub use rng::{Channel, Purpose, SampleRng, StreamKey};
 pub use schedule::{K_MATCH, Schedule};

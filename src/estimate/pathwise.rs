@@ -50,17 +50,7 @@ pub(super) fn pathwise_chunk(
     values: &mut [f64],
 ) {
     let p = cx.problem;
-    let w = scratch.w;
-    let m = p.family.model_param_count();
-    let n = p.family.latent_count();
-    scratch.grad.resize(&p.tape, w);
-    p.tape.gradient(
-        &mut scratch.ws,
-        semantics,
-        &cx.theta[..m],
-        &scratch.z[..n * w],
-        &mut scratch.grad,
-    );
+    p.sweep_gradient(cx.state, cx.theta, semantics, scratch);
     let logp = std::mem::take(&mut scratch.grad.value);
     p.f_values(cx.state, scratch, &logp, values);
     scratch.grad.value = logp;

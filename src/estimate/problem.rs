@@ -1,6 +1,9 @@
 //! A model made ready for estimation: its family, the compiled objective and its analysis,
 //! plus the per-thread scratch memory and the pathwise gradient assembly all estimators share.
 
+use std::ops::Deref;
+use std::sync::Arc;
+
 use super::rng::{Channel, StreamKey};
 use crate::eval::{BatchGradient, CHUNK, ForcedScratch, Tape, Workspace};
 use crate::family::{Family, FamilyError, FamilyState};
@@ -8,8 +11,24 @@ use crate::ir::{Analysis, Mode, Model, Program, analyse};
 
 /// A model compiled for estimation. `f(theta, z)` is output 0 of the program plus, in
 /// variational mode, `-log q_theta(z)` of the non-fixed latents (the ELBO integrand).
+///
+/// Cloning it is cheap: clones share one [`ProblemData`] (a run's step and measurement
+/// engines, a race's candidates), which for a program of a million nodes is hundreds of
+/// megabytes of program, family and analysis.
 #[derive(Clone, Debug)]
-pub struct Problem {
+pub struct Problem(Arc<ProblemData>);
+
+impl Deref for Problem {
+    type Target = ProblemData;
+
+    fn deref(&self) -> &ProblemData {
+        &self.0
+    }
+}
+
+/// What a [`Problem`] holds.
+#[derive(Debug)]
+pub struct ProblemData {
     name: String,
     mode: Mode,
     objective_sign: f64,
@@ -17,12 +36,16 @@ pub struct Problem {
     pub(crate) family: Family,
     pub(crate) tape: Tape,
     pub(crate) analysis: Analysis,
+    /// The latents some parameter moves ([`Family::moved_latents`]): the rows of the
+    /// tape's gradient and the latents the per-latent loops visit. A fixed latent has no
+    /// parameters, so its gradient is never read and its Jacobian is empty.
+    pub(crate) moved: Vec<u32>,
 }
 
 impl Problem {
     pub fn new(model: &Model) -> Result<Problem, FamilyError> {
         let family = Family::new(model)?;
-        Ok(Problem {
+        Ok(Problem(Arc::new(ProblemData {
             name: model.name.clone(),
             mode: model.mode,
             objective_sign: model.objective_sign(),
@@ -31,10 +54,13 @@ impl Problem {
             // sweep skips what depends on them alone.
             tape: Tape::compile_active(&model.program, 0, Some(&family.gradient_wanted())),
             analysis: analyse(&model.program),
+            moved: family.moved_latents(),
             family,
-        })
+        })))
     }
+}
 
+impl ProblemData {
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -71,10 +97,9 @@ impl Problem {
         Scratch {
             ws: self.tape.workspace(),
             forcing: self.tape.forced_scratch(),
-            grad: BatchGradient::new(&self.tape, CHUNK),
+            grad: BatchGradient::for_latents(&self.tape, CHUNK, self.moved.clone()),
             s: vec![0.0; n * CHUNK],
-            z: vec![0.0; n * CHUNK],
-            points: vec![0.0; n * CHUNK],
+            points: Vec::new(),
             forced: Vec::with_capacity(2 * CHUNK),
             moved: Vec::with_capacity(CHUNK),
             lanes: Vec::with_capacity(CHUNK),
@@ -83,17 +108,11 @@ impl Problem {
         }
     }
 
-    /// Draws the noise of lanes `first..first + w` into `scratch` and sets `z = phi_theta(s)`.
-    pub fn draw(
-        &self,
-        state: &FamilyState,
-        key: StreamKey,
-        first: usize,
-        w: usize,
-        scratch: &mut Scratch,
-    ) {
+    /// Draws the noise of lanes `first..first + w` into `scratch`; the sweeps form the
+    /// latents `z = phi_theta(s)` from it as they load them.
+    pub fn draw(&self, key: StreamKey, first: usize, w: usize, scratch: &mut Scratch) {
         self.draw_noise(key, first, w, &mut scratch.s);
-        self.use_noise(state, w, scratch);
+        scratch.w = w;
     }
 
     /// The noise `s` of lanes `first..first + w` (latent-major, `s[i * w + l]`): it does not
@@ -103,10 +122,26 @@ impl Problem {
         key.rng(Channel::Noise).fill_lanes(first, w, n, s);
     }
 
-    /// Sets `z = phi_theta(s)` for the `w` lanes of noise in `scratch.s`.
-    pub(crate) fn use_noise(&self, state: &FamilyState, w: usize, scratch: &mut Scratch) {
-        scratch.w = w;
-        state.reparameterise(&scratch.s, &mut scratch.z, w);
+    /// The values and per-sample gradients of the program at the drawn lanes, under
+    /// `semantics`, into `scratch.grad` (rows for the moved latents only).
+    pub(crate) fn sweep_gradient(
+        &self,
+        state: &FamilyState,
+        theta: &[f64],
+        semantics: crate::ir::Semantics,
+        scratch: &mut Scratch,
+    ) {
+        let w = scratch.w;
+        let m = self.family.model_param_count();
+        let n = self.family.latent_count();
+        scratch.grad.resize(&self.tape, w);
+        self.tape.gradient_latents(
+            &mut scratch.ws,
+            semantics,
+            &theta[..m],
+            state.latents(&scratch.s[..n * w]),
+            &mut scratch.grad,
+        );
     }
 
     /// `f` for the drawn lanes from the program's values `logp`: adds `-log q(z)` in
@@ -125,16 +160,15 @@ impl Problem {
         }
         if self.family.in_entropy.iter().any(|&e| e) {
             // Latent-major, so the lanes advance together; each lane still sums its squares
-            // in latent order (the same additions as a per-lane loop).
+            // in latent order (the same additions as a per-lane loop). Only moved latents
+            // are in the entropy.
             let mut sq = [0.0; CHUNK];
             let sq = &mut sq[..w];
-            for (i, _) in self
-                .family
-                .in_entropy
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| **e)
-            {
+            for &i in &self.moved {
+                let i = i as usize;
+                if !self.family.in_entropy[i] {
+                    continue;
+                }
                 for (q, &s) in sq.iter_mut().zip(&scratch.s[i * w..(i + 1) * w]) {
                     *q += s * s;
                 }
@@ -156,11 +190,11 @@ impl Problem {
         let w = scratch.w;
         let m = self.family.model_param_count();
         let n = self.family.latent_count();
-        self.tape.forward(
+        self.tape.forward_latents(
             &mut scratch.ws,
             crate::ir::Semantics::Crisp,
             &theta[..m],
-            &scratch.z[..n * w],
+            state.latents(&scratch.s[..n * w]),
             &mut scratch.out[..w],
         );
         let logp = std::mem::take(&mut scratch.out);
@@ -172,7 +206,8 @@ impl Problem {
     /// the tape's per-sample gradient in `scratch.grad`: direct parameter derivatives, plus
     /// `df/dz_i * (d loc_i + s_i d scale_i)`, plus `d ln scale_i` for latents in the entropy.
     /// Component-major, as every estimator's chunk: `grads[p * w + l]`, so the lane loops
-    /// are contiguous; each `(l, p)` gets its start value, then latent by latent.
+    /// are contiguous; each `(l, p)` gets its start value, then latent by latent (the moved
+    /// ones: a fixed latent's Jacobian is empty).
     pub(crate) fn pathwise_block(&self, state: &FamilyState, scratch: &Scratch, grads: &mut [f64]) {
         #[cfg(target_arch = "x86_64")]
         if crate::cpu::avx2_fma() {
@@ -200,10 +235,11 @@ impl Problem {
         let acc = &mut grads[..d * w];
         acc[..m * w].copy_from_slice(&g.params[..m * w]);
         acc[m * w..].fill(0.0);
-        for i in 0..self.family.latent_count() {
+        for (row, &i) in self.moved.iter().enumerate() {
+            let i = i as usize;
             let entropy = self.family.in_entropy[i];
             let inv_scale = 1.0 / state.scale(i);
-            let dz = &g.latents[i * w..(i + 1) * w];
+            let dz = &g.latents[row * w..(row + 1) * w];
             let s = &scratch.s[i * w..(i + 1) * w];
             for (p, dl, ds) in state.jacobian(i) {
                 let lanes = acc[p * w..(p + 1) * w].iter_mut().zip(dz).zip(s);
@@ -218,8 +254,9 @@ impl Problem {
     }
 }
 
-/// One thread's scratch memory: the tape workspace, per-sample tape gradients, the noise
-/// `s` and latents `z` of up to [`CHUNK`] lanes (latent-major), and LYY18's boundary points.
+/// One thread's scratch memory: the tape workspace, per-sample tape gradients (rows for the
+/// moved latents only), the noise `s` of up to [`CHUNK`] lanes (latent-major; the latents
+/// themselves are formed by the sweeps as they load them) and LYY18's boundary points.
 #[derive(Clone, Debug)]
 pub struct Scratch {
     pub(crate) ws: Workspace,
@@ -227,8 +264,7 @@ pub struct Scratch {
     pub(crate) forcing: ForcedScratch,
     pub(crate) grad: BatchGradient,
     pub(crate) s: Vec<f64>,
-    pub(crate) z: Vec<f64>,
-    /// LYY18's boundary point of each lane (latent-major).
+    /// LYY18's boundary point of each lane (latent-major; empty until LYY18 runs).
     pub(crate) points: Vec<f64>,
     pub(crate) forced: Vec<(u32, crate::ir::Branch)>,
     /// The coordinates LYY18 moved to reach the chunk's boundary points.

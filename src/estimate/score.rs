@@ -43,26 +43,17 @@ pub(super) fn direct_and_values(
     let d = p.dim();
     let m = fam.model_param_count();
     let n = fam.latent_count();
-    let params = &cx.theta[..m];
-    let z = &scratch.z[..n * w];
     // Only the model's own parameters need the tape's reverse sweep; without them the
     // direct derivative of log p is zero and a forward pass suffices.
     if m > 0 {
-        scratch.grad.resize(&p.tape, w);
-        p.tape.gradient(
-            &mut scratch.ws,
-            Semantics::Crisp,
-            params,
-            z,
-            &mut scratch.grad,
-        );
+        p.sweep_gradient(cx.state, cx.theta, Semantics::Crisp, scratch);
         scratch.out[..w].copy_from_slice(&scratch.grad.value[..w]);
     } else {
-        p.tape.forward(
+        p.tape.forward_latents(
             &mut scratch.ws,
             Semantics::Crisp,
-            params,
-            z,
+            &cx.theta[..m],
+            cx.state.latents(&scratch.s[..n * w]),
             &mut scratch.out[..w],
         );
     }
@@ -102,10 +93,11 @@ fn add_scores_avx2(cx: &Context<'_>, scratch: &Scratch, grads: &mut [f64], value
 fn add_scores(cx: &Context<'_>, scratch: &Scratch, grads: &mut [f64], values: &[f64]) {
     let fam = &cx.problem.family;
     let w = scratch.w;
-    let n = fam.latent_count();
     // d log N(z | loc, scale) = (s / scale) d loc + ((s^2 - 1) / scale) d scale at fixed z.
     // In variational mode f contains -log q(z), whose direct derivative is the negative.
-    for i in 0..n {
+    // A fixed latent's Jacobian is empty: only the moved latents contribute.
+    for &i in &cx.problem.moved {
+        let i = i as usize;
         let inv = 1.0 / cx.state.scale(i);
         let entropy = if fam.in_entropy(i) { 1.0 } else { 0.0 };
         for (q, dl, ds) in cx.state.jacobian(i) {

@@ -6,19 +6,24 @@
 
 use crate::ir::Semantics;
 
+use super::input::Latents;
 use super::instr::{CHUNK, NONE};
 use super::sweep;
 use super::tape::Tape;
 use super::workspace::Workspace;
 
-/// Per-sample results of [`Tape::gradient`]: the value and its gradient with respect to every
-/// latent and every parameter. Latent-major: `latents[i * batch + lane]`.
+/// Per-sample results of [`Tape::gradient`]: the value and its gradient with respect to
+/// the latents and every parameter. Latent-major: row `r` of `latents` is
+/// `latents[r * batch..(r + 1) * batch]`, the gradient with respect to latent `r` unless the
+/// buffer was made for some latents only ([`BatchGradient::for_latents`]).
 #[derive(Clone, Debug, Default)]
 pub struct BatchGradient {
     pub batch: usize,
     pub value: Vec<f64>,
     pub latents: Vec<f64>,
     pub params: Vec<f64>,
+    /// The latent of each row, when not every latent has one.
+    rows: Option<Vec<u32>>,
     /// The tape and batch size for which the rows of latents and parameters without an
     /// adjoint hold zeros: [`Tape::gradient`] writes them once, not at every call (for a
     /// survey with tens of thousands of fixed latents, that was megabytes per chunk).
@@ -33,6 +38,25 @@ impl BatchGradient {
         g
     }
 
+    /// Storage for `batch` samples of `tape`'s program with a row for each latent in
+    /// `latents` only (increasing indices), in that order: a survey's tens of thousands of
+    /// fixed latents, whose gradient nobody reads, then take no memory and no time.
+    pub fn for_latents(tape: &Tape, batch: usize, latents: Vec<u32>) -> BatchGradient {
+        assert!(
+            latents.windows(2).all(|p| p[0] < p[1])
+                && latents
+                    .last()
+                    .is_none_or(|&i| (i as usize) < tape.latent_count()),
+            "latents of the tape in increasing order"
+        );
+        let mut g = BatchGradient {
+            rows: Some(latents),
+            ..BatchGradient::default()
+        };
+        g.resize(tape, batch);
+        g
+    }
+
     /// Resizes for `batch` samples (allocates only when growing).
     pub fn resize(&mut self, tape: &Tape, batch: usize) {
         if self.zero_rows != Some((tape.id, batch)) {
@@ -40,13 +64,18 @@ impl BatchGradient {
         }
         self.batch = batch;
         self.value.resize(batch, 0.0);
-        self.latents.resize(tape.latent_count() * batch, 0.0);
+        let rows = self.rows.as_ref().map_or(tape.latent_count(), Vec::len);
+        self.latents.resize(rows * batch, 0.0);
         self.params.resize(tape.param_count() * batch, 0.0);
     }
 
-    /// d value / d z_i for sample `lane`.
+    /// d value / d z_i for sample `lane`: zero for a latent without a row.
     pub fn latent(&self, i: usize, lane: usize) -> f64 {
-        self.latents[i * self.batch + lane]
+        let row = match &self.rows {
+            None => Some(i),
+            Some(rows) => rows.binary_search(&(i as u32)).ok(),
+        };
+        row.map_or(0.0, |r| self.latents[r * self.batch + lane])
     }
 
     /// d value / d theta_k for sample `lane`.
@@ -66,8 +95,20 @@ impl Tape {
         latents: &[f64],
         out: &mut [f64],
     ) {
+        self.forward_latents(ws, semantics, params, Latents::Values(latents), out);
+    }
+
+    /// [`Tape::forward`] with the latents given as values or as reparameterised noise.
+    pub fn forward_latents(
+        &self,
+        ws: &mut Workspace,
+        semantics: Semantics,
+        params: &[f64],
+        latents: Latents<'_>,
+        out: &mut [f64],
+    ) {
         let batch = out.len();
-        self.check_inputs(ws, params, latents, batch);
+        self.check_inputs(ws, params, &latents, batch);
         let output = self.output as usize;
         self.forward_chunks(ws, semantics, params, latents, batch, |ws, start, w| {
             out[start..start + w].copy_from_slice(&ws.values[output][..w]);
@@ -86,13 +127,22 @@ impl Tape {
         latents: &[f64],
         grad: &mut BatchGradient,
     ) {
+        self.gradient_latents(ws, semantics, params, Latents::Values(latents), grad);
+    }
+
+    /// [`Tape::gradient`] with the latents given as values or as reparameterised noise.
+    pub fn gradient_latents(
+        &self,
+        ws: &mut Workspace,
+        semantics: Semantics,
+        params: &[f64],
+        latents: Latents<'_>,
+        grad: &mut BatchGradient,
+    ) {
         let batch = grad.batch;
-        self.check_inputs(ws, params, latents, batch);
-        assert_eq!(
-            grad.latents.len(),
-            self.latent_count() * batch,
-            "gradient buffer size"
-        );
+        self.check_inputs(ws, params, &latents, batch);
+        let rows = grad.rows.as_ref().map_or(self.latent_count(), Vec::len);
+        assert_eq!(grad.latents.len(), rows * batch, "gradient buffer size");
         assert_eq!(
             grad.params.len(),
             self.param_count() * batch,
@@ -103,18 +153,29 @@ impl Tape {
             sweep::reverse_chunk(self, ws, semantics);
             ws.note_sweep(semantics, batch);
             grad.value[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
-            for (places, dest) in [
-                (&self.latent_adj, &mut grad.latents),
-                (&self.param_adj, &mut grad.params),
-            ] {
-                for (i, &a) in places.iter().enumerate() {
-                    let d = &mut dest[i * batch + start..i * batch + start + w];
-                    if a != NONE {
-                        d.copy_from_slice(&ws.adjoints[a as usize][..w]);
-                    } else if !zero_rows {
-                        d.fill(0.0);
+            // Row `r` of `dest` from adjoint place `a`, or zeros where there is none.
+            let put = |dest: &mut [f64], r: usize, a: u32| {
+                let d = &mut dest[r * batch + start..r * batch + start + w];
+                if a != NONE {
+                    d.copy_from_slice(&ws.adjoints[a as usize][..w]);
+                } else if !zero_rows {
+                    d.fill(0.0);
+                }
+            };
+            match &grad.rows {
+                None => {
+                    for (r, &a) in self.latent_adj.iter().enumerate() {
+                        put(&mut grad.latents, r, a);
                     }
                 }
+                Some(rows) => {
+                    for (r, &i) in rows.iter().enumerate() {
+                        put(&mut grad.latents, r, self.latent_adj[i as usize]);
+                    }
+                }
+            }
+            for (k, &a) in self.param_adj.iter().enumerate() {
+                put(&mut grad.params, k, a);
             }
         });
         grad.zero_rows = Some((self.id, batch));
@@ -130,7 +191,7 @@ impl Tape {
         ws: &mut Workspace,
         semantics: Semantics,
         params: &[f64],
-        latents: &[f64],
+        latents: Latents<'_>,
         batch: usize,
         mut after_chunk: impl FnMut(&mut Workspace, usize, usize),
     ) {

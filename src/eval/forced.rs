@@ -68,7 +68,7 @@ impl Tape {
     ) {
         let batch = out.len();
         assert_eq!(forced.len(), batch, "one forcing per sample");
-        self.check_inputs(ws, params, latents, batch);
+        self.check_inputs(ws, params, &latents.into(), batch);
         // A uniform if-statement is evaluated once for all lanes; forcing it in some lanes
         // only takes the per-sample path.
         if forced.iter().any(|(k, _)| self.uniform_ifs.contains(k)) {
@@ -105,7 +105,7 @@ impl Tape {
             }
             let input = sweep::Input {
                 params,
-                latents,
+                latents: latents.into(),
                 batch,
                 start,
                 w,
@@ -201,7 +201,7 @@ impl Tape {
         }
         let input = sweep::Input {
             params,
-            latents,
+            latents: latents.into(),
             batch: w,
             start: 0,
             w,

@@ -16,14 +16,16 @@
 //! definitions (the reference's own functions).
 //!
 //! The modules, each importing only those listed before it: `instr` (the instruction set),
-//! `fuse`, `plan` and `layout` (compile-time passes), `workspace`, `tape` (the compiled tape),
-//! `compile` (program to tape), `vmath` and `kernels` (lane rules), `sweep` (one chunk),
-//! `evaluate` (a batch) and `forced` (LYY18's per-sample forcing).
+//! `input` (the latents a sweep reads: values, or noise reparameterised as it loads them),
+//! `fuse`, `plan` and `layout` (compile-time passes), `workspace`, `tape` (the compiled
+//! tape), `compile` (program to tape), `vmath` and `kernels` (lane rules), `sweep` (one
+//! chunk), `evaluate` (a batch) and `forced` (LYY18's per-sample forcing).
 
 mod compile;
 mod evaluate;
 mod forced;
 mod fuse;
+mod input;
 mod instr;
 mod kernels;
 mod layout;
@@ -37,6 +39,7 @@ pub use crate::cpu::avx2_fma as simd_available;
 pub use evaluate::BatchGradient;
 pub use forced::ForcedScratch;
 pub use fuse::CHAIN_SEGMENT;
+pub use input::Latents;
 pub use instr::CHUNK;
 pub use tape::Tape;
 pub use workspace::Workspace;

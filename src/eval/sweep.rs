@@ -12,6 +12,7 @@ use crate::ir::{Binary, Branch, Semantics, Unary, binary_value, unary_value};
 
 use crate::cpu;
 
+use super::input::Latents;
 use super::instr::{CHUNK, Lanes, NONE, Op, Step, Target};
 use super::kernels::{self, Wants};
 use super::tape::Tape;
@@ -20,7 +21,7 @@ use super::workspace::Workspace;
 /// The inputs of one chunk: lanes `start..start + w` of a batch of `batch` samples.
 pub(super) struct Input<'a> {
     pub params: &'a [f64],
-    pub latents: &'a [f64],
+    pub latents: Latents<'a>,
     pub batch: usize,
     pub start: usize,
     pub w: usize,
@@ -147,13 +148,7 @@ fn forward_body(
         let v = |s: u32| &vals[s as usize];
         let r: Lanes = match step.op {
             Op::Param { k } => [x.params[k as usize]; CHUNK],
-            Op::Latent { i } => {
-                let from = i as usize * x.batch + x.start;
-                let src = &x.latents[from..from + x.w];
-                let mut lanes = [src[x.w - 1]; CHUNK];
-                lanes[..x.w].copy_from_slice(src);
-                lanes
-            }
+            Op::Latent { i } => x.latents.load(i as usize, x.batch, x.start, x.w),
             Op::Unary { op, a } => kernels::unary_forward(op, v(a)),
             Op::Binary { op, a, b } => kernels::binary_forward(op, v(a), v(b)),
             Op::NormalSquare { x, m, s, c } => kernels::normal_square_forward(v(x), v(m), v(s), c),

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use crate::ir::Semantics;
 
+use super::input::Latents;
 use super::instr::{CHUNK, Plan, Step};
 use super::layout::Layout;
 use super::workspace::Workspace;
@@ -181,7 +182,7 @@ impl Tape {
         &self,
         ws: &Workspace,
         params: &[f64],
-        latents: &[f64],
+        latents: &Latents,
         batch: usize,
     ) {
         assert_eq!(params.len(), self.param_count(), "one value per parameter");
@@ -189,6 +190,10 @@ impl Tape {
             latents.len(),
             self.latent_count() * batch,
             "latents are latent-major"
+        );
+        assert!(
+            latents.fits(self.latent_count()),
+            "one location and scale per latent"
         );
         assert!(
             ws.values.len() == self.layout(ws).values

@@ -74,7 +74,7 @@ type Tally = (usize, usize, f64, Option<String>);
 pub fn diagnose(model: &Model, config: &DiagnoseConfig) -> Result<DiagnoseReport, FamilyError> {
     let problem = Problem::new(model)?;
     let fam = problem.family();
-    let (d, n, m) = (problem.dim(), fam.latent_count(), fam.model_param_count());
+    let (d, n) = (problem.dim(), fam.latent_count());
     let mut state = fam.state();
     let mut probe = fam.state();
     let mut scratch = problem.scratch();
@@ -98,18 +98,11 @@ pub fn diagnose(model: &Model, config: &DiagnoseConfig) -> Result<DiagnoseReport
         if state.update(fam, &theta).is_err() {
             continue;
         }
-        problem.draw(&state, key, 0, 1, &mut scratch);
+        problem.draw(key, 0, 1, &mut scratch);
         taken += 1;
         let s: Vec<f64> = scratch.s[..n].to_vec();
         for (si, &(_, sem)) in sems.iter().enumerate() {
-            scratch.grad.resize(&problem.tape, 1);
-            problem.tape.gradient(
-                &mut scratch.ws,
-                sem,
-                &theta[..m],
-                &scratch.z[..n],
-                &mut scratch.grad,
-            );
+            problem.sweep_gradient(&state, &theta, sem, &mut scratch);
             problem.pathwise_block(&state, &scratch, &mut ad);
             for p in 0..d {
                 let h = 1e-5 * theta[p].abs().max(1.0);

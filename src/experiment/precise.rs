@@ -159,7 +159,7 @@ pub fn measure(
         let (sc, values) = &mut *guard;
         for c in 0..BLOCK / CHUNK {
             let first = b * BLOCK + c * CHUNK;
-            problem.draw(&state, key, first, CHUNK, sc);
+            problem.draw(key, first, CHUNK, sc);
             problem.crisp_values(&state, theta, sc, &mut values[c * CHUNK..(c + 1) * CHUNK]);
         }
         Moments::of(values)

@@ -220,6 +220,14 @@ impl Family {
             .collect()
     }
 
+    /// The latents some component of `theta` moves (every latent but the fixed ones), in
+    /// increasing order: the only ones whose gradient and Jacobian the estimators read.
+    pub fn moved_latents(&self) -> Vec<u32> {
+        (0..self.roles.len() as u32)
+            .filter(|&i| !matches!(self.roles[i as usize], Role::Fixed { .. }))
+            .collect()
+    }
+
     /// Whether latent `i`'s guide density enters the objective as `-log q` (variational mode).
     pub fn in_entropy(&self, i: usize) -> bool {
         self.in_entropy[i]

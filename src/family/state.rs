@@ -1,11 +1,14 @@
 //! A family evaluated at one `theta`: locations, scales and their sparse Jacobians.
 //!
 //! Computed once per iteration, then shared read-only by every sample of the batch. The
-//! buffers are allocated when the state is made and reused by [`FamilyState::update`].
+//! buffers are allocated when the state is made and reused by [`FamilyState::update`], which
+//! visits only the latents some parameter moves: a fixed latent's location and scale are set
+//! and checked when the state is made (a survey's tens of thousands of coin tosses cost
+//! nothing per step).
 
 use super::{Family, FamilyError, Role, Source};
 use crate::elementary;
-use crate::eval::{BatchGradient, Tape, Workspace};
+use crate::eval::{BatchGradient, Latents, Tape, Workspace};
 use crate::special::{HALF_LN_2PI, sigmoid_softplus};
 
 /// `loc`, `scale` of every latent at one `theta`, with `d loc / d theta` and
@@ -31,9 +34,10 @@ pub struct FamilyState {
     /// `scale_i`, then `ln scale_i`, of the latents in the entropy only (in latent order):
     /// a fixed latent's scale never enters `-log q`, and big surveys have thousands of them.
     entropy_ln_scale: Vec<f64>,
-    /// The fixed latents' constant locations and scales are stored and checked: later
-    /// updates skip them (a survey's coin tosses are most of its latents).
-    fixed_done: bool,
+    /// The latents some parameter moves, in order ([`Family::moved_latents`]).
+    moved: Vec<u32>,
+    /// The first fixed latent with a location or scale that is not valid, and why.
+    bad_fixed: Option<(usize, FamilyError)>,
 }
 
 impl FamilyState {
@@ -52,9 +56,21 @@ impl FamilyState {
         let n = family.roles.len();
         let entries = param.len();
         let t = family.tapes.len();
+        let (mut loc, mut scale) = (vec![0.0; n], vec![1.0; n]);
+        let mut bad_fixed = None;
+        for (i, role) in family.roles.iter().enumerate() {
+            if let Role::Fixed { loc: l, scale: s } = *role {
+                if bad_fixed.is_none()
+                    && let Err(e) = check(family, i, l, s)
+                {
+                    bad_fixed = Some((i, e));
+                }
+                (loc[i], scale[i]) = (l, s);
+            }
+        }
         FamilyState {
-            loc: vec![0.0; n],
-            scale: vec![1.0; n],
+            loc,
+            scale,
             start,
             param,
             dloc: vec![0.0; entries],
@@ -78,7 +94,8 @@ impl FamilyState {
                     .count()
             ],
             entropy_ln_scale: Vec::with_capacity(family.in_entropy.iter().filter(|&&e| e).count()),
-            fixed_done: false,
+            moved: family.moved_latents(),
+            bad_fixed,
         }
     }
 
@@ -121,10 +138,10 @@ impl FamilyState {
             }
         }
         // The guided latents' `softplus(rho)` and its derivative in one lane loop (it
-        // vectorises), then each latent in turn.
+        // vectorises), then each moved latent in turn.
         let mut guided = 0;
-        for role in &family.roles {
-            if let Role::Guided { rho, .. } = *role {
+        for &i in &self.moved {
+            if let Role::Guided { rho, .. } = family.roles[i as usize] {
                 self.guided[guided].0 = theta[rho];
                 guided += 1;
             }
@@ -133,9 +150,10 @@ impl FamilyState {
             (g.1, g.2) = sigmoid_softplus(g.0);
         }
         let mut next_guided = 0;
-        for (i, role) in family.roles.iter().enumerate() {
+        for k in 0..self.moved.len() {
+            let i = self.moved[k] as usize;
             let e = self.start[i];
-            let (loc, scale) = match *role {
+            let (loc, scale) = match family.roles[i] {
                 Role::Guided { mu, .. } => {
                     let (_, ds, scale) = self.guided[next_guided];
                     next_guided += 1;
@@ -145,46 +163,35 @@ impl FamilyState {
                     self.dscale[e + 1] = ds;
                     (theta[mu], scale)
                 }
-                Role::Fixed { .. } if self.fixed_done => continue,
-                Role::Fixed { loc, scale } => (loc, scale),
+                Role::Fixed { .. } => unreachable!("a fixed latent is not moved"),
                 Role::User { ref loc, ref scale } => {
                     let l = self.source(loc, m, e, true);
                     let s = self.source(scale, m, e, false);
                     (l, s)
                 }
             };
-            let name = || {
-                family
-                    .latent_names
-                    .get(i)
-                    .cloned()
-                    .unwrap_or_else(|| format!("#{i}"))
-            };
-            if !loc.is_finite() {
-                return Err(FamilyError::BadLocation {
-                    latent: name(),
-                    value: loc,
-                });
-            }
-            if !(scale > 0.0 && scale.is_finite()) {
-                return Err(FamilyError::BadScale {
-                    latent: name(),
-                    value: scale,
+            if let Err(e) = check(family, i, loc, scale) {
+                // The first invalid latent in latent order, fixed or not.
+                return Err(match &self.bad_fixed {
+                    Some((j, fixed)) if *j < i => fixed.clone(),
+                    _ => e,
                 });
             }
             self.loc[i] = loc;
             self.scale[i] = scale;
         }
-        self.fixed_done = true;
-        // Gathered first, so that the `ln`s run as one lane loop (it vectorises), then
-        // summed in latent order.
+        if let Some((_, e)) = &self.bad_fixed {
+            return Err(e.clone());
+        }
+        // Gathered first (only moved latents are in the entropy), so that the `ln`s run as
+        // one lane loop (it vectorises), then summed in latent order.
         self.entropy_ln_scale.clear();
         self.entropy_ln_scale.extend(
-            self.scale
+            self.moved
                 .iter()
-                .zip(&family.in_entropy)
-                .filter(|(_, inside)| **inside)
-                .map(|(&s, _)| s),
+                .map(|&i| i as usize)
+                .filter(|&i| family.in_entropy[i])
+                .map(|i| self.scale[i]),
         );
         for l in &mut self.entropy_ln_scale {
             *l = elementary::ln(*l);
@@ -239,7 +246,18 @@ impl FamilyState {
         self.entropy_const
     }
 
-    /// `z = loc + scale * s` for `w` samples stored latent-major.
+    /// The latents `z = loc + scale * s` of noise `s` (latent-major, `s[i * w + l]`), for a
+    /// tape to form as it loads them: a batch's latents are never written out.
+    pub fn latents<'a>(&'a self, s: &'a [f64]) -> Latents<'a> {
+        Latents::Affine {
+            noise: s,
+            loc: &self.loc,
+            scale: &self.scale,
+        }
+    }
+
+    /// `z = loc + scale * s` for `w` samples stored latent-major, written out (what
+    /// [`FamilyState::latents`] gives a tape, bit for bit).
     pub fn reparameterise(&self, s: &[f64], z: &mut [f64], w: usize) {
         for i in 0..self.loc.len() {
             let (l, sc) = (self.loc[i], self.scale[i]);
@@ -254,4 +272,29 @@ impl FamilyState {
         let u = (x - self.loc[i]) / self.scale[i];
         elementary::exp(-0.5 * u * u - HALF_LN_2PI) / self.scale[i]
     }
+}
+
+/// Whether latent `i` may have location `loc` and scale `scale`: finite, and positive for the
+/// scale; the error names the latent.
+fn check(family: &Family, i: usize, loc: f64, scale: f64) -> Result<(), FamilyError> {
+    let name = || {
+        family
+            .latent_names
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("#{i}"))
+    };
+    if !loc.is_finite() {
+        return Err(FamilyError::BadLocation {
+            latent: name(),
+            value: loc,
+        });
+    }
+    if !(scale > 0.0 && scale.is_finite()) {
+        return Err(FamilyError::BadScale {
+            latent: name(),
+            value: scale,
+        });
+    }
+    Ok(())
 }
