@@ -127,15 +127,20 @@ impl Engine {
             let sc = &mut *guard;
             let first = c * CHUNK;
             let w = values.len();
-            let mut ahead = ahead.lock().unwrap_or_else(|e| e.into_inner());
-            match ahead.as_mut() {
+            // The lock is held for the swap only: chunks that draw their own noise (every
+            // chunk when nothing was drawn ahead) must not draw one at a time.
+            let swapped = match ahead.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
                 Some(s) => {
                     std::mem::swap(&mut sc.s, s);
-                    sc.w = w;
+                    true
                 }
-                None => problem.draw(key, first, w, sc),
+                None => false,
+            };
+            if swapped {
+                sc.w = w;
+            } else {
+                problem.draw(key, first, w, sc);
             }
-            drop(ahead);
             let cx = Context {
                 problem,
                 state,
