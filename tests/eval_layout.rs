@@ -1,11 +1,13 @@
 //! The tape's memory layout: on a large program whose values are read only close to where
 //! they are computed (the randomised-response survey), a workspace holds few value and
-//! adjoint places, not one per instruction; and a workspace in the full layout (which
-//! LYY18's forced sweeps switch to) gives the bits of a compact one.
+//! adjoint places, not one per instruction; a workspace in the forced layout (which LYY18's
+//! forced sweeps switch to) holds a few more values only and gives the bits of a compact one;
+//! and forced sweeps on programs too large to hold every value (which recompute what a cone
+//! reads from outside) give the bits of one forced forward per sample.
 //!
 //! Not here: that the sweeps are right (`eval_reference.rs`, `eval_options.rs`).
 
-use dsgd::eval::{BatchGradient, CHAIN_SEGMENT, CHUNK, Tape};
+use dsgd::eval::{BatchGradient, CHAIN_SEGMENT, CHUNK, Latents, Tape};
 use dsgd::ir::{Branch, Builder, Program, Semantics};
 
 /// The survey of `cheating` with `students` students, built directly: per student three
@@ -63,8 +65,9 @@ fn a_large_survey_needs_few_places() {
 }
 
 #[test]
-fn the_full_layout_gives_the_bits_of_the_compact_one() {
-    let p = survey(40);
+fn the_forced_layout_gives_the_bits_of_the_compact_one() {
+    // Large enough for the forced layout to hold some values only.
+    let p = survey(500);
     let tape = Tape::compile(&p, 0);
     assert!(tape.value_places() < tape.len() / 2);
     let batch = CHUNK + 5;
@@ -73,16 +76,17 @@ fn the_full_layout_gives_the_bits_of_the_compact_one() {
         let mut compact = tape.workspace();
         let mut g1 = BatchGradient::new(&tape, batch);
         tape.gradient(&mut compact, sem, &[], &z, &mut g1);
-        // A forced sweep switches a workspace to the full layout.
+        // A forced sweep switches a workspace to the forced layout.
         let mut full = tape.workspace();
         let mut scratch = tape.forced_scratch();
         let one = latents(tape.latent_count(), 1);
         let mut out = [0.0];
-        tape.forward_forced(
+        tape.forward_forced_moved(
             &mut full,
             &mut scratch,
             &[],
-            &one,
+            Latents::Values(&one),
+            &[(0, 0.5)],
             &[(0, Branch::Then)],
             &mut out,
         );
@@ -106,4 +110,112 @@ fn the_full_layout_gives_the_bits_of_the_compact_one() {
         assert_eq!(bits(&v1), bits(&g1.value));
         assert_eq!(bits(&v2), bits(&g1.value));
     }
+}
+
+/// A walk of `n` steps with an if-statement at each: every state reads the one before, so a
+/// forced sweep's cone runs to the end and what it reads from outside goes back far.
+fn walk(n: usize) -> Program {
+    let b = Builder::new();
+    let a = b.latent("a");
+    let mut x = b.latent("x0");
+    let mut total = b.constant(0.0);
+    for k in 0..n {
+        let z = b.latent(&format!("z{k}"));
+        let e = (x * 0.5).sin() - z;
+        let y = b.if_neg(x - z * a, x * 0.9 + z, e * e);
+        total = total + y * y;
+        x = (y * 0.3).tanh() + z * 0.1;
+    }
+    b.finish(&[(total + 1.0).ln() + x]).unwrap()
+}
+
+/// LYY18's pattern on `tape` at `w` samples: a crisp gradient sweep, then forced sweeps with
+/// one latent moved per sample (to else, to then, other moves, ...); each sample's output
+/// equals one forced forward at its moved point.
+fn check_forced_sweeps(tape: &Tape, w: usize, moved: &[u32]) {
+    let n = tape.latent_count();
+    let z = latents(n, w);
+    let ifs = tape.if_count() as u32;
+    let moves = |shift: usize| -> Vec<(u32, f64)> {
+        (0..w)
+            .map(|l| (moved[(l + shift) % moved.len()], -0.4 + 0.07 * l as f64))
+            .collect()
+    };
+    let forcing = |b: Branch, shift: u32| -> Vec<(u32, Branch)> {
+        (0..w as u32).map(|l| ((l * 37 + shift) % ifs, b)).collect()
+    };
+    let calls = [
+        (moves(0), forcing(Branch::Else, 0)),
+        (moves(0), forcing(Branch::Then, 0)),
+        (moves(3), forcing(Branch::Then, 5)),
+        (moves(3), forcing(Branch::Else, 11)),
+    ];
+    for simd in [true, false] {
+        let mut ws = tape.workspace();
+        ws.set_simd(simd);
+        let mut reference = tape.workspace();
+        let mut scratch = tape.forced_scratch();
+        let mut grad = BatchGradient::new(tape, w);
+        tape.gradient(&mut ws, Semantics::Crisp, &[], &z, &mut grad);
+        let mut changed = 0;
+        for (moves, forced) in &calls {
+            let mut got = vec![0.0; w];
+            let latents = Latents::Values(&z);
+            tape.forward_forced_moved(&mut ws, &mut scratch, &[], latents, moves, forced, &mut got);
+            for (l, &(index, branch)) in forced.iter().enumerate() {
+                let mut point: Vec<f64> = (0..n).map(|i| z[i * w + l]).collect();
+                point[moves[l].0 as usize] = moves[l].1;
+                let mut one = [0.0];
+                let sem = Semantics::Forced { index, branch };
+                tape.forward(&mut reference, sem, &[], &point, &mut one);
+                assert_eq!(got[l].to_bits(), one[0].to_bits(), "w {w} sample {l}");
+                changed += usize::from(one[0] != grad.value[l]);
+            }
+        }
+        assert!(
+            changed > w,
+            "{changed} samples changed: the test checks little"
+        );
+    }
+}
+
+#[test]
+fn forced_sweeps_on_a_large_survey_give_the_bits_of_forced_forwards() {
+    let tape = Tape::compile(&survey(500), 0);
+    assert!(tape.held_values() > 0 && tape.held_values() < tape.len() / 2);
+    // `c` (read by every student's first guard) and students' own latents.
+    for w in [CHUNK, 7] {
+        check_forced_sweeps(&tape, w, &[0, 1, 0, 302, 2, 3, 0, 1000]);
+    }
+}
+
+#[test]
+fn forced_sweeps_on_a_long_walk_give_the_bits_of_forced_forwards() {
+    let tape = Tape::compile(&walk(1200), 0);
+    let held = tape.held_values();
+    println!("instructions {}, held values {held}", tape.len());
+    assert!(
+        held > 0 && held < tape.len() / 2,
+        "{held} of {}",
+        tape.len()
+    );
+    // The walk's scale `a`, its start and steps early and late.
+    for w in [CHUNK, 3] {
+        check_forced_sweeps(&tape, w, &[0, 1, 2, 0, 700, 1201, 40]);
+    }
+}
+
+#[test]
+fn the_forced_layout_of_a_large_survey_holds_few_values() {
+    let students = 2000;
+    let mut active = vec![false; 3 * students + 1];
+    active[0] = true;
+    let tape = Tape::compile_active(&survey(students), 0, Some(&active));
+    let (len, compact, forced) = (tape.len(), tape.value_places(), tape.forced_value_places());
+    println!("instructions {len}, value places {compact}, forced layout {forced}");
+    // Each student's two terms of the sum (each would take four steps to compute again, and
+    // a segment of the sum reads 32 of them); nothing else.
+    assert!(tape.held_values() <= 2 * students + 4 * CHAIN_SEGMENT);
+    assert!(forced <= compact + tape.held_values());
+    assert!(forced < len / 3, "{forced} of {len}");
 }

@@ -2,9 +2,9 @@
 //! gradients restricted to some latents (`Tape::compile_active`) equal the full gradients on
 //! those latents and the parameters, and so do gradient buffers with rows for some latents
 //! only (`BatchGradient::for_latents`); latents formed from noise as the sweep loads them
-//! (`Latents::Affine`) equal the same latents written out first; per-sample forcing (`Tape::forward_forced`, also
-//! told which latents moved: `forward_forced_near`) equals one `Semantics::Forced` forward
-//! per sample.
+//! (`Latents::Affine`) equal the same latents written out first; per-sample forcing
+//! (`Tape::forward_forced`, and `forward_forced_moved` with one latent moved per sample, right
+//! after a crisp sweep or not) equals one `Semantics::Forced` forward per sample.
 //!
 //! Not here: whether the plain calls are right (`eval_reference.rs`, `core_props.rs`).
 
@@ -171,66 +171,89 @@ fn per_sample_forcing_equals_one_forced_forward_per_sample() {
 }
 
 /// LYY18's pattern: a crisp gradient sweep at `z`, then the same samples with one coordinate
-/// moved per sample, forced to else and then to then (the tape redoes only what changed).
+/// moved per sample, forced to else and then to then (the tape redoes only what changed),
+/// then other moves; with the latents as values and as noise formed on load.
 #[test]
 fn forcing_right_after_a_crisp_sweep_equals_full_forced_forwards() {
     let p = program();
     let tape = Tape::compile(&p, 0);
     let params = [0.4];
+    let (loc, scale) = ([0.3, -0.2, 0.1, 0.05], [1.5, 0.7, 1.1, 2.0]);
     for w in [CHUNK, 5] {
-        let z: Vec<f64> = (0..LATENTS * w)
+        let s: Vec<f64> = (0..LATENTS * w)
             .map(|k| ((k as f64) * 0.917).cos() * 1.1)
             .collect();
-        let mut moved = z.clone();
-        let mut forced_else = Vec::new();
-        for l in 0..w {
-            let j = l % LATENTS;
-            moved[j * w + l] = -0.37 + l as f64 * 0.05;
-            forced_else.push(((l % 3) as u32, Branch::Else));
-        }
-        let forced_then: Vec<_> = forced_else
-            .iter()
-            .map(|&(k, _)| (k, Branch::Then))
+        let z: Vec<f64> = (0..LATENTS * w)
+            .map(|k| loc[k / w] + scale[k / w] * s[k])
             .collect();
-        for simd in [true, false] {
-            let mut ws = tape.workspace();
-            ws.set_simd(simd);
-            let mut reference = tape.workspace();
-            reference.set_simd(simd);
-            let mut near = tape.workspace();
-            near.set_simd(simd);
-            // One scratch serves every workspace: it keeps nothing between calls.
-            let mut fs = tape.forced_scratch();
-            let mut grad = BatchGradient::new(&tape, w);
-            tape.gradient(&mut near, Semantics::Crisp, &params, &z, &mut grad);
-            tape.gradient(&mut ws, Semantics::Crisp, &params, &z, &mut grad);
-            // The coordinates moved: `l % LATENTS` for each lane `l`.
-            let coordinates: Vec<u32> = (0..w.min(LATENTS) as u32).collect();
-            let mut changed = false;
-            for f in [&forced_else, &forced_then, &forced_else] {
-                let mut got = vec![0.0; w];
-                tape.forward_forced(&mut ws, &mut fs, &params, &moved, f, &mut got);
-                let mut hinted = vec![0.0; w];
-                let hint = Some(&coordinates[..]);
-                tape.forward_forced_near(&mut near, &mut fs, &params, &moved, f, hint, &mut hinted);
-                assert_eq!(
-                    hinted.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    "w {w}: the hinted sweep differs"
-                );
-                let mut full = vec![0.0; w];
-                tape.forward_forced(&mut reference, &mut fs, &params, &moved, f, &mut full);
-                for (l, &(index, branch)) in f.iter().enumerate() {
-                    let point: Vec<f64> = (0..LATENTS).map(|i| moved[i * w + l]).collect();
-                    let mut one = [0.0];
-                    let sem = Semantics::Forced { index, branch };
-                    tape.forward(&mut reference, sem, &params, &point, &mut one);
-                    assert_eq!(got[l].to_bits(), one[0].to_bits(), "w {w} sample {l}");
-                    assert_eq!(full[l].to_bits(), one[0].to_bits(), "w {w} sample {l}");
-                    changed |= one[0] != grad.value[l];
+        // Lane `l` moves coordinate `l % LATENTS` (or, in the second set, `(l + 1) % 5`,
+        // where 4 is none) and forces if-statement `l % 3`.
+        let moves_a: Vec<(u32, f64)> = (0..w)
+            .map(|l| ((l % LATENTS) as u32, -0.37 + l as f64 * 0.05))
+            .collect();
+        let moves_b: Vec<(u32, f64)> = (0..w)
+            .map(|l| (((l + 1) % 5) as u32, 0.21 - l as f64 * 0.03))
+            .map(|(j, v)| (if j == 4 { u32::MAX } else { j }, v))
+            .collect();
+        let forcing =
+            |b: Branch| -> Vec<(u32, Branch)> { (0..w).map(|l| ((l % 3) as u32, b)).collect() };
+        let (forced_else, forced_then) = (forcing(Branch::Else), forcing(Branch::Then));
+        let calls = [
+            (&moves_a, &forced_else),
+            (&moves_a, &forced_then),
+            (&moves_b, &forced_then),
+            (&moves_b, &forced_else),
+            (&moves_a, &forced_else),
+        ];
+        for affine in [false, true] {
+            let latents = if affine {
+                Latents::Affine {
+                    noise: &s,
+                    loc: &loc,
+                    scale: &scale,
                 }
+            } else {
+                Latents::Values(&z)
+            };
+            for simd in [true, false] {
+                let mut ws = tape.workspace();
+                ws.set_simd(simd);
+                let mut reference = tape.workspace();
+                // One scratch serves every workspace: it keeps nothing between calls.
+                let mut fs = tape.forced_scratch();
+                let mut grad = BatchGradient::new(&tape, w);
+                tape.gradient_latents(&mut ws, Semantics::Crisp, &params, latents, &mut grad);
+                let mut changed = false;
+                for (moves, f) in calls {
+                    let mut got = vec![0.0; w];
+                    tape.forward_forced_moved(
+                        &mut ws, &mut fs, &params, latents, moves, f, &mut got,
+                    );
+                    for (l, &(index, branch)) in f.iter().enumerate() {
+                        let mut point: Vec<f64> = (0..LATENTS).map(|i| z[i * w + l]).collect();
+                        if let Some(p) = point.get_mut(moves[l].0 as usize) {
+                            *p = moves[l].1;
+                        }
+                        let mut one = [0.0];
+                        let sem = Semantics::Forced { index, branch };
+                        tape.forward(&mut reference, sem, &params, &point, &mut one);
+                        assert_eq!(got[l].to_bits(), one[0].to_bits(), "w {w} sample {l}");
+                        changed |= one[0] != grad.value[l];
+                    }
+                }
+                assert!(changed, "no sample changed: the test checks nothing");
+                // The same calls without the crisp sweep before them (every step redone).
+                let mut fresh = tape.workspace();
+                let mut got = vec![0.0; w];
+                let mut again = vec![0.0; w];
+                let (moves, f) = calls[1];
+                tape.forward_forced_moved(
+                    &mut fresh, &mut fs, &params, latents, moves, f, &mut got,
+                );
+                tape.forward_forced_moved(&mut ws, &mut fs, &params, latents, moves, f, &mut again);
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&again), "w {w}");
             }
-            assert!(changed, "no sample changed: the test checks nothing");
         }
     }
 }

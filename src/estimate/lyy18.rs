@@ -94,12 +94,13 @@ impl Estimator for Lyy18 {
         let mut rng = cx.key.rng(Channel::Choice);
         scratch.forced.clear();
         scratch.lanes.clear();
-        scratch.moved.clear();
+        scratch.moves.clear();
+        // Latent `i` of lane `l` at `z`, as the sweeps form it from the noise.
+        let s = &scratch.s[..n * w];
+        let z = |i: usize, l: usize| st.loc(i) + st.scale(i) * s[i * w + l];
         // Each lane's boundary point, evaluated forced to else and then forced to then by
         // two batched forwards (the same bits as one call per point); right after the crisp
         // sweep at `z`, they redo only what the moved coordinate and forced if reach.
-        scratch.points.resize(scratch.s.len(), 0.0);
-        st.reparameterise(&scratch.s[..n * w], &mut scratch.points[..n * w], w);
         for l in 0..w {
             let r = rng.lane(cx.first + l);
             let k = r.index(big_k);
@@ -107,24 +108,23 @@ impl Estimator for Lyy18 {
             if guard.coefficients.is_empty() {
                 scratch.lanes.push(None);
                 scratch.forced.push((u32::MAX, Branch::Else));
+                scratch.moves.push((u32::MAX, 0.0));
                 continue;
             }
             let (j, a_j) = guard.coefficients[r.index(guard.coefficients.len())];
-            let j = j as usize;
             // Solve a . z* + c = 0 for z*_j.
             let rest: f64 = guard
                 .coefficients
                 .iter()
-                .filter(|&&(i, _)| i as usize != j)
-                .map(|&(i, a)| a * scratch.points[i as usize * w + l])
+                .filter(|&&(i, _)| i != j)
+                .map(|&(i, a)| a * z(i as usize, l))
                 .sum();
             let zj = -(guard.constant + rest) / a_j;
-            scratch.points[j * w + l] = zj;
-            if !scratch.moved.contains(&(j as u32)) {
-                scratch.moved.push(j as u32);
-            }
-            let q = st.marginal_density(j, zj);
-            scratch.lanes.push((q != 0.0).then_some((k, j, a_j, q)));
+            scratch.moves.push((j, zj));
+            let q = st.marginal_density(j as usize, zj);
+            scratch
+                .lanes
+                .push((q != 0.0).then_some((k, j as usize, a_j, q)));
             scratch.forced.push((k as u32, Branch::Else));
         }
         for l in 0..w {
@@ -132,18 +132,15 @@ impl Estimator for Lyy18 {
             scratch.forced.push((k, Branch::Then));
         }
         let (else_out, then_out) = scratch.out[..2 * w].split_at_mut(w);
-        let points = &scratch.points[..n * w];
         let (forced_else, forced_then) = scratch.forced.split_at(w);
-        // The points differ from `z`, which the workspace was just swept at, only in the
-        // moved coordinates.
-        let moved = Some(&scratch.moved[..]);
-        let (ws, fs) = (&mut scratch.ws, &mut scratch.forcing);
+        let (ws, fs, moves) = (&mut scratch.ws, &mut scratch.forcing, &scratch.moves[..]);
+        let latents = st.latents(s);
         p.tape
-            .forward_forced_near(ws, fs, params, points, forced_else, moved, else_out);
+            .forward_forced_moved(ws, fs, params, latents, moves, forced_else, else_out);
         p.tape
-            .forward_forced_near(ws, fs, params, points, forced_then, moved, then_out);
+            .forward_forced_moved(ws, fs, params, latents, moves, forced_then, then_out);
         for l in 0..w {
-            let Some((k, _j, a_j, q)) = scratch.lanes[l] else {
+            let Some((k, j, a_j, q)) = scratch.lanes[l] else {
                 continue;
             };
             let diff = match &self.jumps {
@@ -157,7 +154,8 @@ impl Estimator for Lyy18 {
             let factor = big_k as f64 * diff * q / a_j.abs();
             for &(i, a_i) in &guard.coefficients {
                 let i = i as usize;
-                let s_star = (scratch.points[i * w + l] - st.loc(i)) / st.scale(i);
+                let z_i = if i == j { scratch.moves[l].1 } else { z(i, l) };
+                let s_star = (z_i - st.loc(i)) / st.scale(i);
                 for (q_idx, dl, ds) in st.jacobian(i) {
                     grads[q_idx * w + l] += factor * a_i * (dl + s_star * ds);
                 }

@@ -99,9 +99,8 @@ impl ProblemData {
             forcing: self.tape.forced_scratch(),
             grad: BatchGradient::for_latents(&self.tape, CHUNK, self.moved.clone()),
             s: vec![0.0; n * CHUNK],
-            points: Vec::new(),
             forced: Vec::with_capacity(2 * CHUNK),
-            moved: Vec::with_capacity(CHUNK),
+            moves: Vec::with_capacity(CHUNK),
             lanes: Vec::with_capacity(CHUNK),
             out: vec![0.0; 2 * CHUNK],
             w: 0,
@@ -256,7 +255,7 @@ impl ProblemData {
 
 /// One thread's scratch memory: the tape workspace, per-sample tape gradients (rows for the
 /// moved latents only), the noise `s` of up to [`CHUNK`] lanes (latent-major; the latents
-/// themselves are formed by the sweeps as they load them) and LYY18's boundary points.
+/// themselves are formed by the sweeps as they load them) and LYY18's boundary moves.
 #[derive(Clone, Debug)]
 pub struct Scratch {
     pub(crate) ws: Workspace,
@@ -264,11 +263,10 @@ pub struct Scratch {
     pub(crate) forcing: ForcedScratch,
     pub(crate) grad: BatchGradient,
     pub(crate) s: Vec<f64>,
-    /// LYY18's boundary point of each lane (latent-major; empty until LYY18 runs).
-    pub(crate) points: Vec<f64>,
     pub(crate) forced: Vec<(u32, crate::ir::Branch)>,
-    /// The coordinates LYY18 moved to reach the chunk's boundary points.
-    pub(crate) moved: Vec<u32>,
+    /// Per lane, the coordinate LYY18 moved to reach its boundary point and its value there
+    /// (`u32::MAX` where none moved).
+    pub(crate) moves: Vec<(u32, f64)>,
     /// Per lane, LYY18's choice: `(if-statement, coordinate, a_kj, q_j(z*_j))`.
     pub(crate) lanes: Vec<Option<(usize, usize, f64, f64)>>,
     pub(crate) out: Vec<f64>,

@@ -117,7 +117,7 @@ impl Tape {
             [&mut uniform_steps, &mut steps],
             [&mut smooth_plan, &mut crisp_plan],
         );
-        let (mut consts, mut latent_slots, mut param_slots) = (consts, latent_slots, param_slots);
+        let (mut consts, mut param_slots) = (consts, param_slots);
         let placed = layout::place(
             layout::Logical {
                 slots: adj.len(),
@@ -128,7 +128,7 @@ impl Tape {
                 adj: &adj,
                 output,
                 consts: &mut consts,
-                latent_slots: &mut latent_slots,
+                latent_slots: &latent_slots,
                 param_slots: &mut param_slots,
             },
             [&mut smooth_plan, &mut crisp_plan],
@@ -139,7 +139,7 @@ impl Tape {
             consts,
             uniform_steps,
             compact: placed.compact,
-            full: placed.full,
+            forced_plan: std::sync::OnceLock::new(),
             adjoints: placed.adjoints,
             out_adj: placed.out_adj,
             latent_adj: placed.latent_adj,
@@ -148,7 +148,7 @@ impl Tape {
             output: placed.output,
             smooth_plan,
             crisp_plan,
-            latent_slots,
+            latent_count: latent_slots.len(),
             param_slots,
             if_count: program.if_count(),
             uniform_ifs,

@@ -1,38 +1,156 @@
 //! LYY18's forced sweeps: the output for a batch in which every sample forces one
-//! if-statement to a branch of its own (crisp at every other), done incrementally right after
-//! a crisp sweep of the same chunk by redoing only what the forcing and the moved coordinates
-//! reach.
+//! if-statement to a branch of its own (crisp at every other), and may move one latent.
 //!
-//! Not here: the ordinary batch entry points (`evaluate.rs`) and the sweeps (`sweep.rs`).
+//! Right after a crisp sweep of the same chunk, [`Tape::forward_forced_moved`] redoes only
+//! the cones of what changed: the steps downstream of a moved latent or of a forced
+//! if-statement (this call's or the last one's), found by walking the readers of each step
+//! (`forced_plan.rs`), so the work follows the cones, not the program. What a cone reads from
+//! outside itself is either held in the forced layout (a place of its own, still holding
+//! what the crisp sweep computed) or computed again, with what it reads in turn, by the same
+//! steps in the same order: every lane gets the bits of one [`Tape::forward`] per sample.
+//!
+//! Not here: the ordinary batch entry points (`evaluate.rs`), the sweeps (`sweep.rs`), and
+//! which values the forced layout holds (`forced_plan.rs`).
 
 use crate::ir::{Branch, Semantics};
 
-use super::instr::{CHUNK, NONE, Op, Step};
+use super::forced_plan::ForcedPlan;
+use super::input::Latents;
+use super::instr::{CHUNK, Lanes, NONE, Op, Step};
+use super::layout::Layout;
 use super::sweep;
 use super::tape::Tape;
 use super::workspace::Workspace;
 
-/// Scratch memory of the forced sweeps, beside a [`Workspace`] (only LYY18 needs it).
-#[derive(Clone, Debug)]
+/// Steps handed to the sweep at a time: a short buffer, reused, that stays in cache.
+const BATCH_STEPS: usize = 256;
+
+/// Scratch memory of the forced sweeps, beside a [`Workspace`] (only LYY18 needs it; it is
+/// sized at the first forced sweep and keeps nothing between calls).
+#[derive(Clone, Debug, Default)]
 pub struct ForcedScratch {
-    /// Per slot, whether the incremental forced sweep recomputes it; and those steps.
-    dirty: Vec<bool>,
+    /// Per lane step, whether this sweep runs it (a bit set over the forced plan's steps).
+    run: Vec<u64>,
+    /// Steps to run next, in order.
     partial: Vec<Step>,
-    /// Per if-statement of the program, whether the incremental sweep redoes it.
-    reforce: Vec<bool>,
+    /// Per latent, its entry in `moves` (`NONE`: not moved by this call).
+    moved_at: Vec<u32>,
+    /// The latents this call moves, each with the lanes it takes.
+    moves: Vec<(u32, Lanes)>,
     /// One sample's latents, for forcing one sample at a time.
     point: Vec<f64>,
 }
 
-impl Tape {
-    /// Scratch memory for [`Tape::forward_forced`] on this tape.
-    pub fn forced_scratch(&self) -> ForcedScratch {
-        ForcedScratch {
-            dirty: vec![false; self.len],
-            partial: Vec::with_capacity(self.full.steps.len()),
-            reforce: vec![false; self.if_count],
-            point: vec![0.0; self.latent_count()],
+impl ForcedScratch {
+    /// Sizes the scratch for `plan` and `latents` latents (allocates at the first call only).
+    fn fit(&mut self, plan: &ForcedPlan, latents: usize) {
+        self.run.resize(plan.len().div_ceil(64), 0);
+        self.moved_at.resize(latents, NONE);
+        self.partial.reserve(BATCH_STEPS);
+        self.moves.reserve(CHUNK);
+    }
+}
+
+/// Sets bit `i`.
+#[inline]
+fn set(bits: &mut [u64], i: u32) {
+    bits[i as usize / 64] |= 1 << (i % 64);
+}
+
+/// The set bits of `bits`, in increasing order, calling `f` on each; `f` may set bits above
+/// the one it is called on, which are then visited too.
+#[inline]
+fn each_up(bits: &mut [u64], mut f: impl FnMut(&mut [u64], usize)) {
+    for w in 0..bits.len() {
+        let mut done = 0u64;
+        loop {
+            let todo = bits[w] & !done;
+            if todo == 0 {
+                break;
+            }
+            let b = todo.trailing_zeros() as usize;
+            done |= 1 << b;
+            f(bits, w * 64 + b);
         }
+    }
+}
+
+/// [`each_up`] in decreasing order; `f` may set bits below the one it is called on.
+#[inline]
+fn each_down(bits: &mut [u64], mut f: impl FnMut(&mut [u64], usize)) {
+    for w in (0..bits.len()).rev() {
+        let mut done = 0u64;
+        loop {
+            let todo = bits[w] & !done;
+            if todo == 0 {
+                break;
+            }
+            let b = 63 - todo.leading_zeros() as usize;
+            done |= 1 << b;
+            f(bits, w * 64 + b);
+        }
+    }
+}
+
+fn same_bits(a: &Lanes, b: &Lanes) -> bool {
+    a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// Lane `l` takes branch `forced[l].1` at if-statement `forced[l].0`; the lanes past the
+/// batch repeat its last sample.
+fn lane_force(forced: &[(u32, Branch)]) -> sweep::LaneForce {
+    let mut force = sweep::LaneForce {
+        index: [u32::MAX; CHUNK],
+        then: [false; CHUNK],
+    };
+    for l in 0..CHUNK {
+        let (k, b) = forced[l.min(forced.len() - 1)];
+        force.index[l] = k;
+        force.then[l] = b == Branch::Then;
+    }
+    force
+}
+
+/// Runs chosen steps of a forced sweep in order, a few at a time, writing a moved latent's
+/// lanes where its step would load it.
+struct Runner<'a> {
+    layout: &'a Layout,
+    partial: &'a mut Vec<Step>,
+    moves: &'a [(u32, Lanes)],
+    moved_at: &'a [u32],
+    input: &'a sweep::Input<'a>,
+}
+
+impl Runner<'_> {
+    /// Runs step `i` (after those given before).
+    #[inline(always)]
+    fn step(&mut self, ws: &mut Workspace, i: usize) {
+        let st = self.layout.steps[i];
+        if let Op::Latent { i: j } = st.op
+            && self.moved_at[j as usize] != NONE
+        {
+            self.flush(ws);
+            ws.values[st.out as usize] = self.moves[self.moved_at[j as usize] as usize].1;
+            return;
+        }
+        self.partial.push(st);
+        if self.partial.len() == BATCH_STEPS {
+            self.flush(ws);
+        }
+    }
+
+    /// Runs the steps given so far.
+    fn flush(&mut self, ws: &mut Workspace) {
+        sweep::forward_steps(self.partial, &self.layout.chains, ws, self.input);
+        self.partial.clear();
+    }
+}
+
+impl Tape {
+    /// Scratch memory for [`Tape::forward_forced`] and [`Tape::forward_forced_moved`] on this
+    /// tape (empty until the first forced sweep).
+    pub fn forced_scratch(&self) -> ForcedScratch {
+        ForcedScratch::default()
     }
 
     /// Values of the output for `batch` samples, each under its own forcing: sample `l` is
@@ -47,32 +165,12 @@ impl Tape {
         forced: &[(u32, Branch)],
         out: &mut [f64],
     ) {
-        self.forward_forced_near(ws, scratch, params, latents, forced, None, out);
-    }
-
-    /// [`Tape::forward_forced`] where the caller vouches that only the latents listed in
-    /// `moved` (all of them when `None`) can differ from those of the last sweep on `ws`: the
-    /// incremental sweep then compares only those instead of every latent of every lane (for
-    /// a program with tens of thousands of latents, that comparison alone streams megabytes
-    /// per call). A latent wrongly left out keeps its old value.
-    #[allow(clippy::too_many_arguments)]
-    pub fn forward_forced_near(
-        &self,
-        ws: &mut Workspace,
-        scratch: &mut ForcedScratch,
-        params: &[f64],
-        latents: &[f64],
-        forced: &[(u32, Branch)],
-        moved: Option<&[u32]>,
-        out: &mut [f64],
-    ) {
         let batch = out.len();
         assert_eq!(forced.len(), batch, "one forcing per sample");
         self.check_inputs(ws, params, &latents.into(), batch);
-        // A uniform if-statement is evaluated once for all lanes; forcing it in some lanes
-        // only takes the per-sample path.
-        if forced.iter().any(|(k, _)| self.uniform_ifs.contains(k)) {
+        if self.forces_uniform(forced) {
             let point = &mut scratch.point;
+            point.resize(self.latent_count(), 0.0);
             for (l, &(index, branch)) in forced.iter().enumerate() {
                 for (i, p) in point.iter_mut().enumerate() {
                     *p = latents[i * batch + l];
@@ -82,27 +180,13 @@ impl Tape {
             }
             return;
         }
-        // The incremental sweep reads values of the crisp sweep before it, which only the
-        // full layout keeps; a workspace switches to it at the first forced sweep.
-        self.use_full(ws);
-        if self.forward_forced_incremental(ws, scratch, params, latents, forced, moved, out) {
-            return;
-        }
         self.prepare(ws);
         ws.crisp_chunk = false;
         sweep::uniform_pass(self, ws, Semantics::Crisp, params);
         let mut start = 0;
         while start < batch {
             let w = CHUNK.min(batch - start);
-            let mut force = sweep::LaneForce {
-                index: [u32::MAX; CHUNK],
-                then: [false; CHUNK],
-            };
-            for l in 0..CHUNK {
-                let (k, b) = forced[start + l.min(w - 1)];
-                force.index[l] = k;
-                force.then[l] = b == Branch::Then;
-            }
+            let force = lane_force(&forced[start..start + w]);
             let input = sweep::Input {
                 params,
                 latents: latents.into(),
@@ -117,108 +201,169 @@ impl Tape {
         }
     }
 
-    /// [`Tape::forward_forced`] when `ws` holds the crisp sweep of one chunk at the same
-    /// parameters: only the steps downstream of a latent whose value changed or of a forced
-    /// if-statement (this call's or the last one's) are redone; every other slot already
-    /// holds the value a full sweep would compute (LYY18 moves one coordinate and forces one
-    /// if-statement per sample). False, doing nothing, when `ws` holds no such sweep.
+    /// Whether a sample forces an if-statement that is the same in every lane (its guard
+    /// reads no latent): that one is evaluated once for all lanes, so forcing it in some
+    /// lanes only takes the per-sample path.
+    fn forces_uniform(&self, forced: &[(u32, Branch)]) -> bool {
+        forced.iter().any(|(k, _)| self.uniform_ifs.contains(k))
+    }
+
+    /// Values of the output for `w = out.len()` samples (at most [`CHUNK`]): sample `l` at the
+    /// latents `latents` gives, except that latent `moves[l].0` takes the value `moves[l].1`
+    /// (none where `moves[l].0` is past the last latent), evaluated under
+    /// `Semantics::Forced { index: forced[l].0, branch: forced[l].1 }`. Gives the bits of
+    /// one [`Tape::forward`] call per sample.
+    ///
+    /// Made for LYY18, which moves one coordinate of each sample onto a boundary and forces
+    /// one if-statement: when the last sweep on `ws` was a crisp one of the same `w` samples
+    /// at the same parameters (or a call of this), the caller vouches that `latents` are
+    /// that sweep's, and only what the moves and the forcings (this call's and the last
+    /// one's) reach is redone. Otherwise every step is.
     #[allow(clippy::too_many_arguments)]
-    fn forward_forced_incremental(
+    pub fn forward_forced_moved(
         &self,
         ws: &mut Workspace,
         scratch: &mut ForcedScratch,
         params: &[f64],
-        latents: &[f64],
+        latents: Latents<'_>,
+        moves: &[(u32, f64)],
         forced: &[(u32, Branch)],
-        moved: Option<&[u32]>,
         out: &mut [f64],
-    ) -> bool {
+    ) {
         let w = out.len();
-        if ws.tape_id != self.id || !ws.crisp_chunk || w == 0 || w > CHUNK {
-            return false;
-        }
-        let same = |a: f64, b: f64| a.to_bits() == b.to_bits();
-        for (k, s) in self.param_slots.iter().enumerate() {
-            if let Some(s) = s
-                && !same(ws.values[*s as usize][0], params[k])
-            {
-                return false;
-            }
-        }
-        let dirty = &mut scratch.dirty;
-        dirty.fill(false);
-        let mut compare = |i: usize| {
-            if let Some(s) = self.latent_slots.get(i).copied().flatten() {
-                let src = &latents[i * w..(i + 1) * w];
-                let held = &ws.values[s as usize];
-                dirty[s as usize] = (0..CHUNK).any(|l| !same(held[l], src[l.min(w - 1)]));
-            }
-        };
-        match moved {
-            Some(moved) => moved.iter().for_each(|&i| compare(i as usize)),
-            None => (0..self.latent_slots.len()).for_each(compare),
-        }
-        let reforce = &mut scratch.reforce;
-        for &k in ws.forced.iter().chain(forced.iter().map(|(k, _)| k)) {
-            if let Some(r) = reforce.get_mut(k as usize) {
-                *r = true;
-            }
-        }
-        let partial = &mut scratch.partial;
-        partial.clear();
-        for step in &self.full.steps {
-            let d = |s: u32| dirty[s as usize];
-            let is = match step.op {
-                Op::Param { .. } => false,
-                Op::Latent { .. } => d(step.out),
-                Op::Unary { a, .. } => d(a),
-                Op::Binary { a, b, .. } => d(a) || d(b),
-                Op::NormalSquare { x, m, s, .. } => d(x) || d(m) || d(s),
-                Op::SquareDiff { x, m, .. } => d(x) || d(m),
-                Op::Square { x, s, .. } => d(x) || (s != NONE && d(s)),
-                Op::PoissonTerm { r, .. } => d(r),
-                Op::SumChain { base, from, to } => {
-                    d(base)
-                        || self.full.chains[from as usize..to as usize]
-                            .iter()
-                            .any(|&(t, _)| d(t))
+        assert!((1..=CHUNK).contains(&w), "one chunk of samples");
+        assert!(
+            forced.len() == w && moves.len() == w,
+            "one forcing and one move per sample"
+        );
+        self.check_inputs(ws, params, &latents, w);
+        let n = self.latent_count();
+        if self.forces_uniform(forced) {
+            let point = &mut scratch.point;
+            point.resize(n, 0.0);
+            for (l, &(index, branch)) in forced.iter().enumerate() {
+                for (i, p) in point.iter_mut().enumerate() {
+                    *p = latents.load(i, w, 0, w)[l];
                 }
-                Op::If { g, t, e, index, .. } => d(g) || d(t) || d(e) || reforce[index as usize],
-            };
-            if is {
-                dirty[step.out as usize] = true;
-                partial.push(*step);
+                if let Some(p) = point.get_mut(moves[l].0 as usize) {
+                    *p = moves[l].1;
+                }
+                let sem = Semantics::Forced { index, branch };
+                self.forward(ws, sem, params, point, &mut out[l..l + 1]);
             }
+            return;
         }
-        let mut force = sweep::LaneForce {
-            index: [u32::MAX; CHUNK],
-            then: [false; CHUNK],
-        };
-        for l in 0..CHUNK {
-            let (k, b) = forced[l.min(w - 1)];
-            force.index[l] = k;
-            force.then[l] = b == Branch::Then;
+        let plan = self.forced_plan();
+        self.use_forced_layout(ws);
+        scratch.fit(plan, n);
+        // Each moved latent with all its lanes, as a sweep would load them (the lanes past
+        // `w` repeat the last sample's).
+        let (moves_now, moved_at) = (&mut scratch.moves, &mut scratch.moved_at);
+        moves_now.clear();
+        for (l, &(j, z)) in moves.iter().enumerate() {
+            let Some(at) = moved_at.get_mut(j as usize) else {
+                continue;
+            };
+            if *at == NONE {
+                *at = moves_now.len() as u32;
+                moves_now.push((j, latents.load(j as usize, w, 0, w)));
+            }
+            moves_now[*at as usize].1[l] = z;
         }
+        for (_, lanes) in moves_now.iter_mut() {
+            let last = lanes[w - 1];
+            lanes[w..].fill(last);
+        }
+        let run = &mut scratch.run;
+        run.fill(0);
+        let force = lane_force(forced);
         let input = sweep::Input {
             params,
-            latents: latents.into(),
+            latents,
             batch: w,
             start: 0,
             w,
             force: Some(&force),
         };
-        sweep::forward_steps(partial, &self.full.chains, ws, &input);
-        out.copy_from_slice(&ws.values[self.output as usize][..w]);
-        for &k in &ws.forced {
-            reforce[k as usize] = false;
-        }
-        ws.forced.clear();
-        for &(k, _) in forced {
-            if let Some(r) = reforce.get_mut(k as usize) {
-                *r = false;
-                ws.forced.push(k);
+        let mut runner = Runner {
+            layout: &plan.layout,
+            partial: &mut scratch.partial,
+            moves: moves_now,
+            moved_at,
+            input: &input,
+        };
+        let params_held = self
+            .param_slots
+            .iter()
+            .zip(params)
+            .all(|(s, p)| s.is_none_or(|s| ws.values[s as usize][0].to_bits() == p.to_bits()));
+        if ws.tape_id == self.id && ws.crisp_chunk && ws.lanes == w && params_held {
+            // The seeds: latents whose lanes differ from those the workspace holds, and the
+            // if-statements forced now or last time.
+            let mut seed_latent = |j: u32| {
+                let s = plan.latent_step[j as usize];
+                if s != NONE {
+                    set(run, s);
+                }
+            };
+            for (j, lanes) in &ws.moved {
+                let now = runner.moved_at[*j as usize];
+                if now == NONE || !same_bits(lanes, &runner.moves[now as usize].1) {
+                    seed_latent(*j);
+                }
             }
+            for (j, _) in runner.moves.iter() {
+                if !ws.moved.iter().any(|(k, _)| k == j) {
+                    seed_latent(*j);
+                }
+            }
+            for &k in ws.forced.iter().chain(forced.iter().map(|(k, _)| k)) {
+                if let Some(&s) = plan.if_step.get(k as usize)
+                    && s != NONE
+                {
+                    set(run, s);
+                }
+            }
+            if plan.holds_all {
+                // Every value the cones read is in its place: run them as they are found.
+                each_up(run, |run, i| {
+                    plan.readers(i).iter().for_each(|&r| set(run, r));
+                    runner.step(ws, i);
+                });
+            } else {
+                // The cones, then what they read that no place holds any more.
+                each_up(run, |run, i| {
+                    plan.readers(i).iter().for_each(|&r| set(run, r));
+                });
+                each_down(run, |run, i| {
+                    for &d in plan.deps(i) {
+                        if !plan.held(d as usize) {
+                            set(run, d);
+                        }
+                    }
+                });
+                each_up(run, |_, i| runner.step(ws, i));
+            }
+        } else {
+            self.prepare(ws);
+            sweep::uniform_pass(self, ws, Semantics::Crisp, params);
+            (0..plan.len()).for_each(|i| runner.step(ws, i));
         }
-        true
+        runner.flush(ws);
+        out.copy_from_slice(&ws.values[self.output as usize][..w]);
+        ws.crisp_chunk = true;
+        ws.lanes = w;
+        ws.forced.clear();
+        ws.forced.extend(
+            forced
+                .iter()
+                .map(|&(k, _)| k)
+                .filter(|&k| (k as usize) < self.if_count),
+        );
+        ws.moved.clear();
+        ws.moved.extend_from_slice(moves_now);
+        for (j, _) in moves_now.iter() {
+            moved_at[*j as usize] = NONE;
+        }
     }
 }

@@ -6,16 +6,17 @@
 //! call), the output, and every value the reverse sweeps read. These are *pinned*, numbered
 //! first and placed alike in every layout. Every other value is read only by later forward
 //! steps, so in the *compact* layout it gets a place from a linear scan over the forward
-//! steps (a place is free again after the last step that reads it). The *full* layout gives
-//! every slot a place of its own: LYY18's forced sweep redoes only part of a crisp sweep and
-//! reads the rest from there. Adjoints are placed by the same scan over each reverse plan
-//! (an adjoint lives from its first contribution to its step), those of the latents and
-//! parameters, read after the sweep, pinned.
+//! steps (a place is free again after the last step that reads it). A *held* layout
+//! ([`hold`]) is the compact one with some more values moved to places of their own, which
+//! LYY18's forced sweeps read after the sweep that computed them (`forced_plan.rs` chooses
+//! which). Adjoints are placed by the same scan over each reverse plan (an adjoint lives from
+//! its first contribution to its step), those of the latents and parameters, read after the
+//! sweep, pinned.
 //!
 //! A pure change of places: every step computes the same lanes from the same values, so
-//! results keep their bits in either layout.
+//! results keep their bits in any layout.
 //!
-//! Not here: the plans (`plan.rs`) and how a workspace picks its layout (`workspace.rs`).
+//! Not here: the plans (`plan.rs`) and how a workspace picks its layout (`tape.rs`).
 
 use crate::ir::{Binary, Unary};
 
@@ -30,6 +31,10 @@ pub(super) struct Layout {
     pub chains: Vec<(u32, bool)>,
     /// Value places a workspace needs.
     pub values: usize,
+    /// Places `0..pinned` are the pinned ones (alike in every layout): each holds one value
+    /// (or constant) for good. The others are shared by values whose lives do not overlap,
+    /// unless a held layout gave them to one value.
+    pub pinned: usize,
 }
 
 /// A compiled tape's slots before placing: every slot numbered in topological order.
@@ -45,14 +50,14 @@ pub(super) struct Logical<'a> {
     pub adj: &'a [u32],
     pub output: u32,
     pub consts: &'a mut Vec<(u32, f64)>,
-    pub latent_slots: &'a mut Vec<Option<u32>>,
+    /// The slot of each latent (left as it is: the forced sweeps find latents by step).
+    pub latent_slots: &'a [Option<u32>],
     pub param_slots: &'a mut Vec<Option<u32>>,
 }
 
 /// What placing gives besides the rewritten inputs.
 pub(super) struct Placed {
     pub compact: Layout,
-    pub full: Layout,
     pub output: u32,
     /// Adjoint places a workspace needs.
     pub adjoints: usize,
@@ -118,7 +123,7 @@ fn reverse_reads(rs: &RevStep, smooth: bool) -> ([u32; 3], usize) {
 }
 
 /// Calls `f` on every slot step `st` reads in the forward sweep (a sum chain's terms too).
-fn each_read(st: &Step, chains: &[(u32, bool)], mut f: impl FnMut(u32)) {
+pub(super) fn each_read(st: &Step, chains: &[(u32, bool)], mut f: impl FnMut(u32)) {
     let (ops, k) = super::instr::operands(&st.op);
     ops[..k].iter().for_each(|&o| f(o));
     if let Op::SumChain { from, to, .. } = st.op {
@@ -177,34 +182,31 @@ pub(super) fn place(l: Logical, plans: [&mut Plan; 2]) -> Placed {
             reads[..k].iter().for_each(|&s| pinned[s as usize] = true);
         }
     }
-    // Full: pinned slots first, then the others, each in slot order.
-    let pinned_count = pinned.iter().filter(|&&p| p).count() as u32;
-    let mut full = vec![0u32; n];
-    let (mut p, mut q) = (0u32, pinned_count);
-    for (s, f) in full.iter_mut().enumerate() {
-        let c = if pinned[s] { &mut p } else { &mut q };
-        *f = *c;
-        *c += 1;
-    }
-    let (compact, compact_values) = compact_places(&l, &pinned, &full, pinned_count);
-    let layout = |map: &[u32], values: usize| {
-        let mut steps = l.steps.clone();
-        steps
-            .iter_mut()
-            .for_each(|st| rename(st, |s| map[s as usize]));
-        let chains = l
-            .chains
-            .iter()
-            .map(|&(t, r)| (map[t as usize], r))
-            .collect();
-        Layout {
-            steps,
-            chains,
-            values,
+    // Pinned slots first, in slot order.
+    let mut pinned_place = vec![u32::MAX; n];
+    let mut pinned_count = 0u32;
+    for (s, f) in pinned_place.iter_mut().enumerate() {
+        if pinned[s] {
+            *f = pinned_count;
+            pinned_count += 1;
         }
+    }
+    let (compact, compact_values) = compact_places(&l, &pinned, &pinned_place, pinned_count);
+    let mut steps = l.steps;
+    steps
+        .iter_mut()
+        .for_each(|st| rename(st, |s| compact[s as usize]));
+    let chains = l
+        .chains
+        .iter()
+        .map(|&(t, r)| (compact[t as usize], r))
+        .collect();
+    let compact_layout = Layout {
+        steps,
+        chains,
+        values: compact_values,
+        pinned: pinned_count as usize,
     };
-    let compact_layout = layout(&compact, compact_values);
-    let full_layout = layout(&full, n);
 
     // Adjoints: those of the latents and parameters (read after the sweep) and of the output
     // (set before it) pinned, first; the others placed per plan.
@@ -215,7 +217,7 @@ pub(super) fn place(l: Logical, plans: [&mut Plan; 2]) -> Placed {
             .map(|s| s.map_or(NONE, |s| l.adj[s as usize]))
             .collect()
     };
-    let mut latent_adj = input_adj(&l.latent_slots[..]);
+    let mut latent_adj = input_adj(l.latent_slots);
     let mut param_adj = input_adj(&l.param_slots[..]);
     let mut out_adj = l.adj[l.output as usize];
     let mut adj_place = vec![u32::MAX; active];
@@ -245,19 +247,16 @@ pub(super) fn place(l: Logical, plans: [&mut Plan; 2]) -> Placed {
 
     l.uniform_steps
         .iter_mut()
-        .for_each(|st| rename(st, |s| full[s as usize]));
+        .for_each(|st| rename(st, |s| pinned_place[s as usize]));
     l.consts
         .iter_mut()
-        .for_each(|(s, _)| *s = full[*s as usize]);
-    for slots in [&mut *l.latent_slots, &mut *l.param_slots] {
-        for s in slots.iter_mut() {
-            *s = s.map(|s| full[s as usize]);
-        }
+        .for_each(|(s, _)| *s = pinned_place[*s as usize]);
+    for s in l.param_slots.iter_mut() {
+        *s = s.map(|s| pinned_place[s as usize]);
     }
     Placed {
         compact: compact_layout,
-        full: full_layout,
-        output: full[l.output as usize],
+        output: pinned_place[l.output as usize],
         adjoints,
         out_adj,
         latent_adj,
@@ -265,18 +264,23 @@ pub(super) fn place(l: Logical, plans: [&mut Plan; 2]) -> Placed {
     }
 }
 
-/// The compact layout's place of every slot (pinned ones as in `full`) and the number of
-/// places: a linear scan over the lane steps, in which a slot's place is free again after
-/// the last step that reads it. A slot no step writes (fused away) gets place 0; nothing
-/// reads it.
-fn compact_places(l: &Logical, pinned: &[bool], full: &[u32], first: u32) -> (Vec<u32>, usize) {
+/// The compact layout's place of every slot (pinned ones as in `pinned_place`) and the
+/// number of places: a linear scan over the lane steps, in which a slot's place is free again
+/// after the last step that reads it. A slot no step writes (fused away) gets place 0;
+/// nothing reads it.
+fn compact_places(
+    l: &Logical,
+    pinned: &[bool],
+    pinned_place: &[u32],
+    first: u32,
+) -> (Vec<u32>, usize) {
     let n = l.slots;
     let mut last_read = vec![0usize; n];
     for (i, st) in l.steps.iter().enumerate() {
         each_read(st, &l.chains, |o| last_read[o as usize] = i);
     }
     let mut place: Vec<u32> = (0..n)
-        .map(|s| if pinned[s] { full[s] } else { 0 })
+        .map(|s| if pinned[s] { pinned_place[s] } else { 0 })
         .collect();
     let mut live = vec![false; n];
     let mut places = Places {
@@ -371,4 +375,45 @@ fn place_adjoints(plan: &mut Plan, pinned: &[u32], first: u32) -> usize {
         *z = at(*z);
     }
     places.next as usize
+}
+
+/// `compact` with the value of every step `i` with `held[i]` moved to a place of its own
+/// (numbered from `compact.values` on) unless it is pinned already: such a value stays in
+/// its place after the sweep that computed it, for LYY18's forced sweeps to read. The place
+/// it leaves stays unused while the value would have lived there, so no other value moves.
+pub(super) fn hold(compact: &Layout, held: &[bool]) -> Layout {
+    // Per compact place, the own place of the value it holds at this point of the sweep
+    // (`NONE`: the value is where the compact layout put it).
+    let mut own = vec![NONE; compact.values];
+    let mut next = compact.values as u32;
+    let mut steps = Vec::with_capacity(compact.steps.len());
+    let mut chains = compact.chains.clone();
+    for (i, st) in compact.steps.iter().enumerate() {
+        let out = st.out;
+        let at = |p: u32| match own[p as usize] {
+            NONE => p,
+            q => q,
+        };
+        let mut st = *st;
+        rename(&mut st, at);
+        if let Op::SumChain { from, to, .. } = st.op {
+            for (t, _) in &mut chains[from as usize..to as usize] {
+                *t = at(*t);
+            }
+        }
+        st.out = if held[i] && out as usize >= compact.pinned {
+            next += 1;
+            next - 1
+        } else {
+            out
+        };
+        own[out as usize] = if st.out == out { NONE } else { st.out };
+        steps.push(st);
+    }
+    Layout {
+        steps,
+        chains,
+        values: next as usize,
+        pinned: compact.pinned,
+    }
 }

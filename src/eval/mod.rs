@@ -10,20 +10,23 @@
 //! workspace, parameter-only steps run once per call on one lane, fused instructions
 //! (`fuse.rs`) repeat the scalar operations of what they replace in the same order, and
 //! adjoints receive their contributions in the unfused order; a tape compiled for some latents
-//! only (`Tape::compile_active`) skips adjoints nobody reads, and `Tape::forward_forced`
-//! right after a crisp sweep of the same chunk redoes only the steps whose inputs changed;
+//! only (`Tape::compile_active`) skips adjoints nobody reads, and
+//! `Tape::forward_forced_moved` right after a crisp sweep of the same chunk redoes only the
+//! steps whose inputs changed and what they read that no place holds any more;
 //! `exp` and `ln` lanes come from `vmath`, the lane loops of `crate::elementary`'s scalar
 //! definitions (the reference's own functions).
 //!
 //! The modules, each importing only those listed before it: `instr` (the instruction set),
 //! `input` (the latents a sweep reads: values, or noise reparameterised as it loads them),
-//! `fuse`, `plan` and `layout` (compile-time passes), `workspace`, `tape` (the compiled
-//! tape), `compile` (program to tape), `vmath` and `kernels` (lane rules), `sweep` (one
-//! chunk), `evaluate` (a batch) and `forced` (LYY18's per-sample forcing).
+//! `fuse`, `plan` and `layout` (compile-time passes), `forced_plan` (the dependency graph and
+//! layout of LYY18's forced sweeps, built at the first of them), `workspace`, `tape` (the
+//! compiled tape), `compile` (program to tape), `vmath` and `kernels` (lane rules), `sweep`
+//! (one chunk), `evaluate` (a batch) and `forced` (LYY18's per-sample forcing).
 
 mod compile;
 mod evaluate;
 mod forced;
+mod forced_plan;
 mod fuse;
 mod input;
 mod instr;

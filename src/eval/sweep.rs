@@ -82,7 +82,7 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
 /// Values of every lane-dependent slot for one chunk (and the smoothing weights of every
 /// if-statement).
 pub(super) fn forward_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantics, x: &Input) {
-    let layout = if ws.full { &tape.full } else { &tape.compact };
+    let layout = tape.layout(ws);
     #[cfg(target_arch = "x86_64")]
     if ws.simd && cpu::avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).

@@ -2,13 +2,14 @@
 //! it with.
 //!
 //! Not here: how a program becomes a tape (`compile.rs`), running it over a batch
-//! (`evaluate.rs`), LYY18's per-sample forcing (`forced.rs`).
+//! (`evaluate.rs`), LYY18's per-sample forcing (`forced_plan.rs`, `forced.rs`).
 
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::ir::Semantics;
 
+use super::forced_plan::ForcedPlan;
 use super::input::Latents;
 use super::instr::{CHUNK, Plan, Step};
 use super::layout::Layout;
@@ -43,14 +44,15 @@ pub struct Compiled {
     pub(super) consts: Vec<(u32, f64)>,
     /// Steps whose value is the same in every lane (parameters and what depends on them
     /// and on constants only): run once per call, not once per chunk. Their slots are placed
-    /// alike in both layouts.
+    /// alike in every layout.
     pub(super) uniform_steps: Vec<Step>,
     /// The other steps, run for every chunk, with values sharing places where their lives
     /// do not overlap (see `layout.rs`): what the sweeps use.
     pub(super) compact: Layout,
-    /// The same steps with a place for every value, for a workspace of LYY18's forced
-    /// sweeps (which redo part of a crisp sweep and read the rest from there).
-    pub(super) full: Layout,
+    /// What LYY18's forced sweeps need (`forced_plan.rs`), built at the first of them: the
+    /// forced layout, in which a workspace of those sweeps keeps some more values, and the
+    /// dependency graph of the steps.
+    pub(super) forced_plan: OnceLock<ForcedPlan>,
     /// Adjoint places a workspace needs.
     pub(super) adjoints: usize,
     /// The adjoint place of the output, and of each latent and parameter (`NONE` where
@@ -62,8 +64,8 @@ pub struct Compiled {
     pub(super) output: u32,
     pub(super) smooth_plan: Plan,
     pub(super) crisp_plan: Plan,
-    /// The value place of each latent and parameter in the full layout.
-    pub(super) latent_slots: Vec<Option<u32>>,
+    pub(super) latent_count: usize,
+    /// The value place of each parameter (pinned: the same in every layout).
     pub(super) param_slots: Vec<Option<u32>>,
     pub(super) if_count: usize,
     /// Indices of the if-statements among `uniform_steps` (their guards read no latent).
@@ -75,7 +77,7 @@ pub struct Compiled {
 
 impl Tape {
     pub fn latent_count(&self) -> usize {
-        self.latent_slots.len()
+        self.latent_count
     }
 
     pub fn param_count(&self) -> usize {
@@ -130,13 +132,27 @@ impl Tape {
         self.compact.values
     }
 
+    /// Value places of a workspace in the forced layout, which a workspace takes at its
+    /// first forced sweep (for tests and benchmark reports): the compact layout's, and one
+    /// for each value it holds beyond those (see [`Tape::held_values`]).
+    pub fn forced_value_places(&self) -> usize {
+        self.forced_plan().layout.values
+    }
+
+    /// How many values the forced layout keeps in places of their own beyond those every
+    /// layout pins (for tests and benchmark reports): every value of a small tape, and of a
+    /// large one those that would be costly to compute again.
+    pub fn held_values(&self) -> usize {
+        self.forced_plan().extra_held
+    }
+
     /// Adjoint places of a workspace (for tests and benchmark reports).
     pub fn adjoint_places(&self) -> usize {
         self.adjoints
     }
 
     /// Scratch space for evaluating this tape (in the compact layout until a forced sweep
-    /// asks for the full one).
+    /// asks for the forced one).
     pub fn workspace(&self) -> Workspace {
         let mut ws = Workspace {
             tape_id: 0,
@@ -144,25 +160,38 @@ impl Tape {
             adjoints: vec![[0.0; CHUNK]; self.adjoints],
             weights: vec![[0.0; CHUNK]; self.if_slots],
             simd: true,
-            full: false,
+            forced_layout: false,
             crisp_chunk: false,
+            lanes: 0,
             forced: Vec::with_capacity(2 * CHUNK),
+            moved: Vec::with_capacity(CHUNK),
         };
         self.prepare(&mut ws);
         ws
     }
 
-    /// The layout `ws` runs in.
-    pub(super) fn layout(&self, ws: &Workspace) -> &Layout {
-        if ws.full { &self.full } else { &self.compact }
+    /// The forced sweeps' plan, built at the first call.
+    pub(super) fn forced_plan(&self) -> &ForcedPlan {
+        self.forced_plan
+            .get_or_init(|| ForcedPlan::new(&self.compact, self.if_count, self.latent_count))
     }
 
-    /// Switches `ws` to the full layout (once; the constants and uniform values keep their
-    /// places).
-    pub(super) fn use_full(&self, ws: &mut Workspace) {
-        if !ws.full {
-            ws.values.resize(self.full.values, [0.0; CHUNK]);
-            ws.full = true;
+    /// The layout `ws` runs in.
+    pub(super) fn layout(&self, ws: &Workspace) -> &Layout {
+        if ws.forced_layout {
+            &self.forced_plan().layout
+        } else {
+            &self.compact
+        }
+    }
+
+    /// Switches `ws` to the forced layout (once; the constants and uniform values keep their
+    /// places, as every pinned value does).
+    pub(super) fn use_forced_layout(&self, ws: &mut Workspace) {
+        if !ws.forced_layout {
+            ws.values
+                .resize(self.forced_plan().layout.values, [0.0; CHUNK]);
+            ws.forced_layout = true;
             ws.crisp_chunk = false;
         }
     }

@@ -16,22 +16,28 @@ pub struct Workspace {
     pub(super) adjoints: Vec<Lanes>,
     pub(super) weights: Vec<Lanes>,
     pub(super) simd: bool,
-    /// Whether `values` are in the tape's full layout (a place for every value), which
-    /// LYY18's incremental forced sweep needs; the compact layout otherwise.
-    pub(super) full: bool,
-    /// Whether `values` hold one chunk's crisp forward sweep (for
-    /// [`Tape::forward_forced`](super::Tape::forward_forced) to redo only what changed),
-    /// except downstream of the if-statements in `forced`, which the last forced sweep
-    /// changed.
+    /// Whether `values` are in the tape's forced layout (the compact one with some more
+    /// values in places of their own, which LYY18's incremental forced sweeps read); the
+    /// compact layout otherwise.
+    pub(super) forced_layout: bool,
+    /// Whether the values in places of their own hold one chunk's crisp forward sweep of
+    /// `lanes` samples (for [`Tape::forward_forced_moved`](super::Tape::forward_forced_moved)
+    /// to redo only what changed), except downstream of the if-statements in `forced`, which
+    /// the last forced sweep forced, and with the latents in `moved` taking the lanes given
+    /// there (those the last forced sweep moved).
     pub(super) crisp_chunk: bool,
+    pub(super) lanes: usize,
     pub(super) forced: Vec<u32>,
+    pub(super) moved: Vec<(u32, Lanes)>,
 }
 
 impl Workspace {
     /// Records what `values` hold after a sweep under `semantics` over `batch` samples.
     pub(super) fn note_sweep(&mut self, semantics: Semantics, batch: usize) {
-        self.crisp_chunk = self.full && semantics == Semantics::Crisp && batch <= CHUNK;
+        self.crisp_chunk = self.forced_layout && semantics == Semantics::Crisp && batch <= CHUNK;
+        self.lanes = batch;
         self.forced.clear();
+        self.moved.clear();
     }
 
     /// Chooses the vector code path (AVX2/FMA where the CPU has it, the default) or the
