@@ -66,13 +66,36 @@ impl Readers {
     }
 }
 
-/// Where each lane step sits in `steps`, by slot (`usize::MAX` for other slots).
-fn positions(steps: &[Step], n: usize) -> Vec<usize> {
-    let mut at = vec![usize::MAX; n];
-    for (i, st) in steps.iter().enumerate() {
-        at[st.out as usize] = i;
+/// What every fusion pass asks of the steps before it rewrites them: who reads each slot,
+/// and where each lane step sits in `steps`.
+struct Scan {
+    readers: Readers,
+    /// By slot, the index of the lane step writing it (`usize::MAX` for other slots).
+    at: Vec<usize>,
+}
+
+impl Scan {
+    fn new(steps: &[Step], uniform_steps: &[Step], n: usize, output: u32) -> Scan {
+        let mut at = vec![usize::MAX; n];
+        for (i, st) in steps.iter().enumerate() {
+            at[st.out as usize] = i;
+        }
+        Scan {
+            readers: Readers::new(steps, uniform_steps, n, output),
+            at,
+        }
     }
-    at
+
+    /// The index in `steps` of the lane step writing `slot` (only for lane slots).
+    fn at(&self, slot: u32) -> usize {
+        self.at[slot as usize]
+    }
+
+    /// Whether a lane step writes `slot` and exactly one reader reads it: an intermediate
+    /// result a fusion may swallow.
+    fn single(&self, slot: u32) -> bool {
+        self.at[slot as usize] != usize::MAX && self.readers.of(slot).len() == 1
+    }
 }
 
 /// Drops the steps marked in `gone`.
@@ -98,9 +121,7 @@ pub(super) fn fuse_normal_square(
     output: u32,
 ) -> Vec<u32> {
     let n = constant.len();
-    let readers = Readers::new(steps, uniform_steps, n, output);
-    let at = positions(steps, n);
-    let lane = |slot: u32| at[slot as usize] != usize::MAX;
+    let scan = Scan::new(steps, uniform_steps, n, output);
     let mut gone = vec![false; steps.len()];
     let mut fused = Vec::new();
     for i in 0..steps.len() {
@@ -117,14 +138,13 @@ pub(super) fn fuse_normal_square(
             (None, Some(c)) => (c, a),
             _ => continue,
         };
-        let single = |slot: u32| lane(slot) && readers.of(slot).len() == 1;
-        if !single(p) {
+        if !scan.single(p) {
             continue;
         }
         let Op::Unary {
             op: Unary::Powi(2),
             a: u,
-        } = steps[at[p as usize]].op
+        } = steps[scan.at(p)].op
         else {
             continue;
         };
@@ -134,7 +154,7 @@ pub(super) fn fuse_normal_square(
         };
         // `c * (x / s)^2` or `c * x^2`: a square whose operand is no subtraction read by it
         // alone (a normal density of location 0).
-        let op_of = |slot: u32| single(slot).then(|| steps[at[slot as usize]].op);
+        let op_of = |slot: u32| scan.single(slot).then(|| steps[scan.at(slot)].op);
         let sub_of = |slot: u32| match op_of(slot) {
             Some(Op::Binary {
                 op: Binary::Sub,
@@ -163,7 +183,7 @@ pub(super) fn fuse_normal_square(
             steps[i].op = Op::Square { x, s, c };
             let gone_slots: &[u32] = if s == NONE_SLOT { &[p] } else { &[u, p] };
             for &k in gone_slots {
-                gone[at[k as usize]] = true;
+                gone[scan.at(k)] = true;
             }
             fused.extend(gone_slots);
             continue;
@@ -177,7 +197,7 @@ pub(super) fn fuse_normal_square(
         let Some(s) = s else {
             steps[i].op = Op::SquareDiff { x, m, c };
             for k in [u, p] {
-                gone[at[k as usize]] = true;
+                gone[scan.at(k)] = true;
             }
             fused.extend([u, p]);
             continue;
@@ -187,7 +207,7 @@ pub(super) fn fuse_normal_square(
         }
         steps[i].op = Op::NormalSquare { x, m, s, c };
         for k in [d, u, p] {
-            gone[at[k as usize]] = true;
+            gone[scan.at(k)] = true;
         }
         fused.extend([d, u, p]);
     }
@@ -207,10 +227,7 @@ pub(super) fn fuse_poisson_term(
     output: u32,
 ) -> Vec<u32> {
     let n = constant.len();
-    let readers = Readers::new(steps, uniform_steps, n, output);
-    let at = positions(steps, n);
-    let lane = |slot: u32| at[slot as usize] != usize::MAX;
-    let single = |slot: u32| lane(slot) && readers.of(slot).len() == 1;
+    let scan = Scan::new(steps, uniform_steps, n, output);
     let mut gone = vec![false; steps.len()];
     let mut fused = Vec::new();
     for i in 0..steps.len() {
@@ -222,14 +239,14 @@ pub(super) fn fuse_poisson_term(
         else {
             continue;
         };
-        if !single(p) {
+        if !scan.single(p) {
             continue;
         }
         let Op::Binary {
             op: Binary::Mul,
             a,
             b,
-        } = steps[at[p as usize]].op
+        } = steps[scan.at(p)].op
         else {
             continue;
         };
@@ -238,10 +255,10 @@ pub(super) fn fuse_poisson_term(
             (None, Some(c)) => (c, a, false),
             _ => continue,
         };
-        if !single(l) {
+        if !scan.single(l) {
             continue;
         }
-        let Op::Unary { op: Unary::Log, a } = steps[at[l as usize]].op else {
+        let Op::Unary { op: Unary::Log, a } = steps[scan.at(l)].op else {
             continue;
         };
         let out = steps[i].out;
@@ -251,7 +268,7 @@ pub(super) fn fuse_poisson_term(
         }
         steps[i].op = Op::PoissonTerm { r, c, c_left };
         for k in [l, p] {
-            gone[at[k as usize]] = true;
+            gone[scan.at(k)] = true;
         }
         fused.extend([l, p]);
     }
@@ -279,8 +296,7 @@ pub(super) fn fuse_sum_chains(
     output: u32,
     chains: &mut Vec<(u32, bool)>,
 ) -> Vec<u32> {
-    let readers = Readers::new(steps, uniform_steps, n, output);
-    let at = positions(steps, n);
+    let scan = Scan::new(steps, uniform_steps, n, output);
     // The partial sum an addition extends: an operand that is itself a lane addition read
     // by nothing else (the later one if both are).
     let acc_of = |st: &Step| -> Option<(u32, u32, bool)> {
@@ -296,10 +312,9 @@ pub(super) fn fuse_sum_chains(
             return None;
         }
         let extends = |o: u32| {
-            at[o as usize] != usize::MAX
-                && readers.of(o).len() == 1
+            scan.single(o)
                 && matches!(
-                    steps[at[o as usize]].op,
+                    steps[scan.at(o)].op,
                     Op::Binary { op: Binary::Add, a, b } if a != b
                 )
         };
@@ -340,19 +355,19 @@ pub(super) fn fuse_sum_chains(
         let mut cur = *st;
         while let Some((acc, _, _)) = acc_of(&cur) {
             links.push(acc);
-            cur = steps[at[acc as usize]];
+            cur = steps[scan.at(acc)];
         }
         links.reverse();
         let last = links.len() - 1;
         let count_reads = |k: usize, chain_reads: &mut Vec<u32>, by: i64| {
-            let (ops, m) = operands(&steps[at[links[k] as usize]].op);
+            let (ops, m) = operands(&steps[scan.at(links[k])].op);
             for &o in &ops[..m] {
                 chain_reads[o as usize] = (chain_reads[o as usize] as i64 + by) as u32;
             }
         };
         // A reader of `slot` strictly between link `k` and the end other than the links.
         let read_between = |slot: u32, k: usize, chain_reads: &[u32]| {
-            readers.between(slot, links[k], end) > chain_reads[slot as usize] as usize
+            scan.readers.between(slot, links[k], end) > chain_reads[slot as usize] as usize
         };
         // The chain starts after the last addition whose term is read in between.
         let mut start = 0;
@@ -362,13 +377,13 @@ pub(super) fn fuse_sum_chains(
                 counted -= 1;
                 count_reads(counted, &mut chain_reads, 1);
             }
-            let (_, term, _) = acc_of(&steps[at[links[k] as usize]]).expect("a link");
+            let (_, term, _) = acc_of(&steps[scan.at(links[k])]).expect("a link");
             if read_between(term, k, &chain_reads) {
                 start = k + 1;
                 break;
             }
         }
-        let (a, b) = match steps[at[links[0] as usize]].op {
+        let (a, b) = match steps[scan.at(links[0])].op {
             Op::Binary { a, b, .. } => (a, b),
             _ => (NONE_SLOT, NONE_SLOT),
         };
@@ -400,7 +415,7 @@ pub(super) fn fuse_sum_chains(
         };
         let rest = if start == 0 { &chain[1..] } else { chain };
         for &l in rest {
-            let (_, term, right) = acc_of(&steps[at[l as usize]]).expect("a link");
+            let (_, term, right) = acc_of(&steps[scan.at(l)]).expect("a link");
             chains.push((term, right));
         }
         // In segments of at most `CHAIN_SEGMENT` additions, each ending at its last link
@@ -411,11 +426,11 @@ pub(super) fn fuse_sum_chains(
             let lo = from + (k * CHAIN_SEGMENT) as u32;
             if seg.len() > 1 {
                 for &l in &seg[..seg.len() - 1] {
-                    gone[at[l as usize]] = true;
+                    gone[scan.at(l)] = true;
                     fused.push(l);
                 }
                 let to = lo + seg.len() as u32;
-                replaced.push((at[end as usize], Op::SumChain { base, from: lo, to }));
+                replaced.push((scan.at(end), Op::SumChain { base, from: lo, to }));
             }
             // A last segment of one addition stays that addition (of the previous end).
             base = end;

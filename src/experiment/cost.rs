@@ -26,17 +26,19 @@ pub struct CostConfig {
     pub repeat_seconds: f64,
 }
 
-/// About 0.3 s per estimator: the full reproduction times 36 model-estimator pairs on one
+/// About 0.17 s per estimator: the full reproduction times 36 model-estimator pairs on one
 /// thread while the other core idles, so this is a visible share of its wall time. The
 /// claims that read costs compare estimators whose work differs by far more than the spread
-/// of a median of 9 interleaved repeats (a few per cent).
+/// of a median of 7 interleaved repeats: on a quiet machine the repeats of one estimator
+/// agree to 1-3 %, and the median ignores the odd repeat that another process slowed by a
+/// third. A repeat of 0.02 s is at least a thousand samples even for LYY18 on `cheating`.
 impl Default for CostConfig {
     fn default() -> Self {
         CostConfig {
             batch: 16,
-            warmup_seconds: 0.05,
-            repeats: 9,
-            repeat_seconds: 0.03,
+            warmup_seconds: 0.03,
+            repeats: 7,
+            repeat_seconds: 0.02,
         }
     }
 }
