@@ -7,7 +7,7 @@
 //!
 //! Not here: that the sweeps are right (`eval_reference.rs`, `eval_options.rs`).
 
-use dsgd::eval::{BatchGradient, CHAIN_SEGMENT, CHUNK, Latents, Tape};
+use dsgd::eval::{BatchGradient, CHAIN_SEGMENT, CHUNK, ForcedScratch, Latents, Tape};
 use dsgd::ir::{Branch, Builder, Program, Semantics};
 
 /// The survey of `cheating` with `students` students, built directly: per student three
@@ -132,7 +132,7 @@ fn walk(n: usize) -> Program {
 /// LYY18's pattern on `tape` at `w` samples: a crisp gradient sweep, then forced sweeps with
 /// one latent moved per sample (to else, to then, other moves, ...); each sample's output
 /// equals one forced forward at its moved point.
-fn check_forced_sweeps(tape: &Tape, w: usize, moved: &[u32]) {
+fn check_forced_sweeps(tape: &Tape, w: usize, moved: &[u32], scratch: &mut ForcedScratch) {
     let n = tape.latent_count();
     let z = latents(n, w);
     let ifs = tape.if_count() as u32;
@@ -154,14 +154,13 @@ fn check_forced_sweeps(tape: &Tape, w: usize, moved: &[u32]) {
         let mut ws = tape.workspace();
         ws.set_simd(simd);
         let mut reference = tape.workspace();
-        let mut scratch = tape.forced_scratch();
         let mut grad = BatchGradient::new(tape, w);
         tape.gradient(&mut ws, Semantics::Crisp, &[], &z, &mut grad);
         let mut changed = 0;
         for (moves, forced) in &calls {
             let mut got = vec![0.0; w];
             let latents = Latents::Values(&z);
-            tape.forward_forced_moved(&mut ws, &mut scratch, &[], latents, moves, forced, &mut got);
+            tape.forward_forced_moved(&mut ws, scratch, &[], latents, moves, forced, &mut got);
             for (l, &(index, branch)) in forced.iter().enumerate() {
                 let mut point: Vec<f64> = (0..n).map(|i| z[i * w + l]).collect();
                 point[moves[l].0 as usize] = moves[l].1;
@@ -184,8 +183,9 @@ fn forced_sweeps_on_a_large_survey_give_the_bits_of_forced_forwards() {
     let tape = Tape::compile(&survey(500), 0);
     assert!(tape.held_values() > 0 && tape.held_values() < tape.len() / 2);
     // `c` (read by every student's first guard) and students' own latents.
+    let mut scratch = tape.forced_scratch();
     for w in [CHUNK, 7] {
-        check_forced_sweeps(&tape, w, &[0, 1, 0, 302, 2, 3, 0, 1000]);
+        check_forced_sweeps(&tape, w, &[0, 1, 0, 302, 2, 3, 0, 1000], &mut scratch);
     }
 }
 
@@ -200,8 +200,9 @@ fn forced_sweeps_on_a_long_walk_give_the_bits_of_forced_forwards() {
         tape.len()
     );
     // The walk's scale `a`, its start and steps early and late.
+    let mut scratch = tape.forced_scratch();
     for w in [CHUNK, 3] {
-        check_forced_sweeps(&tape, w, &[0, 1, 2, 0, 700, 1201, 40]);
+        check_forced_sweeps(&tape, w, &[0, 1, 2, 0, 700, 1201, 40], &mut scratch);
     }
 }
 
@@ -218,4 +219,40 @@ fn the_forced_layout_of_a_large_survey_holds_few_values() {
     assert!(tape.held_values() <= 2 * students + 4 * CHAIN_SEGMENT);
     assert!(forced <= compact + tape.held_values());
     assert!(forced < len / 3, "{forced} of {len}");
+}
+
+/// Twelve latents each read by hundreds of steps (more than the forced sweeps keep cones of),
+/// beside per-item latents.
+fn many_wide(items: usize) -> Program {
+    let b = Builder::new();
+    let globals: Vec<_> = (0..12).map(|j| b.latent(&format!("g{j}"))).collect();
+    let mut total = b.constant(0.0);
+    for i in 0..items {
+        let u = b.latent(&format!("u{i}"));
+        let g = globals[i % 12];
+        let y = b.if_neg(u - g, u * g, (u + 1.0).exp());
+        total = total + y;
+        for g in &globals {
+            total = total + (u * *g).sin();
+        }
+    }
+    b.finish(&[total]).unwrap()
+}
+
+#[test]
+fn forced_sweeps_with_many_wide_latents_and_one_scratch_for_several_tapes() {
+    let wide = Tape::compile(&many_wide(400), 0);
+    let survey = Tape::compile(&survey(500), 0);
+    let walk = Tape::compile(&walk(300), 0);
+    // The twelve globals and some items, in every call.
+    let moved: Vec<u32> = (0..12).chain([12, 100, 400]).collect();
+    let mut scratch = wide.forced_scratch();
+    for (tape, moved) in [
+        (&wide, &moved[..]),
+        (&survey, &[0, 7, 0, 3][..]),
+        (&walk, &[0, 1, 0, 150][..]),
+        (&wide, &moved[..]),
+    ] {
+        check_forced_sweeps(tape, CHUNK, moved, &mut scratch);
+    }
 }

@@ -7,7 +7,10 @@
 //! (`forced_plan.rs`), so the work follows the cones, not the program. What a cone reads from
 //! outside itself is either held in the forced layout (a place of its own, still holding
 //! what the crisp sweep computed) or computed again, with what it reads in turn, by the same
-//! steps in the same order: every lane gets the bits of one [`Tape::forward`] per sample.
+//! steps in the same order: every lane gets the bits of one [`Tape::forward`] per sample. A
+//! latent read by many steps (the survey's `c`, in every student's guard) has a cone nearly as
+//! large as the program, which most chunks move: the scratch keeps the cones of a few such
+//! seeds as bit sets, so the walk is done once.
 //!
 //! Not here: the ordinary batch entry points (`evaluate.rs`), the sweeps (`sweep.rs`), and
 //! which values the forced layout holds (`forced_plan.rs`).
@@ -25,8 +28,17 @@ use super::workspace::Workspace;
 /// Steps handed to the sweep at a time: a short buffer, reused, that stays in cache.
 const BATCH_STEPS: usize = 256;
 
+/// A seed (moved latent, forced if-statement) read by at least this many steps has a cone
+/// worth keeping: a latent in many guards (`c` of the survey, moved by most chunks) has one
+/// as large as the program, which a bit set gives in a fraction of the walk's time.
+const WIDE_SEED: usize = 64;
+
+/// Cones kept per scratch (each a bit per step of the tape).
+const CACHED_CONES: usize = 8;
+
 /// Scratch memory of the forced sweeps, beside a [`Workspace`] (only LYY18 needs it; it is
-/// sized at the first forced sweep and keeps nothing between calls).
+/// sized at the first forced sweep, and keeps nothing between calls but the cones of a few
+/// wide seeds, a pure function of the tape).
 #[derive(Clone, Debug, Default)]
 pub struct ForcedScratch {
     /// Per lane step, whether this sweep runs it (a bit set over the forced plan's steps).
@@ -39,6 +51,13 @@ pub struct ForcedScratch {
     moves: Vec<(u32, Lanes)>,
     /// One sample's latents, for forcing one sample at a time.
     point: Vec<f64>,
+    /// The steps whose values changed: moved latents and forced if-statements.
+    seeds: Vec<u32>,
+    /// The cones (with what they recompute) of wide seeds of tape `cones_of`, by seed step,
+    /// and those this call uses.
+    cones: Vec<(u32, Vec<u64>)>,
+    cones_of: u64,
+    used: Vec<usize>,
 }
 
 impl ForcedScratch {
@@ -48,6 +67,25 @@ impl ForcedScratch {
         self.moved_at.resize(latents, NONE);
         self.partial.reserve(BATCH_STEPS);
         self.moves.reserve(CHUNK);
+        self.seeds.reserve(4 * CHUNK);
+        self.used.reserve(4 * CHUNK);
+    }
+}
+
+/// The cones of the steps set in `bits` (the steps downstream of them), and what those read
+/// that no place holds any more (computed again, with what it reads in turn).
+fn close_cones(plan: &ForcedPlan, bits: &mut [u64]) {
+    each_up(bits, |bits, i| {
+        plan.readers(i).iter().for_each(|&r| set(bits, r));
+    });
+    if !plan.holds_all {
+        each_down(bits, |bits, i| {
+            for &d in plan.deps(i) {
+                if !plan.held(d as usize) {
+                    set(bits, d);
+                }
+            }
+        });
     }
 }
 
@@ -300,10 +338,12 @@ impl Tape {
         if ws.tape_id == self.id && ws.crisp_chunk && ws.lanes == w && params_held {
             // The seeds: latents whose lanes differ from those the workspace holds, and the
             // if-statements forced now or last time.
+            let seeds = &mut scratch.seeds;
+            seeds.clear();
             let mut seed_latent = |j: u32| {
                 let s = plan.latent_step[j as usize];
                 if s != NONE {
-                    set(run, s);
+                    seeds.push(s);
                 }
             };
             for (j, lanes) in &ws.moved {
@@ -321,27 +361,47 @@ impl Tape {
                 if let Some(&s) = plan.if_step.get(k as usize)
                     && s != NONE
                 {
-                    set(run, s);
+                    seeds.push(s);
                 }
             }
-            if plan.holds_all {
+            // A seed read by many steps (a latent in many guards) takes its cone from the
+            // cache, computed alone the first time; the others' cones are found together.
+            let (cones, used) = (&mut scratch.cones, &mut scratch.used);
+            if scratch.cones_of != self.id {
+                cones.clear();
+                scratch.cones_of = self.id;
+            }
+            used.clear();
+            for &s in seeds.iter() {
+                if plan.readers(s as usize).len() >= WIDE_SEED {
+                    let at = cones.iter().position(|(t, _)| *t == s);
+                    let at = at.or_else(|| {
+                        (cones.len() < CACHED_CONES).then(|| {
+                            let mut bits = vec![0u64; run.len()];
+                            set(&mut bits, s);
+                            close_cones(plan, &mut bits);
+                            cones.push((s, bits));
+                            cones.len() - 1
+                        })
+                    });
+                    if let Some(at) = at {
+                        used.push(at);
+                        continue;
+                    }
+                }
+                set(run, s);
+            }
+            if plan.holds_all && used.is_empty() {
                 // Every value the cones read is in its place: run them as they are found.
                 each_up(run, |run, i| {
                     plan.readers(i).iter().for_each(|&r| set(run, r));
                     runner.step(ws, i);
                 });
             } else {
-                // The cones, then what they read that no place holds any more.
-                each_up(run, |run, i| {
-                    plan.readers(i).iter().for_each(|&r| set(run, r));
-                });
-                each_down(run, |run, i| {
-                    for &d in plan.deps(i) {
-                        if !plan.held(d as usize) {
-                            set(run, d);
-                        }
-                    }
-                });
+                close_cones(plan, run);
+                for &at in used.iter() {
+                    run.iter_mut().zip(&cones[at].1).for_each(|(r, c)| *r |= c);
+                }
                 each_up(run, |_, i| runner.step(ws, i));
             }
         } else {
