@@ -75,17 +75,9 @@ impl ForcedScratch {
 /// The cones of the steps set in `bits` (the steps downstream of them), and what those read
 /// that no place holds any more (computed again, with what it reads in turn).
 fn close_cones(plan: &ForcedPlan, bits: &mut [u64]) {
-    each_up(bits, |bits, i| {
-        plan.readers(i).iter().for_each(|&r| set(bits, r));
-    });
+    spread(plan, bits, |_| {});
     if !plan.holds_all {
-        each_down(bits, |bits, i| {
-            for &d in plan.deps(i) {
-                if !plan.held(d as usize) {
-                    set(bits, d);
-                }
-            }
-        });
+        recompute(plan, bits);
     }
 }
 
@@ -95,37 +87,84 @@ fn set(bits: &mut [u64], i: u32) {
     bits[i as usize / 64] |= 1 << (i % 64);
 }
 
-/// The set bits of `bits`, in increasing order, calling `f` on each; `f` may set bits above
-/// the one it is called on, which are then visited too.
-#[inline]
-fn each_up(bits: &mut [u64], mut f: impl FnMut(&mut [u64], usize)) {
+/// Sets the bits of the steps downstream of those set in `bits` (their readers, and theirs,
+/// ...), calling `visit` on every set step in increasing order. The bits of the word at hand and of the next are kept in registers: most
+/// readers are near the step they read, and setting them in memory would chain each
+/// read-modify-write to the one before.
+#[inline(always)]
+fn spread(plan: &ForcedPlan, bits: &mut [u64], mut visit: impl FnMut(usize)) {
+    let mut next = 0u64;
     for w in 0..bits.len() {
+        let mut cur = bits[w] | next;
+        next = 0;
         let mut done = 0u64;
         loop {
-            let todo = bits[w] & !done;
+            let todo = cur & !done;
             if todo == 0 {
                 break;
             }
-            let b = todo.trailing_zeros() as usize;
+            let b = todo.trailing_zeros();
             done |= 1 << b;
-            f(bits, w * 64 + b);
+            let i = w * 64 + b as usize;
+            for &r in plan.readers(i) {
+                let (rw, bit) = (r as usize / 64, 1 << (r % 64));
+                if rw == w {
+                    cur |= bit;
+                } else if rw == w + 1 {
+                    next |= bit;
+                } else {
+                    bits[rw] |= bit;
+                }
+            }
+            visit(i);
         }
+        bits[w] = cur;
     }
 }
 
-/// [`each_up`] in decreasing order; `f` may set bits below the one it is called on.
-#[inline]
-fn each_down(bits: &mut [u64], mut f: impl FnMut(&mut [u64], usize)) {
+/// Adds to the steps set in `bits` what they read that the forced layout does not hold (and
+/// in turn what those read): a pass down the steps, with the word at hand and the one before
+/// in registers as in [`spread`].
+fn recompute(plan: &ForcedPlan, bits: &mut [u64]) {
+    let mut prev = 0u64;
     for w in (0..bits.len()).rev() {
+        let mut cur = bits[w] | prev;
+        prev = 0;
         let mut done = 0u64;
         loop {
-            let todo = bits[w] & !done;
+            let todo = cur & !done;
             if todo == 0 {
                 break;
             }
-            let b = 63 - todo.leading_zeros() as usize;
+            let b = 63 - todo.leading_zeros();
             done |= 1 << b;
-            f(bits, w * 64 + b);
+            for &d in plan.deps(w * 64 + b as usize) {
+                if plan.held(d as usize) {
+                    continue;
+                }
+                let (dw, bit) = (d as usize / 64, 1 << (d % 64));
+                if dw == w {
+                    cur |= bit;
+                } else if dw + 1 == w {
+                    prev |= bit;
+                } else {
+                    bits[dw] |= bit;
+                }
+            }
+        }
+        bits[w] = cur;
+    }
+}
+
+/// Calls `f` on the set bits of `bits`, in increasing order.
+#[inline(always)]
+fn each_set(bits: &[u64], mut f: impl FnMut(usize)) {
+    for (w, &word) in bits.iter().enumerate() {
+        let mut todo = word;
+        while todo != 0 {
+            let b = todo.trailing_zeros() as usize;
+            todo &= todo - 1;
+            f(w * 64 + b);
         }
     }
 }
@@ -163,7 +202,7 @@ impl Runner<'_> {
     /// Runs step `i` (after those given before).
     #[inline(always)]
     fn step(&mut self, ws: &mut Workspace, i: usize) {
-        let st = self.layout.steps[i];
+        let st = &self.layout.steps[i];
         if let Op::Latent { i: j } = st.op
             && self.moved_at[j as usize] != NONE
         {
@@ -171,7 +210,8 @@ impl Runner<'_> {
             ws.values[st.out as usize] = self.moves[self.moved_at[j as usize] as usize].1;
             return;
         }
-        self.partial.push(st);
+        // A copy of the whole step (a field-wise push goes through the stack).
+        self.partial.extend_from_slice(std::slice::from_ref(st));
         if self.partial.len() == BATCH_STEPS {
             self.flush(ws);
         }
@@ -393,16 +433,13 @@ impl Tape {
             }
             if plan.holds_all && used.is_empty() {
                 // Every value the cones read is in its place: run them as they are found.
-                each_up(run, |run, i| {
-                    plan.readers(i).iter().for_each(|&r| set(run, r));
-                    runner.step(ws, i);
-                });
+                spread(plan, run, |i| runner.step(ws, i));
             } else {
                 close_cones(plan, run);
                 for &at in used.iter() {
                     run.iter_mut().zip(&cones[at].1).for_each(|(r, c)| *r |= c);
                 }
-                each_up(run, |_, i| runner.step(ws, i));
+                each_set(run, |i| runner.step(ws, i));
             }
         } else {
             self.prepare(ws);
