@@ -198,12 +198,17 @@ fn forcing_right_after_a_crisp_sweep_equals_full_forced_forwards() {
         let forcing =
             |b: Branch| -> Vec<(u32, Branch)> { (0..w).map(|l| ((l % 3) as u32, b)).collect() };
         let (forced_else, forced_then) = (forcing(Branch::Else), forcing(Branch::Then));
+        // With the parameter-only if-statement 3 too (the per-sample path).
+        let with_uniform: Vec<(u32, Branch)> =
+            (0..w).map(|l| ((l % 4) as u32, Branch::Then)).collect();
         let calls = [
             (&moves_a, &forced_else),
             (&moves_a, &forced_then),
             (&moves_b, &forced_then),
             (&moves_b, &forced_else),
             (&moves_a, &forced_else),
+            (&moves_a, &with_uniform),
+            (&moves_b, &forced_then),
         ];
         for affine in [false, true] {
             let latents = if affine {
