@@ -88,9 +88,9 @@ fn set(bits: &mut [u64], i: u32) {
 }
 
 /// Sets the bits of the steps downstream of those set in `bits` (their readers, and theirs,
-/// ...), calling `visit` on every set step in increasing order. The bits of the word at hand and of the next are kept in registers: most
-/// readers are near the step they read, and setting them in memory would chain each
-/// read-modify-write to the one before.
+/// ...), calling `visit` on every set step in increasing order. The bits of the word at hand
+/// and of the next are kept in registers: most readers are near the step they read, and
+/// setting them in memory would chain each read-modify-write to the one before.
 #[inline(always)]
 fn spread(plan: &ForcedPlan, bits: &mut [u64], mut visit: impl FnMut(usize)) {
     let mut next = 0u64;
