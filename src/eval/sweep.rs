@@ -238,11 +238,7 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                 kernels::add_into(&mut lower[t0.adj as usize], &c, t0.first);
             }
             Op::Binary { op, a, b } => {
-                let wants = match (t0.adj != NONE, t1.adj != NONE) {
-                    (true, true) => Wants::Both,
-                    (true, false) => Wants::A,
-                    _ => Wants::B,
-                };
+                let wants = wanted(t0.adj != NONE, t1.adj != NONE);
                 let (ca, cb) = kernels::binary_reverse(op, wants, ad, v(a), v(b), v(rs.step.out));
                 put(lower, t0, &ca);
                 if t1.adj != NONE {
@@ -254,11 +250,7 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                 }
             }
             Op::NormalSquare { x, m, s, c } => {
-                let wants = match (t1.adj != NONE, t2.adj != NONE) {
-                    (true, true) => Wants::Both,
-                    (true, false) => Wants::A,
-                    _ => Wants::B,
-                };
+                let wants = wanted(t1.adj != NONE, t2.adj != NONE);
                 let [cs, cx, cm] = kernels::normal_square_reverse(
                     ad,
                     [v(x), v(m), v(s)],
@@ -276,11 +268,7 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
             }
             Op::SquareDiff { x, m, c } => {
                 // Targets as [`Op::NormalSquare`]'s, without the scale's.
-                let wants = match (t1.adj != NONE, t2.adj != NONE) {
-                    (true, true) => Wants::Both,
-                    (true, false) => Wants::A,
-                    _ => Wants::B,
-                };
+                let wants = wanted(t1.adj != NONE, t2.adj != NONE);
                 let [cx, cm] = kernels::square_diff_reverse(ad, [v(x), v(m)], c, wants);
                 put(lower, t1, &cx);
                 if wants == Wants::Both {
@@ -309,11 +297,7 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                 let none = [0.0; CHUNK];
                 for j in (from..to).rev() {
                     let tt = plan.chain_targets[j as usize];
-                    let wants = match (j > from || t0.adj != NONE, tt.adj != NONE) {
-                        (true, true) => Wants::Both,
-                        (true, false) => Wants::A,
-                        _ => Wants::B,
-                    };
+                    let wants = wanted(j > from || t0.adj != NONE, tt.adj != NONE);
                     let (c_acc, c_term) =
                         kernels::binary_reverse(Binary::Add, wants, &d, &none, &none, &none);
                     put(lower, tt, &c_term);
@@ -367,6 +351,17 @@ fn keep_weights(weights: &mut [Lanes], cache: u32, product: bool, we: &Lanes, wt
     } else {
         weights[c] = *we;
         weights[c + 1] = *wt;
+    }
+}
+
+/// Which of two operands take a contribution, from whether each has an adjoint (at least
+/// one has: a step with neither is not in the reverse plan).
+#[inline(always)]
+fn wanted(first: bool, second: bool) -> Wants {
+    match (first, second) {
+        (true, true) => Wants::Both,
+        (true, false) => Wants::A,
+        _ => Wants::B,
     }
 }
 
