@@ -70,6 +70,51 @@ pub fn builtin_model(name: &str) -> Result<Model, ReproduceError> {
     }
 }
 
+/// The decay of DSGD's eta on `model`: the configured one, else the model's default.
+fn eta_decay(config: &ReproduceConfig, name: &str, model: &Model) -> f64 {
+    config
+        .base_run(name)
+        .eta_decay
+        .unwrap_or_else(|| crate::ir::analyse(&model.program).default_eta_decay())
+}
+
+/// Times every applicable estimator on each model (Table 2's costs), the models in parallel
+/// on the reproduction's threads, each model's estimators interleaved on one thread.
+///
+/// Table 2 reads costs only as ratios within a model, and a model's estimators are timed
+/// side by side (repeat 1 of each, then repeat 2 of each, ...), so another model's timing on
+/// the other core slows them alike. Timing the models one after another would leave that
+/// core idle for several seconds of the reproduction's wall time.
+fn time_costs(
+    config: &ReproduceConfig,
+    models: &[Model],
+) -> Result<Vec<Vec<cost::Cost>>, ReproduceError> {
+    use rayon::prelude::*;
+    models
+        .par_iter()
+        .zip(&config.models)
+        .map(|(model, name)| {
+            let lyy18 = compare::lyy18_refusal(model).is_none();
+            let kinds: Vec<EstimatorKind> = EstimatorKind::ALL
+                .into_iter()
+                .filter(|&k| k != EstimatorKind::Lyy18 || lyy18)
+                .collect();
+            let decay = eta_decay(config, name, model);
+            cost::measure_interleaved(
+                model,
+                &kinds,
+                config.variance_eta,
+                Some(decay),
+                &config.cost,
+            )
+            .map_err(|source| ReproduceError::Run {
+                what: format!("timing {name}"),
+                source,
+            })
+        })
+        .collect()
+}
+
 /// Runs the reproduction and writes everything under `out`. `progress(done, total)` reports
 /// finished runs of the sweep. `out` is checked and locked before any work (a second
 /// reproduction into the same directory is refused), and `manifest.json` lists the files
@@ -151,6 +196,7 @@ pub fn reproduce(
     std::fs::create_dir_all(&figures).map_err(io(&figures))?;
     out_dir.wrote(write_figure1a(&figures)?.paths());
     let cost_clock = Instant::now();
+    let mut costs = time_costs(config, &models)?.into_iter();
     let mut outcomes = Vec::new();
     for (i, ((arms, note, range, extra), extra_range)) in
         plans.into_iter().zip(extra_ranges).enumerate()
@@ -185,24 +231,8 @@ pub fn reproduce(
         let files = write_figure(&figure, &figures.join(name), FIGURE_SIZE.0, FIGURE_SIZE.1)?;
         out_dir.wrote(files.paths());
         let base = config.base_run(name);
-        let decay = base
-            .eta_decay
-            .unwrap_or_else(|| crate::ir::analyse(&models[i].program).default_eta_decay());
-        let kinds: Vec<EstimatorKind> = EstimatorKind::ALL
-            .into_iter()
-            .filter(|&k| k != EstimatorKind::Lyy18 || comparison.lyy18_note.is_none())
-            .collect();
-        let costs = cost::measure_interleaved(
-            &models[i],
-            &kinds,
-            config.variance_eta,
-            Some(decay),
-            &config.cost,
-        )
-        .map_err(|source| ReproduceError::Run {
-            what: format!("timing {name}"),
-            source,
-        })?;
+        let decay = eta_decay(config, name, &models[i]);
+        let costs = costs.next().expect("one timing per model");
         let variance = tables::variance_rows(&comparison, &costs, config.variance_eta);
         outcomes.push(ModelOutcome {
             comparison,
