@@ -207,9 +207,7 @@ pub fn fast_lanes<const G: usize, const AVX2: bool>(
     rejected
 }
 
-/// [`fast`] on four words with AVX2, and the mask of the rejected ones. The table loads are
-/// four 16-byte loads (`[x[i], x[i + 1]]`) rearranged into the widths and the next edges:
-/// fewer micro-operations than two gathers on the CPUs we measured.
+/// [`fast`] on four words with AVX2, and the mask of the rejected ones.
 ///
 /// # Safety
 /// The CPU must have AVX2.
@@ -218,18 +216,49 @@ pub fn fast_lanes<const G: usize, const AVX2: bool>(
 #[inline]
 unsafe fn fast4_avx2(t: &Ziggurat, w: [u64; 4]) -> ([f64; 4], u32) {
     use std::arch::x86_64::*;
-    let pair = |l: usize| {
-        // SAFETY: a 16-byte load of one entry of the table.
-        unsafe { _mm_loadu_pd(t.edges[layer(w[l])].as_ptr()) }
-    };
-    // [x0, n0, x2, n2] and [x1, n1, x3, n3]: their low and high halves interleave to the
-    // widths and the next edges in lane order.
-    let even = _mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(pair(0)), pair(2));
-    let odd = _mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(pair(1)), pair(3));
-    let width = _mm256_unpacklo_pd(even, odd);
-    let next = _mm256_unpackhi_pd(even, odd);
     // SAFETY: an unaligned load of the four words.
     let w = unsafe { _mm256_loadu_si256(w.as_ptr().cast()) };
+    // SAFETY: the caller's CPU has AVX2.
+    let (z, rejected) = unsafe { fast4v_avx2(t, w) };
+    let mut out = [0.0; 4];
+    // SAFETY: four doubles into four.
+    unsafe { _mm256_storeu_pd(out.as_mut_ptr(), z) };
+    (out, rejected)
+}
+
+/// [`fast`] on the four words of a vector with AVX2: the normals, and the mask of the
+/// rejected lanes. The table loads are four 16-byte loads (`[x[i], x[i + 1]]`) rearranged
+/// into the widths and the next edges: fewer micro-operations than two gathers on the CPUs
+/// we measured.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub unsafe fn fast4v_avx2(
+    t: &Ziggurat,
+    w: std::arch::x86_64::__m256i,
+) -> (std::arch::x86_64::__m256d, u32) {
+    use std::arch::x86_64::*;
+    let pair = |i: i64| {
+        // SAFETY: a 16-byte load of one entry of the table.
+        unsafe { _mm_loadu_pd(t.edges[(i as u64 & (LAYERS as u64 - 1)) as usize].as_ptr()) }
+    };
+    let lo = _mm256_castsi256_si128(w);
+    let hi = _mm256_extracti128_si256::<1>(w);
+    // [x0, n0, x2, n2] and [x1, n1, x3, n3]: their low and high halves interleave to the
+    // widths and the next edges in lane order.
+    let even = _mm256_insertf128_pd::<1>(
+        _mm256_castpd128_pd256(pair(_mm_cvtsi128_si64(lo))),
+        pair(_mm_cvtsi128_si64(hi)),
+    );
+    let odd = _mm256_insertf128_pd::<1>(
+        _mm256_castpd128_pd256(pair(_mm_extract_epi64::<1>(lo))),
+        pair(_mm_extract_epi64::<1>(hi)),
+    );
+    let width = _mm256_unpacklo_pd(even, odd);
+    let next = _mm256_unpackhi_pd(even, odd);
     let one = _mm256_set1_epi64x(0x3ff0_0000_0000_0000);
     let u = _mm256_sub_pd(
         _mm256_castsi256_pd(_mm256_or_si256(one, _mm256_srli_epi64(w, 12))),
@@ -242,11 +271,7 @@ unsafe fn fast4_avx2(t: &Ziggurat, w: [u64; 4]) -> ([f64; 4], u32) {
         _mm256_slli_epi64::<{ 63 - LAYER_BITS as i32 }>(w),
         _mm256_set1_epi64x(i64::MIN),
     );
-    let z = _mm256_or_pd(x, _mm256_castsi256_pd(sign));
-    let mut out = [0.0; 4];
-    // SAFETY: four doubles into four.
-    unsafe { _mm256_storeu_pd(out.as_mut_ptr(), z) };
-    (out, !ok & 0xf)
+    (_mm256_or_pd(x, _mm256_castsi256_pd(sign)), !ok & 0xf)
 }
 
 /// The normal of word `w` however it falls, taking further words from `more` (at most

@@ -240,30 +240,120 @@ impl SampleRng {
             return;
         }
         let _ = set;
-        self.fill_any::<false>(first as u64, w, n, s);
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    fn fill_avx2(&self, first: u64, w: usize, n: usize, s: &mut [f64]) {
-        self.fill_any::<true>(first, w, n, s);
-    }
-
-    /// Few lanes go four at a time, so that one lane does not cost sixteen. `AVX2`: the
-    /// caller has checked that the CPU has AVX2, so Philox may run in its AVX2 build.
-    #[inline(always)]
-    fn fill_any<const AVX2: bool>(&self, first: u64, w: usize, n: usize, s: &mut [f64]) {
         if w <= 4 {
-            self.fill_body::<4, AVX2>(first, w, n, s);
+            self.fill_body::<4, false>(first as u64, w, n, s);
         } else {
-            self.fill_body::<GROUP, AVX2>(first, w, n, s);
+            self.fill_body::<GROUP, false>(first as u64, w, n, s);
         }
     }
 
-    /// Groups of `G` lanes side by side, one block (two normals) per lane at a time: the
-    /// fast path in a lane loop, then the slow path for the lanes it rejected.
-    // Indexed lane loops over several arrays at once: the shape LLVM vectorises.
-    #[allow(clippy::needless_range_loop)]
+    /// The AVX2 build: few lanes four at a time (so that one lane does not cost sixteen), else
+    /// groups of sixteen lanes through [`SampleRng::fill_group16_avx2`].
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn fill_avx2(&self, first: u64, w: usize, n: usize, s: &mut [f64]) {
+        if w <= 4 {
+            self.fill_body::<4, true>(first, w, n, s);
+            return;
+        }
+        let t = normal::tables();
+        for g0 in (0..w).step_by(GROUP) {
+            let lane0 = first + g0 as u64;
+            if lane0 >> 32 == (lane0 + GROUP as u64 - 1) >> 32 {
+                self.fill_group16_avx2(t, first, w, n, s, g0);
+            } else {
+                self.fill_group::<GROUP, true>(t, first, w, n, s, g0);
+            }
+        }
+    }
+
+    /// The normals of lanes `first + g0..` (at most sixteen), whose numbers share their top
+    /// 32 bits, so their counters differ only in the block index and the second word
+    /// ([`philox::Shared16`], which skips a quarter of Philox's products): each block's two
+    /// words go from the Philox registers straight into the fast path, eight lanes at a
+    /// time, and its results straight into `s`, without the copies and re-packing of
+    /// [`SampleRng::fill_group`]; then the slow path for the lanes it rejected. The same
+    /// numbers.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn fill_group16_avx2(
+        &self,
+        t: &Ziggurat,
+        first: u64,
+        w: usize,
+        n: usize,
+        s: &mut [f64],
+        g0: usize,
+    ) {
+        let lane0 = first + g0 as u64;
+        let gw = GROUP.min(w - g0);
+        let lanes: [u32; GROUP] = std::array::from_fn(|l| (lane0 + l as u64) as u32);
+        let [_, _, a, b] = self.counter(0, lane0);
+        // SAFETY (both blocks below): the CPU has AVX2 (this function's features).
+        let group = unsafe { philox::Shared16::new(self.key, lanes, a, b) };
+        for block in 0..n.div_ceil(2) {
+            let head = group.head(normal_head(block as u64));
+            let k = 2 * block;
+            let (a0, a1) = unsafe { group.words(&head) };
+            for half in 0..gw.div_ceil(8) {
+                let w0 = [a0[2 * half], a0[2 * half + 1]];
+                let w1 = [a1[2 * half], a1[2 * half + 1]];
+                let live = (gw - 8 * half).min(8);
+                let lane = lane0 + 8 * half as u64;
+                let at = k * w + g0 + 8 * half;
+                self.store8_avx2(t, &w0, lane, k as u64, live, &mut s[at..]);
+                if k + 1 < n {
+                    self.store8_avx2(t, &w1, lane, k as u64 + 1, live, &mut s[at + w..]);
+                }
+            }
+        }
+    }
+
+    /// The `k`-th normals of the eight lanes from `lane` whose words are `words` (four per
+    /// vector), into `out[..live]`: the fast path, then the slow path for the lanes it
+    /// rejected.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    fn store8_avx2(
+        &self,
+        t: &Ziggurat,
+        words: &[std::arch::x86_64::__m256i; 2],
+        lane: u64,
+        k: u64,
+        live: usize,
+        out: &mut [f64],
+    ) {
+        use std::arch::x86_64::*;
+        // SAFETY (every block below): the CPU has AVX2 (this function's features); the
+        // stores write four doubles into four checked by the slicing.
+        let (z0, r0) = unsafe { normal::fast4v_avx2(t, words[0]) };
+        let (z1, r1) = unsafe { normal::fast4v_avx2(t, words[1]) };
+        let mut rejected = r0 | r1 << 4;
+        if live == 8 {
+            unsafe {
+                _mm256_storeu_pd(out[..4].as_mut_ptr(), z0);
+                _mm256_storeu_pd(out[4..8].as_mut_ptr(), z1);
+            }
+        } else {
+            let mut z = [0.0; 8];
+            unsafe {
+                _mm256_storeu_pd(z.as_mut_ptr(), z0);
+                _mm256_storeu_pd(z[4..].as_mut_ptr(), z1);
+            }
+            out[..live].copy_from_slice(&z[..live]);
+            rejected &= lane_mask(live);
+        }
+        while rejected != 0 {
+            let l = rejected.trailing_zeros() as usize;
+            rejected &= rejected - 1;
+            let mut four = [0u64; 4];
+            unsafe { _mm256_storeu_si256(four.as_mut_ptr().cast(), words[l / 4]) };
+            out[l] = self.slow_normal_in::<true>(t, lane + l as u64, k, four[l % 4]);
+        }
+    }
+
+    /// Groups of `G` lanes side by side (`fill_group`).
     #[inline(always)]
     fn fill_body<const G: usize, const AVX2: bool>(
         &self,
@@ -274,30 +364,47 @@ impl SampleRng {
     ) {
         let t = normal::tables();
         for g0 in (0..w).step_by(G) {
-            let gw = G.min(w - g0);
-            for b in 0..n.div_ceil(2) {
-                let mut c = [[0u32; G]; 4];
-                for l in 0..G {
-                    let ctr = self.counter(normal_head(b as u64), first + (g0 + l) as u64);
-                    for (word, v) in ctr.into_iter().enumerate() {
-                        c[word][l] = v;
-                    }
+            self.fill_group::<G, AVX2>(t, first, w, n, s, g0);
+        }
+    }
+
+    /// The normals of lanes `first + g0..` (at most `G`), one block (two normals) per lane
+    /// at a time: the fast path in a lane loop, then the slow path for the lanes it rejected.
+    // Indexed lane loops over several arrays at once: the shape LLVM vectorises.
+    #[allow(clippy::needless_range_loop)]
+    #[inline(always)]
+    fn fill_group<const G: usize, const AVX2: bool>(
+        &self,
+        t: &Ziggurat,
+        first: u64,
+        w: usize,
+        n: usize,
+        s: &mut [f64],
+        g0: usize,
+    ) {
+        let gw = G.min(w - g0);
+        for b in 0..n.div_ceil(2) {
+            let mut c = [[0u32; G]; 4];
+            for l in 0..G {
+                let ctr = self.counter(normal_head(b as u64), first + (g0 + l) as u64);
+                for (word, v) in ctr.into_iter().enumerate() {
+                    c[word][l] = v;
                 }
-                let words = self.block_words::<G, AVX2>(&c);
-                let k = 2 * b;
-                for h in 0..2.min(n - k) {
-                    let mut z = [0.0; G];
-                    let rejected = normal::fast_lanes::<G, AVX2>(t, &words[h], &mut z);
-                    let mut todo = rejected & lane_mask(gw);
-                    while todo != 0 {
-                        let l = todo.trailing_zeros() as usize;
-                        todo &= todo - 1;
-                        let lane = first + (g0 + l) as u64;
-                        z[l] = self.slow_normal_in::<AVX2>(t, lane, (k + h) as u64, words[h][l]);
-                    }
-                    let at = (k + h) * w + g0;
-                    s[at..at + gw].copy_from_slice(&z[..gw]);
+            }
+            let words = self.block_words::<G, AVX2>(&c);
+            let k = 2 * b;
+            for h in 0..2.min(n - k) {
+                let mut z = [0.0; G];
+                let rejected = normal::fast_lanes::<G, AVX2>(t, &words[h], &mut z);
+                let mut todo = rejected & lane_mask(gw);
+                while todo != 0 {
+                    let l = todo.trailing_zeros() as usize;
+                    todo &= todo - 1;
+                    let lane = first + (g0 + l) as u64;
+                    z[l] = self.slow_normal_in::<AVX2>(t, lane, (k + h) as u64, words[h][l]);
                 }
+                let at = (k + h) * w + g0;
+                s[at..at + gw].copy_from_slice(&z[..gw]);
             }
         }
     }
@@ -414,7 +521,17 @@ mod tests {
     #[test]
     fn bulk_draws_give_one_normal_after_another_in_every_kernel_set() {
         let key = StreamKey::new(8, 3, Purpose::Measure);
-        for (first, w, n) in [(40, 16, 37), (0, 1, 5), (7, 21, 4), (1000, 3, 1), (5, 0, 3)] {
+        for (first, w, n) in [
+            (40, 16, 37),
+            (0, 1, 5),
+            (7, 21, 4),
+            (1000, 3, 1),
+            (5, 0, 3),
+            (9, 12, 7),
+            // Groups whose lanes straddle 2^32 and 2^33.
+            ((1 << 32) - 20, 40, 5),
+            ((1 << 33) - 7, 9, 3),
+        ] {
             let mut plain = vec![0.0; w * n];
             let mut rng = key.rng(Channel::Noise);
             for l in 0..w {
