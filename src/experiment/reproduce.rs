@@ -70,6 +70,173 @@ pub fn builtin_model(name: &str) -> Result<Model, ReproduceError> {
     }
 }
 
+/// The decay of DSGD's eta on `model`: the configured one, else the model's default.
+fn eta_decay(config: &ReproduceConfig, name: &str, model: &Model) -> f64 {
+    config
+        .base_run(name)
+        .eta_decay
+        .unwrap_or_else(|| crate::ir::analyse(&model.program).default_eta_decay())
+}
+
+/// Times every applicable estimator on each model (Table 2's costs), the models in parallel
+/// on the reproduction's threads, each model's estimators interleaved on one thread.
+///
+/// Table 2 reads costs only as ratios within a model, and a model's estimators are timed
+/// side by side (repeat 1 of each, then repeat 2 of each, ...), so another model's timing on
+/// the other core slows them alike. Timing the models one after another would leave that
+/// core idle for several seconds of the reproduction's wall time.
+fn time_costs(
+    config: &ReproduceConfig,
+    models: &[Model],
+) -> Result<Vec<Vec<cost::Cost>>, ReproduceError> {
+    use rayon::prelude::*;
+    models
+        .par_iter()
+        .zip(&config.models)
+        .map(|(model, name)| {
+            let lyy18 = compare::lyy18_refusal(model).is_none();
+            let kinds: Vec<EstimatorKind> = EstimatorKind::ALL
+                .into_iter()
+                .filter(|&k| k != EstimatorKind::Lyy18 || lyy18)
+                .collect();
+            let decay = eta_decay(config, name, model);
+            cost::measure_interleaved(
+                model,
+                &kinds,
+                config.variance_eta,
+                Some(decay),
+                &config.cost,
+            )
+            .map_err(|source| ReproduceError::Run {
+                what: format!("timing {name}"),
+                source,
+            })
+        })
+        .collect()
+}
+
+/// One model's share of the sweep: its table's arms and runs, and the extra seeds of the
+/// arms whose band is judged by the median.
+struct ModelPlan {
+    arms: Vec<compare::Arm>,
+    /// Why LYY18 does not apply, if it does not.
+    note: Option<String>,
+    /// The table's runs (every arm, `config.seeds` seeds), as indices into the jobs.
+    runs: std::ops::Range<usize>,
+    /// The arms with extra seeds, and where those runs are.
+    extra: Vec<compare::Arm>,
+    extra_runs: std::ops::Range<usize>,
+}
+
+/// Every run of the reproduction, model by model: first each model's table runs, then the
+/// median rule's extra seeds (so a sweep cut short has the tables' runs first).
+fn plan_jobs(config: &ReproduceConfig, models: &[Model]) -> (Vec<ModelPlan>, Vec<Job>) {
+    let mut plans = Vec::new();
+    let mut jobs: Vec<Job> = Vec::new();
+    for (i, model) in models.iter().enumerate() {
+        let name = &config.models[i];
+        let note = compare::lyy18_refusal(model);
+        let arms = compare::arms(&config.etas, note.is_none());
+        let base = config.base_run(name);
+        let runs = jobs.len()..jobs.len() + arms.len() * config.seeds as usize;
+        jobs.extend(compare::jobs(i, &arms, config.seeds, &base));
+        let extra: Vec<compare::Arm> = if tables::judged_by_median(name) {
+            arms.iter()
+                .copied()
+                .filter(|a| tables::in_band_scope(name, a))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        plans.push(ModelPlan {
+            arms,
+            note,
+            runs,
+            extra,
+            extra_runs: 0..0,
+        });
+    }
+    for (i, plan) in plans.iter_mut().enumerate() {
+        let start = jobs.len();
+        let base = config.base_run(&config.models[i]);
+        for arm in &plan.extra {
+            for seed in config.seeds..config.band_median_seeds {
+                jobs.push(Job {
+                    model: i,
+                    config: RunConfig {
+                        estimator: arm.estimator,
+                        eta: arm.eta.unwrap_or(base.eta),
+                        seed,
+                        ..base.clone()
+                    },
+                });
+            }
+        }
+        plan.extra_runs = start..jobs.len();
+    }
+    (plans, jobs)
+}
+
+/// The sweep's jobs and, in the same order, their reports.
+struct Finished<'a> {
+    jobs: &'a [Job],
+    reports: &'a [RunReport],
+}
+
+/// Writes model `i`'s run files and figure and assembles its outcome from its runs and costs.
+fn model_outcome(
+    config: &ReproduceConfig,
+    (i, model): (usize, &Model),
+    plan: ModelPlan,
+    sweep: &Finished,
+    costs: Vec<cost::Cost>,
+    out_dir: &mut OutDir,
+) -> Result<ModelOutcome, ReproduceError> {
+    let (jobs, reports) = (sweep.jobs, sweep.reports);
+    let name = &config.models[i];
+    let out = out_dir.path().to_path_buf();
+    let runs: Vec<&RunReport> = reports[plan.runs.clone()].iter().collect();
+    let extra_runs: Vec<&RunReport> = reports[plan.extra_runs.clone()].iter().collect();
+    let all_jobs = jobs[plan.runs].iter().chain(&jobs[plan.extra_runs]);
+    for (job, r) in all_jobs.zip(runs.iter().chain(&extra_runs)) {
+        let arm = compare::Arm::of(&job.config);
+        let dir = out
+            .join("runs")
+            .join(name)
+            .join(arm.slug())
+            .join(format!("seed{}", job.config.seed));
+        out_dir.wrote(r.write_to(&dir).map_err(io(&dir))?);
+    }
+    let comparison = compare::aggregate(name, &plan.arms, &runs, plan.note);
+    let median_cells = plan
+        .extra
+        .iter()
+        .map(|arm| tables::MedianCell {
+            arm: arm.label(),
+            final_elbo: runs
+                .iter()
+                .chain(&extra_runs)
+                .filter(|r| arm.matches(r))
+                .map(|r| r.final_value)
+                .collect(),
+        })
+        .collect();
+    let figure = compare::trajectory_figure(name, &plan.arms, &runs, config.seeds);
+    let figures = out.join("figures");
+    let files = write_figure(&figure, &figures.join(name), FIGURE_SIZE.0, FIGURE_SIZE.1)?;
+    out_dir.wrote(files.paths());
+    let variance = tables::variance_rows(&comparison, &costs, config.variance_eta);
+    Ok(ModelOutcome {
+        comparison,
+        lr: config.base_run(name).optimizer.lr(),
+        eta_decay: eta_decay(config, name, model),
+        costs,
+        variance,
+        median_cells,
+        figure: format!("figures/{name}"),
+    })
+}
+
 /// Runs the reproduction and writes everything under `out`. `progress(done, total)` reports
 /// finished runs of the sweep. `out` is checked and locked before any work (a second
 /// reproduction into the same directory is refused), and `manifest.json` lists the files
@@ -91,44 +258,7 @@ pub fn reproduce(
         .map(|m| builtin_model(m))
         .collect::<Result<Vec<_>, _>>()?;
     let mut out_dir = OutDir::acquire(out)?;
-    let mut plans = Vec::new();
-    let mut jobs: Vec<Job> = Vec::new();
-    for (i, model) in models.iter().enumerate() {
-        let note = compare::lyy18_refusal(model);
-        let arms = compare::arms(&config.etas, note.is_none());
-        let base = config.base_run(&config.models[i]);
-        let range = jobs.len()..jobs.len() + arms.len() * config.seeds as usize;
-        jobs.extend(compare::jobs(i, &arms, config.seeds, &base));
-        // The median rule's extra seeds, after every model's table runs.
-        let extra: Vec<compare::Arm> = if tables::judged_by_median(&config.models[i]) {
-            arms.iter()
-                .copied()
-                .filter(|a| tables::in_band_scope(&config.models[i], a))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        plans.push((arms, note, range, extra));
-    }
-    let mut extra_ranges = Vec::new();
-    for (i, plan) in plans.iter().enumerate() {
-        let start = jobs.len();
-        let base = config.base_run(&config.models[i]);
-        for arm in &plan.3 {
-            for seed in config.seeds..config.band_median_seeds {
-                jobs.push(Job {
-                    model: i,
-                    config: RunConfig {
-                        estimator: arm.estimator,
-                        eta: arm.eta.unwrap_or(base.eta),
-                        seed,
-                        ..base.clone()
-                    },
-                });
-            }
-        }
-        extra_ranges.push(start..jobs.len());
-    }
+    let (plans, jobs) = plan_jobs(config, &models);
     for job in &jobs {
         job.config
             .validate()
@@ -151,68 +281,21 @@ pub fn reproduce(
     std::fs::create_dir_all(&figures).map_err(io(&figures))?;
     out_dir.wrote(write_figure1a(&figures)?.paths());
     let cost_clock = Instant::now();
+    let costs = time_costs(config, &models)?;
+    let finished = Finished {
+        jobs: &jobs,
+        reports: &reports,
+    };
     let mut outcomes = Vec::new();
-    for (i, ((arms, note, range, extra), extra_range)) in
-        plans.into_iter().zip(extra_ranges).enumerate()
-    {
-        let name = &config.models[i];
-        let runs: Vec<&RunReport> = reports[range.clone()].iter().collect();
-        let extra_runs: Vec<&RunReport> = reports[extra_range.clone()].iter().collect();
-        let all_jobs = jobs[range].iter().chain(&jobs[extra_range]);
-        for (job, r) in all_jobs.zip(runs.iter().chain(&extra_runs)) {
-            let arm = compare::Arm::of(&job.config);
-            let dir = out
-                .join("runs")
-                .join(name)
-                .join(arm.slug())
-                .join(format!("seed{}", job.config.seed));
-            out_dir.wrote(r.write_to(&dir).map_err(io(&dir))?);
-        }
-        let comparison = compare::aggregate(name, &arms, &runs, note);
-        let median_cells = extra
-            .iter()
-            .map(|arm| tables::MedianCell {
-                arm: arm.label(),
-                final_elbo: runs
-                    .iter()
-                    .chain(&extra_runs)
-                    .filter(|r| arm.matches(r))
-                    .map(|r| r.final_value)
-                    .collect(),
-            })
-            .collect();
-        let figure = compare::trajectory_figure(name, &arms, &runs, config.seeds);
-        let files = write_figure(&figure, &figures.join(name), FIGURE_SIZE.0, FIGURE_SIZE.1)?;
-        out_dir.wrote(files.paths());
-        let base = config.base_run(name);
-        let decay = base
-            .eta_decay
-            .unwrap_or_else(|| crate::ir::analyse(&models[i].program).default_eta_decay());
-        let kinds: Vec<EstimatorKind> = EstimatorKind::ALL
-            .into_iter()
-            .filter(|&k| k != EstimatorKind::Lyy18 || comparison.lyy18_note.is_none())
-            .collect();
-        let costs = cost::measure_interleaved(
-            &models[i],
-            &kinds,
-            config.variance_eta,
-            Some(decay),
-            &config.cost,
-        )
-        .map_err(|source| ReproduceError::Run {
-            what: format!("timing {name}"),
-            source,
-        })?;
-        let variance = tables::variance_rows(&comparison, &costs, config.variance_eta);
-        outcomes.push(ModelOutcome {
-            comparison,
-            lr: base.optimizer.lr(),
-            eta_decay: decay,
+    for (i, (plan, costs)) in plans.into_iter().zip(costs).enumerate() {
+        outcomes.push(model_outcome(
+            config,
+            (i, &models[i]),
+            plan,
+            &finished,
             costs,
-            variance,
-            median_cells,
-            figure: format!("figures/{name}"),
-        });
+            &mut out_dir,
+        )?);
     }
     let cost_seconds = cost_clock.elapsed().as_secs_f64();
     let mut rep = Reproduction {
