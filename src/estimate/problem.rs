@@ -192,7 +192,41 @@ impl ProblemData {
         logp: &[f64],
         out: &mut [f64],
     ) {
-        let w = scratch.w;
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::avx2_fma() {
+            // SAFETY: the CPU has AVX2 and FMA (checked just above).
+            unsafe { self.f_values_avx2(state, scratch, logp, out) };
+            return;
+        }
+        self.f_values_body(state, scratch, logp, out);
+    }
+
+    /// [`Problem::f_values`] compiled for AVX2 (no fused multiply-adds, so the same bits).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn f_values_avx2(&self, state: &FamilyState, scratch: &Scratch, logp: &[f64], out: &mut [f64]) {
+        self.f_values_body(state, scratch, logp, out);
+    }
+
+    #[inline(always)]
+    fn f_values_body(&self, state: &FamilyState, scratch: &Scratch, logp: &[f64], out: &mut [f64]) {
+        // A full chunk with its width known at compile time: straight-line lane loops.
+        if scratch.w == CHUNK {
+            self.f_values_lanes(CHUNK, state, scratch, logp, out);
+        } else {
+            self.f_values_lanes(scratch.w, state, scratch, logp, out);
+        }
+    }
+
+    #[inline(always)]
+    fn f_values_lanes(
+        &self,
+        w: usize,
+        state: &FamilyState,
+        scratch: &Scratch,
+        logp: &[f64],
+        out: &mut [f64],
+    ) {
         let c = state.entropy_const();
         for (l, o) in out[..w].iter_mut().enumerate() {
             *o = logp[l];

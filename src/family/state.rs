@@ -258,15 +258,18 @@ impl FamilyState {
         }
     }
 
+    #[inline]
     pub fn loc(&self, i: usize) -> f64 {
         self.loc[i]
     }
 
+    #[inline]
     pub fn scale(&self, i: usize) -> f64 {
         self.scale[i]
     }
 
     /// The non-zero pattern of latent `i`'s Jacobian: `(theta index, d loc, d scale)`.
+    #[inline(always)]
     pub fn jacobian(&self, i: usize) -> impl Iterator<Item = (usize, f64, f64)> + '_ {
         let r = self.start[i]..self.start[i + 1];
         self.param[r.clone()]
@@ -278,6 +281,7 @@ impl FamilyState {
 
     /// `sum_i (ln scale_i + ln(2 pi)/2)` over the latents in the entropy: with
     /// `0.5 * sum s_i^2` added it is `-log q(z)`.
+    #[inline]
     pub fn entropy_const(&self) -> f64 {
         self.entropy_const
     }
