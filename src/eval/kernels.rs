@@ -14,8 +14,8 @@
 //!
 //! Not here: which operands carry adjoints, or the order of the instructions (`sweep.rs`).
 
+use crate::elementary::{sigmoid_big_small, sigmoid_pair_order};
 use crate::ir::{Binary, Unary, binary_derivatives, binary_value, unary_derivative, unary_value};
-use crate::special::sigmoid_pair_from_exp;
 
 use super::instr::{CHUNK, Lanes};
 use super::vmath;
@@ -399,17 +399,28 @@ pub fn select_reverse(g: &Lanes, ad: &Lanes, force: Option<bool>) -> (Lanes, Lan
     }
 }
 
-/// The weights `(sigma(g/eta), sigma(-g/eta))` of a smoothed if-statement's else and then
-/// branches: computed once in the forward sweep and kept for the reverse one.
+/// The weights `(sigma(x), sigma(-x))`, `x = g * (1 / eta)`, of a smoothed if-statement's else
+/// and then branches: computed once in the forward sweep and kept for the reverse one.
 /// `special::sigmoid_pair`'s operations, its one `exp` taken for all lanes at once.
+///
+/// `g` is scaled by the reciprocal of `eta`, one scalar division per chunk, not divided by
+/// `eta` lane by lane: a vector division costs as much as a third of the `exp`.
 #[inline(always)]
 pub fn smooth_weights(g: &Lanes, eta: f64) -> (Lanes, Lanes) {
     let mut we = [0.0; CHUNK];
     let mut wt = [0.0; CHUNK];
-    let x = map(|l| g[l] / eta);
+    let inv_eta = 1.0 / eta;
+    let x = map(|l| g[l] * inv_eta);
     let e = vmath::exp_lanes(&map(|l| -x[l].abs()));
+    // Arithmetic, then selects, in two loops: one loop returning the ordered pair may be
+    // compiled lane by lane with branches.
+    let mut big = [0.0; CHUNK];
+    let mut small = [0.0; CHUNK];
     for l in 0..CHUNK {
-        (we[l], wt[l]) = sigmoid_pair_from_exp(x[l], e[l]);
+        (big[l], small[l]) = sigmoid_big_small(e[l]);
+    }
+    for l in 0..CHUNK {
+        (we[l], wt[l]) = sigmoid_pair_order(x[l], big[l], small[l]);
     }
     (we, wt)
 }
@@ -428,8 +439,9 @@ pub fn smooth_forward(we: &Lanes, wt: &Lanes, t: &Lanes, e: &Lanes) -> Lanes {
     })
 }
 
-/// Smoothed if, reverse: the contributions to guard, then and else. `d/dg = sigma'(g/eta) /
-/// eta * (e - t)` with `sigma'(x) = sigma(x) sigma(-x)`.
+/// Smoothed if, reverse: the contributions to guard, then and else. `d/dg = sigma'(x) / eta *
+/// (e - t)` with `sigma'(x) = sigma(x) sigma(-x)`, the division by `eta` a multiplication by
+/// its reciprocal as in [`smooth_weights`].
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub fn smooth_reverse(
@@ -445,9 +457,10 @@ pub fn smooth_reverse(
     let ct = map(|l| gate(ad[l], wt[l], ad[l] * wt[l]));
     let ce = map(|l| gate(ad[l], we[l], ad[l] * we[l]));
     let cg = if want_g {
+        let inv_eta = 1.0 / eta;
         map(|l| {
             let w = wt[l] * we[l];
-            gate(ad[l], w, ad[l] * (w / eta) * (e[l] - t[l]))
+            gate(ad[l], w, ad[l] * (w * inv_eta) * (e[l] - t[l]))
         })
     } else {
         [0.0; CHUNK]
@@ -459,8 +472,9 @@ pub fn smooth_reverse(
 /// the weights (kept by the forward sweep): the same operations on the same values.
 #[inline(always)]
 pub fn smooth_reverse_guard(w: &Lanes, t: &Lanes, e: &Lanes, ad: &Lanes, eta: f64) -> Lanes {
+    let inv_eta = 1.0 / eta;
     map(|l| {
-        let c = ad[l] * (w[l] / eta) * (e[l] - t[l]);
+        let c = ad[l] * (w[l] * inv_eta) * (e[l] - t[l]);
         if ad[l] == 0.0 || w[l] == 0.0 { 0.0 } else { c }
     })
 }

@@ -104,7 +104,8 @@ fn non_finite_operand(
             let g = vals[guard.index()];
             match semantics {
                 Semantics::Smoothed { eta } => {
-                    let (wt, we) = (sigmoid(-g / eta), sigmoid(g / eta));
+                    let x = g * (1.0 / eta);
+                    let (wt, we) = (sigmoid(-x), sigmoid(x));
                     if wt != 0.0 && !(wt * vals[then_.index()]).is_finite() {
                         Some(then_)
                     } else if we != 0.0 && !(we * vals[else_.index()]).is_finite() {
@@ -259,7 +260,8 @@ fn gradient_origin(
             } => match semantics {
                 Semantics::Smoothed { eta } => {
                     let g = v(guard);
-                    let (wt, we) = (sigmoid(-g / eta), sigmoid(g / eta));
+                    let x = g * (1.0 / eta);
+                    let (wt, we) = (sigmoid(-x), sigmoid(x));
                     if wt != 0.0 {
                         push(then_, wt);
                     }
@@ -267,7 +269,7 @@ fn gradient_origin(
                         push(else_, we);
                     }
                     if wt * we != 0.0 {
-                        push(guard, wt * we / eta * (v(else_) - v(then_)));
+                        push(guard, wt * we * (1.0 / eta) * (v(else_) - v(then_)));
                     }
                 }
                 Semantics::Forced { index: k, branch } if k == index => {

@@ -203,8 +203,10 @@ impl Program {
                             }
                         }
                         Semantics::Smoothed { eta } => {
-                            let wt = sigmoid(-g / eta);
-                            let we = sigmoid(g / eta);
+                            // `g * (1 / eta)`: the engine's scaling (one division per
+                            // chunk of lanes, not one per lane).
+                            let x = g * (1.0 / eta);
+                            let (wt, we) = (sigmoid(-x), sigmoid(x));
                             let tt = if wt == 0.0 { 0.0 } else { wt * t };
                             let ee = if we == 0.0 { 0.0 } else { we * e };
                             tt + ee
