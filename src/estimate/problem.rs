@@ -9,6 +9,9 @@ use crate::eval::{BatchGradient, CHUNK, ForcedScratch, Tape, Workspace};
 use crate::family::{Family, FamilyError, FamilyState};
 use crate::ir::{Analysis, Mode, Model, Program, analyse};
 
+/// One chunk's lanes of one row.
+type Lanes = [f64; CHUNK];
+
 /// A model compiled for estimation. `f(theta, z)` is output 0 of the program plus, in
 /// variational mode, `-log q_theta(z)` of the non-fixed latents (the ELBO integrand).
 ///
@@ -40,6 +43,42 @@ pub struct ProblemData {
     /// tape's gradient and the latents the per-latent loops visit. A fixed latent has no
     /// parameters, so its gradient is never read and its Jacobian is empty.
     pub(crate) moved: Vec<u32>,
+    /// The pathwise gradient's assembly plan ([`PathwisePlan`]).
+    pathwise: PathwisePlan,
+}
+
+/// Which gradient components the pathwise assembly writes first and which it never
+/// touches, from the family's Jacobian pattern (the same at every `theta`): a component's
+/// first contribution is written as `0.0 + c` (what adding it to a zeroed component gives,
+/// bit for bit) and only the untouched components are zeroed, instead of zeroing every
+/// component of every chunk and adding to it.
+#[derive(Debug, Default)]
+struct PathwisePlan {
+    /// Per Jacobian entry of the moved latents, in the order the assembly visits them:
+    /// whether it is the first contribution to its component.
+    first: Vec<bool>,
+    /// Family components (beyond the model's parameters) no moved latent's Jacobian has.
+    untouched: Vec<u32>,
+}
+
+impl PathwisePlan {
+    fn new(family: &Family, moved: &[u32]) -> PathwisePlan {
+        let m = family.model_param_count();
+        let state = family.state();
+        // The model's parameters start from the tape's direct derivatives.
+        let mut touched: Vec<bool> = (0..family.dim()).map(|p| p < m).collect();
+        let mut first = Vec::new();
+        for &i in moved {
+            for (p, _, _) in state.jacobian(i as usize) {
+                first.push(!touched[p]);
+                touched[p] = true;
+            }
+        }
+        let untouched = (0..family.dim() as u32)
+            .filter(|&p| !touched[p as usize])
+            .collect();
+        PathwisePlan { first, untouched }
+    }
 }
 
 impl Problem {
@@ -55,6 +94,7 @@ impl Problem {
             tape: Tape::compile_active(&model.program, 0, Some(&family.gradient_wanted())),
             analysis: analyse(&model.program),
             moved: family.moved_latents(),
+            pathwise: PathwisePlan::new(&family, &family.moved_latents()),
             family,
         })))
     }
@@ -152,7 +192,41 @@ impl ProblemData {
         logp: &[f64],
         out: &mut [f64],
     ) {
-        let w = scratch.w;
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::avx2_fma() {
+            // SAFETY: the CPU has AVX2 and FMA (checked just above).
+            unsafe { self.f_values_avx2(state, scratch, logp, out) };
+            return;
+        }
+        self.f_values_body(state, scratch, logp, out);
+    }
+
+    /// [`Problem::f_values`] compiled for AVX2 (no fused multiply-adds, so the same bits).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn f_values_avx2(&self, state: &FamilyState, scratch: &Scratch, logp: &[f64], out: &mut [f64]) {
+        self.f_values_body(state, scratch, logp, out);
+    }
+
+    #[inline(always)]
+    fn f_values_body(&self, state: &FamilyState, scratch: &Scratch, logp: &[f64], out: &mut [f64]) {
+        // A full chunk with its width known at compile time: straight-line lane loops.
+        if scratch.w == CHUNK {
+            self.f_values_lanes(CHUNK, state, scratch, logp, out);
+        } else {
+            self.f_values_lanes(scratch.w, state, scratch, logp, out);
+        }
+    }
+
+    #[inline(always)]
+    fn f_values_lanes(
+        &self,
+        w: usize,
+        state: &FamilyState,
+        scratch: &Scratch,
+        logp: &[f64],
+        out: &mut [f64],
+    ) {
         let c = state.entropy_const();
         for (l, o) in out[..w].iter_mut().enumerate() {
             *o = logp[l];
@@ -227,27 +301,104 @@ impl ProblemData {
 
     #[inline(always)]
     fn pathwise_body(&self, state: &FamilyState, scratch: &Scratch, grads: &mut [f64]) {
-        let w = scratch.w;
+        // A full chunk with its width known at compile time: straight-line lane loops.
+        if scratch.w == CHUNK {
+            self.pathwise_lanes(CHUNK, state, scratch, grads);
+        } else {
+            self.pathwise_lanes(scratch.w, state, scratch, grads);
+        }
+    }
+
+    #[inline(always)]
+    fn pathwise_lanes(&self, w: usize, state: &FamilyState, scratch: &Scratch, grads: &mut [f64]) {
         let d = self.dim();
         let m = self.family.model_param_count();
         let g = &scratch.grad;
         let acc = &mut grads[..d * w];
         acc[..m * w].copy_from_slice(&g.params[..m * w]);
-        acc[m * w..].fill(0.0);
+        for &p in &self.pathwise.untouched {
+            let p = p as usize;
+            acc[p * w..(p + 1) * w].fill(0.0);
+        }
+        let mut first = self.pathwise.first.iter();
         for (row, &i) in self.moved.iter().enumerate() {
             let i = i as usize;
             let entropy = self.family.in_entropy[i];
             let inv_scale = 1.0 / state.scale(i);
             let dz = &g.latents[row * w..(row + 1) * w];
             let s = &scratch.s[i * w..(i + 1) * w];
-            for (p, dl, ds) in state.jacobian(i) {
-                let lanes = acc[p * w..(p + 1) * w].iter_mut().zip(dz).zip(s);
+            for ((p, dl, ds), &first) in state.jacobian(i).zip(&mut first) {
+                let a = &mut acc[p * w..(p + 1) * w];
                 // `v + ds / scale` for latents in the entropy, `v` itself otherwise.
-                let with = |v: f64| if entropy { v + ds * inv_scale } else { v };
-                for ((a, &dz), &s) in lanes {
-                    let v = dz * (dl + s * ds);
-                    *a += with(if dz == 0.0 { 0.0 } else { v });
+                let add = if entropy { ds * inv_scale } else { 0.0 };
+                let k = Contribution {
+                    dl,
+                    ds,
+                    entropy,
+                    add,
+                    first,
+                };
+                match (
+                    <&mut Lanes>::try_from(a),
+                    <&Lanes>::try_from(dz),
+                    <&Lanes>::try_from(s),
+                ) {
+                    (Ok(a), Ok(dz), Ok(s)) => k.chunk(a, dz, s),
+                    _ => k.short(&mut acc[p * w..(p + 1) * w], dz, s),
                 }
+            }
+        }
+    }
+}
+
+/// One Jacobian entry's contribution to one gradient component, lane by lane:
+/// `dz * (dl + s * ds)` (exactly zero where `dz` is), plus `ds / scale` for a latent in the
+/// entropy, written (`first`) or added.
+#[derive(Clone, Copy)]
+struct Contribution {
+    dl: f64,
+    ds: f64,
+    entropy: bool,
+    /// `ds / scale` (the entropy's part).
+    add: f64,
+    first: bool,
+}
+
+impl Contribution {
+    /// Over a full chunk: the contributions are formed in a local array first, so that
+    /// LLVM, free of any question of aliasing with the gradient block, makes vector code.
+    #[inline(always)]
+    fn chunk(self, a: &mut Lanes, dz: &Lanes, s: &Lanes) {
+        let c: Lanes = std::array::from_fn(|l| self.lane(dz[l], s[l]));
+        self.put(a, &c);
+    }
+
+    /// Over the `a.len()` (fewer than [`CHUNK`]) lanes of a short chunk.
+    #[inline(always)]
+    fn short(self, a: &mut [f64], dz: &[f64], s: &[f64]) {
+        let mut c = [0.0; CHUNK];
+        for (l, c) in c[..a.len()].iter_mut().enumerate() {
+            *c = self.lane(dz[l], s[l]);
+        }
+        self.put(a, &c[..a.len()]);
+    }
+
+    #[inline(always)]
+    fn lane(self, dz: f64, s: f64) -> f64 {
+        let v = dz * (self.dl + s * self.ds);
+        let v = if dz == 0.0 { 0.0 } else { v };
+        if self.entropy { v + self.add } else { v }
+    }
+
+    #[inline(always)]
+    fn put(self, a: &mut [f64], c: &[f64]) {
+        if self.first {
+            for (a, &c) in a.iter_mut().zip(c) {
+                *a = 0.0 + c;
+            }
+        } else {
+            for (a, &c) in a.iter_mut().zip(c) {
+                *a += c;
             }
         }
     }

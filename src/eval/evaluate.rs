@@ -157,7 +157,12 @@ impl Tape {
             let put = |dest: &mut [f64], r: usize, a: u32| {
                 let d = &mut dest[r * batch + start..r * batch + start + w];
                 if a != NONE {
-                    d.copy_from_slice(&ws.adjoints[a as usize][..w]);
+                    // A full chunk's row as one fixed-size copy: inline moves, not a call
+                    // to `memmove` per row.
+                    match <&mut [f64; CHUNK]>::try_from(&mut *d) {
+                        Ok(d) => *d = ws.adjoints[a as usize],
+                        Err(_) => d.copy_from_slice(&ws.adjoints[a as usize][..w]),
+                    }
                 } else if !zero_rows {
                     d.fill(0.0);
                 }

@@ -29,8 +29,16 @@ pub struct FamilyState {
     workspaces: Vec<Workspace>,
     grads: Vec<BatchGradient>,
     zeros: Vec<f64>,
-    /// `(rho, d scale / d rho, scale)` of each guided latent, in latent order.
-    guided: Vec<(f64, f64, f64)>,
+    /// Each guided latent (all are moved), in latent order: where its location, scale and
+    /// Jacobian entries are.
+    guided: Vec<GuidedAt>,
+    /// `rho`, then `d scale / d rho` and `scale = softplus(rho)`, of each guided latent, in
+    /// the order of `guided`: arrays of their own, so that the softplus loop vectorises.
+    rho: Vec<f64>,
+    dscale_drho: Vec<f64>,
+    guided_scale: Vec<f64>,
+    /// The moved latents whose location and scale are program expressions, in order.
+    user: Vec<u32>,
     /// `scale_i`, then `ln scale_i`, of the latents in the entropy only (in latent order):
     /// a fixed latent's scale never enters `-log q`, and big surveys have thousands of them.
     entropy_ln_scale: Vec<f64>,
@@ -68,7 +76,7 @@ impl FamilyState {
                 (loc[i], scale[i]) = (l, s);
             }
         }
-        FamilyState {
+        let mut state = FamilyState {
             loc,
             scale,
             start,
@@ -85,18 +93,37 @@ impl FamilyState {
                 .map(|tp| BatchGradient::new(tp, 1))
                 .collect(),
             zeros: vec![0.0; n],
-            guided: vec![
-                (0.0, 0.0, 0.0);
-                family
-                    .roles
-                    .iter()
-                    .filter(|r| matches!(r, Role::Guided { .. }))
-                    .count()
-            ],
+            guided: Vec::new(),
+            rho: Vec::new(),
+            dscale_drho: Vec::new(),
+            guided_scale: Vec::new(),
+            user: Vec::new(),
             entropy_ln_scale: Vec::with_capacity(family.in_entropy.iter().filter(|&&e| e).count()),
             moved: family.moved_latents(),
             bad_fixed,
+        };
+        for &i in &state.moved {
+            let e = state.start[i as usize];
+            match family.roles[i as usize] {
+                Role::Guided { mu, rho } => {
+                    // The constant part of the Jacobian, `d loc / d mu = 1` (the rest is 0
+                    // but `d scale / d rho`), written once.
+                    state.dloc[e] = 1.0;
+                    state.guided.push(GuidedAt {
+                        latent: i as usize,
+                        mu,
+                        rho,
+                        entry: e,
+                    });
+                }
+                Role::User { .. } => state.user.push(i),
+                Role::Fixed { .. } => unreachable!("a fixed latent is not moved"),
+            }
         }
+        let g = state.guided.len();
+        (state.rho, state.dscale_drho, state.guided_scale) =
+            (vec![0.0; g], vec![0.0; g], vec![0.0; g]);
+        state
     }
 
     /// Evaluates the family at `theta`. Fails when a scale is not positive and finite or a
@@ -138,47 +165,56 @@ impl FamilyState {
             }
         }
         // The guided latents' `softplus(rho)` and its derivative in one lane loop (it
-        // vectorises), then each moved latent in turn.
-        let mut guided = 0;
-        for &i in &self.moved {
-            if let Role::Guided { rho, .. } = family.roles[i as usize] {
-                self.guided[guided].0 = theta[rho];
-                guided += 1;
-            }
+        // vectorises), then their locations, scales and Jacobians; then the others.
+        for (r, g) in self.rho.iter_mut().zip(&self.guided) {
+            *r = theta[g.rho];
         }
-        for g in &mut self.guided[..guided] {
-            (g.1, g.2) = sigmoid_softplus(g.0);
+        for ((&r, ds), sc) in self
+            .rho
+            .iter()
+            .zip(&mut self.dscale_drho)
+            .zip(&mut self.guided_scale)
+        {
+            (*ds, *sc) = sigmoid_softplus(r);
         }
-        let mut next_guided = 0;
-        for k in 0..self.moved.len() {
-            let i = self.moved[k] as usize;
+        let mut valid = true;
+        for ((g, &ds), &scale) in self
+            .guided
+            .iter()
+            .zip(&self.dscale_drho)
+            .zip(&self.guided_scale)
+        {
+            let loc = theta[g.mu];
+            self.dscale[g.entry + 1] = ds;
+            self.loc[g.latent] = loc;
+            self.scale[g.latent] = scale;
+            valid &= is_valid(loc, scale);
+        }
+        for k in 0..self.user.len() {
+            let i = self.user[k] as usize;
             let e = self.start[i];
-            let (loc, scale) = match family.roles[i] {
-                Role::Guided { mu, .. } => {
-                    let (_, ds, scale) = self.guided[next_guided];
-                    next_guided += 1;
-                    self.dloc[e] = 1.0;
-                    self.dscale[e] = 0.0;
-                    self.dloc[e + 1] = 0.0;
-                    self.dscale[e + 1] = ds;
-                    (theta[mu], scale)
-                }
-                Role::Fixed { .. } => unreachable!("a fixed latent is not moved"),
-                Role::User { ref loc, ref scale } => {
-                    let l = self.source(loc, m, e, true);
-                    let s = self.source(scale, m, e, false);
-                    (l, s)
-                }
+            let Role::User { ref loc, ref scale } = family.roles[i] else {
+                unreachable!("listed as a user latent")
             };
-            if let Err(e) = check(family, i, loc, scale) {
-                // The first invalid latent in latent order, fixed or not.
-                return Err(match &self.bad_fixed {
-                    Some((j, fixed)) if *j < i => fixed.clone(),
-                    _ => e,
-                });
-            }
+            let (loc, scale) = (
+                self.source(loc, m, e, true),
+                self.source(scale, m, e, false),
+            );
             self.loc[i] = loc;
             self.scale[i] = scale;
+            valid &= is_valid(loc, scale);
+        }
+        if !valid {
+            // The first invalid latent in latent order, fixed or not.
+            for &i in &self.moved {
+                let i = i as usize;
+                if let Err(e) = check(family, i, self.loc[i], self.scale[i]) {
+                    return Err(match &self.bad_fixed {
+                        Some((j, fixed)) if *j < i => fixed.clone(),
+                        _ => e,
+                    });
+                }
+            }
         }
         if let Some((_, e)) = &self.bad_fixed {
             return Err(e.clone());
@@ -222,15 +258,18 @@ impl FamilyState {
         }
     }
 
+    #[inline]
     pub fn loc(&self, i: usize) -> f64 {
         self.loc[i]
     }
 
+    #[inline]
     pub fn scale(&self, i: usize) -> f64 {
         self.scale[i]
     }
 
     /// The non-zero pattern of latent `i`'s Jacobian: `(theta index, d loc, d scale)`.
+    #[inline(always)]
     pub fn jacobian(&self, i: usize) -> impl Iterator<Item = (usize, f64, f64)> + '_ {
         let r = self.start[i]..self.start[i + 1];
         self.param[r.clone()]
@@ -242,6 +281,7 @@ impl FamilyState {
 
     /// `sum_i (ln scale_i + ln(2 pi)/2)` over the latents in the entropy: with
     /// `0.5 * sum s_i^2` added it is `-log q(z)`.
+    #[inline]
     pub fn entropy_const(&self) -> f64 {
         self.entropy_const
     }
@@ -272,6 +312,23 @@ impl FamilyState {
         let u = (x - self.loc[i]) / self.scale[i];
         elementary::exp(-0.5 * u * u - HALF_LN_2PI) / self.scale[i]
     }
+}
+
+/// Where a guided latent's location, scale and Jacobian entries are: `loc = theta[mu]`,
+/// `scale = softplus(theta[rho])`, Jacobian entries `entry` (for `mu`) and `entry + 1`.
+#[derive(Clone, Copy, Debug)]
+struct GuidedAt {
+    latent: usize,
+    mu: usize,
+    rho: usize,
+    entry: usize,
+}
+
+/// Whether a latent may have location `loc` and scale `scale` ([`check`] without the
+/// error): written with `&`, not `&&`, so a loop over latents folds it without branches.
+#[inline(always)]
+fn is_valid(loc: f64, scale: f64) -> bool {
+    loc.is_finite() & (scale > 0.0) & scale.is_finite()
 }
 
 /// Whether latent `i` may have location `loc` and scale `scale`: finite, and positive for the
