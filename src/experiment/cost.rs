@@ -26,9 +26,8 @@ pub struct CostConfig {
     pub repeat_seconds: f64,
 }
 
-/// About 0.21 s per estimator: the full reproduction times 36 model-estimator pairs (each
-/// model's on one thread, the models spread over its threads), a visible share of its wall
-/// time. The
+/// About 0.21 s per estimator: the full reproduction times 36 model-estimator pairs on one
+/// thread while the other core idles, so this is a visible share of its wall time. The
 /// claims that read costs compare estimators whose work differs by far more than the spread
 /// of a median of 9 interleaved repeats: on a quiet machine the repeats of one estimator
 /// agree to 1-3 %, and the median ignores the odd repeat that another process slowed by a

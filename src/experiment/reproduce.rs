@@ -78,20 +78,20 @@ fn eta_decay(config: &ReproduceConfig, name: &str, model: &Model) -> f64 {
         .unwrap_or_else(|| crate::ir::analyse(&model.program).default_eta_decay())
 }
 
-/// Times every applicable estimator on each model (Table 2's costs), the models in parallel
-/// on the reproduction's threads, each model's estimators interleaved on one thread.
+/// Times every applicable estimator on each model (Table 2's costs): one model at a time,
+/// its estimators interleaved on one thread, with the other cores idle.
 ///
-/// Table 2 reads costs only as ratios within a model, and a model's estimators are timed
-/// side by side (repeat 1 of each, then repeat 2 of each, ...), so another model's timing on
-/// the other core slows them alike. Timing the models one after another would leave that
-/// core idle for several seconds of the reproduction's wall time.
+/// Not two models at once, one per core, although that would save a few seconds of wall
+/// time: on the 2-core development VM two one-thread processes side by side each ran at
+/// 0.74-1.08 of the rate of one alone, so Table 2's absolute costs would depend on the
+/// neighbour. (Timed from rayon workers, each waiting for its own one-thread pool, it was
+/// worse: a worker waiting on another pool keeps its core busy, and the rates fell 2-4x.)
 fn time_costs(
     config: &ReproduceConfig,
     models: &[Model],
 ) -> Result<Vec<Vec<cost::Cost>>, ReproduceError> {
-    use rayon::prelude::*;
     models
-        .par_iter()
+        .iter()
         .zip(&config.models)
         .map(|(model, name)| {
             let lyy18 = compare::lyy18_refusal(model).is_none();
@@ -99,12 +99,11 @@ fn time_costs(
                 .into_iter()
                 .filter(|&k| k != EstimatorKind::Lyy18 || lyy18)
                 .collect();
-            let decay = eta_decay(config, name, model);
             cost::measure_interleaved(
                 model,
                 &kinds,
                 config.variance_eta,
-                Some(decay),
+                Some(eta_decay(config, name, model)),
                 &config.cost,
             )
             .map_err(|source| ReproduceError::Run {
