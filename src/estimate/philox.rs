@@ -60,6 +60,24 @@ pub fn words64(w: [u32; 4]) -> (u64, u64) {
     )
 }
 
+/// One Philox round on every vector of `$x` (four lanes of `[__m256i; 4]`, each 32-bit word
+/// in the low half of a 64-bit lane, as [`blocks8_avx2`] explains), with the multipliers
+/// `$m0`, `$m1` and the round keys `$kv0`, `$kv1` broadcast. A macro rather than a function
+/// so that it expands inside the AVX2 functions that use it, whose target features an
+/// out-of-line helper would not have.
+#[cfg(target_arch = "x86_64")]
+macro_rules! philox_round_avx2 {
+    ($x:expr, $m0:expr, $m1:expr, $kv0:expr, $kv1:expr) => {
+        for [c0, c1, c2, c3] in $x.iter_mut() {
+            let p0 = _mm256_mul_epu32(*c0, $m0);
+            let p1 = _mm256_mul_epu32(*c2, $m1);
+            let n0 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p1, 32), *c1), $kv0);
+            let n2 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p0, 32), *c3), $kv1);
+            (*c0, *c1, *c2, *c3) = (n0, p1, n2, p0);
+        }
+    };
+}
+
 /// [`blocks`] of eight counters with AVX2, returning each lane's [`words64`]: the same numbers.
 ///
 /// Each 32-bit word lives in the low half of a 64-bit lane, so `vpmuludq` takes it as it is
@@ -95,13 +113,7 @@ pub unsafe fn blocks8_avx2(c: &[[u32; 8]; 4], key: [u32; 2]) -> ([u64; 8], [u64;
         }
         let kv0 = _mm256_set1_epi64x(i64::from(k0));
         let kv1 = _mm256_set1_epi64x(i64::from(k1));
-        for [c0, c1, c2, c3] in x.iter_mut() {
-            let p0 = _mm256_mul_epu32(*c0, m0);
-            let p1 = _mm256_mul_epu32(*c2, m1);
-            let n0 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p1, 32), *c1), kv0);
-            let n2 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p0, 32), *c3), kv1);
-            (*c0, *c1, *c2, *c3) = (n0, p1, n2, p0);
-        }
+        philox_round_avx2!(x, m0, m1, kv0, kv1);
     }
     let mut first = [0u64; 8];
     let mut second = [0u64; 8];
@@ -248,13 +260,7 @@ impl Shared16 {
         // Rounds 3 to 9 per lane, as in [`blocks8_avx2`], written out (a loop over the
         // rounds kept copying the state between registers).
         let round = |x: &mut [[__m256i; 4]; 4], [kv0, kv1]: [__m256i; 2]| {
-            for [c0, c1, c2, c3] in x.iter_mut() {
-                let p0 = _mm256_mul_epu32(*c0, m0);
-                let p1 = _mm256_mul_epu32(*c2, m1);
-                let n0 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p1, 32), *c1), kv0);
-                let n2 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p0, 32), *c3), kv1);
-                (*c0, *c1, *c2, *c3) = (n0, p1, n2, p0);
-            }
+            philox_round_avx2!(x, m0, m1, kv0, kv1);
         };
         let k = &self.key_lanes;
         round(&mut x, k[0]);
