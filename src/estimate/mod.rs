@@ -5,11 +5,11 @@
 //! their own Gaussian noise (the engine does), so all five see the same `z` for the same key.
 
 mod adaptive;
+mod ars;
 mod engine;
 mod lyy18;
 pub mod normal;
 mod pathwise;
-mod philox;
 mod problem;
 mod rloo;
 mod rng;
