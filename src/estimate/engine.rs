@@ -255,6 +255,52 @@ impl Engine {
             .flat_map(move |(w, block)| block[p * w..(p + 1) * w].iter().copied())
     }
 
+    /// The spread of the last batch's gradient samples: per component the sample variance
+    /// (ddof 1, from the mean by a second pass) into `var`, per sample the Euclidean norm
+    /// into `norms`.
+    ///
+    /// The same numbers as [`Engine::component`] summed one component after another (lane
+    /// order within a component, component order within a sample's squared norm), but all
+    /// components advance together through each chunk: a sum over a thousand samples is a
+    /// chain of dependent additions, and a measurement of a model with many parameters
+    /// spent most of its statistics waiting on them.
+    pub fn gradient_spread(&self, var: &mut Vec<f64>, norms: &mut Vec<f64>) {
+        let d = self.problem.dim();
+        let n = self.batch;
+        var.clear();
+        var.resize(d, 0.0);
+        norms.clear();
+        norms.resize(n, 0.0);
+        let mut sum = vec![0.0; d];
+        for (c, (w, block)) in self.blocks().enumerate() {
+            let sq = &mut norms[c * CHUNK..c * CHUNK + w];
+            for (p, s) in sum.iter_mut().enumerate() {
+                let g = &block[p * w..(p + 1) * w];
+                for (&x, q) in g.iter().zip(sq.iter_mut()) {
+                    *s += x;
+                    *q += x * x;
+                }
+            }
+        }
+        for q in norms.iter_mut() {
+            *q = q.sqrt();
+        }
+        if n < 2 {
+            return;
+        }
+        let mean: Vec<f64> = sum.iter().map(|s| s / n as f64).collect();
+        for (w, block) in self.blocks() {
+            for (p, v) in var.iter_mut().enumerate() {
+                for &x in &block[p * w..(p + 1) * w] {
+                    *v += (x - mean[p]) * (x - mean[p]);
+                }
+            }
+        }
+        for v in var.iter_mut() {
+            *v /= (n - 1) as f64;
+        }
+    }
+
     /// Calls `f` with each sample's gradient components in order, sample by sample.
     pub fn for_each_sample(&self, mut f: impl FnMut(&mut dyn Iterator<Item = f64>)) {
         let d = self.problem.dim();
