@@ -301,19 +301,9 @@ impl Engine {
         }
     }
 
-    /// Calls `f` with each sample's gradient components in order, sample by sample.
-    pub fn for_each_sample(&self, mut f: impl FnMut(&mut dyn Iterator<Item = f64>)) {
-        let d = self.problem.dim();
-        for (w, block) in self.blocks() {
-            for l in 0..w {
-                f(&mut (0..d).map(|p| block[p * w + l]));
-            }
-        }
-    }
-
     /// The per-sample gradients of the last batch, sample-major (`[l * dim + p]`), copied
     /// out (for tests and diagnostics; runs read [`Engine::component`] and
-    /// [`Engine::for_each_sample`]).
+    /// [`Engine::gradient_spread`]).
     pub fn sample_gradients(&self) -> Vec<f64> {
         let d = self.problem.dim();
         (0..self.batch)
