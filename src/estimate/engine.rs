@@ -120,7 +120,8 @@ impl Engine {
         };
         let (problem, estimator, state) = (&*self.problem, self.estimator.as_ref(), &self.state);
         let scratch = &self.scratch;
-        let crisp_differs = estimator.semantics(iteration) != crate::ir::Semantics::Crisp;
+        let semantics = estimator.semantics(iteration);
+        let crisp_differs = semantics != crate::ir::Semantics::Crisp;
         let run = |c: usize, grads: &mut [f64], values: &mut [f64], crisp: &mut [f64]| {
             let slot = rayon::current_thread_index().unwrap_or(0) % scratch.len();
             let mut guard = scratch[slot].lock().unwrap_or_else(|e| e.into_inner());
@@ -146,6 +147,7 @@ impl Engine {
                 state,
                 theta,
                 iteration,
+                semantics,
                 key,
                 first,
             };
