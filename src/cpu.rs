@@ -26,3 +26,28 @@ pub fn avx512f() -> bool {
         false
     }
 }
+
+/// Whether this CPU has the AES round instructions (AES-NI), which every AVX2 processor we
+/// know of has; the normals' AVX2 build runs the generator's rounds with them.
+pub fn aes() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("aes")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether this CPU runs the AES round on two blocks per instruction (VAES, with AVX2).
+pub fn vaes() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        aes() && avx2_fma() && std::arch::is_x86_feature_detected!("vaes")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}

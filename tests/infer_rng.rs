@@ -1,4 +1,4 @@
-//! The noise generator (Philox4x32-10 and a ziggurat, `dsgd::estimate::SampleRng`) draws
+//! The noise generator (ARS-7 and a ziggurat, `dsgd::estimate::SampleRng`) draws
 //! standard normals: a Kolmogorov-Smirnov test, the first four moments and the tail
 //! frequencies, each against its standard error; the mass below each of several layer edges
 //! of the ziggurat; the tail beyond 5 to 7 sigma by feeding the tail sampler's uniform inputs

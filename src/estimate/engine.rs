@@ -120,7 +120,8 @@ impl Engine {
         };
         let (problem, estimator, state) = (&*self.problem, self.estimator.as_ref(), &self.state);
         let scratch = &self.scratch;
-        let crisp_differs = estimator.semantics(iteration) != crate::ir::Semantics::Crisp;
+        let semantics = estimator.semantics(iteration);
+        let crisp_differs = semantics != crate::ir::Semantics::Crisp;
         let run = |c: usize, grads: &mut [f64], values: &mut [f64], crisp: &mut [f64]| {
             let slot = rayon::current_thread_index().unwrap_or(0) % scratch.len();
             let mut guard = scratch[slot].lock().unwrap_or_else(|e| e.into_inner());
@@ -146,6 +147,7 @@ impl Engine {
                 state,
                 theta,
                 iteration,
+                semantics,
                 key,
                 first,
             };
@@ -255,19 +257,50 @@ impl Engine {
             .flat_map(move |(w, block)| block[p * w..(p + 1) * w].iter().copied())
     }
 
-    /// Calls `f` with each sample's gradient components in order, sample by sample.
-    pub fn for_each_sample(&self, mut f: impl FnMut(&mut dyn Iterator<Item = f64>)) {
+    /// The spread of the last batch's gradient samples: per component the sample variance
+    /// (ddof 1, from the mean by a second pass) into `var`, per sample the Euclidean norm
+    /// into `norms`.
+    ///
+    /// The same numbers as [`Engine::component`] summed one component after another (lane
+    /// order within a component, component order within a sample's squared norm), but four
+    /// components' sums advance together: a sum over a thousand samples is a chain of
+    /// dependent additions, and a measurement of a model with many parameters spent most of
+    /// its statistics waiting on them.
+    pub fn gradient_spread(&self, var: &mut Vec<f64>, norms: &mut Vec<f64>) {
         let d = self.problem.dim();
-        for (w, block) in self.blocks() {
-            for l in 0..w {
-                f(&mut (0..d).map(|p| block[p * w + l]));
+        let n = self.batch;
+        var.clear();
+        var.resize(d, 0.0);
+        norms.clear();
+        norms.resize(n, 0.0);
+        let mut sum = vec![0.0; d];
+        for (c, (w, block)) in self.blocks().enumerate() {
+            let sq = &mut norms[c * CHUNK..c * CHUNK + w];
+            for row in block.chunks_exact(w) {
+                for (q, &x) in sq.iter_mut().zip(row) {
+                    *q += x * x;
+                }
             }
+            add_rows(&mut sum, block, w, |_, x| x);
+        }
+        for q in norms.iter_mut() {
+            *q = q.sqrt();
+        }
+        if n < 2 {
+            return;
+        }
+        let mean: Vec<f64> = sum.iter().map(|s| s / n as f64).collect();
+        for (w, block) in self.blocks() {
+            add_rows(var, block, w, |p, x| (x - mean[p]) * (x - mean[p]));
+        }
+        for v in var.iter_mut() {
+            *v /= (n - 1) as f64;
         }
     }
 
     /// The per-sample gradients of the last batch, sample-major (`[l * dim + p]`), copied
     /// out (for tests and diagnostics; runs read [`Engine::component`] and
-    /// [`Engine::for_each_sample`]).
+    /// [`Engine::gradient_spread`]).
     pub fn sample_gradients(&self) -> Vec<f64> {
         let d = self.problem.dim();
         (0..self.batch)
@@ -305,5 +338,31 @@ impl Engine {
             .enumerate()
             .find(|(_, v)| !v.is_finite())
             .map(|(component, &value)| NonFinite::Gradient { component, value })
+    }
+}
+
+/// `acc[p] += f(p, block[p * w + l])` for every component `p` and lane `l`, in lane order
+/// for each `p`, four components at a time (four independent chains of additions).
+// A lane loop over four rows at once: the shape that keeps four chains in flight.
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+fn add_rows(acc: &mut [f64], block: &[f64], w: usize, f: impl Fn(usize, f64) -> f64) {
+    let d = acc.len();
+    let mut p = 0;
+    while p + 4 <= d {
+        let rows: [&[f64]; 4] = std::array::from_fn(|j| &block[(p + j) * w..(p + j + 1) * w]);
+        let mut a = [acc[p], acc[p + 1], acc[p + 2], acc[p + 3]];
+        for l in 0..w {
+            for j in 0..4 {
+                a[j] += f(p + j, rows[j][l]);
+            }
+        }
+        acc[p..p + 4].copy_from_slice(&a);
+        p += 4;
+    }
+    for (q, v) in acc.iter_mut().enumerate().skip(p) {
+        for &x in &block[q * w..(q + 1) * w] {
+            *v += f(q, x);
+        }
     }
 }

@@ -5,11 +5,11 @@
 //! their own Gaussian noise (the engine does), so all five see the same `z` for the same key.
 
 mod adaptive;
+mod ars;
 mod engine;
 mod lyy18;
 pub mod normal;
 mod pathwise;
-mod philox;
 mod problem;
 mod rloo;
 mod rng;
@@ -131,6 +131,9 @@ pub struct Context<'a> {
     pub theta: &'a [f64],
     /// Zero-based optimisation iteration (selects eta_k).
     pub iteration: u64,
+    /// The estimator's [`Estimator::semantics`] at `iteration`, computed once per batch
+    /// (DSGD's `eta_k` is a `pow`, which per chunk of a small model was a few per cent).
+    pub semantics: Semantics,
     pub key: StreamKey,
     /// Index of the first lane of the chunk within the batch.
     pub first: usize,

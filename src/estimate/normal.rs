@@ -17,7 +17,7 @@
 //!
 //! Why a ziggurat: its fast path costs a fraction of Box-Muller's `ln`, `sqrt`, `sin` and
 //! `cos`. Why 1024 layers rather than the usual 128 or 256: the slow path costs about as much
-//! as dozens of fast draws (a scalar Philox block, an `exp`, mispredicted branches), and with
+//! as dozens of fast draws (a scalar ARS block, an `exp`, mispredicted branches), and with
 //! 1024 layers it takes 0.43 % of the draws instead of 1.5 %; the fast path's table (16 KiB)
 //! still sits in the level-1 cache. Measured faster than 256 and 2048 layers per sample.
 //!

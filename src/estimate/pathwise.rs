@@ -37,7 +37,7 @@ impl Estimator for Pathwise {
         grads: &mut [f64],
         values: &mut [f64],
     ) {
-        pathwise_chunk(cx, self.semantics(cx.iteration), scratch, grads, values);
+        pathwise_chunk(cx, cx.semantics, scratch, grads, values);
     }
 }
 

@@ -2,10 +2,10 @@
 //! `(seed, iteration, purpose, channel, sample index, draw index)`.
 //!
 //! So a batch gives the same numbers however it is split between threads, and a run is
-//! reproducible bit for bit from its seed (and the dsgd version). Each draw is one
-//! Philox4x32-10 block ([`super::philox`]) whose 64-bit key is a hash of the seed, purpose
-//! and channel (injective for a fixed seed: different purposes never share a stream) and
-//! whose 128-bit counter holds the draw's block index, the sample index and the iteration:
+//! reproducible bit for bit from its seed (and the dsgd version). Each draw is one ARS-7
+//! block ([`super::ars`]) whose 128-bit key is a hash of the seed, purpose and channel
+//! (injective for a fixed seed: different purposes never share a stream) and whose 128-bit
+//! counter holds the draw's block index, the sample index and the iteration:
 //! `[kind | index, lane, iteration, iteration >> 32 ^ (lane >> 32) rotated 16]`, distinct for
 //! iterations and lanes below 2^48. `kind` (the top bits of the first word) separates three
 //! spaces: `1` the raw words of [`SampleRng::index`] (31 bits of index, two words per block:
@@ -24,8 +24,8 @@
 
 use crate::eval::vmath::KernelSet;
 
+use super::ars;
 use super::normal::{self, Ziggurat};
-use super::philox;
 
 /// What the random numbers are for; each purpose has its own streams.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -89,10 +89,10 @@ impl StreamKey {
             Channel::Noise => 0,
             Channel::Choice => 1,
         };
-        // For a fixed seed, `seed ^ h` is injective in `h`, so is the key.
+        // For a fixed seed, `seed ^ h` is injective in `h`, so is the key's low half.
         let key = mix(self.seed ^ mix(self.purpose.tag() << 1 | ch));
         SampleRng {
-            key: [key as u32, (key >> 32) as u32],
+            keys: ars::Keys::new([key, mix(key)]),
             iteration: self.iteration,
             lane: 0,
             normals: 0,
@@ -116,7 +116,7 @@ const _: () = assert!(2 << SLOW_SHIFT == normal::SLOW_WORDS);
 /// A keyed generator whose stream is chosen per sample.
 #[derive(Clone, Debug)]
 pub struct SampleRng {
-    key: [u32; 2],
+    keys: ars::Keys,
     iteration: u64,
     lane: u64,
     /// Normals and words drawn from the current lane.
@@ -152,8 +152,8 @@ impl SampleRng {
         let k = self.normals;
         self.normals += 1;
         let t = normal::tables();
-        let block = philox::block(self.counter(normal_head(k / 2), self.lane), self.key);
-        let (w0, w1) = philox::words64(block);
+        let block = ars::block(self.counter(normal_head(k / 2), self.lane), &self.keys);
+        let (w0, w1) = ars::words64(block);
         let w = if k.is_multiple_of(2) { w0 } else { w1 };
         match normal::fast(t, w) {
             (z, true) => z,
@@ -199,9 +199,9 @@ impl SampleRng {
             if let Some(w) = spare.take() {
                 return w;
             }
-            let block = philox::block(self.counter(base | j, lane), self.key);
+            let block = ars::block(self.counter(base | j, lane), &self.keys);
             j = (j + 1) & ((1 << SLOW_SHIFT) - 1);
-            let (a, b) = philox::words64(block);
+            let (a, b) = ars::words64(block);
             spare = Some(b);
             a
         })
@@ -248,7 +248,8 @@ impl SampleRng {
     }
 
     /// The AVX2 build: few lanes four at a time (so that one lane does not cost sixteen), else
-    /// groups of sixteen lanes through [`SampleRng::fill_group16_avx2`].
+    /// groups of sixteen lanes through [`SampleRng::fill_group16_avx2`] where the CPU has
+    /// AES-NI (VAES if it has it).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     fn fill_avx2(&self, first: u64, w: usize, n: usize, s: &mut [f64]) {
@@ -257,10 +258,18 @@ impl SampleRng {
             return;
         }
         let t = normal::tables();
+        let (aes, vaes) = (crate::cpu::aes(), crate::cpu::vaes());
         for g0 in (0..w).step_by(GROUP) {
             let lane0 = first + g0 as u64;
-            if lane0 >> 32 == (lane0 + GROUP as u64 - 1) >> 32 {
-                self.fill_group16_avx2(t, first, w, n, s, g0);
+            if aes && lane0 >> 32 == (lane0 + GROUP as u64 - 1) >> 32 {
+                // SAFETY: the CPU has AES-NI, and VAES where `vaes` (checked above).
+                unsafe {
+                    if vaes {
+                        self.fill_group16_vaes(t, first, w, n, s, g0);
+                    } else {
+                        self.fill_group16_aesni(t, first, w, n, s, g0);
+                    }
+                }
             } else {
                 self.fill_group::<GROUP, true>(t, first, w, n, s, g0);
             }
@@ -269,14 +278,18 @@ impl SampleRng {
 
     /// The normals of lanes `first + g0..` (at most sixteen), whose numbers share their top
     /// 32 bits, so their counters differ only in the block index and the second word
-    /// ([`philox::Shared16`], which skips a quarter of Philox's products): each block's two
-    /// words go from the Philox registers straight into the fast path, eight lanes at a
-    /// time, and its results straight into `s`, without the copies and re-packing of
+    /// ([`ars::Group16`], which xors the shared words with the first round key once): each
+    /// block's two words go from the AES registers straight into the fast path, eight lanes
+    /// at a time, and its results straight into `s`, without the copies and re-packing of
     /// [`SampleRng::fill_group`]; then the slow path for the lanes it rejected. The same
-    /// numbers.
+    /// numbers, with VAES (`VAES`) or AES-NI.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2, FMA and AES-NI, and VAES if `VAES` (the caller's target
+    /// features: [`SampleRng::fill_group16_vaes`] or [`SampleRng::fill_group16_aesni`]).
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    fn fill_group16_avx2(
+    #[inline(always)]
+    unsafe fn fill_group16_avx2<const VAES: bool>(
         &self,
         t: &Ziggurat,
         first: u64,
@@ -289,24 +302,72 @@ impl SampleRng {
         let gw = GROUP.min(w - g0);
         let lanes: [u32; GROUP] = std::array::from_fn(|l| (lane0 + l as u64) as u32);
         let [_, _, a, b] = self.counter(0, lane0);
-        // SAFETY (both blocks below): the CPU has AVX2 (this function's features).
-        let group = unsafe { philox::Shared16::new(self.key, lanes, a, b) };
+        // SAFETY (both blocks below): the CPU has AVX2 (this function's features), AES-NI and
+        // VAES where `VAES` (the caller's promise).
+        let group = unsafe { ars::Group16::new(&self.keys, lanes, a, b) };
         for block in 0..n.div_ceil(2) {
-            let head = group.head(normal_head(block as u64));
+            let head = normal_head(block as u64);
             let k = 2 * block;
-            let (a0, a1) = unsafe { group.words(&head) };
+            let (a0, a1) = unsafe {
+                if VAES {
+                    group.words_vaes(head)
+                } else {
+                    group.words_aesni(head)
+                }
+            };
             for half in 0..gw.div_ceil(8) {
                 let w0 = [a0[2 * half], a0[2 * half + 1]];
                 let w1 = [a1[2 * half], a1[2 * half + 1]];
                 let live = (gw - 8 * half).min(8);
                 let lane = lane0 + 8 * half as u64;
                 let at = k * w + g0 + 8 * half;
-                self.store8_avx2(t, &w0, lane, k as u64, live, &mut s[at..]);
+                // SAFETY: the CPU has AVX2 and FMA (the caller's promise).
+                unsafe { self.store8_avx2(t, &w0, lane, k as u64, live, &mut s[at..]) };
                 if k + 1 < n {
-                    self.store8_avx2(t, &w1, lane, k as u64 + 1, live, &mut s[at + w..]);
+                    let out = &mut s[at + w..];
+                    unsafe { self.store8_avx2(t, &w1, lane, k as u64 + 1, live, out) };
                 }
             }
         }
+    }
+
+    /// [`SampleRng::fill_group16_avx2`] with VAES, in a build with its features (so the
+    /// rounds and the fast path inline into one loop).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2, FMA, AES-NI and VAES.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma,aes,vaes")]
+    unsafe fn fill_group16_vaes(
+        &self,
+        t: &Ziggurat,
+        first: u64,
+        w: usize,
+        n: usize,
+        s: &mut [f64],
+        g0: usize,
+    ) {
+        // SAFETY: this function's features.
+        unsafe { self.fill_group16_avx2::<true>(t, first, w, n, s, g0) }
+    }
+
+    /// [`SampleRng::fill_group16_avx2`] with AES-NI, one block per instruction.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2, FMA and AES-NI.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma,aes")]
+    unsafe fn fill_group16_aesni(
+        &self,
+        t: &Ziggurat,
+        first: u64,
+        w: usize,
+        n: usize,
+        s: &mut [f64],
+        g0: usize,
+    ) {
+        // SAFETY: this function's features.
+        unsafe { self.fill_group16_avx2::<false>(t, first, w, n, s, g0) }
     }
 
     /// The `k`-th normals of the eight lanes from `lane` whose words are `words` (four per
@@ -410,30 +471,21 @@ impl SampleRng {
     }
 
     /// Each lane's block under this generator's key, as the two words the normals read
-    /// ([`philox::words64`]): eight lanes at a time in Philox's AVX2 build where the caller
-    /// allows it (the same numbers), else the portable lane loop.
+    /// ([`ars::words64`]): all lanes' rounds side by side in AES-NI where the caller is an
+    /// AVX2 build and the CPU has it (the same numbers), else one block at a time.
     #[inline(always)]
     fn block_words<const G: usize, const AVX2: bool>(&self, c: &[[u32; G]; 4]) -> [[u64; G]; 2] {
-        let mut first = [0u64; G];
-        let mut second = [0u64; G];
         #[cfg(target_arch = "x86_64")]
-        if AVX2 && G.is_multiple_of(8) {
-            for g in (0..G).step_by(8) {
-                let eight: [[u32; 8]; 4] =
-                    std::array::from_fn(|word| std::array::from_fn(|l| c[word][g + l]));
-                // SAFETY: `AVX2` is set only by callers that checked the CPU has AVX2.
-                let (a, b) = unsafe { philox::blocks8_avx2(&eight, self.key) };
-                first[g..g + 8].copy_from_slice(&a);
-                second[g..g + 8].copy_from_slice(&b);
-            }
-            return [first, second];
+        if AVX2 && crate::cpu::aes() {
+            // SAFETY: the CPU has AES-NI (checked just above).
+            return unsafe { ars::blocks_aesni(c, &self.keys) };
         }
-        let mut c = *c;
-        philox::blocks(&mut c, self.key);
+        let mut out = [[0u64; G]; 2];
         for l in 0..G {
-            (first[l], second[l]) = philox::words64([c[0][l], c[1][l], c[2][l], c[3][l]]);
+            let block = ars::block([c[0][l], c[1][l], c[2][l], c[3][l]], &self.keys);
+            (out[0][l], out[1][l]) = ars::words64(block);
         }
-        [first, second]
+        out
     }
 
     /// The next uniform 64-bit word of the current lane's word stream.
@@ -441,7 +493,7 @@ impl SampleRng {
         let i = self.words;
         self.words += 1;
         let head = WORDS | ((i / 2) as u32 & WORD_INDEX);
-        let w = philox::block(self.counter(head, self.lane), self.key);
+        let w = ars::block(self.counter(head, self.lane), &self.keys);
         let (lo, hi) = if i.is_multiple_of(2) {
             (w[0], w[1])
         } else {

@@ -152,16 +152,13 @@ pub fn binary_reverse(
     macro_rules! run {
         ($o:expr) => {
             match wants {
-                Wants::Both => {
-                    let mut ca = [0.0; CHUNK];
-                    let mut cb = [0.0; CHUNK];
-                    for l in 0..CHUNK {
-                        let (da, db) = binary_derivatives($o, a[l], b[l], v[l]);
-                        ca[l] = masked(ad[l], da);
-                        cb[l] = masked(ad[l], db);
-                    }
-                    (ca, cb)
-                }
+                // Two lane loops, one per operand: a single loop filling both arrays was
+                // unrolled into scalar and two-lane code with stack spills (a third of
+                // xornet's reverse sweep). Each partial is the same expression either way.
+                Wants::Both => (
+                    map(|l| masked(ad[l], binary_derivatives($o, a[l], b[l], v[l]).0)),
+                    map(|l| masked(ad[l], binary_derivatives($o, a[l], b[l], v[l]).1)),
+                ),
                 Wants::A => (
                     map(|l| masked(ad[l], binary_derivatives($o, a[l], b[l], v[l]).0)),
                     zero,

@@ -26,19 +26,20 @@ pub struct CostConfig {
     pub repeat_seconds: f64,
 }
 
-/// About 0.21 s per estimator: the full reproduction times 36 model-estimator pairs on one
-/// thread while the other core idles, so this is a visible share of its wall time. The
-/// claims that read costs compare estimators whose work differs by far more than the spread
-/// of a median of 9 interleaved repeats: on a quiet machine the repeats of one estimator
-/// agree to 1-3 %, and the median ignores the odd repeat that another process slowed by a
-/// third. A repeat of 0.02 s is at least a thousand samples even for LYY18 on `cheating`.
+/// About 0.1 s per estimator: the full reproduction times 35 model-estimator pairs on one
+/// thread while the other core idles, so this is a visible share of its wall time (it was
+/// 0.21 s per pair, 9 of the reproduction's 80 s). The claims that read costs compare
+/// estimators whose work differs by far more than the spread of a median of 7 interleaved
+/// repeats: on a quiet machine the repeats of one estimator agree to a few per cent, and
+/// the median ignores the odd repeat that another process slowed by a third. A repeat of
+/// 0.012 s is still hundreds of batches even for LYY18 on `cheating`.
 impl Default for CostConfig {
     fn default() -> Self {
         CostConfig {
             batch: 16,
-            warmup_seconds: 0.03,
-            repeats: 9,
-            repeat_seconds: 0.02,
+            warmup_seconds: 0.02,
+            repeats: 7,
+            repeat_seconds: 0.012,
         }
     }
 }

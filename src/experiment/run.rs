@@ -316,7 +316,8 @@ struct Runner<'a> {
     cancel: &'a AtomicBool,
     theta: Vec<f64>,
     trajectory: Vec<TrajectoryRow>,
-    norms: Vec<f64>,
+    /// The measurements' buffers: per-component variances and per-sample norms.
+    spread: (Vec<f64>, Vec<f64>),
     /// `--eta auto`'s controller.
     auto: Option<AutoEta>,
     stop: StopReason,
@@ -354,7 +355,7 @@ impl<'a> Runner<'a> {
             config,
             cancel,
             trajectory: Vec::new(),
-            norms: Vec::new(),
+            spread: (Vec::new(), Vec::new()),
             auto: None,
             stop: StopReason::Completed,
             message: None,
@@ -382,13 +383,13 @@ impl<'a> Runner<'a> {
                 engine,
                 probe,
                 theta,
-                norms,
+                spread,
                 cancel,
                 ..
             } = self;
             let (segment, measured) = rayon::join(
                 || steps(engine, cfg, optimizer.as_mut(), theta, k..end, cancel),
-                || measure(probe, cfg, &start_theta, k, norms),
+                || measure(probe, cfg, &start_theta, k, spread),
             );
             self.adapt_eta(&measured);
             if !self.record(measured, observers) {
@@ -418,7 +419,7 @@ impl<'a> Runner<'a> {
                 cfg,
                 &self.theta,
                 self.done,
-                &mut self.norms,
+                &mut self.spread,
             );
             self.record(measured, observers);
         }
@@ -616,7 +617,7 @@ fn measure(
     cfg: &RunConfig,
     theta: &[f64],
     k: u64,
-    norms: &mut Vec<f64>,
+    scratch: &mut (Vec<f64>, Vec<f64>),
 ) -> Measured {
     let n = cfg.log_samples;
     if let Err(e) = engine.evaluate(
@@ -632,13 +633,10 @@ fn measure(
     let elbo = sign * crisp.iter().sum::<f64>() / n as f64;
     let value_se = (sample_variance(crisp.iter().copied()) / n as f64).sqrt();
     let d = engine.problem().dim();
-    let mut var_sum = 0.0;
-    for p in 0..d {
-        var_sum += sample_variance(engine.component(p));
-    }
+    let (variances, norms) = scratch;
+    engine.gradient_spread(variances, norms);
+    let var_sum = variances.iter().fold(0.0, |acc, v| acc + v);
     let var_component = if d == 0 { 0.0 } else { var_sum / d as f64 };
-    norms.clear();
-    engine.for_each_sample(|g| norms.push(g.map(|x| x * x).sum::<f64>().sqrt()));
     let var_norm = sample_variance(norms.iter().copied());
     let eta = match engine.estimator().semantics(k) {
         crate::ir::Semantics::Smoothed { eta } => Some(eta),

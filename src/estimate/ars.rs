@@ -1,0 +1,462 @@
+//! ARS-7 (Salmon, Moraes, Dror and Shaw, "Parallel random numbers: as easy as 1, 2, 3",
+//! SC 2011): a counter-based generator made of AES rounds, 128 random bits from a 128-bit
+//! counter and a 128-bit key, with no state between calls.
+//!
+//! Why ARS: every sample's noise must be a pure function of its key and counter (so a batch
+//! splits over threads freely), and the noise is a large share of the engine's time (a third
+//! of a `cheating` gradient, which draws 300 normals per sample). Its rounds are the AES
+//! round function, one instruction on every x86-64 processor with AVX2 (and on ARMv8 with
+//! the crypto extension), two blocks per instruction with VAES: seven rounds cost about as
+//! much as one of Philox4x32-10's ten. Quality: the authors found no statistical flaw in ARS
+//! from five rounds on (it passes TestU01's BigCrush), and seven rounds, the default of their
+//! library, keeps the two-round margin; Intel's oneMKL ships the five-round variant.
+//!
+//! A block: `v = ctr ^ k_0`, then `v = AESENC(v, k_r)` for `r = 1..R-1` and
+//! `v = AESENCLAST(v, k_R)`, with the round keys `k_r = k_{r-1} + W` (each 64-bit half
+//! plus its Weyl increment). The words are little-endian: word `i` of the counter, the key
+//! and the output is bytes `4i..4i+4` of the AES state.
+//!
+//! Every build gives the same bits: the AES round is fully specified (FIPS 197). The
+//! portable build ([`block`]) calls the `aes` crate's round function, which uses the CPU's
+//! AES instructions where it has them and a constant-time software round otherwise; the AVX2
+//! build of the normals ([`Group16`]) runs sixteen lanes' blocks in AES-NI or VAES
+//! intrinsics.
+
+use aes::hazmat;
+
+/// Rounds of a block.
+pub const ROUNDS: usize = 7;
+
+/// The key schedule's increments of the low and the high 64-bit half (the constants of the
+/// paper: the fractional parts of the golden ratio and of `sqrt(3)`).
+const WEYL: [u64; 2] = [0x9e37_79b9_7f4a_7c15, 0xbb67_ae85_84ca_a73b];
+
+/// The round keys `k_0..=k_R` of a key, as AES states.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Keys {
+    round: [[u8; 16]; ROUNDS + 1],
+}
+
+impl Keys {
+    /// The schedule of the 128-bit key `[low, high]`.
+    pub fn new(key: [u64; 2]) -> Keys {
+        Keys {
+            round: schedule(key),
+        }
+    }
+}
+
+/// `k_0..=k_{N-1}` of `key`.
+fn schedule<const N: usize>(key: [u64; 2]) -> [[u8; 16]; N] {
+    std::array::from_fn(|r| {
+        let lo = key[0].wrapping_add(WEYL[0].wrapping_mul(r as u64));
+        let hi = key[1].wrapping_add(WEYL[1].wrapping_mul(r as u64));
+        let mut s = [0u8; 16];
+        s[..8].copy_from_slice(&lo.to_le_bytes());
+        s[8..].copy_from_slice(&hi.to_le_bytes());
+        s
+    })
+}
+
+/// The AES state of four little-endian words.
+#[inline(always)]
+fn state(w: [u32; 4]) -> [u8; 16] {
+    let mut s = [0u8; 16];
+    for (i, w) in w.into_iter().enumerate() {
+        s[4 * i..4 * i + 4].copy_from_slice(&w.to_le_bytes());
+    }
+    s
+}
+
+/// The four little-endian words of an AES state.
+#[inline(always)]
+fn words(s: [u8; 16]) -> [u32; 4] {
+    std::array::from_fn(|i| {
+        u32::from_le_bytes([s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]])
+    })
+}
+
+/// The rounds on `ctr` under the round keys `keys` (`keys.len() - 1` rounds, at least one).
+fn rounds(ctr: [u32; 4], keys: &[[u8; 16]]) -> [u32; 4] {
+    let xor = |a: [u8; 16], b: &[u8; 16]| -> [u8; 16] { std::array::from_fn(|i| a[i] ^ b[i]) };
+    let mut v = aes::Block::from(xor(state(ctr), &keys[0]));
+    let (last, middle) = keys[1..].split_last().expect("at least one round");
+    for k in middle {
+        hazmat::cipher_round(&mut v, &aes::Block::from(*k));
+    }
+    // AESENCLAST is a round without MixColumns: undo it after a round under the zero key.
+    hazmat::cipher_round(&mut v, &aes::Block::from([0u8; 16]));
+    hazmat::inv_mix_columns(&mut v);
+    words(xor(v.into(), last))
+}
+
+/// One block: the rounds on `ctr` under `keys`, in AES-NI intrinsics where the CPU has them
+/// (the same numbers as the `aes` crate's rounds, without a call and a feature check per
+/// round: the ziggurat's rejected draws and the estimators' indices come one block at a
+/// time).
+pub fn block(ctr: [u32; 4], keys: &Keys) -> [u32; 4] {
+    #[cfg(target_arch = "x86_64")]
+    if crate::cpu::aes() {
+        let c = ctr.map(|w| [w]);
+        // SAFETY: the CPU has AES-NI (checked just above).
+        let [[lo], [hi]] = unsafe { blocks_aesni::<1>(&c, keys) };
+        return [lo as u32, (lo >> 32) as u32, hi as u32, (hi >> 32) as u32];
+    }
+    rounds(ctr, &keys.round)
+}
+
+/// The words of a block as the normal transform reads them: `(w0 | w1 << 32, w2 | w3 << 32)`.
+#[inline(always)]
+pub fn words64(w: [u32; 4]) -> (u64, u64) {
+    (
+        u64::from(w[0]) | u64::from(w[1]) << 32,
+        u64::from(w[2]) | u64::from(w[3]) << 32,
+    )
+}
+
+/// The blocks of sixteen lanes whose counters share three of their four words,
+/// `[head, lane[l], a, b]`, with `head` chosen per call: the normals' blocks of a group of
+/// samples (the block index in `head`, the sample in the second word, the iteration in the
+/// last two). Everything but `head` is xored with `k_0` once, when the group is set up.
+///
+/// The states live in pairs of lanes per 256-bit vector, `[l | l + 2]` and
+/// `[l + 1 | l + 3]` for each four lanes from `l`, so that one unpack of the two gives
+/// the four lanes' first (or second) 64-bit words in lane order.
+#[cfg(target_arch = "x86_64")]
+pub struct Group16 {
+    base: [std::arch::x86_64::__m256i; 8],
+    /// `k_1..=k_R` in both halves of a vector.
+    keys: [std::arch::x86_64::__m256i; ROUNDS],
+}
+
+/// The rounds on every vector of `$v` (each two AES states) under the round keys `$keys`
+/// (`k_1..=k_R`, broadcast to both halves), with the round instructions `$enc` and
+/// `$last` (VAES, or two AES-NI instructions per vector). A macro rather than a function
+/// so that it expands inside the functions with the target features it needs.
+#[cfg(target_arch = "x86_64")]
+macro_rules! ars_rounds {
+    ($v:expr, $keys:expr, $enc:expr, $last:expr) => {{
+        let (last, middle) = $keys.split_last().expect("at least one round");
+        for k in middle {
+            for x in $v.iter_mut() {
+                *x = $enc(*x, *k);
+            }
+        }
+        for x in $v.iter_mut() {
+            *x = $last(*x, *last);
+        }
+    }};
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Group16 {
+    /// The group of counters `[_, lane[l], a, b]` under `keys`.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub unsafe fn new(keys: &Keys, lane: [u32; 16], a: u32, b: u32) -> Group16 {
+        use std::arch::x86_64::*;
+        // SAFETY (both closures): unaligned 16-byte loads of 16-byte arrays.
+        let load = |s: &[u8; 16]| unsafe { _mm_loadu_si128(s.as_ptr().cast()) };
+        let k0 = load(&keys.round[0]);
+        let state = |l: usize| {
+            let ctr = _mm_set_epi32(b as i32, a as i32, lane[l] as i32, 0);
+            _mm_xor_si128(ctr, k0)
+        };
+        let base = std::array::from_fn(|v| {
+            // Vector `v`: lanes `4q + p` and `4q + p + 2` with `q = v / 2`, `p = v % 2`.
+            let l = 4 * (v / 2) + v % 2;
+            _mm256_set_m128i(state(l + 2), state(l))
+        });
+        let keys = std::array::from_fn(|r| _mm256_broadcastsi128_si256(load(&keys.round[r + 1])));
+        Group16 { base, keys }
+    }
+
+    /// The blocks of counters `[head, lane[l], a, b]` as [`words64`] of each lane: four
+    /// lanes per vector, the first words in `.0`, the second in `.1`; with VAES.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and VAES.
+    #[target_feature(enable = "avx2,aes,vaes")]
+    #[inline]
+    pub unsafe fn words_vaes(
+        &self,
+        head: u32,
+    ) -> (
+        [std::arch::x86_64::__m256i; 4],
+        [std::arch::x86_64::__m256i; 4],
+    ) {
+        use std::arch::x86_64::*;
+        let mut v = self.start(head);
+        ars_rounds!(v, self.keys, _mm256_aesenc_epi128, _mm256_aesenclast_epi128);
+        Self::unpack(&v)
+    }
+
+    /// [`Group16::words_vaes`] with AES-NI, one state per instruction (the same numbers).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and AES-NI.
+    #[target_feature(enable = "avx2,aes")]
+    #[inline]
+    pub unsafe fn words_aesni(
+        &self,
+        head: u32,
+    ) -> (
+        [std::arch::x86_64::__m256i; 4],
+        [std::arch::x86_64::__m256i; 4],
+    ) {
+        use std::arch::x86_64::*;
+        let v = self.start(head);
+        // Sixteen states, one per register, so each instruction takes one.
+        let mut x: [__m128i; 16] = std::array::from_fn(|i| {
+            let y = v[i / 2];
+            if i % 2 == 0 {
+                _mm256_castsi256_si128(y)
+            } else {
+                _mm256_extracti128_si256::<1>(y)
+            }
+        });
+        let keys: [__m128i; ROUNDS] = self.keys.map(|k| _mm256_castsi256_si128(k));
+        ars_rounds!(x, keys, _mm_aesenc_si128, _mm_aesenclast_si128);
+        let v: [__m256i; 8] = std::array::from_fn(|i| _mm256_set_m128i(x[2 * i + 1], x[2 * i]));
+        Self::unpack(&v)
+    }
+
+    /// The states after `k_0`: the group's base with `head ^ k_0`'s first word.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn start(&self, head: u32) -> [std::arch::x86_64::__m256i; 8] {
+        use std::arch::x86_64::*;
+        let h = _mm256_set_epi32(0, 0, 0, head as i32, 0, 0, 0, head as i32);
+        self.base.map(|b| _mm256_xor_si256(b, h))
+    }
+
+    /// Each lane's two 64-bit words, four lanes per vector in lane order.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn unpack(
+        v: &[std::arch::x86_64::__m256i; 8],
+    ) -> (
+        [std::arch::x86_64::__m256i; 4],
+        [std::arch::x86_64::__m256i; 4],
+    ) {
+        use std::arch::x86_64::*;
+        let first = std::array::from_fn(|q| _mm256_unpacklo_epi64(v[2 * q], v[2 * q + 1]));
+        let second = std::array::from_fn(|q| _mm256_unpackhi_epi64(v[2 * q], v[2 * q + 1]));
+        (first, second)
+    }
+}
+
+/// [`block`] of `G` lanes with AES-NI, returning each lane's [`words64`]: the same numbers.
+/// `G` independent states go through each round together, so the processor overlaps their
+/// latencies.
+///
+/// # Safety
+/// The CPU must have AES-NI.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.1,aes")]
+#[inline]
+pub unsafe fn blocks_aesni<const G: usize>(c: &[[u32; G]; 4], keys: &Keys) -> [[u64; G]; 2] {
+    use std::arch::x86_64::*;
+    // SAFETY: unaligned 16-byte loads of 16-byte arrays.
+    let load = |s: &[u8; 16]| unsafe { _mm_loadu_si128(s.as_ptr().cast()) };
+    let k0 = load(&keys.round[0]);
+    let mut x: [__m128i; G] = std::array::from_fn(|l| {
+        let ctr = _mm_set_epi32(
+            c[3][l] as i32,
+            c[2][l] as i32,
+            c[1][l] as i32,
+            c[0][l] as i32,
+        );
+        _mm_xor_si128(ctr, k0)
+    });
+    let round_keys: [__m128i; ROUNDS] = std::array::from_fn(|r| load(&keys.round[r + 1]));
+    ars_rounds!(x, round_keys, _mm_aesenc_si128, _mm_aesenclast_si128);
+    let mut out = [[0u64; G]; 2];
+    for (l, v) in x.into_iter().enumerate() {
+        out[0][l] = _mm_extract_epi64::<0>(v) as u64;
+        out[1][l] = _mm_extract_epi64::<1>(v) as u64;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `block` with `r` rounds under the key `[k0, k1, k2, k3]` (32-bit words, low first).
+    fn ars(r: usize, ctr: [u32; 4], key: [u32; 4]) -> [u32; 4] {
+        let key = [
+            u64::from(key[0]) | u64::from(key[1]) << 32,
+            u64::from(key[2]) | u64::from(key[3]) << 32,
+        ];
+        match r {
+            7 => rounds(ctr, &Keys::new(key).round),
+            10 => rounds(ctr, &schedule::<11>(key)),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn known_answers_of_the_reference_implementation() {
+        // Random123's published known-answer vectors for ARS4x32 with ten rounds (its
+        // `kat_vectors`: counter, key, output, 32-bit words low first); the schedule and the
+        // rounds are the same code for seven.
+        let cases: [([u32; 4], [u32; 4], [u32; 4]); 3] = [
+            (
+                [0; 4],
+                [0; 4],
+                [0x8d73ee19, 0x506401ef, 0x13c2dbe4, 0x0cbe9c0d],
+            ),
+            (
+                [0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344],
+                [0xa4093822, 0x299f31d0, 0x082efa98, 0xec4e6c89],
+                [0xa516e7d6, 0x8357ad74, 0x5b59b3ec, 0x8763fff3],
+            ),
+            (
+                [u32::MAX; 4],
+                [u32::MAX, u32::MAX, 0, 0],
+                [0xbb3743b1, 0x9f635551, 0xecbc87fc, 0xa19478a9],
+            ),
+        ];
+        for (ctr, key, out) in cases {
+            assert_eq!(ars(10, ctr, key), out, "{ctr:x?} {key:x?}");
+        }
+    }
+
+    /// A plain byte-wise AES round (FIPS 197), written independently of the `aes` crate, to
+    /// check the rounds `block` runs wherever the crate uses its software round.
+    fn reference_round(s: [u8; 16], k: &[u8; 16], mix: bool) -> [u8; 16] {
+        fn mul(mut a: u8, mut b: u8) -> u8 {
+            let mut p = 0u8;
+            while b != 0 {
+                if b & 1 != 0 {
+                    p ^= a;
+                }
+                a = (a << 1) ^ if a & 0x80 != 0 { 0x1b } else { 0 };
+                b >>= 1;
+            }
+            p
+        }
+        fn sub(x: u8) -> u8 {
+            // The multiplicative inverse (x^254), then the affine map.
+            let mut inv = 1u8;
+            for _ in 0..254 {
+                inv = mul(inv, x);
+            }
+            let inv = if x == 0 { 0 } else { inv };
+            inv ^ inv.rotate_left(1)
+                ^ inv.rotate_left(2)
+                ^ inv.rotate_left(3)
+                ^ inv.rotate_left(4)
+                ^ 0x63
+        }
+        // Byte `4c + r` is row `r` of column `c`; ShiftRows moves row `r` left by `r`.
+        let shifted: [u8; 16] = std::array::from_fn(|i| {
+            let (c, r) = (i / 4, i % 4);
+            sub(s[4 * ((c + r) % 4) + r])
+        });
+        let mixed: [u8; 16] = if mix {
+            std::array::from_fn(|i| {
+                let (c, r) = (i / 4, i % 4);
+                let col = &shifted[4 * c..4 * c + 4];
+                mul(2, col[r]) ^ mul(3, col[(r + 1) % 4]) ^ col[(r + 2) % 4] ^ col[(r + 3) % 4]
+            })
+        } else {
+            shifted
+        };
+        std::array::from_fn(|i| mixed[i] ^ k[i])
+    }
+
+    #[test]
+    fn the_reference_round_is_aes() {
+        // FIPS 197 appendix C.1: AES-128 of 00112233..ff under the key 00010203..0f.
+        let key: [u8; 16] = std::array::from_fn(|i| i as u8);
+        let plain: [u8; 16] = std::array::from_fn(|i| (i as u8) * 0x11);
+        // The AES-128 key expansion.
+        let mut w: Vec<[u8; 4]> = (0..4)
+            .map(|i| [key[4 * i], key[4 * i + 1], key[4 * i + 2], key[4 * i + 3]])
+            .collect();
+        let sbox = |x: u8| reference_round([x; 16], &[0; 16], false)[0];
+        let mut rcon = 1u8;
+        for i in 4..44 {
+            let mut t = w[i - 1];
+            if i % 4 == 0 {
+                t = [sbox(t[1]) ^ rcon, sbox(t[2]), sbox(t[3]), sbox(t[0])];
+                rcon = (rcon << 1) ^ if rcon & 0x80 != 0 { 0x1b } else { 0 };
+            }
+            w.push(std::array::from_fn(|j| w[i - 4][j] ^ t[j]));
+        }
+        let round_key = |r: usize| -> [u8; 16] { std::array::from_fn(|i| w[4 * r + i / 4][i % 4]) };
+        let mut s: [u8; 16] = std::array::from_fn(|i| plain[i] ^ round_key(0)[i]);
+        for r in 1..=10 {
+            s = reference_round(s, &round_key(r), r < 10);
+        }
+        let expect = [
+            0x69, 0xc4, 0xe0, 0xd8, 0x6a, 0x7b, 0x04, 0x30, 0xd8, 0xcd, 0xb7, 0x80, 0x70, 0xb4,
+            0xc5, 0x5a,
+        ];
+        assert_eq!(s, expect);
+    }
+
+    #[test]
+    fn blocks_run_the_aes_rounds() {
+        let mut x = 0x0123_4567_89ab_cdefu64;
+        let mut next = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 32) as u32
+        };
+        for _ in 0..200 {
+            let ctr = [next(), next(), next(), next()];
+            let key = [
+                u64::from(next()) << 32 | u64::from(next()),
+                u64::from(next()) << 32 | u64::from(next()),
+            ];
+            let keys = Keys::new(key);
+            let mut s = state(ctr);
+            s = std::array::from_fn(|i| s[i] ^ keys.round[0][i]);
+            for r in 1..=ROUNDS {
+                s = reference_round(s, &keys.round[r], r < ROUNDS);
+            }
+            assert_eq!(rounds(ctr, &keys.round), words(s));
+            assert_eq!(block(ctr, &keys), words(s));
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn sixteen_lanes_give_what_one_block_gives() {
+        use std::arch::x86_64::*;
+        if !crate::cpu::avx2_fma() || !crate::cpu::aes() {
+            return;
+        }
+        let keys = Keys::new([0x1234_5678_9abc_def0, 0x0fed_cba9_8765_4321]);
+        let lanes: [u32; 16] = std::array::from_fn(|l| 0xffff_fff0u32.wrapping_add(3 * l as u32));
+        let (a, b) = (0xdead_beef, 0x0bad_f00d);
+        // SAFETY: the CPU has AVX2 and AES-NI (checked above), VAES where used.
+        let group = unsafe { Group16::new(&keys, lanes, a, b) };
+        for head in [0u32, 1, 77, 1 << 30, u32::MAX] {
+            let mut runs = vec![unsafe { group.words_aesni(head) }];
+            if crate::cpu::vaes() {
+                runs.push(unsafe { group.words_vaes(head) });
+            }
+            for (first, second) in runs {
+                let mut got = [[0u64; 16]; 2];
+                for q in 0..4 {
+                    unsafe {
+                        _mm256_storeu_si256(got[0][4 * q..].as_mut_ptr().cast(), first[q]);
+                        _mm256_storeu_si256(got[1][4 * q..].as_mut_ptr().cast(), second[q]);
+                    }
+                }
+                for l in 0..16 {
+                    let want = words64(block([head, lanes[l], a, b], &keys));
+                    assert_eq!((got[0][l], got[1][l]), want, "head {head} lane {l}");
+                }
+            }
+        }
+    }
+}
