@@ -1,5 +1,7 @@
 //! The engine's speed-ups keep its results: drawing the next batch's noise on another
-//! thread (`Engine::evaluate_then_draw`) gives the bits of drawing it in turn.
+//! thread (`Engine::evaluate_then_draw`) gives the bits of drawing it in turn, and the
+//! measurement statistics of `Engine::gradient_spread` are those of plain one-component-at-a-
+//! time sums.
 //!
 //! Not here: whether the estimators are right (`infer_estimators.rs`).
 
@@ -49,4 +51,69 @@ fn noise_drawn_ahead_gives_the_bits_of_noise_drawn_in_turn() {
             }
         }
     });
+}
+
+/// The sample variance (ddof 1, two passes) as a plain loop, in sample order.
+fn plain_variance(xs: &[f64]) -> f64 {
+    let n = xs.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let mut sum = 0.0;
+    for &x in xs {
+        sum += x;
+    }
+    let mean = sum / n as f64;
+    let mut ss = 0.0;
+    for &x in xs {
+        ss += (x - mean) * (x - mean);
+    }
+    ss / (n - 1) as f64
+}
+
+#[test]
+fn gradient_spread_gives_the_bits_of_plain_sums() {
+    // xornet has 50 parameters (not a multiple of four) and batches cross chunk boundaries.
+    let model = dsgd::models::builtin("xornet").unwrap().unwrap();
+    let problem = Problem::new(&model).unwrap();
+    let estimator = estimate::build(EstimatorKind::Dsgd, &problem, 0.1, None).unwrap();
+    let mut engine = Engine::new(problem, estimator);
+    let theta = engine.problem().family().init();
+    let d = engine.problem().dim();
+    assert!(
+        !d.is_multiple_of(4),
+        "{d} parameters: the remainder path is not exercised"
+    );
+    for batch in [1, 2, 37, 1000] {
+        engine
+            .evaluate(
+                &theta,
+                StreamKey::new(3, 4100, Purpose::Measure),
+                batch,
+                false,
+            )
+            .unwrap();
+        let g = engine.sample_gradients();
+        let (mut var, mut norms) = (Vec::new(), Vec::new());
+        engine.gradient_spread(&mut var, &mut norms);
+        for p in 0..d {
+            let column: Vec<f64> = (0..batch).map(|l| g[l * d + p]).collect();
+            assert_eq!(
+                var[p].to_bits(),
+                plain_variance(&column).to_bits(),
+                "batch {batch} p {p}"
+            );
+        }
+        for l in 0..batch {
+            let mut sq = 0.0;
+            for p in 0..d {
+                sq += g[l * d + p] * g[l * d + p];
+            }
+            assert_eq!(
+                norms[l].to_bits(),
+                f64::sqrt(sq).to_bits(),
+                "batch {batch} lane {l}"
+            );
+        }
+    }
 }
