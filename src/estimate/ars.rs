@@ -122,6 +122,14 @@ pub fn words64(w: [u32; 4]) -> (u64, u64) {
 /// The states live in pairs of lanes per 256-bit vector, `[l | l + 2]` and
 /// `[l + 1 | l + 3]` for each four lanes from `l`, so that one unpack of the two gives
 /// the four lanes' first (or second) 64-bit words in lane order.
+/// Sixteen lanes' two 64-bit words ([`words64`]), four lanes per vector in lane order: the
+/// first words, then the second.
+#[cfg(target_arch = "x86_64")]
+pub type Words16 = (
+    [std::arch::x86_64::__m256i; 4],
+    [std::arch::x86_64::__m256i; 4],
+);
+
 #[cfg(target_arch = "x86_64")]
 pub struct Group16 {
     base: [std::arch::x86_64::__m256i; 8],
@@ -181,13 +189,7 @@ impl Group16 {
     /// The CPU must have AVX2 and VAES.
     #[target_feature(enable = "avx2,aes,vaes")]
     #[inline]
-    pub unsafe fn words_vaes(
-        &self,
-        head: u32,
-    ) -> (
-        [std::arch::x86_64::__m256i; 4],
-        [std::arch::x86_64::__m256i; 4],
-    ) {
+    pub unsafe fn words_vaes(&self, head: u32) -> Words16 {
         use std::arch::x86_64::*;
         let mut v = self.start(head);
         ars_rounds!(v, self.keys, _mm256_aesenc_epi128, _mm256_aesenclast_epi128);
@@ -200,13 +202,7 @@ impl Group16 {
     /// The CPU must have AVX2 and AES-NI.
     #[target_feature(enable = "avx2,aes")]
     #[inline]
-    pub unsafe fn words_aesni(
-        &self,
-        head: u32,
-    ) -> (
-        [std::arch::x86_64::__m256i; 4],
-        [std::arch::x86_64::__m256i; 4],
-    ) {
+    pub unsafe fn words_aesni(&self, head: u32) -> Words16 {
         use std::arch::x86_64::*;
         let v = self.start(head);
         // Sixteen states, one per register, so each instruction takes one.
@@ -236,12 +232,7 @@ impl Group16 {
     /// Each lane's two 64-bit words, four lanes per vector in lane order.
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn unpack(
-        v: &[std::arch::x86_64::__m256i; 8],
-    ) -> (
-        [std::arch::x86_64::__m256i; 4],
-        [std::arch::x86_64::__m256i; 4],
-    ) {
+    fn unpack(v: &[std::arch::x86_64::__m256i; 8]) -> Words16 {
         use std::arch::x86_64::*;
         let first = std::array::from_fn(|q| _mm256_unpacklo_epi64(v[2 * q], v[2 * q + 1]));
         let second = std::array::from_fn(|q| _mm256_unpackhi_epi64(v[2 * q], v[2 * q + 1]));
