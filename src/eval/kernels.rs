@@ -439,37 +439,35 @@ pub fn smooth_forward(we: &Lanes, wt: &Lanes, t: &Lanes, e: &Lanes) -> Lanes {
     })
 }
 
-/// Smoothed if, reverse: the contributions to guard, then and else. `d/dg = sigma'(x) / eta *
-/// (e - t)` with `sigma'(x) = sigma(x) sigma(-x)`, the division by `eta` a multiplication by
-/// its reciprocal as in [`smooth_weights`].
-#[allow(clippy::too_many_arguments)]
+/// Smoothed if, reverse: the contribution `ad * w` to a branch of weight `w` (`wt` for then,
+/// `we` for else), exactly zero where the adjoint or the weight is zero (a branch whose
+/// weight underflowed takes nothing, even where its own derivative is infinite).
 #[inline(always)]
-pub fn smooth_reverse(
+pub fn smooth_reverse_branch(w: &Lanes, ad: &Lanes) -> Lanes {
+    map(|l| {
+        let c = ad[l] * w[l];
+        if ad[l] == 0.0 || w[l] == 0.0 { 0.0 } else { c }
+    })
+}
+
+/// Smoothed if, reverse: the contribution to the guard, `d/dg = sigma'(x) / eta * (e - t)`
+/// with `sigma'(x) = sigma(x) sigma(-x)` the product `wt * we` of the weights, the division
+/// by `eta` a multiplication by its reciprocal as in [`smooth_weights`].
+#[inline(always)]
+pub fn smooth_reverse_guard_pair(
     we: &Lanes,
     wt: &Lanes,
     t: &Lanes,
     e: &Lanes,
     ad: &Lanes,
     eta: f64,
-    want_g: bool,
-) -> [Lanes; 3] {
-    let gate = |d: f64, w: f64, c: f64| if d == 0.0 || w == 0.0 { 0.0 } else { c };
-    let ct = map(|l| gate(ad[l], wt[l], ad[l] * wt[l]));
-    let ce = map(|l| gate(ad[l], we[l], ad[l] * we[l]));
-    let cg = if want_g {
-        let inv_eta = 1.0 / eta;
-        map(|l| {
-            let w = wt[l] * we[l];
-            gate(ad[l], w, ad[l] * (w * inv_eta) * (e[l] - t[l]))
-        })
-    } else {
-        [0.0; CHUNK]
-    };
-    [cg, ct, ce]
+) -> Lanes {
+    let w = map(|l| wt[l] * we[l]);
+    smooth_reverse_guard(&w, t, e, ad, eta)
 }
 
-/// [`smooth_reverse`]'s contribution to the guard alone, from the product `w = wt * we` of
-/// the weights (kept by the forward sweep): the same operations on the same values.
+/// [`smooth_reverse_guard_pair`] from the product `w = wt * we` of the weights (kept by the
+/// forward sweep): the same operations on the same values.
 #[inline(always)]
 pub fn smooth_reverse_guard(w: &Lanes, t: &Lanes, e: &Lanes, ad: &Lanes, eta: f64) -> Lanes {
     let inv_eta = 1.0 / eta;

@@ -320,28 +320,46 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                 cache,
                 product,
             } => {
-                let [cg, ct, ce] = match semantics {
+                // In this order: aliased operands (`if z < 0 then z else -z`) accumulate
+                // guard, then, else one after the other. Each contribution is written as soon
+                // as it is made: the three made first and written then spilled to the stack.
+                // A contribution that is not made is one the plan does not want (`product`
+                // sends nothing to the branches, a crisp guard takes nothing).
+                match semantics {
                     Semantics::Smoothed { eta } if product => {
                         let w = &weights[cache as usize];
                         let cg = kernels::smooth_reverse_guard(w, v(t), v(e), &adj[own], eta);
-                        [cg, [0.0; CHUNK], [0.0; CHUNK]]
+                        put(adj, t0, &cg);
                     }
                     Semantics::Smoothed { eta } => {
                         let (we, wt) = (&weights[cache as usize], &weights[cache as usize + 1]);
-                        let ad = &adj[own];
-                        kernels::smooth_reverse(we, wt, v(t), v(e), ad, eta, t0.adj != NONE)
+                        if t0.adj != NONE {
+                            let cg = kernels::smooth_reverse_guard_pair(
+                                we,
+                                wt,
+                                v(t),
+                                v(e),
+                                &adj[own],
+                                eta,
+                            );
+                            put(adj, t0, &cg);
+                        }
+                        if t1.adj != NONE {
+                            let ct = kernels::smooth_reverse_branch(wt, &adj[own]);
+                            put(adj, t1, &ct);
+                        }
+                        if t2.adj != NONE {
+                            let ce = kernels::smooth_reverse_branch(we, &adj[own]);
+                            put(adj, t2, &ce);
+                        }
                     }
                     _ => {
                         let ad = &adj[own];
                         let (ct, ce) = kernels::select_reverse(v(g), ad, forced(semantics, index));
-                        [[0.0; CHUNK], ct, ce]
+                        put(adj, t1, &ct);
+                        put(adj, t2, &ce);
                     }
-                };
-                // In this order: aliased operands (`if z < 0 then z else -z`) accumulate
-                // guard, then, else one after the other.
-                put(adj, t0, &cg);
-                put(adj, t1, &ct);
-                put(adj, t2, &ce);
+                }
             }
         }
     }
