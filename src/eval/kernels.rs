@@ -209,7 +209,9 @@ pub fn normal_square_forward(x: &Lanes, m: &Lanes, s: &Lanes, c: f64) -> Lanes {
 /// the unfused sweep computes them, every intermediate adjoint included (each intermediate
 /// has one reader, so its adjoint is `0.0 +` its one contribution). `wants` says which of
 /// `x` (A), `m` (B) carry adjoints, `want_s` whether `s` does. With both `x` and `m`, the
-/// contribution to `m` is to be *subtracted*, as the unfused `Sub` rule does.
+/// contribution to `m` is `x`'s own, to be *subtracted* as the unfused `Sub` rule does, and
+/// the third array is left zero: returning one array twice was compiled to a copy through
+/// the stack, read back in halves.
 #[inline(always)]
 pub fn normal_square_reverse(
     ad: &Lanes,
@@ -246,7 +248,7 @@ pub fn normal_square_reverse(
     let (da, db) = binary_derivatives(Binary::Sub, 0.0, 0.0, 0.0);
     let zero = [0.0; CHUNK];
     let (cx, cm) = match wants {
-        Wants::Both => (ad_d, ad_d),
+        Wants::Both => (ad_d, zero),
         Wants::A => (map(|l| masked(ad_d[l], da)), zero),
         Wants::B => (zero, map(|l| masked(ad_d[l], db))),
     };
@@ -264,7 +266,8 @@ pub fn square_diff_forward(x: &Lanes, m: &Lanes, c: f64) -> Lanes {
 
 /// Reverse of [`square_diff_forward`]: the contributions to `x` and `m`, as
 /// [`normal_square_reverse`] makes them without the division (the subtraction's own adjoint
-/// is the square's contribution, `0.0 +` it).
+/// is the square's contribution, `0.0 +` it); with both, `x`'s is also `m`'s, to be
+/// subtracted, and the second array is left zero.
 #[inline(always)]
 pub fn square_diff_reverse(ad: &Lanes, [x, m]: [&Lanes; 2], c: f64, wants: Wants) -> [Lanes; 2] {
     let mut ad_d = [0.0; CHUNK];
@@ -277,7 +280,7 @@ pub fn square_diff_reverse(ad: &Lanes, [x, m]: [&Lanes; 2], c: f64, wants: Wants
     let (da, db) = binary_derivatives(Binary::Sub, 0.0, 0.0, 0.0);
     let zero = [0.0; CHUNK];
     match wants {
-        Wants::Both => [ad_d, ad_d],
+        Wants::Both => [ad_d, zero],
         Wants::A => [map(|l| masked(ad_d[l], da)), zero],
         Wants::B => [zero, map(|l| masked(ad_d[l], db))],
     }

@@ -239,6 +239,20 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                 let c = kernels::binary_reverse_same(op, &adj[own], v(a), v(rs.step.out));
                 kernels::add_into(&mut adj[t0.adj as usize], &c, t0.first);
             }
+            Op::Binary {
+                op: op @ (Binary::Add | Binary::Sub),
+                ..
+            } if t0.adj != NONE && t1.adj != NONE => {
+                // Both operands take the step's adjoint itself (unmasked; the second's
+                // subtracted for `Sub`): one copy, in registers, written twice.
+                let c = adj[own];
+                kernels::add_into(&mut adj[t0.adj as usize], &c, t0.first);
+                if op == Binary::Sub {
+                    kernels::sub_into(&mut adj[t1.adj as usize], &c, t1.first);
+                } else {
+                    kernels::add_into(&mut adj[t1.adj as usize], &c, t1.first);
+                }
+            }
             Op::Binary { op, a, b } => {
                 let wants = wanted(t0.adj != NONE, t1.adj != NONE);
                 let (ca, cb) =
@@ -264,7 +278,7 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                 put(adj, t0, &cs);
                 put(adj, t1, &cx);
                 if wants == Wants::Both {
-                    kernels::sub_into(&mut adj[t2.adj as usize], &cm, t2.first);
+                    kernels::sub_into(&mut adj[t2.adj as usize], &cx, t2.first);
                 } else {
                     put(adj, t2, &cm);
                 }
@@ -275,7 +289,7 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                 let [cx, cm] = kernels::square_diff_reverse(&adj[own], [v(x), v(m)], c, wants);
                 put(adj, t1, &cx);
                 if wants == Wants::Both {
-                    kernels::sub_into(&mut adj[t2.adj as usize], &cm, t2.first);
+                    kernels::sub_into(&mut adj[t2.adj as usize], &cx, t2.first);
                 } else {
                     put(adj, t2, &cm);
                 }
