@@ -157,18 +157,25 @@ pub fn exp_of_at_most(x: f64) -> f64 {
 /// leading `f` is exact, and the rounding of `s` only touches the small correction.
 #[inline(always)]
 fn ln_core(m: f64, c: f64) -> f64 {
-    // Subnormal arguments are scaled into the normal range first.
+    // Subnormal arguments are scaled into the normal range first, by a factor chosen by a
+    // select (`m * 1.0` is `m`): selecting between `m` and `m * 2^54` instead had LLVM
+    // duplicate the bit arithmetic below for both and select after.
     let sub = m < f64::MIN_POSITIVE;
-    let m = if sub { m * 18_014_398_509_481_984.0 } else { m };
+    let m = m * if sub { 18_014_398_509_481_984.0 } else { 1.0 };
     let bits = m.to_bits();
     // Biased so that the exponent of `m / sqrt(1/2)` is read with a logical shift: `eb` is
     // `e + 1023` with the mantissa in `[sqrt(1/2), sqrt(2))`.
     const OFFSET: u64 = 0x3fe6_a09e_667f_3bcd;
     let eb = bits.wrapping_add(0x3ff0_0000_0000_0000 - OFFSET) >> 52;
     let f = f64::from_bits(bits.wrapping_sub(eb.wrapping_sub(1023) << 52)) - 1.0;
-    // `e` as a double, exactly: `2^52 + eb` read as a double, minus `2^52 + 1023`.
-    let e = f64::from_bits((ROUND.to_bits() - (1u64 << 51)) | eb) - 4_503_599_627_371_519.0;
-    let e = if sub { e - 54.0 } else { e };
+    // `e` as a double, exactly: `2^52 + eb` read as a double, minus `2^52 + 1023` (and the
+    // 54 of a subnormal's scaling).
+    let e = f64::from_bits((ROUND.to_bits() - (1u64 << 51)) | eb)
+        - if sub {
+            4_503_599_627_371_573.0
+        } else {
+            4_503_599_627_371_519.0
+        };
     let s = f / (2.0 + f);
     let z = s * s;
     let r = z * poly_even_odd(z, &ATANH_COEFFS);
@@ -183,16 +190,16 @@ fn ln_core(m: f64, c: f64) -> f64 {
 #[inline(always)]
 pub fn ln(x: f64) -> f64 {
     let y = ln_core(x, 0.0);
-    if x > 0.0 && x < f64::INFINITY {
-        y
-    } else if x == 0.0 {
+    // Three comparisons and three selects. The chain `x > 0 && x < inf`, `x == 0`, `x < 0`
+    // written as one if-else had LLVM classify `x` by integer tests of its bits (three times
+    // the instructions, and spills) in the lane loops.
+    let y = if x < f64::INFINITY { y } else { x }; // +inf and NaN are themselves
+    let at_most_zero = if x == 0.0 {
         f64::NEG_INFINITY
-    } else if x < 0.0 {
-        f64::NAN
     } else {
-        // +inf or NaN.
-        x
-    }
+        f64::NAN
+    };
+    if x <= 0.0 { at_most_zero } else { y }
 }
 
 /// `ln(1 + x)`, accurate for small `x`, within 1 ulp of the correctly rounded result (0.83 ulp from
