@@ -29,8 +29,9 @@ const INV_LN2: f64 = f64::from_bits(0x3ff7_1547_652b_82fe);
 /// sits in the low bits of the sum's representation.
 const ROUND: f64 = 6_755_399_441_055_744.0;
 
-/// `Q(r)` in `e^r = 1 + r + r^2 Q(r)`, highest power first (Horner order): degree 9, the
-/// minimax fit on `|r| <= ln 2 / 2` (`scripts/fit_polys.py` re-derives these bits), so that
+/// `Q(r)` in `e^r = 1 + r + r^2 Q(r)`, highest power first (evaluated in Estrin's order by
+/// `exp_q`): degree 9, the minimax fit on `|r| <= ln 2 / 2` (`scripts/fit_polys.py`
+/// re-derives these bits), so that
 /// `e^r` is of degree 11 with a relative error below 2^-55.7 (Taylor's degree 11 would give
 /// 2^-47; degree 13 was used before).
 const EXP_COEFFS: [f64; 10] = [
@@ -95,6 +96,24 @@ pub(crate) fn poly_even_odd<const N: usize>(x: f64, c: &[f64; N]) -> f64 {
     }
 }
 
+/// [`EXP_COEFFS`]' polynomial at `r` (with `r2 = r * r`) in Estrin's order: pairs, then
+/// pairs of pairs, so that its longest chain is four multiply-adds instead of Horner's nine.
+#[inline(always)]
+fn exp_q(r: f64, r2: f64) -> f64 {
+    let c = &EXP_COEFFS;
+    let r4 = r2 * r2;
+    let r8 = r4 * r4;
+    let p0 = c[8].mul_add(r, c[9]);
+    let p1 = c[6].mul_add(r, c[7]);
+    let p2 = c[4].mul_add(r, c[5]);
+    let p3 = c[2].mul_add(r, c[3]);
+    let p4 = c[0].mul_add(r, c[1]);
+    let q0 = p1.mul_add(r2, p0);
+    let q1 = p3.mul_add(r2, p2);
+    let s0 = q1.mul_add(r4, q0);
+    p4.mul_add(r8, s0)
+}
+
 /// `2^k` for an integer `k` in `-1022..=1023` given as `k + 1023`.
 #[inline(always)]
 fn pow2_biased(biased: u64) -> f64 {
@@ -124,29 +143,52 @@ pub fn exp(x: f64) -> f64 {
 }
 
 /// `e^x` for `x <= 710`, as [`exp`] gives it, without [`exp`]'s clamp from above and its
-/// choice of NaN: for a NaN `x` the result is unspecified. For callers whose argument cannot
-/// be large and who replace a NaN result anyway (the smoothed if-statement's weights, from
-/// `exp(-|x|)`, ordered by [`sigmoid_pair_order`], which sets both to `x + x` for a NaN `x`):
-/// three operations fewer per lane.
+/// choice of NaN: for a NaN `x` the result is unspecified.
 #[inline(always)]
-pub fn exp_of_at_most(x: f64) -> f64 {
-    // Below this every result is 0 anyway; NaN passes through (comparisons fail).
-    let x_c = x.max(-750.0);
-    let kr = x_c.mul_add(INV_LN2, ROUND);
-    let k = kr - ROUND;
-    let r = (-k).mul_add(LN2_LO, (-k).mul_add(LN2_HI, x_c));
-    let q = poly_even_odd(r, &EXP_COEFFS);
-    let p = 1.0 + (r * r).mul_add(q, r);
-    // k + 1082 in 0..=2106, read from the low bits of `kr` (NaN gives garbage, and a NaN `p`).
-    let kb = kr
-        .to_bits()
-        .wrapping_sub(ROUND.to_bits())
-        .wrapping_add(1082);
+fn exp_of_at_most(x: f64) -> f64 {
+    let (p, kb) = exp_reduced(x);
     // 2^k = 2^(k1 - 541) * 2^(k - k1 + 541), both factors normal.
     let k1 = kb >> 1;
     let s1 = pow2_biased(k1.wrapping_add(482));
     let s2 = pow2_biased(kb.wrapping_sub(k1).wrapping_add(482));
     p * s1 * s2
+}
+
+/// `e^x` for `x <= 0`, as [`exp`] gives it (for a NaN `x` the result is unspecified): the
+/// smoothed if-statement's weights take `exp(-|x|)` and [`sigmoid_pair_order`] sets both to
+/// `x + x` for a NaN `x`. With `k <= 0`, `2^(k + 64)` is normal for every `k` the clamp
+/// allows, so the scaling is one exact multiplication by it and one by the constant `2^-64`,
+/// which rounds a subnormal result once: the bits of [`exp_of_at_most`]'s two factors with
+/// fewer operations.
+#[inline(always)]
+pub fn exp_of_nonpositive(x: f64) -> f64 {
+    let (p, kb) = exp_reduced(x);
+    // k + 1087 = (k + 64) + 1023, in 5..=1087.
+    p * pow2_biased(kb.wrapping_add(5)) * TWO_TO_MINUS_64
+}
+
+/// `2^-64`.
+const TWO_TO_MINUS_64: f64 = f64::from_bits((1023 - 64) << 52);
+
+/// The common part of [`exp_of_at_most`] and [`exp_of_nonpositive`]: `e^r` for the reduced
+/// argument and `k + 1082`, where `x = k ln 2 + r` (`x` clamped below at -750, under which
+/// every result is 0 anyway; NaN passes through the comparisons and gives garbage `k` and a
+/// NaN `e^r`).
+#[inline(always)]
+fn exp_reduced(x: f64) -> (f64, u64) {
+    let x_c = x.max(-750.0);
+    let kr = x_c.mul_add(INV_LN2, ROUND);
+    let k = kr - ROUND;
+    let r = (-k).mul_add(LN2_LO, (-k).mul_add(LN2_HI, x_c));
+    let r2 = r * r;
+    let q = exp_q(r, r2);
+    let p = 1.0 + r2.mul_add(q, r);
+    // k + 1082 in 0..=2106, read from the low bits of `kr`.
+    let kb = kr
+        .to_bits()
+        .wrapping_sub(ROUND.to_bits())
+        .wrapping_add(1082);
+    (p, kb)
 }
 
 /// `ln(m) + c` for `m = 2^e (1 + f)`, `f` in `[sqrt(1/2) - 1, sqrt(2) - 1)`, with `c` a small
@@ -272,7 +314,10 @@ pub fn sigmoid_pair_from_exp(x: f64, e: f64) -> (f64, f64) {
 ///
 /// The rounding error of `1 + e` (exact, `e <= 1`) and of each quotient (exact residuals by
 /// fused multiply-add) are corrected to first order, so each weight is within about 1/2 ulp
-/// plus what `e`'s own error contributes.
+/// plus what `e`'s own error contributes (the sigmoid's worst over 10^7 inputs: 1.46 ulp).
+/// Both corrections start from `1 / d` and run side by side (the small weight's first guess
+/// is `e / d`, not `e` times the corrected large weight): the weights are most of a smoothed
+/// if-statement's cost and wait on this chain's latency more than on its operations.
 #[inline(always)]
 pub fn sigmoid_big_small(e: f64) -> (f64, f64) {
     let d = 1.0 + e;
@@ -281,7 +326,7 @@ pub fn sigmoid_big_small(e: f64) -> (f64, f64) {
     let big = (-inv)
         .mul_add(d_err, (-inv).mul_add(d, 1.0))
         .mul_add(inv, inv);
-    let s0 = e * big;
+    let s0 = e * inv;
     let small = (-s0).mul_add(d_err, (-s0).mul_add(d, e)).mul_add(inv, s0);
     (big, small)
 }

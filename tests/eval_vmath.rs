@@ -490,6 +490,48 @@ fn elementary_functions_are_within_2_ulp_over_ten_million_inputs() {
     }
 }
 
+/// The smoothed if-statement's weights take `exp(-|x|)` from `exp_of_nonpositive`, which
+/// scales by one power of two instead of `exp`'s two: it must give `exp`'s bits for every
+/// argument at most 0, subnormal results (below about -708.4) and the clamp at -750 included.
+#[test]
+fn exp_of_nonpositive_gives_the_bits_of_exp() {
+    use elementary::{exp, exp_of_nonpositive};
+    let mut inputs = Inputs(0x0e4b_0001);
+    let mut xs: Vec<f64> = vec![
+        0.0,
+        -0.0,
+        -1e-300,
+        -5e-324,
+        -0.5,
+        -708.39,
+        -708.4,
+        -709.0,
+        -744.4,
+        -745.13,
+        -745.14,
+        -745.2,
+        -749.9,
+        -750.0,
+        -750.1,
+        -1e5,
+        -1e300,
+        -f64::MAX,
+        f64::NEG_INFINITY,
+    ];
+    for _ in 0..1_000_000 {
+        xs.push(inputs.uniform(-760.0, 0.0));
+        xs.push(inputs.uniform(-746.0, -700.0));
+        xs.push(-inputs.log_uniform(-1074, 10).abs());
+    }
+    for x in xs {
+        assert_eq!(
+            exp_of_nonpositive(x).to_bits(),
+            exp(x).to_bits(),
+            "exp_of_nonpositive({x:e})"
+        );
+    }
+}
+
 #[test]
 fn special_values_are_the_limits() {
     use elementary::{exp, ln, log1p, sigmoid, softplus};

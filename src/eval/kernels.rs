@@ -409,8 +409,9 @@ pub fn smooth_weights(g: &Lanes, eta: f64) -> (Lanes, Lanes) {
     let inv_eta = 1.0 / eta;
     let x = map(|l| g[l] * inv_eta);
     // `exp(-|x|)` without `exp`'s clamp from above and its NaN select: the argument is at
-    // most 0, and a NaN `x` gets its weights from `sigmoid_pair_order`.
-    let e = map(|l| crate::elementary::exp_of_at_most(-x[l].abs()));
+    // most 0 (so one scaling by a power of two suffices), and a NaN `x` gets its weights from
+    // `sigmoid_pair_order`.
+    let e = map(|l| crate::elementary::exp_of_nonpositive(-x[l].abs()));
     // Arithmetic, then selects, in two loops: one loop returning the ordered pair may be
     // compiled lane by lane with branches.
     let mut big = [0.0; CHUNK];
