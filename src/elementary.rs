@@ -61,41 +61,6 @@ const ATANH_COEFFS: [f64; 7] = [
     f64::from_bits(0x3fe5555555555558), // 0.666666666666667
 ];
 
-/// `c[0] x^(n-1) + ... + c[n-1]` as an even and an odd part in `x^2`, each by Horner's
-/// scheme with fused multiply-adds, joined by one more: `E(x^2) + x O(x^2)`.
-///
-/// Two independent chains of half the length instead of one: a lane loop is bound by the
-/// latency of the chain, not by the number of operations (the tape evaluates four vectors of
-/// lanes at once, too few to hide a 12-step chain). For the arguments used here (below 0.62
-/// in magnitude, with coefficients falling like `1 / n!` or faster) the split costs no
-/// accuracy: each
-/// term is far below the constant one, so their rounding errors stay in the last place of
-/// a small correction.
-#[inline(always)]
-pub(crate) fn poly_even_odd<const N: usize>(x: f64, c: &[f64; N]) -> f64 {
-    let x2 = x * x;
-    // The power of `c[i]` is `N - 1 - i`: its parity says which chain it joins; the first
-    // coefficient of each chain starts it.
-    let mut even: Option<f64> = None;
-    let mut odd: Option<f64> = None;
-    for (i, &ci) in c.iter().enumerate() {
-        let chain = if (N - 1 - i).is_multiple_of(2) {
-            &mut even
-        } else {
-            &mut odd
-        };
-        *chain = Some(match *chain {
-            None => ci,
-            Some(acc) => acc.mul_add(x2, ci),
-        });
-    }
-    match (even, odd) {
-        (Some(e), Some(o)) => o.mul_add(x, e),
-        (Some(e), None) => e,
-        _ => unreachable!("a polynomial has a constant term"),
-    }
-}
-
 /// [`EXP_COEFFS`]' polynomial at `r` (with `r2 = r * r`) in Estrin's order: pairs, then
 /// pairs of pairs, so that its longest chain is four multiply-adds instead of Horner's nine.
 #[inline(always)]
