@@ -214,7 +214,7 @@ fn estrin7(x: f64, c: &[f64; 7]) -> f64 {
     q1.mul_add(x4, q0)
 }
 
-/// The natural logarithm, within 1 ulp of the correctly rounded result (0.84 ulp from the
+/// The natural logarithm, within 1 ulp of the correctly rounded result (0.83 ulp from the
 /// true value measured over 10^7 inputs).
 /// `-inf` at `+-0`, NaN below 0, `+inf` at `+inf`, NaN for NaN.
 #[inline(always)]
@@ -247,15 +247,15 @@ pub fn log1p(x: f64) -> f64 {
         1.0 - (u - x)
     };
     let y = ln_core(u, d / u);
-    if u > 0.0 && u < f64::INFINITY {
-        if x.abs() < f64::MIN_POSITIVE { x } else { y }
-    } else if u == 0.0 {
+    // Selects between values, as in `ln` (an if-else chain is classified by integer tests).
+    let y = if x.abs() < f64::MIN_POSITIVE { x } else { y };
+    let y = if u < f64::INFINITY { y } else { x }; // +inf and NaN are themselves
+    let at_most_zero = if u == 0.0 {
         f64::NEG_INFINITY
-    } else if u < 0.0 {
-        f64::NAN
     } else {
-        x
-    }
+        f64::NAN
+    };
+    if u <= 0.0 { at_most_zero } else { y }
 }
 
 /// The logistic function `1 / (1 + e^-x)`, stable for any `x` (it never evaluates `exp` of a
