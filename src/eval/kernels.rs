@@ -209,7 +209,9 @@ pub fn normal_square_forward(x: &Lanes, m: &Lanes, s: &Lanes, c: f64) -> Lanes {
 /// the unfused sweep computes them, every intermediate adjoint included (each intermediate
 /// has one reader, so its adjoint is `0.0 +` its one contribution). `wants` says which of
 /// `x` (A), `m` (B) carry adjoints, `want_s` whether `s` does. With both `x` and `m`, the
-/// contribution to `m` is to be *subtracted*, as the unfused `Sub` rule does.
+/// contribution to `m` is `x`'s own, to be *subtracted* as the unfused `Sub` rule does, and
+/// the third array is left zero: returning one array twice was compiled to a copy through
+/// the stack, read back in halves.
 #[inline(always)]
 pub fn normal_square_reverse(
     ad: &Lanes,
@@ -246,7 +248,7 @@ pub fn normal_square_reverse(
     let (da, db) = binary_derivatives(Binary::Sub, 0.0, 0.0, 0.0);
     let zero = [0.0; CHUNK];
     let (cx, cm) = match wants {
-        Wants::Both => (ad_d, ad_d),
+        Wants::Both => (ad_d, zero),
         Wants::A => (map(|l| masked(ad_d[l], da)), zero),
         Wants::B => (zero, map(|l| masked(ad_d[l], db))),
     };
@@ -264,7 +266,8 @@ pub fn square_diff_forward(x: &Lanes, m: &Lanes, c: f64) -> Lanes {
 
 /// Reverse of [`square_diff_forward`]: the contributions to `x` and `m`, as
 /// [`normal_square_reverse`] makes them without the division (the subtraction's own adjoint
-/// is the square's contribution, `0.0 +` it).
+/// is the square's contribution, `0.0 +` it); with both, `x`'s is also `m`'s, to be
+/// subtracted, and the second array is left zero.
 #[inline(always)]
 pub fn square_diff_reverse(ad: &Lanes, [x, m]: [&Lanes; 2], c: f64, wants: Wants) -> [Lanes; 2] {
     let mut ad_d = [0.0; CHUNK];
@@ -277,7 +280,7 @@ pub fn square_diff_reverse(ad: &Lanes, [x, m]: [&Lanes; 2], c: f64, wants: Wants
     let (da, db) = binary_derivatives(Binary::Sub, 0.0, 0.0, 0.0);
     let zero = [0.0; CHUNK];
     match wants {
-        Wants::Both => [ad_d, ad_d],
+        Wants::Both => [ad_d, zero],
         Wants::A => [map(|l| masked(ad_d[l], da)), zero],
         Wants::B => [zero, map(|l| masked(ad_d[l], db))],
     }
@@ -439,37 +442,35 @@ pub fn smooth_forward(we: &Lanes, wt: &Lanes, t: &Lanes, e: &Lanes) -> Lanes {
     })
 }
 
-/// Smoothed if, reverse: the contributions to guard, then and else. `d/dg = sigma'(x) / eta *
-/// (e - t)` with `sigma'(x) = sigma(x) sigma(-x)`, the division by `eta` a multiplication by
-/// its reciprocal as in [`smooth_weights`].
-#[allow(clippy::too_many_arguments)]
+/// Smoothed if, reverse: the contribution `ad * w` to a branch of weight `w` (`wt` for then,
+/// `we` for else), exactly zero where the adjoint or the weight is zero (a branch whose
+/// weight underflowed takes nothing, even where its own derivative is infinite).
 #[inline(always)]
-pub fn smooth_reverse(
+pub fn smooth_reverse_branch(w: &Lanes, ad: &Lanes) -> Lanes {
+    map(|l| {
+        let c = ad[l] * w[l];
+        if ad[l] == 0.0 || w[l] == 0.0 { 0.0 } else { c }
+    })
+}
+
+/// Smoothed if, reverse: the contribution to the guard, `d/dg = sigma'(x) / eta * (e - t)`
+/// with `sigma'(x) = sigma(x) sigma(-x)` the product `wt * we` of the weights, the division
+/// by `eta` a multiplication by its reciprocal as in [`smooth_weights`].
+#[inline(always)]
+pub fn smooth_reverse_guard_pair(
     we: &Lanes,
     wt: &Lanes,
     t: &Lanes,
     e: &Lanes,
     ad: &Lanes,
     eta: f64,
-    want_g: bool,
-) -> [Lanes; 3] {
-    let gate = |d: f64, w: f64, c: f64| if d == 0.0 || w == 0.0 { 0.0 } else { c };
-    let ct = map(|l| gate(ad[l], wt[l], ad[l] * wt[l]));
-    let ce = map(|l| gate(ad[l], we[l], ad[l] * we[l]));
-    let cg = if want_g {
-        let inv_eta = 1.0 / eta;
-        map(|l| {
-            let w = wt[l] * we[l];
-            gate(ad[l], w, ad[l] * (w * inv_eta) * (e[l] - t[l]))
-        })
-    } else {
-        [0.0; CHUNK]
-    };
-    [cg, ct, ce]
+) -> Lanes {
+    let w = map(|l| wt[l] * we[l]);
+    smooth_reverse_guard(&w, t, e, ad, eta)
 }
 
-/// [`smooth_reverse`]'s contribution to the guard alone, from the product `w = wt * we` of
-/// the weights (kept by the forward sweep): the same operations on the same values.
+/// [`smooth_reverse_guard_pair`] from the product `w = wt * we` of the weights (kept by the
+/// forward sweep): the same operations on the same values.
 #[inline(always)]
 pub fn smooth_reverse_guard(w: &Lanes, t: &Lanes, e: &Lanes, ad: &Lanes, eta: f64) -> Lanes {
     let inv_eta = 1.0 / eta;

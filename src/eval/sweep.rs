@@ -214,78 +214,96 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
     }
     for rs in &plan.steps {
         // Adjoints share places (`layout.rs`), though never a step's own with one of its
-        // targets: a copy of the step's own leaves the others free to write.
-        let own = adj[rs.ad as usize];
-        let (ad, lower) = (&own, &mut *adj);
+        // targets: each arm reads its own adjoint where it is, computes every contribution,
+        // and only then writes the targets. (A copy of the own adjoint, which the borrow of
+        // the targets would otherwise need, went through the stack at every step.)
+        let own = rs.ad as usize;
         let v = |s: u32| &vals[s as usize];
         let [t0, t1, t2] = rs.to;
         match rs.step.op {
             Op::Param { .. } | Op::Latent { .. } => {}
             Op::Unary { op, a } => {
+                let ad = &adj[own];
                 let c = if rs.uniform {
                     kernels::unary_reverse_uniform(op, ad, v(a)[0], v(rs.step.out)[0])
                 } else {
                     kernels::unary_reverse(op, ad, v(a), v(rs.step.out))
                 };
                 if op == Unary::Neg {
-                    kernels::sub_into(&mut lower[t0.adj as usize], &c, t0.first);
+                    kernels::sub_into(&mut adj[t0.adj as usize], &c, t0.first);
                 } else {
-                    kernels::add_into(&mut lower[t0.adj as usize], &c, t0.first);
+                    kernels::add_into(&mut adj[t0.adj as usize], &c, t0.first);
                 }
             }
             Op::Binary { op, a, b } if a == b => {
-                let c = kernels::binary_reverse_same(op, ad, v(a), v(rs.step.out));
-                kernels::add_into(&mut lower[t0.adj as usize], &c, t0.first);
+                let c = kernels::binary_reverse_same(op, &adj[own], v(a), v(rs.step.out));
+                kernels::add_into(&mut adj[t0.adj as usize], &c, t0.first);
+            }
+            Op::Binary {
+                op: op @ (Binary::Add | Binary::Sub),
+                ..
+            } if t0.adj != NONE && t1.adj != NONE => {
+                // Both operands take the step's adjoint itself (unmasked; the second's
+                // subtracted for `Sub`): one copy, in registers, written twice.
+                let c = adj[own];
+                kernels::add_into(&mut adj[t0.adj as usize], &c, t0.first);
+                if op == Binary::Sub {
+                    kernels::sub_into(&mut adj[t1.adj as usize], &c, t1.first);
+                } else {
+                    kernels::add_into(&mut adj[t1.adj as usize], &c, t1.first);
+                }
             }
             Op::Binary { op, a, b } => {
                 let wants = wanted(t0.adj != NONE, t1.adj != NONE);
-                let (ca, cb) = kernels::binary_reverse(op, wants, ad, v(a), v(b), v(rs.step.out));
-                put(lower, t0, &ca);
+                let (ca, cb) =
+                    kernels::binary_reverse(op, wants, &adj[own], v(a), v(b), v(rs.step.out));
+                put(adj, t0, &ca);
                 if t1.adj != NONE {
                     if kernels::binary_reverse_subtracts(op, wants) {
-                        kernels::sub_into(&mut lower[t1.adj as usize], &cb, t1.first);
+                        kernels::sub_into(&mut adj[t1.adj as usize], &cb, t1.first);
                     } else {
-                        kernels::add_into(&mut lower[t1.adj as usize], &cb, t1.first);
+                        kernels::add_into(&mut adj[t1.adj as usize], &cb, t1.first);
                     }
                 }
             }
             Op::NormalSquare { x, m, s, c } => {
                 let wants = wanted(t1.adj != NONE, t2.adj != NONE);
                 let [cs, cx, cm] = kernels::normal_square_reverse(
-                    ad,
+                    &adj[own],
                     [v(x), v(m), v(s)],
                     c,
                     wants,
                     t0.adj != NONE,
                 );
-                put(lower, t0, &cs);
-                put(lower, t1, &cx);
+                put(adj, t0, &cs);
+                put(adj, t1, &cx);
                 if wants == Wants::Both {
-                    kernels::sub_into(&mut lower[t2.adj as usize], &cm, t2.first);
+                    kernels::sub_into(&mut adj[t2.adj as usize], &cx, t2.first);
                 } else {
-                    put(lower, t2, &cm);
+                    put(adj, t2, &cm);
                 }
             }
             Op::SquareDiff { x, m, c } => {
                 // Targets as [`Op::NormalSquare`]'s, without the scale's.
                 let wants = wanted(t1.adj != NONE, t2.adj != NONE);
-                let [cx, cm] = kernels::square_diff_reverse(ad, [v(x), v(m)], c, wants);
-                put(lower, t1, &cx);
+                let [cx, cm] = kernels::square_diff_reverse(&adj[own], [v(x), v(m)], c, wants);
+                put(adj, t1, &cx);
                 if wants == Wants::Both {
-                    kernels::sub_into(&mut lower[t2.adj as usize], &cm, t2.first);
+                    kernels::sub_into(&mut adj[t2.adj as usize], &cx, t2.first);
                 } else {
-                    put(lower, t2, &cm);
+                    put(adj, t2, &cm);
                 }
             }
             Op::Square { x, s, c } => {
-                let [cs, cx] = kernels::square_reverse(ad, v(x), (s != NONE).then(|| v(s)), c);
-                put(lower, t0, &cs);
-                put(lower, t1, &cx);
+                let [cs, cx] =
+                    kernels::square_reverse(&adj[own], v(x), (s != NONE).then(|| v(s)), c);
+                put(adj, t0, &cs);
+                put(adj, t1, &cx);
             }
             Op::PoissonTerm { r, c, .. } => {
                 if t0.adj != NONE {
+                    let (ad, to) = own_and_target(adj, own, t0.adj as usize);
                     let from_log = kernels::poisson_term_reverse(ad, v(r), c);
-                    let to = &mut lower[t0.adj as usize];
                     kernels::sub_into(to, ad, t0.first);
                     kernels::add_into(to, &from_log, false);
                 }
@@ -293,18 +311,18 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
             Op::SumChain { from, to, .. } => {
                 // The additions in reverse; each partial sum has one reader, so its adjoint
                 // is `0.0 +` its one contribution, and the base takes the last one.
-                let mut d = *ad;
+                let mut d = adj[own];
                 let none = [0.0; CHUNK];
                 for j in (from..to).rev() {
                     let tt = plan.chain_targets[j as usize];
                     let wants = wanted(j > from || t0.adj != NONE, tt.adj != NONE);
                     let (c_acc, c_term) =
                         kernels::binary_reverse(Binary::Add, wants, &d, &none, &none, &none);
-                    put(lower, tt, &c_term);
+                    put(adj, tt, &c_term);
                     if j > from {
                         kernels::add_into(&mut d, &c_acc, true);
                     } else {
-                        put(lower, t0, &c_acc);
+                        put(adj, t0, &c_acc);
                     }
                 }
             }
@@ -316,26 +334,46 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                 cache,
                 product,
             } => {
-                let [cg, ct, ce] = match semantics {
+                // In this order: aliased operands (`if z < 0 then z else -z`) accumulate
+                // guard, then, else one after the other. Each contribution is written as soon
+                // as it is made: the three made first and written then spilled to the stack.
+                // A contribution that is not made is one the plan does not want (`product`
+                // sends nothing to the branches, a crisp guard takes nothing).
+                match semantics {
                     Semantics::Smoothed { eta } if product => {
                         let w = &weights[cache as usize];
-                        let cg = kernels::smooth_reverse_guard(w, v(t), v(e), ad, eta);
-                        [cg, [0.0; CHUNK], [0.0; CHUNK]]
+                        let cg = kernels::smooth_reverse_guard(w, v(t), v(e), &adj[own], eta);
+                        put(adj, t0, &cg);
                     }
                     Semantics::Smoothed { eta } => {
                         let (we, wt) = (&weights[cache as usize], &weights[cache as usize + 1]);
-                        kernels::smooth_reverse(we, wt, v(t), v(e), ad, eta, t0.adj != NONE)
+                        if t0.adj != NONE {
+                            let cg = kernels::smooth_reverse_guard_pair(
+                                we,
+                                wt,
+                                v(t),
+                                v(e),
+                                &adj[own],
+                                eta,
+                            );
+                            put(adj, t0, &cg);
+                        }
+                        if t1.adj != NONE {
+                            let ct = kernels::smooth_reverse_branch(wt, &adj[own]);
+                            put(adj, t1, &ct);
+                        }
+                        if t2.adj != NONE {
+                            let ce = kernels::smooth_reverse_branch(we, &adj[own]);
+                            put(adj, t2, &ce);
+                        }
                     }
                     _ => {
+                        let ad = &adj[own];
                         let (ct, ce) = kernels::select_reverse(v(g), ad, forced(semantics, index));
-                        [[0.0; CHUNK], ct, ce]
+                        put(adj, t1, &ct);
+                        put(adj, t2, &ce);
                     }
-                };
-                // In this order: aliased operands (`if z < 0 then z else -z`) accumulate
-                // guard, then, else one after the other.
-                put(lower, t0, &cg);
-                put(lower, t1, &ct);
-                put(lower, t2, &ce);
+                }
             }
         }
     }
@@ -370,6 +408,20 @@ fn wanted(first: bool, second: bool) -> Wants {
 fn put(adj: &mut [Lanes], t: Target, c: &Lanes) {
     if t.adj != NONE {
         kernels::add_into(&mut adj[t.adj as usize], c, t.first);
+    }
+}
+
+/// The step's own adjoint `own` to read and a target's `t` to write: never the same place
+/// (`layout.rs`), so both borrows split one slice.
+#[inline(always)]
+fn own_and_target(adj: &mut [Lanes], own: usize, t: usize) -> (&Lanes, &mut Lanes) {
+    debug_assert_ne!(own, t, "a step's own adjoint is never its target's");
+    if own < t {
+        let (lo, hi) = adj.split_at_mut(t);
+        (&lo[own], &mut hi[0])
+    } else {
+        let (lo, hi) = adj.split_at_mut(own);
+        (&hi[0], &mut lo[t])
     }
 }
 
