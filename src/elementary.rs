@@ -61,41 +61,6 @@ const ATANH_COEFFS: [f64; 7] = [
     f64::from_bits(0x3fe5555555555558), // 0.666666666666667
 ];
 
-/// `c[0] x^(n-1) + ... + c[n-1]` as an even and an odd part in `x^2`, each by Horner's
-/// scheme with fused multiply-adds, joined by one more: `E(x^2) + x O(x^2)`.
-///
-/// Two independent chains of half the length instead of one: a lane loop is bound by the
-/// latency of the chain, not by the number of operations (the tape evaluates four vectors of
-/// lanes at once, too few to hide a 12-step chain). For the arguments used here (below 0.62
-/// in magnitude, with coefficients falling like `1 / n!` or faster) the split costs no
-/// accuracy: each
-/// term is far below the constant one, so their rounding errors stay in the last place of
-/// a small correction.
-#[inline(always)]
-pub(crate) fn poly_even_odd<const N: usize>(x: f64, c: &[f64; N]) -> f64 {
-    let x2 = x * x;
-    // The power of `c[i]` is `N - 1 - i`: its parity says which chain it joins; the first
-    // coefficient of each chain starts it.
-    let mut even: Option<f64> = None;
-    let mut odd: Option<f64> = None;
-    for (i, &ci) in c.iter().enumerate() {
-        let chain = if (N - 1 - i).is_multiple_of(2) {
-            &mut even
-        } else {
-            &mut odd
-        };
-        *chain = Some(match *chain {
-            None => ci,
-            Some(acc) => acc.mul_add(x2, ci),
-        });
-    }
-    match (even, odd) {
-        (Some(e), Some(o)) => o.mul_add(x, e),
-        (Some(e), None) => e,
-        _ => unreachable!("a polynomial has a constant term"),
-    }
-}
-
 /// [`EXP_COEFFS`]' polynomial at `r` (with `r2 = r * r`) in Estrin's order: pairs, then
 /// pairs of pairs, so that its longest chain is four multiply-adds instead of Horner's nine.
 #[inline(always)]
@@ -195,46 +160,76 @@ fn exp_reduced(x: f64) -> (f64, u64) {
 /// correction added where it loses nothing (`log1p`'s rounding of `1 + x`); only for positive
 /// finite `m` (the callers select the special cases).
 ///
-/// `ln(1 + f) = 2 atanh(s) = f - (f^2/2 - s (f^2/2 + R(s^2)))` with `s = f / (2 + f)`: the
+/// `ln(1 + f) = 2 atanh(s) = f - (f^2/2 - (s f^2/2 + s^3 R(s^2)))` with `s = f / (2 + f)`: the
 /// leading `f` is exact, and the rounding of `s` only touches the small correction.
+///
+/// Written for latency, which bounds a lane loop of it (a few vectors of lanes at once): the
+/// divisor `2 + f` is `(1 + f) + 1`, the same double, from the mantissa in parallel with `f`;
+/// `R` in Estrin's order (three dependent steps after `s^2` instead of five); `s f^2/2` and
+/// `s^3` while `R` is computed, so that one multiply-add joins them after it.
 #[inline(always)]
 fn ln_core(m: f64, c: f64) -> f64 {
-    // Subnormal arguments are scaled into the normal range first.
+    // Subnormal arguments are scaled into the normal range first, by a factor chosen by a
+    // select (`m * 1.0` is `m`): selecting between `m` and `m * 2^54` instead had LLVM
+    // duplicate the bit arithmetic below for both and select after.
     let sub = m < f64::MIN_POSITIVE;
-    let m = if sub { m * 18_014_398_509_481_984.0 } else { m };
+    let m = m * if sub { 18_014_398_509_481_984.0 } else { 1.0 };
     let bits = m.to_bits();
     // Biased so that the exponent of `m / sqrt(1/2)` is read with a logical shift: `eb` is
     // `e + 1023` with the mantissa in `[sqrt(1/2), sqrt(2))`.
     const OFFSET: u64 = 0x3fe6_a09e_667f_3bcd;
     let eb = bits.wrapping_add(0x3ff0_0000_0000_0000 - OFFSET) >> 52;
-    let f = f64::from_bits(bits.wrapping_sub(eb.wrapping_sub(1023) << 52)) - 1.0;
-    // `e` as a double, exactly: `2^52 + eb` read as a double, minus `2^52 + 1023`.
-    let e = f64::from_bits((ROUND.to_bits() - (1u64 << 51)) | eb) - 4_503_599_627_371_519.0;
-    let e = if sub { e - 54.0 } else { e };
-    let s = f / (2.0 + f);
-    let z = s * s;
-    let r = z * poly_even_odd(z, &ATANH_COEFFS);
+    let mantissa = f64::from_bits(bits.wrapping_sub(eb.wrapping_sub(1023) << 52));
+    // Both exact or rounded alike: `mantissa - 1` is exact (Sterbenz), and `mantissa + 1` is
+    // the real number `2 + f`.
+    let f = mantissa - 1.0;
+    let s = f / (mantissa + 1.0);
+    // `e` as a double, exactly: `2^52 + eb` read as a double, minus `2^52 + 1023` (and the
+    // 54 of a subnormal's scaling).
+    let e = f64::from_bits((ROUND.to_bits() - (1u64 << 51)) | eb)
+        - if sub {
+            4_503_599_627_371_573.0
+        } else {
+            4_503_599_627_371_519.0
+        };
     let hfsq = 0.5 * f * f;
-    let tail = s.mul_add(hfsq + r, e.mul_add(LN2_LO, c));
+    let z = s * s;
+    let r = estrin7(z, &ATANH_COEFFS);
+    let near = s.mul_add(hfsq, e.mul_add(LN2_LO, c));
+    let tail = (s * z).mul_add(r, near);
     e.mul_add(LN2_HI, f - (hfsq - tail))
 }
 
-/// The natural logarithm, within 1 ulp of the correctly rounded result (0.84 ulp from the
+/// `c[0] x^6 + ... + c[6]` in Estrin's order: pairs `c[i] x + c[i+1]` side by side, joined by
+/// `x^2` and then `x^4`, three multiply-adds deep after `x^2` (Horner's scheme: six).
+#[inline(always)]
+fn estrin7(x: f64, c: &[f64; 7]) -> f64 {
+    let x2 = x * x;
+    let x4 = x2 * x2;
+    let p0 = c[5].mul_add(x, c[6]);
+    let p1 = c[3].mul_add(x, c[4]);
+    let p2 = c[1].mul_add(x, c[2]);
+    let q0 = p1.mul_add(x2, p0);
+    let q1 = c[0].mul_add(x2, p2);
+    q1.mul_add(x4, q0)
+}
+
+/// The natural logarithm, within 1 ulp of the correctly rounded result (0.83 ulp from the
 /// true value measured over 10^7 inputs).
 /// `-inf` at `+-0`, NaN below 0, `+inf` at `+inf`, NaN for NaN.
 #[inline(always)]
 pub fn ln(x: f64) -> f64 {
     let y = ln_core(x, 0.0);
-    if x > 0.0 && x < f64::INFINITY {
-        y
-    } else if x == 0.0 {
+    // Three comparisons and three selects. The chain `x > 0 && x < inf`, `x == 0`, `x < 0`
+    // written as one if-else had LLVM classify `x` by integer tests of its bits (three times
+    // the instructions, and spills) in the lane loops.
+    let y = if x < f64::INFINITY { y } else { x }; // +inf and NaN are themselves
+    let at_most_zero = if x == 0.0 {
         f64::NEG_INFINITY
-    } else if x < 0.0 {
-        f64::NAN
     } else {
-        // +inf or NaN.
-        x
-    }
+        f64::NAN
+    };
+    if x <= 0.0 { at_most_zero } else { y }
 }
 
 /// `ln(1 + x)`, accurate for small `x`, within 1 ulp of the correctly rounded result (0.83 ulp from
@@ -252,15 +247,15 @@ pub fn log1p(x: f64) -> f64 {
         1.0 - (u - x)
     };
     let y = ln_core(u, d / u);
-    if u > 0.0 && u < f64::INFINITY {
-        if x.abs() < f64::MIN_POSITIVE { x } else { y }
-    } else if u == 0.0 {
+    // Selects between values, as in `ln` (an if-else chain is classified by integer tests).
+    let y = if x.abs() < f64::MIN_POSITIVE { x } else { y };
+    let y = if u < f64::INFINITY { y } else { x }; // +inf and NaN are themselves
+    let at_most_zero = if u == 0.0 {
         f64::NEG_INFINITY
-    } else if u < 0.0 {
-        f64::NAN
     } else {
-        x
-    }
+        f64::NAN
+    };
+    if u <= 0.0 { at_most_zero } else { y }
 }
 
 /// The logistic function `1 / (1 + e^-x)`, stable for any `x` (it never evaluates `exp` of a
