@@ -31,9 +31,8 @@ const ROUND: f64 = 6_755_399_441_055_744.0;
 
 /// `Q(r)` in `e^r = 1 + r + r^2 Q(r)`, highest power first (evaluated in Estrin's order by
 /// `exp_q`): degree 9, the minimax fit on `|r| <= ln 2 / 2` (`scripts/fit_polys.py`
-/// re-derives these bits), so that
-/// `e^r` is of degree 11 with a relative error below 2^-55.7 (Taylor's degree 11 would give
-/// 2^-47; degree 13 was used before).
+/// re-derives these bits), so that `e^r` is of degree 11 with a relative error below
+/// 2^-55.7 (Taylor's degree 11 would give 2^-47; degree 13 was used before).
 const EXP_COEFFS: [f64; 10] = [
     f64::from_bits(0x3e5af631ec604297), // 2.5110039179932824e-08
     f64::from_bits(0x3e928917d2f3a3d8), // 2.762007679917023e-07
