@@ -1,6 +1,7 @@
 //! Compiling one output of a program to a tape: nodes become slots and forward steps (lane
 //! steps, and uniform steps that run once per call), common sequences are fused, and the
-//! reverse plans are built, and values and adjoints are given places (`layout.rs`).
+//! reverse plans are built, values and adjoints are given places (`layout.rs`), and the
+//! crisp forward-only plan is built (`crisp.rs`).
 //!
 //! Not here: the instruction set (`instr.rs`), the fusions (`fuse.rs`), the reverse plans
 //! (`plan.rs`) and running a tape (`evaluate.rs`, `sweep.rs`).
@@ -9,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::ir::{Node, NodeId, Program};
 
+use super::crisp;
 use super::fuse;
 use super::instr::{NONE, Op, Step};
 use super::layout;
@@ -118,6 +120,7 @@ impl Tape {
             [&mut smooth_plan, &mut crisp_plan],
         );
         let (mut consts, mut param_slots) = (consts, param_slots);
+        let (logical_steps, logical_chains) = (steps.clone(), chains.clone());
         let placed = layout::place(
             layout::Logical {
                 slots: adj.len(),
@@ -133,12 +136,22 @@ impl Tape {
             },
             [&mut smooth_plan, &mut crisp_plan],
         );
+        let crisp = crisp::build(&crisp::Source {
+            steps: &logical_steps,
+            chains: &logical_chains,
+            constant: &constant,
+            pinned_place: &placed.pinned_place,
+            uniform: &uniform,
+            output,
+            compact: &placed.compact,
+        });
         Tape::new(Compiled {
             id: NEXT_TAPE_ID.fetch_add(1, Ordering::Relaxed),
             len: adj.len(),
             consts,
             uniform_steps,
             compact: placed.compact,
+            crisp,
             forced_plan: std::sync::OnceLock::new(),
             adjoints: placed.adjoints,
             out_adj: placed.out_adj,

@@ -110,9 +110,17 @@ impl Tape {
         let batch = out.len();
         self.check_inputs(ws, params, &latents, batch);
         let output = self.output as usize;
-        self.forward_chunks(ws, semantics, params, latents, batch, |ws, start, w| {
-            out[start..start + w].copy_from_slice(&ws.values[output][..w]);
-        });
+        self.forward_chunks(
+            ws,
+            semantics,
+            false,
+            params,
+            latents,
+            batch,
+            |ws, start, w| {
+                out[start..start + w].copy_from_slice(&ws.values[output][..w]);
+            },
+        );
         ws.note_sweep(semantics, batch);
     }
 
@@ -149,52 +157,61 @@ impl Tape {
             "gradient buffer size"
         );
         let zero_rows = grad.zero_rows == Some((self.id, batch));
-        self.forward_chunks(ws, semantics, params, latents, batch, |ws, start, w| {
-            sweep::reverse_chunk(self, ws, semantics);
-            ws.note_sweep(semantics, batch);
-            grad.value[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
-            // Row `r` of `dest` from adjoint place `a`, or zeros where there is none.
-            let put = |dest: &mut [f64], r: usize, a: u32| {
-                let d = &mut dest[r * batch + start..r * batch + start + w];
-                if a != NONE {
-                    // A full chunk's row as one fixed-size copy: inline moves, not a call
-                    // to `memmove` per row.
-                    match <&mut [f64; CHUNK]>::try_from(&mut *d) {
-                        Ok(d) => *d = ws.adjoints[a as usize],
-                        Err(_) => d.copy_from_slice(&ws.adjoints[a as usize][..w]),
+        self.forward_chunks(
+            ws,
+            semantics,
+            true,
+            params,
+            latents,
+            batch,
+            |ws, start, w| {
+                sweep::reverse_chunk(self, ws, semantics);
+                ws.note_sweep(semantics, batch);
+                grad.value[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
+                // Row `r` of `dest` from adjoint place `a`, or zeros where there is none.
+                let put = |dest: &mut [f64], r: usize, a: u32| {
+                    let d = &mut dest[r * batch + start..r * batch + start + w];
+                    if a != NONE {
+                        // A full chunk's row as one fixed-size copy: inline moves, not a call
+                        // to `memmove` per row.
+                        match <&mut [f64; CHUNK]>::try_from(&mut *d) {
+                            Ok(d) => *d = ws.adjoints[a as usize],
+                            Err(_) => d.copy_from_slice(&ws.adjoints[a as usize][..w]),
+                        }
+                    } else if !zero_rows {
+                        d.fill(0.0);
                     }
-                } else if !zero_rows {
-                    d.fill(0.0);
-                }
-            };
-            match &grad.rows {
-                None => {
-                    for (r, &a) in self.latent_adj.iter().enumerate() {
-                        put(&mut grad.latents, r, a);
+                };
+                match &grad.rows {
+                    None => {
+                        for (r, &a) in self.latent_adj.iter().enumerate() {
+                            put(&mut grad.latents, r, a);
+                        }
+                    }
+                    Some(rows) => {
+                        for (r, &i) in rows.iter().enumerate() {
+                            put(&mut grad.latents, r, self.latent_adj[i as usize]);
+                        }
                     }
                 }
-                Some(rows) => {
-                    for (r, &i) in rows.iter().enumerate() {
-                        put(&mut grad.latents, r, self.latent_adj[i as usize]);
-                    }
+                for (k, &a) in self.param_adj.iter().enumerate() {
+                    put(&mut grad.params, k, a);
                 }
-            }
-            for (k, &a) in self.param_adj.iter().enumerate() {
-                put(&mut grad.params, k, a);
-            }
-        });
+            },
+        );
         grad.zero_rows = Some((self.id, batch));
     }
 
     /// Prepares the workspace, evaluates what is the same in every lane once, then sweeps
     /// forward chunk by chunk, handing each chunk's first lane and width to `after_chunk`
-    /// (which reads the chunk's values, or sweeps it back).
+    /// (which reads the chunk's values, or, with `reverse`, sweeps it back).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn forward_chunks(
         &self,
         ws: &mut Workspace,
         semantics: Semantics,
+        reverse: bool,
         params: &[f64],
         latents: Latents<'_>,
         batch: usize,
@@ -202,6 +219,7 @@ impl Tape {
     ) {
         self.prepare(ws);
         sweep::uniform_pass(self, ws, semantics, params);
+        let layout = self.forward_layout(ws, semantics, reverse);
         let mut start = 0;
         while start < batch {
             let w = CHUNK.min(batch - start);
@@ -213,7 +231,7 @@ impl Tape {
                 w,
                 force: None,
             };
-            sweep::forward_chunk(self, ws, semantics, &input);
+            sweep::forward_chunk(layout, ws, semantics, &input);
             after_chunk(ws, start, w);
             start += w;
         }

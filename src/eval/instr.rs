@@ -99,6 +99,22 @@ pub(super) enum Op {
         cache: u32,
         product: bool,
     },
+    /// `t` where `g < 0`, else `e`: a crisp if-statement in the crisp forward-only plan
+    /// (`crisp.rs`), which never forces one and keeps no weights. Only in that plan.
+    Select {
+        g: u32,
+        t: u32,
+        e: u32,
+    },
+    /// `t` where `a - b < 0`, else `e`: a [`Op::Select`] whose guard is a subtraction read only
+    /// as a guard, fused so that it stays in registers (same operations, same bits). Only in
+    /// the crisp forward-only plan.
+    SelectLess {
+        a: u32,
+        b: u32,
+        t: u32,
+        e: u32,
+    },
 }
 
 /// Where a reverse step sends one contribution: an adjoint index, and whether this is the
@@ -141,17 +157,18 @@ pub(super) struct Plan {
 
 /// The slots an instruction reads (a sum chain's terms are in the tape's side table; only
 /// its base is listed).
-pub(super) fn operands(op: &Op) -> ([u32; 3], usize) {
+pub(super) fn operands(op: &Op) -> ([u32; 4], usize) {
     match *op {
-        Op::Param { .. } | Op::Latent { .. } => ([0; 3], 0),
-        Op::Unary { a, .. } => ([a, 0, 0], 1),
-        Op::Binary { a, b, .. } => ([a, b, 0], 2),
-        Op::NormalSquare { x, m, s, .. } => ([x, m, s], 3),
-        Op::SquareDiff { x, m, .. } => ([x, m, 0], 2),
-        Op::Square { x, s, .. } if s == NONE => ([x, 0, 0], 1),
-        Op::Square { x, s, .. } => ([x, s, 0], 2),
-        Op::PoissonTerm { r, .. } => ([r, 0, 0], 1),
-        Op::SumChain { base, .. } => ([base, 0, 0], 1),
-        Op::If { g, t, e, .. } => ([g, t, e], 3),
+        Op::Param { .. } | Op::Latent { .. } => ([0; 4], 0),
+        Op::Unary { a, .. } => ([a, 0, 0, 0], 1),
+        Op::Binary { a, b, .. } => ([a, b, 0, 0], 2),
+        Op::NormalSquare { x, m, s, .. } => ([x, m, s, 0], 3),
+        Op::SquareDiff { x, m, .. } => ([x, m, 0, 0], 2),
+        Op::Square { x, s, .. } if s == NONE => ([x, 0, 0, 0], 1),
+        Op::Square { x, s, .. } => ([x, s, 0, 0], 2),
+        Op::PoissonTerm { r, .. } => ([r, 0, 0, 0], 1),
+        Op::SumChain { base, .. } => ([base, 0, 0, 0], 1),
+        Op::If { g, t, e, .. } | Op::Select { g, t, e } => ([g, t, e, 0], 3),
+        Op::SelectLess { a, b, t, e } => ([a, b, t, e], 4),
     }
 }

@@ -373,6 +373,13 @@ pub fn select_forward(g: &Lanes, t: &Lanes, e: &Lanes, force: Option<bool>) -> L
     }
 }
 
+/// [`select_forward`] of the guard `a - b`, subtracted here (the subtraction's own scalar
+/// rule), not read from the workspace.
+#[inline(always)]
+pub fn select_less_forward(a: &Lanes, b: &Lanes, t: &Lanes, e: &Lanes) -> Lanes {
+    map(|l| blend(binary_value(Binary::Sub, a[l], b[l]) < 0.0, t[l], e[l]))
+}
+
 /// `if take_t { t } else { e }` as a bitwise blend of the two values: written as a
 /// branch on loaded values, LLVM selects between the two *addresses* and loads lane by lane
 /// (a sixth of temperature's crisp forward sweep); the masks compile to a compare and a

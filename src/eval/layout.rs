@@ -65,6 +65,8 @@ pub(super) struct Placed {
     /// The adjoint place of each latent and parameter (`NONE` where it has none).
     pub latent_adj: Vec<u32>,
     pub param_adj: Vec<u32>,
+    /// The place of each pinned slot (alike in every layout), `u32::MAX` for the others.
+    pub pinned_place: Vec<u32>,
 }
 
 /// The slots the reverse sweep reads the value of at step `rs`: those its local derivatives
@@ -119,6 +121,9 @@ fn reverse_reads(rs: &RevStep, smooth: bool) -> ([u32; 3], usize) {
         Op::PoissonTerm { r, .. } => ([r, 0, 0], 1),
         Op::If { t, e, .. } if smooth => ([t, e, 0], 2),
         Op::If { g, .. } => ([g, 0, 0], 1),
+        Op::Select { .. } | Op::SelectLess { .. } => {
+            unreachable!("only the crisp forward-only plan selects")
+        }
     }
 }
 
@@ -134,7 +139,7 @@ pub(super) fn each_read(st: &Step, chains: &[(u32, bool)], mut f: impl FnMut(u32
 }
 
 /// Rewrites every slot step `st` names (written or read) through `place`.
-fn rename(st: &mut Step, place: impl Fn(u32) -> u32) {
+pub(super) fn rename(st: &mut Step, place: impl Fn(u32) -> u32) {
     st.out = place(st.out);
     match &mut st.op {
         Op::Param { .. } | Op::Latent { .. } => {}
@@ -150,7 +155,12 @@ fn rename(st: &mut Step, place: impl Fn(u32) -> u32) {
         }
         Op::PoissonTerm { r, .. } => *r = place(*r),
         Op::SumChain { base, .. } => *base = place(*base),
-        Op::If { g, t, e, .. } => (*g, *t, *e) = (place(*g), place(*t), place(*e)),
+        Op::If { g, t, e, .. } | Op::Select { g, t, e } => {
+            (*g, *t, *e) = (place(*g), place(*t), place(*e))
+        }
+        Op::SelectLess { a, b, t, e } => {
+            (*a, *b, *t, *e) = (place(*a), place(*b), place(*t), place(*e))
+        }
     }
 }
 
@@ -191,7 +201,14 @@ pub(super) fn place(l: Logical, plans: [&mut Plan; 2]) -> Placed {
             pinned_count += 1;
         }
     }
-    let (compact, compact_values) = compact_places(&l, &pinned, &pinned_place, pinned_count);
+    let (compact, compact_values) = scan_places(
+        &l.steps,
+        &l.chains,
+        &pinned,
+        &pinned_place,
+        pinned_count,
+        Vec::new(),
+    );
     let mut steps = l.steps;
     steps
         .iter_mut()
@@ -261,36 +278,37 @@ pub(super) fn place(l: Logical, plans: [&mut Plan; 2]) -> Placed {
         out_adj,
         latent_adj,
         param_adj,
+        pinned_place,
     }
 }
 
-/// The compact layout's place of every slot (pinned ones as in `pinned_place`) and the
-/// number of places: a linear scan over the lane steps, in which a slot's place is free again
-/// after the last step that reads it. A slot no step writes (fused away) gets place 0;
-/// nothing reads it.
-fn compact_places(
-    l: &Logical,
+/// The place of every slot (pinned ones as in `pinned_place`) and the number of places: a
+/// linear scan over the lane steps, in which a slot's place is free again after the last step
+/// that reads it. Places come from `free` (taken from its end) and then from `first` on. A
+/// slot no step writes (fused away) gets place 0; nothing reads it. The compact layout's
+/// scan, and the crisp forward-only plan's (`crisp.rs`).
+pub(super) fn scan_places(
+    steps: &[Step],
+    chains: &[(u32, bool)],
     pinned: &[bool],
     pinned_place: &[u32],
     first: u32,
+    free: Vec<u32>,
 ) -> (Vec<u32>, usize) {
-    let n = l.slots;
+    let n = pinned.len();
     let mut last_read = vec![0usize; n];
-    for (i, st) in l.steps.iter().enumerate() {
-        each_read(st, &l.chains, |o| last_read[o as usize] = i);
+    for (i, st) in steps.iter().enumerate() {
+        each_read(st, chains, |o| last_read[o as usize] = i);
     }
     let mut place: Vec<u32> = (0..n)
         .map(|s| if pinned[s] { pinned_place[s] } else { 0 })
         .collect();
     let mut live = vec![false; n];
-    let mut places = Places {
-        next: first,
-        free: Vec::new(),
-    };
-    for (i, st) in l.steps.iter().enumerate() {
+    let mut places = Places { next: first, free };
+    for (i, st) in steps.iter().enumerate() {
         // Operands read here for the last time give their places back first, so the result
         // may take one of them: a step reads all its operands before it writes.
-        each_read(st, &l.chains, |o| {
+        each_read(st, chains, |o| {
             let o = o as usize;
             if live[o] && last_read[o] == i {
                 places.free.push(place[o]);

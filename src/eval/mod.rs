@@ -18,12 +18,14 @@
 //!
 //! The modules, each importing only those listed before it: `instr` (the instruction set),
 //! `input` (the latents a sweep reads: values, or noise reparameterised as it loads them),
-//! `fuse`, `plan` and `layout` (compile-time passes), `forced_plan` (the dependency graph and
+//! `fuse`, `plan`, `layout` and `crisp` (compile-time passes; `crisp` builds the crisp
+//! forward-only plan, with selects folded and guards fused), `forced_plan` (the dependency graph and
 //! layout of LYY18's forced sweeps, built at the first of them), `workspace`, `tape` (the
 //! compiled tape), `compile` (program to tape), `vmath` and `kernels` (lane rules), `sweep`
 //! (one chunk), `evaluate` (a batch) and `forced` (LYY18's per-sample forcing).
 
 mod compile;
+mod crisp;
 mod evaluate;
 mod forced;
 mod forced_plan;

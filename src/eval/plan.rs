@@ -70,6 +70,9 @@ fn reaches_inputs(steps: &[Step], adj: &[u32], chains: &[(u32, bool)], smooth: b
                         .any(|&(t, _)| r(t))
             }
             Op::If { g, t, e, .. } => (smooth && r(g)) || r(t) || r(e),
+            Op::Select { .. } | Op::SelectLess { .. } => {
+                unreachable!("only the crisp forward-only plan selects")
+            }
         };
         reach[step.out as usize] = here;
     }
@@ -184,6 +187,9 @@ pub(super) fn plan(shape: &Shape, smooth: bool) -> Plan {
                 let tg = target(g, smooth);
                 let tt = target(t, true);
                 [tg, tt, target(e, true)]
+            }
+            Op::Select { .. } | Op::SelectLess { .. } => {
+                unreachable!("only the crisp forward-only plan selects")
             }
         };
         let chain = matches!(step.op, Op::SumChain { .. });

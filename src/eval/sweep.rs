@@ -15,6 +15,7 @@ use crate::cpu;
 use super::input::Latents;
 use super::instr::{CHUNK, Lanes, NONE, Op, Step, Target};
 use super::kernels::{self, Wants};
+use super::layout::Layout;
 use super::tape::Tape;
 use super::workspace::Workspace;
 
@@ -55,6 +56,9 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
             | Op::SumChain { .. } => {
                 unreachable!("only lane steps are fused")
             }
+            Op::Select { .. } | Op::SelectLess { .. } => {
+                unreachable!("only the crisp forward-only plan selects")
+            }
             Op::If {
                 g,
                 t,
@@ -79,10 +83,9 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
     }
 }
 
-/// Values of every lane-dependent slot for one chunk (and the smoothing weights of every
-/// if-statement).
-pub(super) fn forward_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantics, x: &Input) {
-    let layout = tape.layout(ws);
+/// Values of every lane-dependent slot of `layout` for one chunk (and the smoothing weights
+/// of every if-statement).
+pub(super) fn forward_chunk(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &Input) {
     #[cfg(target_arch = "x86_64")]
     if ws.simd && cpu::avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
@@ -190,6 +193,8 @@ fn forward_body(
                     }
                 },
             },
+            Op::Select { g, t, e } => kernels::select_forward(v(g), v(t), v(e), None),
+            Op::SelectLess { a, b, t, e } => kernels::select_less_forward(v(a), v(b), v(t), v(e)),
         };
         vals[out] = r;
     }
@@ -325,6 +330,9 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                         put(adj, t0, &c_acc);
                     }
                 }
+            }
+            Op::Select { .. } | Op::SelectLess { .. } => {
+                unreachable!("only the crisp forward-only plan selects")
             }
             Op::If {
                 g,

@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::ir::Semantics;
 
+use super::crisp::CrispPlan;
 use super::forced_plan::ForcedPlan;
 use super::input::Latents;
 use super::instr::{CHUNK, Plan, Step};
@@ -49,6 +50,9 @@ pub struct Compiled {
     /// The other steps, run for every chunk, with values sharing places where their lives
     /// do not overlap (see `layout.rs`): what the sweeps use.
     pub(super) compact: Layout,
+    /// The steps a forward-only crisp sweep runs in a workspace in the compact layout
+    /// (`crisp.rs`), and the constants only they read.
+    pub(super) crisp: CrispPlan,
     /// What LYY18's forced sweeps need (`forced_plan.rs`), built at the first of them: the
     /// forced layout, in which a workspace of those sweeps keeps some more values, and the
     /// dependency graph of the steps.
@@ -120,6 +124,18 @@ impl Tape {
         }
     }
 
+    /// Lane instructions of a forward sweep (for tests and benchmark reports).
+    pub fn forward_len(&self) -> usize {
+        self.compact.steps.len()
+    }
+
+    /// Lane instructions of a forward-only crisp sweep (for tests and benchmark reports): at
+    /// most [`Tape::forward_len`], fewer where selects between constants were folded into
+    /// what reads them or subtractions read only as guards were fused into their selects.
+    pub fn crisp_forward_len(&self) -> usize {
+        self.crisp.layout.steps.len()
+    }
+
     /// How many additions were fused away into sum chains (for tests and benchmark reports).
     pub fn fused_additions(&self) -> usize {
         self.fused_chains
@@ -156,7 +172,7 @@ impl Tape {
     pub fn workspace(&self) -> Workspace {
         let mut ws = Workspace {
             tape_id: 0,
-            values: vec![[0.0; CHUNK]; self.compact.values],
+            values: vec![[0.0; CHUNK]; self.unforced_places()],
             adjoints: vec![[0.0; CHUNK]; self.adjoints],
             weights: vec![[0.0; CHUNK]; self.if_slots],
             simd: true,
@@ -168,6 +184,28 @@ impl Tape {
         };
         self.prepare(&mut ws);
         ws
+    }
+
+    /// Value places of a workspace before any forced sweep: those of the compact layout and
+    /// of the crisp forward-only plan.
+    fn unforced_places(&self) -> usize {
+        self.compact.values.max(self.crisp.layout.values)
+    }
+
+    /// The layout a forward sweep under `semantics` runs in, `reverse` whether a reverse
+    /// sweep follows: the crisp forward-only plan where it may (a crisp sweep without one,
+    /// in a workspace that is not in the forced layout), else [`Tape::layout`].
+    pub(super) fn forward_layout(
+        &self,
+        ws: &Workspace,
+        semantics: Semantics,
+        reverse: bool,
+    ) -> &Layout {
+        if !reverse && semantics == Semantics::Crisp && !ws.forced_layout {
+            &self.crisp.layout
+        } else {
+            self.layout(ws)
+        }
     }
 
     /// The forced sweeps' plan, built at the first call.
@@ -196,11 +234,18 @@ impl Tape {
         }
     }
 
-    /// Writes this tape's constants into `ws` unless it already holds them.
+    /// Writes this tape's constants into `ws` unless it already holds them (those of the
+    /// crisp forward-only plan too, unless `ws` is in the forced layout, which never runs
+    /// that plan).
     pub(super) fn prepare(&self, ws: &mut Workspace) {
         if ws.tape_id != self.id {
             for &(s, c) in &self.consts {
                 ws.values[s as usize] = [c; CHUNK];
+            }
+            if !ws.forced_layout {
+                for &(s, c) in &self.crisp.consts {
+                    ws.values[s as usize] = [c; CHUNK];
+                }
             }
             ws.tape_id = self.id;
         }
@@ -225,7 +270,12 @@ impl Tape {
             "one location and scale per latent"
         );
         assert!(
-            ws.values.len() == self.layout(ws).values
+            ws.values.len()
+                == if ws.forced_layout {
+                    self.forced_plan().layout.values
+                } else {
+                    self.unforced_places()
+                }
                 && ws.adjoints.len() == self.adjoints
                 && ws.weights.len() == self.if_slots,
             "workspace of another tape"

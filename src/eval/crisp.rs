@@ -1,0 +1,249 @@
+//! The crisp forward-only plan: the lane steps a sweep runs when it wants crisp values and
+//! no gradient (the precise final measurement, the trajectory's crisp values, Score). Built
+//! at compile time beside the compact layout, with rewrites that only hold when nothing
+//! is differentiated and no if-statement is forced:
+//!
+//! - A crisp if-statement is a select. Where both branches are constants, an operation of
+//!   the select with constants (or with another select of the same guard) is the select of
+//!   the operation's results, computed once here with the scalar rules the lane loops use
+//!   (`crate::ir::unary_value`, `binary_value`): `ln(if g < 0 { c1 } else { c2 })` becomes a
+//!   select between `ln c1` and `ln c2`, which is what every lane computed anyway.
+//! - A guard `a - b` read only as guards is subtracted inside each select that reads it
+//!   ([`Op::SelectLess`]) instead of being written to the workspace and read back.
+//! - What nothing reads any more is dropped, and no value is kept for a reverse sweep, so
+//!   the lane values share places by one linear scan (`layout::scan_places`).
+//!
+//! Every lane computes the same operations on the same values as under the compact layout, so
+//! the crisp values keep their bits.
+//!
+//! Not here: how a sweep picks this plan (`evaluate.rs`) and runs it (`sweep.rs`).
+
+use std::collections::HashMap;
+
+use crate::ir::{Binary, binary_value, unary_value};
+
+use super::instr::{Op, Step};
+use super::layout::{self, Layout, each_read};
+
+/// The crisp forward-only plan of a tape.
+#[derive(Clone, Debug, Default)]
+pub(super) struct CrispPlan {
+    /// Its lane steps and places. The pinned places (constants, uniform values, the output)
+    /// are the compact layout's.
+    pub layout: Layout,
+    /// The constants its selects choose between that the tape had not, with their places:
+    /// from the compact layout's last place on, so no other sweep overwrites them.
+    pub consts: Vec<(u32, f64)>,
+}
+
+/// What the plan is built from: the tape's lane steps and sum-chain terms in slot numbering
+/// (after fusion, before placing), the constant of each slot, the places of the pinned slots
+/// (`u32::MAX` for the others), which slots are uniform, the output slot and the compact
+/// layout.
+pub(super) struct Source<'a> {
+    pub steps: &'a [Step],
+    pub chains: &'a [(u32, bool)],
+    pub constant: &'a [Option<f64>],
+    pub pinned_place: &'a [u32],
+    /// Per slot, whether it is a constant or the same in every lane.
+    pub uniform: &'a [bool],
+    pub output: u32,
+    pub compact: &'a Layout,
+}
+
+/// The constants of the plan's slots: the tape's, and those folding adds.
+struct Consts {
+    of: Vec<Option<f64>>,
+    /// Slots of constants by their bits, so that a folded value the tape has already takes
+    /// its place.
+    by_bits: HashMap<u64, u32>,
+    added: Vec<u32>,
+}
+
+impl Consts {
+    fn get(&self, s: u32) -> Option<f64> {
+        self.of[s as usize]
+    }
+
+    /// The slot holding `c`, a new one if no slot does.
+    fn slot(&mut self, c: f64) -> u32 {
+        let of = &mut self.of;
+        let added = &mut self.added;
+        *self.by_bits.entry(c.to_bits()).or_insert_with(|| {
+            of.push(Some(c));
+            added.push(of.len() as u32 - 1);
+            of.len() as u32 - 1
+        })
+    }
+}
+
+/// Builds the crisp forward-only plan (see the module doc).
+pub(super) fn build(src: &Source) -> CrispPlan {
+    let mut consts = Consts {
+        of: src.constant.to_vec(),
+        by_bits: HashMap::new(),
+        added: Vec::new(),
+    };
+    for (s, c) in src.constant.iter().enumerate() {
+        if let Some(c) = c {
+            consts.by_bits.entry(c.to_bits()).or_insert(s as u32);
+        }
+    }
+    let mut steps = src.steps.to_vec();
+    // Per slot, `(guard, then, else)` where it is a select between two constants.
+    let mut choice: Vec<Option<(u32, f64, f64)>> = vec![None; src.constant.len()];
+    for st in &mut steps {
+        let c = |s: u32| consts.get(s);
+        let ch = |s: u32| choice[s as usize];
+        let folded = match st.op {
+            Op::If { g, t, e, .. } => {
+                st.op = Op::Select { g, t, e };
+                if let (Some(tv), Some(ev)) = (c(t), c(e)) {
+                    choice[st.out as usize] = Some((g, tv, ev));
+                }
+                None
+            }
+            Op::Unary { op, a } => {
+                ch(a).map(|(g, t, e)| (g, unary_value(op, t), unary_value(op, e)))
+            }
+            Op::Binary { op, a, b } => match (ch(a), c(a), ch(b), c(b)) {
+                (Some((g, t, e)), _, _, Some(k)) => {
+                    Some((g, binary_value(op, t, k), binary_value(op, e, k)))
+                }
+                (_, Some(k), Some((g, t, e)), _) => {
+                    Some((g, binary_value(op, k, t), binary_value(op, k, e)))
+                }
+                (Some((g, ta, ea)), _, Some((h, tb, eb)), _) if g == h => {
+                    Some((g, binary_value(op, ta, tb), binary_value(op, ea, eb)))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some((g, tv, ev)) = folded {
+            st.op = Op::Select {
+                g,
+                t: consts.slot(tv),
+                e: consts.slot(ev),
+            };
+            choice[st.out as usize] = Some((g, tv, ev));
+        }
+    }
+    let n = consts.of.len();
+    let steps = live_steps(steps, src.chains, src.output, n);
+    let steps = fuse_guards(steps, src.chains, src.output, n);
+    let steps = live_steps(steps, src.chains, src.output, n);
+    place(src, steps, &consts.of, &consts.added)
+}
+
+/// `steps` without those whose value nothing reads (the output is read).
+fn live_steps(steps: Vec<Step>, chains: &[(u32, bool)], output: u32, slots: usize) -> Vec<Step> {
+    let mut live = vec![false; slots];
+    live[output as usize] = true;
+    let mut keep = vec![false; steps.len()];
+    for (i, st) in steps.iter().enumerate().rev() {
+        if live[st.out as usize] {
+            keep[i] = true;
+            each_read(st, chains, |o| live[o as usize] = true);
+        }
+    }
+    steps
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(st, k)| k.then_some(st))
+        .collect()
+}
+
+/// `steps` with every select whose guard is a subtraction read only as a guard of selects
+/// (not as a branch, a sum-chain term or the output) reading the subtraction's operands
+/// itself ([`Op::SelectLess`]); the subtraction is then read by nothing.
+fn fuse_guards(
+    mut steps: Vec<Step>,
+    chains: &[(u32, bool)],
+    output: u32,
+    slots: usize,
+) -> Vec<Step> {
+    let mut only_guard = vec![true; slots];
+    only_guard[output as usize] = false;
+    for st in &steps {
+        match st.op {
+            Op::Select { t, e, .. } => {
+                only_guard[t as usize] = false;
+                only_guard[e as usize] = false;
+            }
+            _ => each_read(st, chains, |o| only_guard[o as usize] = false),
+        }
+    }
+    let mut sub: Vec<Option<(u32, u32)>> = vec![None; slots];
+    for st in &steps {
+        if let Op::Binary {
+            op: Binary::Sub,
+            a,
+            b,
+        } = st.op
+            && only_guard[st.out as usize]
+        {
+            sub[st.out as usize] = Some((a, b));
+        }
+    }
+    for st in &mut steps {
+        if let Op::Select { g, t, e } = st.op
+            && let Some((a, b)) = sub[g as usize]
+        {
+            st.op = Op::SelectLess { a, b, t, e };
+        }
+    }
+    steps
+}
+
+/// Places the plan's slots: the constants, uniform values and the output where the compact
+/// layout has them, the added constants from the compact layout's last place on (beyond
+/// every lane place of either layout), and the lane values by one linear scan over the other
+/// places (the compact layout's pinned places of values only its reverse sweeps read are
+/// free here).
+fn place(src: &Source, mut steps: Vec<Step>, constant: &[Option<f64>], added: &[u32]) -> CrispPlan {
+    let n = constant.len();
+    let first = src.compact.pinned as u32;
+    let mut pinned = vec![false; n];
+    let mut pinned_place = vec![u32::MAX; n];
+    let mut taken = vec![false; first as usize];
+    for (s, &p) in src.pinned_place.iter().enumerate() {
+        if p != u32::MAX && (src.uniform[s] || s as u32 == src.output) {
+            pinned[s] = true;
+            pinned_place[s] = p;
+            taken[p as usize] = true;
+        }
+    }
+    for &s in added {
+        pinned[s as usize] = true;
+    }
+    let free: Vec<u32> = (0..first).rev().filter(|&p| !taken[p as usize]).collect();
+    let (mut place, lane_places) =
+        layout::scan_places(&steps, src.chains, &pinned, &pinned_place, first, free);
+    let base = lane_places.max(src.compact.values) as u32;
+    let mut consts = Vec::with_capacity(added.len());
+    for (k, &s) in added.iter().enumerate() {
+        place[s as usize] = base + k as u32;
+        consts.push((
+            base + k as u32,
+            constant[s as usize].expect("an added constant"),
+        ));
+    }
+    steps
+        .iter_mut()
+        .for_each(|st| layout::rename(st, |s| place[s as usize]));
+    let chains = src
+        .chains
+        .iter()
+        .map(|&(t, r)| (place[t as usize], r))
+        .collect();
+    CrispPlan {
+        layout: Layout {
+            steps,
+            chains,
+            values: base as usize + added.len(),
+            pinned: src.compact.pinned,
+        },
+        consts,
+    }
+}
