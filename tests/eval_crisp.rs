@@ -12,11 +12,13 @@ const BATCH: usize = 3 * CHUNK + 7;
 /// A program with every case the crisp plan folds or fuses, and the cases next to them it
 /// must leave alone: an operation of a select between constants with a constant (on either
 /// side), with another select of the same guard or of another guard, a unary operation of a
-/// folded select (twice over), a folded value that is NaN, a guard read only by selects, one
-/// also read as a value, a guard that is itself a select, and a select of a uniform guard.
+/// folded select (twice over), a folded value that is NaN, guards read only by selects (a
+/// subtraction, a sum, a sum chain, a latent, a subtraction from a latent read nowhere else),
+/// a guard also read as a value, a guard that is itself a select, and a select of a uniform
+/// guard.
 fn program() -> Program {
     let b = Builder::new();
-    let z: Vec<_> = (0..5).map(|i| b.latent(&format!("z{i}"))).collect();
+    let z: Vec<_> = (0..8).map(|i| b.latent(&format!("z{i}"))).collect();
     let th = b.param("theta");
     let c = |x: f64| b.constant(x);
     let g = z[0] - 0.5;
@@ -33,6 +35,10 @@ fn program() -> Program {
     let uniform_operand = b.if_neg(z[3] - th, q, z[0]);
     let select_guard = b.if_neg(left - 2.5, z[4], c(1.5));
     let uniform_guard = b.if_neg(th, z[1], c(0.5)) * z[2];
+    let sum_guard = b.if_neg(z[3] + z[0], z[3], c(2.0));
+    let chain_guard = b.if_neg(z[1] + z[2] + z[3] + z[4] + z[0], c(-3.0), z[1]);
+    let latent_guard = b.if_neg(z[5], z[1], z[2]) + b.if_neg(z[5], c(1.0), c(0.0));
+    let latent_less = b.if_neg(z[6] - z[7], c(4.0), z[7]) * b.if_neg(z[7], c(3.0), z[2]);
     let dens = -0.5 * ((z[4] - z[0]) / scale).powi(2) - log;
     let f = dens
         + same_guard
@@ -43,7 +49,11 @@ fn program() -> Program {
         + uniform_operand
         + select_guard
         + uniform_guard
-        + log.sqrt();
+        + log.sqrt()
+        + sum_guard
+        + chain_guard
+        + latent_guard
+        + latent_less;
     b.finish(&[f]).unwrap()
 }
 
@@ -104,6 +114,17 @@ fn crisp_forward_plan_folds_and_keeps_the_bits() {
         tape.crisp_forward_len(),
         tape.forward_len()
     );
+    // Every fused select is exercised (the tape's debug form names its instructions).
+    let plan = format!("{:?}", *tape);
+    for op in [
+        "SelectLess {",
+        "SelectSum {",
+        "SelectChain {",
+        "SelectLatent {",
+        "SelectLessLatent {",
+    ] {
+        assert!(plan.contains(op), "{op}");
+    }
     for (seed, theta) in [0.7, -1.2, 0.0, f64::NAN].into_iter().enumerate() {
         check(&p, &tape, &[theta], seed as u64);
     }

@@ -8,8 +8,10 @@
 //!   the operation's results, computed once here with the scalar rules the lane loops use
 //!   (`crate::ir::unary_value`, `binary_value`): `ln(if g < 0 { c1 } else { c2 })` becomes a
 //!   select between `ln c1` and `ln c2`, which is what every lane computed anyway.
-//! - A guard `a - b` read only as guards is subtracted inside each select that reads it
-//!   ([`Op::SelectLess`]) instead of being written to the workspace and read back.
+//! - A guard read only as guards is computed inside each select that reads it where it is a
+//!   subtraction, an addition, a latent (loaded there, as is a latent read only as the first
+//!   operand of such a subtraction) or a sum chain only that select reads, instead of being
+//!   written to the workspace and read back.
 //! - What nothing reads any more is dropped, and no value is kept for a reverse sweep, so
 //!   the lane values share places by one linear scan (`layout::scan_places`).
 //!
@@ -133,6 +135,8 @@ pub(super) fn build(src: &Source) -> CrispPlan {
     let steps = live_steps(steps, src.chains, src.output, n);
     let steps = fuse_guards(steps, src.chains, src.output, n);
     let steps = live_steps(steps, src.chains, src.output, n);
+    let steps = fuse_latent_operands(steps, src.chains, src.output, n);
+    let steps = live_steps(steps, src.chains, src.output, n);
     place(src, steps, &consts.of, &consts.added)
 }
 
@@ -154,43 +158,99 @@ fn live_steps(steps: Vec<Step>, chains: &[(u32, bool)], output: u32, slots: usiz
         .collect()
 }
 
-/// `steps` with every select whose guard is a subtraction read only as a guard of selects
-/// (not as a branch, a sum-chain term or the output) reading the subtraction's operands
-/// itself ([`Op::SelectLess`]); the subtraction is then read by nothing.
+/// `steps` with every select whose guard is read only as a guard of selects (not as a
+/// branch, an operand, a sum-chain term or the output) computing the guard itself where it
+/// is a subtraction ([`Op::SelectLess`]), an addition ([`Op::SelectSum`]), a latent
+/// ([`Op::SelectLatent`]) or a sum chain only it reads ([`Op::SelectChain`]). What computed
+/// the guard is then read by nothing.
 fn fuse_guards(
     mut steps: Vec<Step>,
     chains: &[(u32, bool)],
     output: u32,
     slots: usize,
 ) -> Vec<Step> {
-    let mut only_guard = vec![true; slots];
-    only_guard[output as usize] = false;
+    let mut other_read = vec![false; slots];
+    let mut guard_reads = vec![0u32; slots];
+    other_read[output as usize] = true;
     for st in &steps {
         match st.op {
-            Op::Select { t, e, .. } => {
-                only_guard[t as usize] = false;
-                only_guard[e as usize] = false;
+            Op::Select { g, t, e } => {
+                guard_reads[g as usize] += 1;
+                other_read[t as usize] = true;
+                other_read[e as usize] = true;
             }
-            _ => each_read(st, chains, |o| only_guard[o as usize] = false),
+            _ => each_read(st, chains, |o| other_read[o as usize] = true),
         }
     }
-    let mut sub: Vec<Option<(u32, u32)>> = vec![None; slots];
+    let mut writer: Vec<Option<Op>> = vec![None; slots];
     for st in &steps {
-        if let Op::Binary {
-            op: Binary::Sub,
-            a,
-            b,
-        } = st.op
-            && only_guard[st.out as usize]
-        {
-            sub[st.out as usize] = Some((a, b));
+        if !other_read[st.out as usize] {
+            writer[st.out as usize] = Some(st.op);
         }
     }
     for st in &mut steps {
-        if let Op::Select { g, t, e } = st.op
-            && let Some((a, b)) = sub[g as usize]
+        let Op::Select { g, t, e } = st.op else {
+            continue;
+        };
+        st.op = match writer[g as usize] {
+            Some(Op::Binary {
+                op: Binary::Sub,
+                a,
+                b,
+            }) => Op::SelectLess { a, b, t, e },
+            Some(Op::Binary {
+                op: Binary::Add,
+                a,
+                b,
+            }) => Op::SelectSum { a, b, t, e },
+            Some(Op::Latent { i }) => Op::SelectLatent { i, t, e },
+            Some(Op::SumChain { base, from, to }) if guard_reads[g as usize] == 1 => {
+                Op::SelectChain {
+                    base,
+                    from,
+                    to,
+                    t,
+                    e,
+                }
+            }
+            _ => continue,
+        };
+    }
+    steps
+}
+
+/// `steps` (without dead steps) with every latent read only as the first operand of
+/// [`Op::SelectLess`] loaded by them ([`Op::SelectLessLatent`]); the latent's step is then
+/// read by nothing.
+fn fuse_latent_operands(
+    mut steps: Vec<Step>,
+    chains: &[(u32, bool)],
+    output: u32,
+    slots: usize,
+) -> Vec<Step> {
+    let mut other_read = vec![false; slots];
+    other_read[output as usize] = true;
+    for st in &steps {
+        match st.op {
+            Op::SelectLess { b, t, e, .. } => [b, t, e]
+                .iter()
+                .for_each(|&o| other_read[o as usize] = true),
+            _ => each_read(st, chains, |o| other_read[o as usize] = true),
+        }
+    }
+    let mut latent = vec![None; slots];
+    for st in &steps {
+        if let Op::Latent { i } = st.op
+            && !other_read[st.out as usize]
         {
-            st.op = Op::SelectLess { a, b, t, e };
+            latent[st.out as usize] = Some(i);
+        }
+    }
+    for st in &mut steps {
+        if let Op::SelectLess { a, b, t, e } = st.op
+            && let Some(i) = latent[a as usize]
+        {
+            st.op = Op::SelectLessLatent { i, b, t, e };
         }
     }
     steps

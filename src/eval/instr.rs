@@ -115,6 +115,39 @@ pub(super) enum Op {
         t: u32,
         e: u32,
     },
+    /// `t` where `a + b < 0`, else `e`: [`Op::SelectLess`] of a sum. Only in the crisp
+    /// forward-only plan.
+    SelectSum {
+        a: u32,
+        b: u32,
+        t: u32,
+        e: u32,
+    },
+    /// `t` where the sum chain `((base + t1) + t2) + ...` (the terms `chains[from..to]`) is
+    /// negative, else `e`: a [`Op::Select`] whose guard is a sum chain only it reads. Only in
+    /// the crisp forward-only plan.
+    SelectChain {
+        base: u32,
+        from: u32,
+        to: u32,
+        t: u32,
+        e: u32,
+    },
+    /// `t` where latent `i` is negative, else `e`: a [`Op::Select`] whose guard is a latent
+    /// read only as a guard, loaded here. Only in the crisp forward-only plan.
+    SelectLatent {
+        i: u32,
+        t: u32,
+        e: u32,
+    },
+    /// `t` where latent `i` minus `b` is negative, else `e`: [`Op::SelectLess`] of a latent
+    /// read only there, loaded here. Only in the crisp forward-only plan.
+    SelectLessLatent {
+        i: u32,
+        b: u32,
+        t: u32,
+        e: u32,
+    },
 }
 
 /// Where a reverse step sends one contribution: an adjoint index, and whether this is the
@@ -156,7 +189,7 @@ pub(super) struct Plan {
 }
 
 /// The slots an instruction reads (a sum chain's terms are in the tape's side table; only
-/// its base is listed).
+/// its base is listed, see `layout::each_read`).
 pub(super) fn operands(op: &Op) -> ([u32; 4], usize) {
     match *op {
         Op::Param { .. } | Op::Latent { .. } => ([0; 4], 0),
@@ -169,6 +202,9 @@ pub(super) fn operands(op: &Op) -> ([u32; 4], usize) {
         Op::PoissonTerm { r, .. } => ([r, 0, 0, 0], 1),
         Op::SumChain { base, .. } => ([base, 0, 0, 0], 1),
         Op::If { g, t, e, .. } | Op::Select { g, t, e } => ([g, t, e, 0], 3),
-        Op::SelectLess { a, b, t, e } => ([a, b, t, e], 4),
+        Op::SelectLess { a, b, t, e } | Op::SelectSum { a, b, t, e } => ([a, b, t, e], 4),
+        Op::SelectChain { base, t, e, .. } => ([base, t, e, 0], 3),
+        Op::SelectLatent { t, e, .. } => ([t, e, 0, 0], 2),
+        Op::SelectLessLatent { b, t, e, .. } => ([b, t, e, 0], 3),
     }
 }

@@ -380,6 +380,12 @@ pub fn select_less_forward(a: &Lanes, b: &Lanes, t: &Lanes, e: &Lanes) -> Lanes 
     map(|l| blend(binary_value(Binary::Sub, a[l], b[l]) < 0.0, t[l], e[l]))
 }
 
+/// [`select_forward`] of the guard `a + b`, added here (the addition's own scalar rule).
+#[inline(always)]
+pub fn select_sum_forward(a: &Lanes, b: &Lanes, t: &Lanes, e: &Lanes) -> Lanes {
+    map(|l| blend(binary_value(Binary::Add, a[l], b[l]) < 0.0, t[l], e[l]))
+}
+
 /// `if take_t { t } else { e }` as a bitwise blend of the two values: written as a
 /// branch on loaded values, LLVM selects between the two *addresses* and loads lane by lane
 /// (a sixth of temperature's crisp forward sweep); the masks compile to a compare and a

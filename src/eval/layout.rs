@@ -121,7 +121,12 @@ fn reverse_reads(rs: &RevStep, smooth: bool) -> ([u32; 3], usize) {
         Op::PoissonTerm { r, .. } => ([r, 0, 0], 1),
         Op::If { t, e, .. } if smooth => ([t, e, 0], 2),
         Op::If { g, .. } => ([g, 0, 0], 1),
-        Op::Select { .. } | Op::SelectLess { .. } => {
+        Op::Select { .. }
+        | Op::SelectLess { .. }
+        | Op::SelectSum { .. }
+        | Op::SelectChain { .. }
+        | Op::SelectLatent { .. }
+        | Op::SelectLessLatent { .. } => {
             unreachable!("only the crisp forward-only plan selects")
         }
     }
@@ -131,7 +136,7 @@ fn reverse_reads(rs: &RevStep, smooth: bool) -> ([u32; 3], usize) {
 pub(super) fn each_read(st: &Step, chains: &[(u32, bool)], mut f: impl FnMut(u32)) {
     let (ops, k) = super::instr::operands(&st.op);
     ops[..k].iter().for_each(|&o| f(o));
-    if let Op::SumChain { from, to, .. } = st.op {
+    if let Op::SumChain { from, to, .. } | Op::SelectChain { from, to, .. } = st.op {
         chains[from as usize..to as usize]
             .iter()
             .for_each(|&(t, _)| f(t));
@@ -158,9 +163,14 @@ pub(super) fn rename(st: &mut Step, place: impl Fn(u32) -> u32) {
         Op::If { g, t, e, .. } | Op::Select { g, t, e } => {
             (*g, *t, *e) = (place(*g), place(*t), place(*e))
         }
-        Op::SelectLess { a, b, t, e } => {
+        Op::SelectLess { a, b, t, e } | Op::SelectSum { a, b, t, e } => {
             (*a, *b, *t, *e) = (place(*a), place(*b), place(*t), place(*e))
         }
+        Op::SelectChain { base, t, e, .. } => {
+            (*base, *t, *e) = (place(*base), place(*t), place(*e))
+        }
+        Op::SelectLatent { t, e, .. } => (*t, *e) = (place(*t), place(*e)),
+        Op::SelectLessLatent { b, t, e, .. } => (*b, *t, *e) = (place(*b), place(*t), place(*e)),
     }
 }
 

@@ -70,7 +70,12 @@ fn reaches_inputs(steps: &[Step], adj: &[u32], chains: &[(u32, bool)], smooth: b
                         .any(|&(t, _)| r(t))
             }
             Op::If { g, t, e, .. } => (smooth && r(g)) || r(t) || r(e),
-            Op::Select { .. } | Op::SelectLess { .. } => {
+            Op::Select { .. }
+            | Op::SelectLess { .. }
+            | Op::SelectSum { .. }
+            | Op::SelectChain { .. }
+            | Op::SelectLatent { .. }
+            | Op::SelectLessLatent { .. } => {
                 unreachable!("only the crisp forward-only plan selects")
             }
         };
@@ -188,7 +193,12 @@ pub(super) fn plan(shape: &Shape, smooth: bool) -> Plan {
                 let tt = target(t, true);
                 [tg, tt, target(e, true)]
             }
-            Op::Select { .. } | Op::SelectLess { .. } => {
+            Op::Select { .. }
+            | Op::SelectLess { .. }
+            | Op::SelectSum { .. }
+            | Op::SelectChain { .. }
+            | Op::SelectLatent { .. }
+            | Op::SelectLessLatent { .. } => {
                 unreachable!("only the crisp forward-only plan selects")
             }
         };

@@ -56,7 +56,12 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
             | Op::SumChain { .. } => {
                 unreachable!("only lane steps are fused")
             }
-            Op::Select { .. } | Op::SelectLess { .. } => {
+            Op::Select { .. }
+            | Op::SelectLess { .. }
+            | Op::SelectSum { .. }
+            | Op::SelectChain { .. }
+            | Op::SelectLatent { .. }
+            | Op::SelectLessLatent { .. } => {
                 unreachable!("only the crisp forward-only plan selects")
             }
             Op::If {
@@ -195,6 +200,28 @@ fn forward_body(
             },
             Op::Select { g, t, e } => kernels::select_forward(v(g), v(t), v(e), None),
             Op::SelectLess { a, b, t, e } => kernels::select_less_forward(v(a), v(b), v(t), v(e)),
+            Op::SelectSum { a, b, t, e } => kernels::select_sum_forward(v(a), v(b), v(t), v(e)),
+            Op::SelectChain {
+                base,
+                from,
+                to,
+                t,
+                e,
+            } => {
+                let mut acc = *v(base);
+                for &(term, right) in &chains[from as usize..to as usize] {
+                    acc = kernels::sum_step(&acc, v(term), right);
+                }
+                kernels::select_forward(&acc, v(t), v(e), None)
+            }
+            Op::SelectLatent { i, t, e } => {
+                let z = x.latents.load(i as usize, x.batch, x.start, x.w);
+                kernels::select_forward(&z, v(t), v(e), None)
+            }
+            Op::SelectLessLatent { i, b, t, e } => {
+                let z = x.latents.load(i as usize, x.batch, x.start, x.w);
+                kernels::select_less_forward(&z, v(b), v(t), v(e))
+            }
         };
         vals[out] = r;
     }
@@ -331,7 +358,12 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                     }
                 }
             }
-            Op::Select { .. } | Op::SelectLess { .. } => {
+            Op::Select { .. }
+            | Op::SelectLess { .. }
+            | Op::SelectSum { .. }
+            | Op::SelectChain { .. }
+            | Op::SelectLatent { .. }
+            | Op::SelectLessLatent { .. } => {
                 unreachable!("only the crisp forward-only plan selects")
             }
             Op::If {
