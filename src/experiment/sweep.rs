@@ -27,12 +27,26 @@ pub fn run_parallel(
     jobs: &[Job],
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Vec<Result<RunReport, RunError>> {
+    run_parallel_each(models, jobs, progress, &|_, _| {})
+}
+
+/// [`run_parallel`], also handing each result to `finished(job index, result)` as soon as
+/// its run ends (from the worker thread, before `progress`), so that a caller can write a
+/// run's files while the other runs go on.
+pub fn run_parallel_each(
+    models: &[Model],
+    jobs: &[Job],
+    progress: &(dyn Fn(usize, usize) + Sync),
+    finished: &(dyn Fn(usize, &Result<RunReport, RunError>) + Sync),
+) -> Vec<Result<RunReport, RunError>> {
     let done = AtomicUsize::new(0);
     let total = jobs.len();
     jobs.par_iter()
+        .enumerate()
         .with_max_len(1)
-        .map(|job| {
+        .map(|(i, job)| {
             let r = run_job(models, job);
+            finished(i, &r);
             progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
             r
         })
