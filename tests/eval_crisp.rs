@@ -14,7 +14,7 @@ const BATCH: usize = 3 * CHUNK + 7;
 /// side), with another select of the same guard or of another guard, a unary operation of a
 /// folded select (twice over), a folded value that is NaN, guards read only by selects (a
 /// subtraction, a sum, a sum chain, a latent, a subtraction from a latent read nowhere else),
-/// a guard also read as a value, a guard that is itself a select, and a select of a uniform
+/// a then-branch that is a negation, a guard also read as a value, a guard that is itself a select, and a select of a uniform
 /// guard.
 fn program() -> Program {
     let b = Builder::new();
@@ -39,6 +39,7 @@ fn program() -> Program {
     let chain_guard = b.if_neg(z[1] + z[2] + z[3] + z[4] + z[0], c(-3.0), z[1]);
     let latent_guard = b.if_neg(z[5], z[1], z[2]) + b.if_neg(z[5], c(1.0), c(0.0));
     let latent_less = b.if_neg(z[6] - z[7], c(4.0), z[7]) * b.if_neg(z[7], c(3.0), z[2]);
+    let negated = b.if_neg(z[2], -(z[2] * 3.0), z[1]);
     let dens = -0.5 * ((z[4] - z[0]) / scale).powi(2) - log;
     let f = dens
         + same_guard
@@ -53,7 +54,8 @@ fn program() -> Program {
         + sum_guard
         + chain_guard
         + latent_guard
-        + latent_less;
+        + latent_less
+        + negated;
     b.finish(&[f]).unwrap()
 }
 
@@ -122,6 +124,7 @@ fn crisp_forward_plan_folds_and_keeps_the_bits() {
         "SelectChain {",
         "SelectLatent {",
         "SelectLessLatent {",
+        "SelectNeg {",
     ] {
         assert!(plan.contains(op), "{op}");
     }

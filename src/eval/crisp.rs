@@ -12,6 +12,8 @@
 //!   subtraction, an addition, a latent (loaded there, as is a latent read only as the first
 //!   operand of such a subtraction) or a sum chain only that select reads, instead of being
 //!   written to the workspace and read back.
+//! - A then-branch that is a negation only its select reads (`abs`) is negated inside the
+//!   select.
 //! - What nothing reads any more is dropped, and no value is kept for a reverse sweep, so
 //!   the lane values share places by one linear scan (`layout::scan_places`).
 //!
@@ -22,7 +24,7 @@
 
 use std::collections::HashMap;
 
-use crate::ir::{Binary, binary_value, unary_value};
+use crate::ir::{Binary, Unary, binary_value, unary_value};
 
 use super::instr::{Op, Step};
 use super::layout::{self, Layout, each_read};
@@ -136,6 +138,7 @@ pub(super) fn build(src: &Source) -> CrispPlan {
     let steps = fuse_guards(steps, src.chains, src.output, n);
     let steps = live_steps(steps, src.chains, src.output, n);
     let steps = fuse_latent_operands(steps, src.chains, src.output, n);
+    let steps = fuse_negated_branches(steps, src.chains, src.output, n);
     let steps = live_steps(steps, src.chains, src.output, n);
     place(src, steps, &consts.of, &consts.added)
 }
@@ -306,4 +309,35 @@ fn place(src: &Source, mut steps: Vec<Step>, constant: &[Option<f64>], added: &[
         },
         consts,
     }
+}
+
+/// `steps` with every select whose then-branch is a negation read only there negating it
+/// itself ([`Op::SelectNeg`]); the negation is then read by nothing.
+fn fuse_negated_branches(
+    mut steps: Vec<Step>,
+    chains: &[(u32, bool)],
+    output: u32,
+    slots: usize,
+) -> Vec<Step> {
+    let mut reads = vec![0u32; slots];
+    reads[output as usize] += 1;
+    for st in &steps {
+        each_read(st, chains, |o| reads[o as usize] += 1);
+    }
+    let mut negated = vec![None; slots];
+    for st in &steps {
+        if let Op::Unary { op: Unary::Neg, a } = st.op
+            && reads[st.out as usize] == 1
+        {
+            negated[st.out as usize] = Some(a);
+        }
+    }
+    for st in &mut steps {
+        if let Op::Select { g, t, e } = st.op
+            && let Some(a) = negated[t as usize]
+        {
+            st.op = Op::SelectNeg { g, a, e };
+        }
+    }
+    steps
 }

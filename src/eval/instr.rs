@@ -140,6 +140,14 @@ pub(super) enum Op {
         t: u32,
         e: u32,
     },
+    /// `-a` where `g < 0`, else `e`: a [`Op::Select`] whose then-branch is a negation only it
+    /// reads (as `abs` expands: `if x < 0 then -x else x`), negated here. Only in the crisp
+    /// forward-only plan.
+    SelectNeg {
+        g: u32,
+        a: u32,
+        e: u32,
+    },
     /// `t` where latent `i` minus `b` is negative, else `e`: [`Op::SelectLess`] of a latent
     /// read only there, loaded here. Only in the crisp forward-only plan.
     SelectLessLatent {
@@ -202,6 +210,7 @@ pub(super) fn operands(op: &Op) -> ([u32; 4], usize) {
         Op::PoissonTerm { r, .. } => ([r, 0, 0, 0], 1),
         Op::SumChain { base, .. } => ([base, 0, 0, 0], 1),
         Op::If { g, t, e, .. } | Op::Select { g, t, e } => ([g, t, e, 0], 3),
+        Op::SelectNeg { g, a, e } => ([g, a, e, 0], 3),
         Op::SelectLess { a, b, t, e } | Op::SelectSum { a, b, t, e } => ([a, b, t, e], 4),
         Op::SelectChain { base, t, e, .. } => ([base, t, e, 0], 3),
         Op::SelectLatent { t, e, .. } => ([t, e, 0, 0], 2),

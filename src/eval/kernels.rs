@@ -380,6 +380,13 @@ pub fn select_less_forward(a: &Lanes, b: &Lanes, t: &Lanes, e: &Lanes) -> Lanes 
     map(|l| blend(binary_value(Binary::Sub, a[l], b[l]) < 0.0, t[l], e[l]))
 }
 
+/// [`select_forward`] of the then-branch `-a`, negated here (the negation's own scalar
+/// rule).
+#[inline(always)]
+pub fn select_neg_forward(g: &Lanes, a: &Lanes, e: &Lanes) -> Lanes {
+    map(|l| blend(g[l] < 0.0, unary_value(Unary::Neg, a[l]), e[l]))
+}
+
 /// [`select_forward`] of the guard `a + b`, added here (the addition's own scalar rule).
 #[inline(always)]
 pub fn select_sum_forward(a: &Lanes, b: &Lanes, t: &Lanes, e: &Lanes) -> Lanes {

@@ -126,7 +126,8 @@ fn reverse_reads(rs: &RevStep, smooth: bool) -> ([u32; 3], usize) {
         | Op::SelectSum { .. }
         | Op::SelectChain { .. }
         | Op::SelectLatent { .. }
-        | Op::SelectLessLatent { .. } => {
+        | Op::SelectLessLatent { .. }
+        | Op::SelectNeg { .. } => {
             unreachable!("only the crisp forward-only plan selects")
         }
     }
@@ -160,7 +161,7 @@ pub(super) fn rename(st: &mut Step, place: impl Fn(u32) -> u32) {
         }
         Op::PoissonTerm { r, .. } => *r = place(*r),
         Op::SumChain { base, .. } => *base = place(*base),
-        Op::If { g, t, e, .. } | Op::Select { g, t, e } => {
+        Op::If { g, t, e, .. } | Op::Select { g, t, e } | Op::SelectNeg { g, a: t, e } => {
             (*g, *t, *e) = (place(*g), place(*t), place(*e))
         }
         Op::SelectLess { a, b, t, e } | Op::SelectSum { a, b, t, e } => {

@@ -75,7 +75,8 @@ fn reaches_inputs(steps: &[Step], adj: &[u32], chains: &[(u32, bool)], smooth: b
             | Op::SelectSum { .. }
             | Op::SelectChain { .. }
             | Op::SelectLatent { .. }
-            | Op::SelectLessLatent { .. } => {
+            | Op::SelectLessLatent { .. }
+            | Op::SelectNeg { .. } => {
                 unreachable!("only the crisp forward-only plan selects")
             }
         };
@@ -198,7 +199,8 @@ pub(super) fn plan(shape: &Shape, smooth: bool) -> Plan {
             | Op::SelectSum { .. }
             | Op::SelectChain { .. }
             | Op::SelectLatent { .. }
-            | Op::SelectLessLatent { .. } => {
+            | Op::SelectLessLatent { .. }
+            | Op::SelectNeg { .. } => {
                 unreachable!("only the crisp forward-only plan selects")
             }
         };

@@ -61,7 +61,8 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
             | Op::SelectSum { .. }
             | Op::SelectChain { .. }
             | Op::SelectLatent { .. }
-            | Op::SelectLessLatent { .. } => {
+            | Op::SelectLessLatent { .. }
+            | Op::SelectNeg { .. } => {
                 unreachable!("only the crisp forward-only plan selects")
             }
             Op::If {
@@ -199,6 +200,7 @@ fn forward_body(
                 },
             },
             Op::Select { g, t, e } => kernels::select_forward(v(g), v(t), v(e), None),
+            Op::SelectNeg { g, a, e } => kernels::select_neg_forward(v(g), v(a), v(e)),
             Op::SelectLess { a, b, t, e } => kernels::select_less_forward(v(a), v(b), v(t), v(e)),
             Op::SelectSum { a, b, t, e } => kernels::select_sum_forward(v(a), v(b), v(t), v(e)),
             Op::SelectChain {
@@ -363,7 +365,8 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
             | Op::SelectSum { .. }
             | Op::SelectChain { .. }
             | Op::SelectLatent { .. }
-            | Op::SelectLessLatent { .. } => {
+            | Op::SelectLessLatent { .. }
+            | Op::SelectNeg { .. } => {
                 unreachable!("only the crisp forward-only plan selects")
             }
             Op::If {
