@@ -14,7 +14,8 @@ const BATCH: usize = 3 * CHUNK + 7;
 /// side), with another select of the same guard or of another guard, a unary operation of a
 /// folded select (twice over), a folded value that is NaN, guards read only by selects (a
 /// subtraction, a sum, a sum chain, a latent, a subtraction from a latent read nowhere else),
-/// a then-branch that is a negation, a guard also read as a value, a guard that is itself a select, and a select of a uniform
+/// a then-branch that is a negation, square terms less a constant and less a parameter, a
+/// guard also read as a value, a guard that is itself a select, and a select of a uniform
 /// guard.
 fn program() -> Program {
     let b = Builder::new();
@@ -40,6 +41,7 @@ fn program() -> Program {
     let latent_guard = b.if_neg(z[5], z[1], z[2]) + b.if_neg(z[5], c(1.0), c(0.0));
     let latent_less = b.if_neg(z[6] - z[7], c(4.0), z[7]) * b.if_neg(z[7], c(3.0), z[2]);
     let negated = b.if_neg(z[2], -(z[2] * 3.0), z[1]);
+    let terms = -0.5 * (z[4] - z[1]).powi(2) - 0.75 + (-0.5 * z[2].powi(2) - th);
     let dens = -0.5 * ((z[4] - z[0]) / scale).powi(2) - log;
     let f = dens
         + same_guard
@@ -55,7 +57,8 @@ fn program() -> Program {
         + chain_guard
         + latent_guard
         + latent_less
-        + negated;
+        + negated
+        + terms;
     b.finish(&[f]).unwrap()
 }
 
@@ -125,6 +128,8 @@ fn crisp_forward_plan_folds_and_keeps_the_bits() {
         "SelectLatent {",
         "SelectLessLatent {",
         "SelectNeg {",
+        "SquareDiffSub {",
+        "SquareSub {",
     ] {
         assert!(plan.contains(op), "{op}");
     }

@@ -14,6 +14,8 @@
 //!   written to the workspace and read back.
 //! - A then-branch that is a negation only its select reads (`abs`) is negated inside the
 //!   select.
+//! - A square term of a density read only by a subtraction of a uniform value (the density's
+//!   constant, kept where the density is in a branch) is computed by that subtraction.
 //! - What nothing reads any more is dropped, and no value is kept for a reverse sweep, so
 //!   the lane values share places by one linear scan (`layout::scan_places`).
 //!
@@ -139,6 +141,9 @@ pub(super) fn build(src: &Source) -> CrispPlan {
     let steps = live_steps(steps, src.chains, src.output, n);
     let steps = fuse_latent_operands(steps, src.chains, src.output, n);
     let steps = fuse_negated_branches(steps, src.chains, src.output, n);
+    let mut uniform = src.uniform.to_vec();
+    uniform.resize(n, true);
+    let steps = fuse_constant_terms(steps, src.chains, src.output, &uniform);
     let steps = live_steps(steps, src.chains, src.output, n);
     place(src, steps, &consts.of, &consts.added)
 }
@@ -338,6 +343,58 @@ fn fuse_negated_branches(
         {
             st.op = Op::SelectNeg { g, a, e };
         }
+    }
+    steps
+}
+
+/// `steps` with every subtraction of a uniform value from a square term
+/// ([`Op::SquareDiff`], or [`Op::Square`] without a scale) read only there computing the
+/// term itself ([`Op::SquareDiffSub`], [`Op::SquareSub`]); the term's step is then read by
+/// nothing. `uniform` says which slots are the same in every lane.
+fn fuse_constant_terms(
+    mut steps: Vec<Step>,
+    chains: &[(u32, bool)],
+    output: u32,
+    uniform: &[bool],
+) -> Vec<Step> {
+    let slots = uniform.len();
+    let mut reads = vec![0u32; slots];
+    reads[output as usize] += 1;
+    for st in &steps {
+        each_read(st, chains, |o| reads[o as usize] += 1);
+    }
+    let mut term = vec![None; slots];
+    for st in &steps {
+        if reads[st.out as usize] == 1
+            && matches!(
+                st.op,
+                Op::SquareDiff { .. }
+                    | Op::Square {
+                        s: super::instr::NONE,
+                        ..
+                    }
+            )
+        {
+            term[st.out as usize] = Some(st.op);
+        }
+    }
+    for st in &mut steps {
+        let Op::Binary {
+            op: Binary::Sub,
+            a,
+            b: k,
+        } = st.op
+        else {
+            continue;
+        };
+        if !uniform[k as usize] {
+            continue;
+        }
+        st.op = match term[a as usize] {
+            Some(Op::SquareDiff { x, m, c }) => Op::SquareDiffSub { x, m, k, c },
+            Some(Op::Square { x, c, .. }) => Op::SquareSub { x, k, c },
+            _ => continue,
+        };
     }
     steps
 }

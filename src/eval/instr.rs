@@ -140,6 +140,22 @@ pub(super) enum Op {
         t: u32,
         e: u32,
     },
+    /// `c * (x - m)^2 - k` for a uniform `k`: [`Op::SquareDiff`] and a subtraction only it
+    /// feeds (a normal density's hoisted constant, kept where the density is in a branch),
+    /// subtracted here. Only in the crisp forward-only plan.
+    SquareDiffSub {
+        x: u32,
+        m: u32,
+        k: u32,
+        c: f64,
+    },
+    /// `c * x^2 - k` for a uniform `k`: [`Op::SquareDiffSub`] of [`Op::Square`] without a
+    /// scale. Only in the crisp forward-only plan.
+    SquareSub {
+        x: u32,
+        k: u32,
+        c: f64,
+    },
     /// `-a` where `g < 0`, else `e`: a [`Op::Select`] whose then-branch is a negation only it
     /// reads (as `abs` expands: `if x < 0 then -x else x`), negated here. Only in the crisp
     /// forward-only plan.
@@ -211,6 +227,8 @@ pub(super) fn operands(op: &Op) -> ([u32; 4], usize) {
         Op::SumChain { base, .. } => ([base, 0, 0, 0], 1),
         Op::If { g, t, e, .. } | Op::Select { g, t, e } => ([g, t, e, 0], 3),
         Op::SelectNeg { g, a, e } => ([g, a, e, 0], 3),
+        Op::SquareDiffSub { x, m, k, .. } => ([x, m, k, 0], 3),
+        Op::SquareSub { x, k, .. } => ([x, k, 0, 0], 2),
         Op::SelectLess { a, b, t, e } | Op::SelectSum { a, b, t, e } => ([a, b, t, e], 4),
         Op::SelectChain { base, t, e, .. } => ([base, t, e, 0], 3),
         Op::SelectLatent { t, e, .. } => ([t, e, 0, 0], 2),

@@ -363,6 +363,12 @@ pub fn sum_step(acc: &Lanes, t: &Lanes, acc_right: bool) -> Lanes {
     }
 }
 
+/// `a - b` on every lane: what a fused density term subtracts last.
+#[inline(always)]
+pub fn minus(a: &Lanes, b: &Lanes) -> Lanes {
+    map(|l| binary_value(Binary::Sub, a[l], b[l]))
+}
+
 /// Crisp (or forced) select: `then` where the guard is negative (or forced), else `else`.
 #[inline(always)]
 pub fn select_forward(g: &Lanes, t: &Lanes, e: &Lanes, force: Option<bool>) -> Lanes {

@@ -127,7 +127,9 @@ fn reverse_reads(rs: &RevStep, smooth: bool) -> ([u32; 3], usize) {
         | Op::SelectChain { .. }
         | Op::SelectLatent { .. }
         | Op::SelectLessLatent { .. }
-        | Op::SelectNeg { .. } => {
+        | Op::SelectNeg { .. }
+        | Op::SquareDiffSub { .. }
+        | Op::SquareSub { .. } => {
             unreachable!("only the crisp forward-only plan selects")
         }
     }
@@ -171,6 +173,8 @@ pub(super) fn rename(st: &mut Step, place: impl Fn(u32) -> u32) {
             (*base, *t, *e) = (place(*base), place(*t), place(*e))
         }
         Op::SelectLatent { t, e, .. } => (*t, *e) = (place(*t), place(*e)),
+        Op::SquareDiffSub { x, m, k, .. } => (*x, *m, *k) = (place(*x), place(*m), place(*k)),
+        Op::SquareSub { x, k, .. } => (*x, *k) = (place(*x), place(*k)),
         Op::SelectLessLatent { b, t, e, .. } => (*b, *t, *e) = (place(*b), place(*t), place(*e)),
     }
 }

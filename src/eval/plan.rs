@@ -76,7 +76,9 @@ fn reaches_inputs(steps: &[Step], adj: &[u32], chains: &[(u32, bool)], smooth: b
             | Op::SelectChain { .. }
             | Op::SelectLatent { .. }
             | Op::SelectLessLatent { .. }
-            | Op::SelectNeg { .. } => {
+            | Op::SelectNeg { .. }
+            | Op::SquareDiffSub { .. }
+            | Op::SquareSub { .. } => {
                 unreachable!("only the crisp forward-only plan selects")
             }
         };
@@ -200,7 +202,9 @@ pub(super) fn plan(shape: &Shape, smooth: bool) -> Plan {
             | Op::SelectChain { .. }
             | Op::SelectLatent { .. }
             | Op::SelectLessLatent { .. }
-            | Op::SelectNeg { .. } => {
+            | Op::SelectNeg { .. }
+            | Op::SquareDiffSub { .. }
+            | Op::SquareSub { .. } => {
                 unreachable!("only the crisp forward-only plan selects")
             }
         };

@@ -62,7 +62,9 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
             | Op::SelectChain { .. }
             | Op::SelectLatent { .. }
             | Op::SelectLessLatent { .. }
-            | Op::SelectNeg { .. } => {
+            | Op::SelectNeg { .. }
+            | Op::SquareDiffSub { .. }
+            | Op::SquareSub { .. } => {
                 unreachable!("only the crisp forward-only plan selects")
             }
             Op::If {
@@ -201,6 +203,12 @@ fn forward_body(
             },
             Op::Select { g, t, e } => kernels::select_forward(v(g), v(t), v(e), None),
             Op::SelectNeg { g, a, e } => kernels::select_neg_forward(v(g), v(a), v(e)),
+            Op::SquareDiffSub { x, m, k, c } => {
+                kernels::minus(&kernels::square_diff_forward(v(x), v(m), c), v(k))
+            }
+            Op::SquareSub { x, k, c } => {
+                kernels::minus(&kernels::square_forward(v(x), None, c), v(k))
+            }
             Op::SelectLess { a, b, t, e } => kernels::select_less_forward(v(a), v(b), v(t), v(e)),
             Op::SelectSum { a, b, t, e } => kernels::select_sum_forward(v(a), v(b), v(t), v(e)),
             Op::SelectChain {
@@ -366,7 +374,9 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
             | Op::SelectChain { .. }
             | Op::SelectLatent { .. }
             | Op::SelectLessLatent { .. }
-            | Op::SelectNeg { .. } => {
+            | Op::SelectNeg { .. }
+            | Op::SquareDiffSub { .. }
+            | Op::SquareSub { .. } => {
                 unreachable!("only the crisp forward-only plan selects")
             }
             Op::If {
