@@ -133,7 +133,11 @@ impl Tape {
     /// most [`Tape::forward_len`], fewer where selects between constants were folded into
     /// what reads them or subtractions read only as guards were fused into their selects.
     pub fn crisp_forward_len(&self) -> usize {
-        self.crisp.layout.steps.len()
+        if self.crisp_saves() {
+            self.crisp.layout.steps.len()
+        } else {
+            self.forward_len()
+        }
     }
 
     /// How many additions were fused away into sum chains (for tests and benchmark reports).
@@ -186,6 +190,11 @@ impl Tape {
         ws
     }
 
+    /// Whether the crisp forward-only plan has fewer lane steps than the compact layout.
+    fn crisp_saves(&self) -> bool {
+        self.crisp.layout.steps.len() < self.compact.steps.len()
+    }
+
     /// Value places of a workspace before any forced sweep: those of the compact layout and
     /// of the crisp forward-only plan.
     fn unforced_places(&self) -> usize {
@@ -194,14 +203,16 @@ impl Tape {
 
     /// The layout a forward sweep under `semantics` runs in, `reverse` whether a reverse
     /// sweep follows: the crisp forward-only plan where it may (a crisp sweep without one,
-    /// in a workspace that is not in the forced layout), else [`Tape::layout`].
+    /// in a workspace that is not in the forced layout) and it saves steps, else
+    /// [`Tape::layout`]. (Where it saves none, as on influenza, whose selects are the only
+    /// change, its sweep measured no faster than the compact layout's.)
     pub(super) fn forward_layout(
         &self,
         ws: &Workspace,
         semantics: Semantics,
         reverse: bool,
     ) -> &Layout {
-        if !reverse && semantics == Semantics::Crisp && !ws.forced_layout {
+        if !reverse && semantics == Semantics::Crisp && !ws.forced_layout && self.crisp_saves() {
             &self.crisp.layout
         } else {
             self.layout(ws)
