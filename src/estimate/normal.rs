@@ -274,6 +274,103 @@ pub unsafe fn fast4v_avx2(
     (_mm256_or_pd(x, _mm256_castsi256_pd(sign)), !ok & 0xf)
 }
 
+/// [`fast`] on the 32 words of sixteen lanes' blocks with AVX2, four lanes per vector in lane
+/// order (`w[..4]` the lanes' first words, `w[4..]` their second): the normals into
+/// `rows.0` (from the first words) and `rows.1`, and a mask of the rejected words whose bit
+/// `b` stands for the word [`REJECTED_WORD`]`[b]` names. The same operations as [`fast`],
+/// so the same bits.
+///
+/// Why this shape: the layer indices go to the integer side through memory (one vector
+/// store, then plain integer loads, which have three ports) rather than as vector-to-integer
+/// moves (one port, two micro-operations each for the upper words); the 32 rejection bits
+/// come from one byte mask of packed comparisons instead of a mask move per four words.
+///
+/// # Safety
+/// The CPU must have AVX2, and the caller must be compiled with it (a function with the
+/// target feature): it inlines there, so that the words and its constants stay in registers.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub unsafe fn fast32_avx2(
+    t: &Ziggurat,
+    w: &[std::arch::x86_64::__m256i; 8],
+    rows: (&mut [f64; 16], &mut [f64; 16]),
+) -> u32 {
+    use std::arch::x86_64::*;
+    // SAFETY: the CPU has AVX2 and the caller's build uses it (the caller's promise); the
+    // stores write four values into four (the words' array, and the rows from `4 (v % 4)`);
+    // a layer is below `LAYERS`, so its entry is inside `edges`.
+    unsafe {
+        // The words go to memory as they are; each lane's layer is read back as an integer
+        // with a volatile load (LLVM would otherwise forward the store and move the words
+        // out of the vector one by one again, on the one port that does that).
+        let mut words = [[0u64; 4]; 8];
+        for (o, w) in words.iter_mut().zip(w) {
+            _mm256_storeu_si256(o.as_mut_ptr().cast(), *w);
+        }
+        let entry = |w: &u64| t.edges.get_unchecked(layer(std::ptr::read_volatile(w)));
+        let pair = |w: &u64| _mm_loadu_pd(entry(w).as_ptr());
+        let one = _mm256_set1_epi64x(0x3ff0_0000_0000_0000);
+        let half_ulp_below_one = _mm256_set1_pd(1.0 - f64::EPSILON / 2.0);
+        let sign_bit = _mm256_set1_epi64x(i64::MIN);
+        let mut outside = [_mm256_setzero_pd(); 8];
+        for v in 0..8 {
+            let o = &words[v];
+            // [x0, n0, x2, n2] and [x1, n1, x3, n3], as in `fast4v_avx2`.
+            let even = _mm256_set_m128d(pair(&o[2]), pair(&o[0]));
+            let odd = _mm256_set_m128d(pair(&o[3]), pair(&o[1]));
+            let width = _mm256_unpacklo_pd(even, odd);
+            let next = _mm256_unpackhi_pd(even, odd);
+            let u = _mm256_sub_pd(
+                _mm256_castsi256_pd(_mm256_or_si256(one, _mm256_srli_epi64(w[v], 12))),
+                half_ulp_below_one,
+            );
+            let x = _mm256_mul_pd(u, width);
+            outside[v] = _mm256_cmp_pd::<_CMP_NLT_UQ>(x, next);
+            let sign = _mm256_and_si256(
+                _mm256_slli_epi64::<{ 63 - LAYER_BITS as i32 }>(w[v]),
+                sign_bit,
+            );
+            let z = _mm256_or_pd(x, _mm256_castsi256_pd(sign));
+            let row = if v < 4 { &mut *rows.0 } else { &mut *rows.1 };
+            _mm256_storeu_pd(row[4 * (v % 4)..].as_mut_ptr(), z);
+        }
+        // Each comparison is all ones or all zeros per word: keep one 32-bit half of each
+        // (blend), then pack with signed saturation down to a byte per word.
+        let m: [__m256i; 4] = std::array::from_fn(|p| {
+            _mm256_blend_epi32::<0b1010_1010>(
+                _mm256_castpd_si256(outside[2 * p]),
+                _mm256_castpd_si256(outside[2 * p + 1]),
+            )
+        });
+        let q0 = _mm256_packs_epi32(m[0], m[1]);
+        let q1 = _mm256_packs_epi32(m[2], m[3]);
+        _mm256_movemask_epi8(_mm256_packs_epi16(q0, q1)) as u32
+    }
+}
+
+/// Which word of [`fast32_avx2`]'s input bit `b` of its mask stands for: `(v, e)`, element
+/// `e` of vector `v`. The order the blend and the two packs (each within 128-bit halves)
+/// leave the words in.
+pub const REJECTED_WORD: [(u8, u8); 32] = rejected_words();
+
+const fn rejected_words() -> [(u8, u8); 32] {
+    let mut out = [(0u8, 0u8); 32];
+    let mut b = 0;
+    while b < 32 {
+        // The final pack: byte `r` of half `h` is 16-bit element `8h + r % 8` of `q[r / 8]`.
+        let (h, r) = (b / 16, b % 16);
+        let (q, r) = (r / 8, r % 8);
+        // The packs of 32 bits: 16-bit element `r` of half `h` of `q` is 32-bit element
+        // `4h + r % 4` of `m[2q + r / 4]`.
+        let (p, e32) = (2 * q + r / 4, 4 * h + r % 4);
+        // The blend: even 32-bit elements from `outside[2p]`, odd from `outside[2p + 1]`,
+        // each the half of the 64-bit element `e32 / 2`.
+        out[b] = ((2 * p + e32 % 2) as u8, (e32 / 2) as u8);
+        b += 1;
+    }
+    out
+}
+
 /// The normal of word `w` however it falls, taking further words from `more` (at most
 /// [`SLOW_WORDS`]): the wedge test, the tail, and fresh draws after rejections.
 #[inline(always)]
