@@ -274,62 +274,90 @@ pub unsafe fn fast4v_avx2(
     (_mm256_or_pd(x, _mm256_castsi256_pd(sign)), !ok & 0xf)
 }
 
-/// [`fast`] on the 32 words of sixteen lanes' blocks with AVX2, four lanes per vector in lane
-/// order (`w[..4]` the lanes' first words, `w[4..]` their second): the normals into
-/// `rows.0` (from the first words) and `rows.1`, and a mask of the rejected words whose bit
-/// `b` stands for the word [`REJECTED_WORD`]`[b]` names. The same operations as [`fast`],
-/// so the same bits.
+/// The 32 words of sixteen lanes' blocks, as [`fast32_avx2`] reads them: four lanes per
+/// vector in lane order (`words[..4]` the lanes' first words, `words[4..]` their second),
+/// and each word's byte offset of its entry of [`Ziggurat::edges`].
 ///
-/// Why this shape: the layer indices go to the integer side through memory (one vector
-/// store, then plain integer loads, which have three ports) rather than as vector-to-integer
-/// moves (one port, two micro-operations each for the upper words); the 32 rejection bits
-/// come from one byte mask of packed comparisons instead of a mask move per four words.
+/// Why in memory: the offsets reach the integer side (for the table loads' addresses) by
+/// plain loads, which have three ports, rather than by vector-to-integer moves, which have one
+/// and take two micro-operations for the upper words; and the caller can stage the next
+/// block's words while the fast path works on these.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(32))]
+pub struct Staged32 {
+    words: [[u64; 4]; 8],
+    offsets: [[u64; 4]; 8],
+}
+
+/// Stores the words `w` into `out` (see [`Staged32`]).
 ///
 /// # Safety
 /// The CPU must have AVX2, and the caller must be compiled with it (a function with the
-/// target feature): it inlines there, so that the words and its constants stay in registers.
+/// target feature): it inlines there.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub unsafe fn stage32_avx2(w: &[std::arch::x86_64::__m256i; 8], out: &mut Staged32) {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's promise; the stores write four words into four, aligned.
+    unsafe {
+        let mask = _mm256_set1_epi64x(((LAYERS as i64) - 1) << 4);
+        for ((w, words), offsets) in w.iter().zip(&mut out.words).zip(&mut out.offsets) {
+            _mm256_store_si256(words.as_mut_ptr().cast(), *w);
+            let offset = _mm256_and_si256(_mm256_slli_epi64::<4>(*w), mask);
+            _mm256_store_si256(offsets.as_mut_ptr().cast(), offset);
+        }
+    }
+}
+
+/// [`fast`] on the 32 words of `staged`: the normals into `rows.0` (from the lanes' first
+/// words) and `rows.1`, and a mask of the rejected words whose bit `b` stands for the word
+/// [`REJECTED_WORD`]`[b]` names. The same operations as [`fast`], so the same bits. The 32
+/// rejection bits come from one byte mask of packed comparisons instead of a mask move per
+/// four words.
+///
+/// # Safety
+/// The CPU must have AVX2, and the caller must be compiled with it (a function with the
+/// target feature): it inlines there, so that its constants stay in registers.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub unsafe fn fast32_avx2(
     t: &Ziggurat,
-    w: &[std::arch::x86_64::__m256i; 8],
+    staged: &Staged32,
     rows: (&mut [f64; 16], &mut [f64; 16]),
 ) -> u32 {
     use std::arch::x86_64::*;
     // SAFETY: the CPU has AVX2 and the caller's build uses it (the caller's promise); the
-    // stores write four values into four (the words' array, and the rows from `4 (v % 4)`);
-    // a layer is below `LAYERS`, so its entry is inside `edges`.
+    // loads and stores read and write four values of four (the staged arrays, aligned, and
+    // the rows from `4 (v % 4)`); an offset is a layer below `LAYERS` times 16, inside
+    // `edges`.
     unsafe {
-        // The words go to memory as they are; each lane's layer is read back as an integer
-        // with a volatile load (LLVM would otherwise forward the store and move the words
-        // out of the vector one by one again, on the one port that does that).
-        let mut words = [[0u64; 4]; 8];
-        for (o, w) in words.iter_mut().zip(w) {
-            _mm256_storeu_si256(o.as_mut_ptr().cast(), *w);
-        }
-        let entry = |w: &u64| t.edges.get_unchecked(layer(std::ptr::read_volatile(w)));
-        let pair = |w: &u64| _mm_loadu_pd(entry(w).as_ptr());
+        let base = t.edges.as_ptr().cast::<u8>();
+        // The offsets are read with volatile loads: LLVM would otherwise forward their
+        // stores and move them out of the vectors one by one again.
+        let pair = |offset: &u64| {
+            let offset = std::ptr::read_volatile(offset);
+            _mm_loadu_pd(base.add(offset as usize).cast())
+        };
         let one = _mm256_set1_epi64x(0x3ff0_0000_0000_0000);
         let half_ulp_below_one = _mm256_set1_pd(1.0 - f64::EPSILON / 2.0);
         let sign_bit = _mm256_set1_epi64x(i64::MIN);
         let mut outside = [_mm256_setzero_pd(); 8];
         for v in 0..8 {
-            let o = &words[v];
+            let o = &staged.offsets[v];
+            let w = _mm256_load_si256(staged.words[v].as_ptr().cast());
             // [x0, n0, x2, n2] and [x1, n1, x3, n3], as in `fast4v_avx2`.
             let even = _mm256_set_m128d(pair(&o[2]), pair(&o[0]));
             let odd = _mm256_set_m128d(pair(&o[3]), pair(&o[1]));
             let width = _mm256_unpacklo_pd(even, odd);
             let next = _mm256_unpackhi_pd(even, odd);
             let u = _mm256_sub_pd(
-                _mm256_castsi256_pd(_mm256_or_si256(one, _mm256_srli_epi64(w[v], 12))),
+                _mm256_castsi256_pd(_mm256_or_si256(one, _mm256_srli_epi64(w, 12))),
                 half_ulp_below_one,
             );
             let x = _mm256_mul_pd(u, width);
             outside[v] = _mm256_cmp_pd::<_CMP_NLT_UQ>(x, next);
-            let sign = _mm256_and_si256(
-                _mm256_slli_epi64::<{ 63 - LAYER_BITS as i32 }>(w[v]),
-                sign_bit,
-            );
+            let sign =
+                _mm256_and_si256(_mm256_slli_epi64::<{ 63 - LAYER_BITS as i32 }>(w), sign_bit);
             let z = _mm256_or_pd(x, _mm256_castsi256_pd(sign));
             let row = if v < 4 { &mut *rows.0 } else { &mut *rows.1 };
             _mm256_storeu_pd(row[4 * (v % 4)..].as_mut_ptr(), z);

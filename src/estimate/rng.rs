@@ -335,38 +335,32 @@ impl SampleRng {
         // The blocks with rejected words, `block << 32 | mask`, written for every block and
         // kept for those with a rejection (no branch on the rare event).
         let mut rejected = [0u64; REDO_BLOCKS];
+        // The words of the block the fast path works on and of the next, staged while it
+        // does, so that the next block's AES rounds (two pipes) overlap the fast path's table
+        // loads and arithmetic (the others) in the out-of-order window. Even blocks in `even`,
+        // odd ones in `odd`: the loop is unrolled by two so that each buffer has a fixed
+        // place on the stack.
+        let (mut even, mut odd) = (normal::Staged32::default(), normal::Staged32::default());
+        unsafe { stage::<VAES>(&group, 0, &mut even) };
+        const { assert!(REDO_BLOCKS.is_multiple_of(2)) };
         for from in (0..blocks).step_by(REDO_BLOCKS) {
+            let to = (from + REDO_BLOCKS).min(blocks);
             let mut count = 0;
-            for block in from..(from + REDO_BLOCKS).min(blocks) {
-                let (a0, a1) = unsafe {
-                    if VAES {
-                        group.words_vaes(normal_head(block as u64))
-                    } else {
-                        group.words_aesni(normal_head(block as u64))
-                    }
-                };
-                let words = [a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]];
-                let at = 2 * block * w + g0;
-                let mask = if gw == GROUP && 2 * block + 1 < n {
-                    let (r0, r1) = s[at..].split_at_mut(w);
-                    let rows = (
-                        first_16(r0).expect("a full group"),
-                        first_16(r1).expect("a full group"),
-                    );
-                    unsafe { normal::fast32_avx2(t, &words, rows) }
-                } else {
-                    // The last lanes, or the last normal of an odd count.
-                    let mut z = [[0.0; GROUP]; 2];
-                    let [z0, z1] = &mut z;
-                    let r = unsafe { normal::fast32_avx2(t, &words, (z0, z1)) };
-                    s[at..at + gw].copy_from_slice(&z[0][..gw]);
-                    if 2 * block + 1 < n {
-                        s[at + w..at + w + gw].copy_from_slice(&z[1][..gw]);
-                    }
-                    r
-                };
+            for block in (from..to).step_by(2) {
+                if block + 1 < blocks {
+                    unsafe { stage::<VAES>(&group, block + 1, &mut odd) };
+                }
+                let mask = unsafe { fast_block(t, &even, block, w, n, g0, gw, s) };
                 rejected[count] = (block as u64) << 32 | u64::from(mask);
                 count += usize::from(mask != 0);
+                if block + 1 < to {
+                    if block + 2 < blocks {
+                        unsafe { stage::<VAES>(&group, block + 2, &mut even) };
+                    }
+                    let mask = unsafe { fast_block(t, &odd, block + 1, w, n, g0, gw, s) };
+                    rejected[count] = (block as u64 + 1) << 32 | u64::from(mask);
+                    count += usize::from(mask != 0);
+                }
             }
             if count != 0 {
                 // SAFETY: the CPU has AVX2, FMA and AES-NI (the caller's promise).
@@ -606,6 +600,69 @@ impl SampleRng {
 #[inline(always)]
 fn lane_mask(gw: usize) -> u32 {
     ((1u64 << gw) - 1) as u32
+}
+
+/// The words of the normals' block `block` of `group`'s sixteen lanes, staged into `out`
+/// for [`normal::fast32_avx2`].
+///
+/// # Safety
+/// The CPU must have AVX2 and AES-NI, and VAES if `VAES`; the caller must be compiled with
+/// them (a function with the target features): it inlines there.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn stage<const VAES: bool>(group: &ars::Group16, block: usize, out: &mut normal::Staged32) {
+    // SAFETY: the caller's promise.
+    unsafe {
+        let (a0, a1) = if VAES {
+            group.words_vaes(normal_head(block as u64))
+        } else {
+            group.words_aesni(normal_head(block as u64))
+        };
+        let words = [a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]];
+        normal::stage32_avx2(&words, out);
+    }
+}
+
+/// The fast path on the staged words of block `block` (normals `2 block` and `2 block + 1`)
+/// of the sixteen lanes from column `g0` of `s` (`w` columns, `n` normals per lane), of
+/// which the first `gw` are drawn: the normals into `s`, and the mask of rejected words.
+///
+/// # Safety
+/// The CPU must have AVX2, and the caller must be compiled with it: it inlines there.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn fast_block(
+    t: &Ziggurat,
+    staged: &normal::Staged32,
+    block: usize,
+    w: usize,
+    n: usize,
+    g0: usize,
+    gw: usize,
+    s: &mut [f64],
+) -> u32 {
+    let at = 2 * block * w + g0;
+    if gw == GROUP && 2 * block + 1 < n {
+        let (r0, r1) = s[at..].split_at_mut(w);
+        let rows = (
+            first_16(r0).expect("a full group"),
+            first_16(r1).expect("a full group"),
+        );
+        // SAFETY: the caller's promise.
+        unsafe { normal::fast32_avx2(t, staged, rows) }
+    } else {
+        // The last lanes, or the last normal of an odd count.
+        let mut z = [[0.0; GROUP]; 2];
+        let [z0, z1] = &mut z;
+        // SAFETY: the caller's promise.
+        let r = unsafe { normal::fast32_avx2(t, staged, (z0, z1)) };
+        s[at..at + gw].copy_from_slice(&z[0][..gw]);
+        if 2 * block + 1 < n {
+            s[at + w..at + w + gw].copy_from_slice(&z[1][..gw]);
+        }
+        r
+    }
 }
 
 /// The first sixteen of `s`, if it has them.
