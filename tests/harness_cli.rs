@@ -240,6 +240,31 @@ fn bench_reports_samples_per_second_per_estimator() {
     assert_eq!(v["results"].as_array().unwrap().len(), 5);
 }
 
+/// The run files are written while the sweep goes on, on a thread of their own: a file that
+/// cannot be written still ends the reproduction with one error naming it, and no report.
+#[test]
+fn an_unwritable_run_directory_is_one_clear_error() {
+    let dir = temp_dir("unwritable");
+    std::fs::create_dir_all(&dir).unwrap();
+    // `runs` is a file, so no run's directory can be made.
+    std::fs::write(dir.join("runs"), b"").unwrap();
+    let out = dsgd(&[
+        "reproduce",
+        "--quick",
+        "--seeds",
+        "1",
+        "--models",
+        "example",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    one_error_line(&out, "runs/example/");
+    assert!(!dir.join("REPORT.md").exists());
+    assert!(!dir.join("manifest.json").exists());
+    no_leftovers(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn bad_options_give_one_clear_error() {
     let dir = temp_dir("bad");

@@ -32,12 +32,14 @@ pub struct CostConfig {
 /// estimators whose work differs by far more than the spread of a median of 7 interleaved
 /// repeats: on a quiet machine the repeats of one estimator agree to a few per cent, and
 /// the median ignores the odd repeat that another process slowed by a third. A repeat of
-/// 0.012 s is still hundreds of batches even for LYY18 on `cheating`.
+/// 0.012 s is still hundreds of batches even for LYY18 on `cheating`. The warm-up only has
+/// to fault in the engine's buffers and fill the caches, which a few batches do: 0.005 s is
+/// a hundred or more (with 0.02 s, the first repeats were no slower than the rest).
 impl Default for CostConfig {
     fn default() -> Self {
         CostConfig {
             batch: 16,
-            warmup_seconds: 0.02,
+            warmup_seconds: 0.005,
             repeats: 7,
             repeat_seconds: 0.012,
         }

@@ -56,7 +56,7 @@ pub fn render(rep: &Reproduction) -> String {
     }
     let _ = writeln!(
         s,
-        "- cost: seconds per gradient sample of batch-{} gradient batches at the initial θ, one thread, after {:.2} s of warm-up, median of {} repeats of {:.2} s each (measured after the sweep)",
+        "- cost: seconds per gradient sample of batch-{} gradient batches at the initial θ, one thread, after {} s of warm-up, median of {} repeats of {} s each (measured after the sweep)",
         c.cost.batch, c.cost.warmup_seconds, c.cost.repeats, c.cost.repeat_seconds
     );
     let _ = writeln!(

@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use rayon::prelude::*;
+
 use thiserror::Error;
 
 pub use super::reproduction::{
@@ -176,36 +178,110 @@ fn plan_jobs(config: &ReproduceConfig, models: &[Model]) -> (Vec<ModelPlan>, Vec
     (plans, jobs)
 }
 
-/// The sweep's jobs and, in the same order, their reports.
+/// The sweep's reports, in the order of its jobs.
 struct Finished<'a> {
-    jobs: &'a [Job],
     reports: &'a [RunReport],
 }
 
-/// Writes model `i`'s run files and figure and assembles its outcome from its runs and costs.
+/// Every job's report or why its run failed, in job order.
+type RunResults = Vec<Result<RunReport, RunError>>;
+
+/// Where a job's `run.json` and `trajectory.csv` go: `runs/MODEL/ARM/seedN`.
+fn run_dir(out: &Path, config: &ReproduceConfig, job: &Job) -> PathBuf {
+    out.join("runs")
+        .join(&config.models[job.model])
+        .join(compare::Arm::of(&job.config).slug())
+        .join(format!("seed{}", job.config.seed))
+}
+
+/// Runs the sweep and writes each finished run's files on a thread of its own while the
+/// other runs go on. Writing a file waits for the disk (each is synced before it is renamed
+/// into place), about 1.6 s for the reproduction's thousand files when they were written
+/// after the sweep, with the cores idle; here the waits overlap the runs. Returns the
+/// results in job order and the files written, or the first write that failed.
+fn sweep_writing_runs(
+    config: &ReproduceConfig,
+    out: &Path,
+    models: &[Model],
+    jobs: &[Job],
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> (RunResults, Result<Vec<PathBuf>, ReproduceError>) {
+    std::thread::scope(|scope| {
+        let (send, receive) = std::sync::mpsc::channel::<(PathBuf, RunReport)>();
+        let writer = scope.spawn(move || {
+            let mut written = Vec::new();
+            let mut failure = None;
+            for (dir, report) in receive {
+                // After a failure the rest is only received: the sweep cannot be stopped.
+                if failure.is_none() {
+                    match report.write_to(&dir) {
+                        Ok(files) => written.extend(files),
+                        Err(e) => failure = Some(io(&dir)(e)),
+                    }
+                }
+            }
+            failure.map_or(Ok(written), Err)
+        });
+        let results = {
+            let finished = move |i: usize, r: &Result<RunReport, RunError>| {
+                if let Ok(report) = r {
+                    // A closed channel means the writer ended; its error is reported below.
+                    let _ = send.send((run_dir(out, config, &jobs[i]), report.clone()));
+                }
+            };
+            sweep::run_parallel_each(models, jobs, progress, &finished)
+        };
+        let written = writer.join().unwrap_or_else(|_| {
+            Err(ReproduceError::Setup(
+                "the thread writing the run files stopped".into(),
+            ))
+        });
+        (results, written)
+    })
+}
+
+/// Draws figure 1a and every model's trajectory figure into `figures`, side by side on the
+/// pool's threads (between the sweep and the cost timing the cores would otherwise idle).
+fn write_figures(
+    config: &ReproduceConfig,
+    plans: &[ModelPlan],
+    sweep: &Finished,
+    figures: &Path,
+) -> Result<Vec<PathBuf>, ReproduceError> {
+    let model_figure = |(i, plan): (usize, &ModelPlan)| {
+        let name = &config.models[i];
+        let runs: Vec<&RunReport> = sweep.reports[plan.runs.clone()].iter().collect();
+        let figure = compare::trajectory_figure(name, &plan.arms, &runs, config.seeds);
+        write_figure(&figure, &figures.join(name), FIGURE_SIZE.0, FIGURE_SIZE.1)
+    };
+    let (first, rest) = rayon::join(
+        || write_figure1a(figures),
+        || {
+            plans
+                .par_iter()
+                .enumerate()
+                .map(model_figure)
+                .collect::<Result<Vec<_>, _>>()
+        },
+    );
+    Ok(std::iter::once(first?)
+        .chain(rest?)
+        .flat_map(|files| files.paths())
+        .collect())
+}
+
+/// Assembles model `i`'s outcome from its runs and costs.
 fn model_outcome(
     config: &ReproduceConfig,
     (i, model): (usize, &Model),
     plan: ModelPlan,
     sweep: &Finished,
     costs: Vec<cost::Cost>,
-    out_dir: &mut OutDir,
 ) -> Result<ModelOutcome, ReproduceError> {
-    let (jobs, reports) = (sweep.jobs, sweep.reports);
+    let reports = sweep.reports;
     let name = &config.models[i];
-    let out = out_dir.path().to_path_buf();
     let runs: Vec<&RunReport> = reports[plan.runs.clone()].iter().collect();
     let extra_runs: Vec<&RunReport> = reports[plan.extra_runs.clone()].iter().collect();
-    let all_jobs = jobs[plan.runs].iter().chain(&jobs[plan.extra_runs]);
-    for (job, r) in all_jobs.zip(runs.iter().chain(&extra_runs)) {
-        let arm = compare::Arm::of(&job.config);
-        let dir = out
-            .join("runs")
-            .join(name)
-            .join(arm.slug())
-            .join(format!("seed{}", job.config.seed));
-        out_dir.wrote(r.write_to(&dir).map_err(io(&dir))?);
-    }
     let comparison = compare::aggregate(name, &plan.arms, &runs, plan.note);
     let median_cells = plan
         .extra
@@ -220,10 +296,6 @@ fn model_outcome(
                 .collect(),
         })
         .collect();
-    let figure = compare::trajectory_figure(name, &plan.arms, &runs, config.seeds);
-    let figures = out.join("figures");
-    let files = write_figure(&figure, &figures.join(name), FIGURE_SIZE.0, FIGURE_SIZE.1)?;
-    out_dir.wrote(files.paths());
     let variance = tables::variance_rows(&comparison, &costs, config.variance_eta);
     Ok(ModelOutcome {
         comparison,
@@ -264,7 +336,7 @@ pub fn reproduce(
             .map_err(|e| ReproduceError::Setup(e.to_string()))?;
     }
     let sweep_clock = Instant::now();
-    let results = sweep::run_parallel(&models, &jobs, progress);
+    let (results, written) = sweep_writing_runs(config, out_dir.path(), &models, &jobs, progress);
     let sweep_seconds = sweep_clock.elapsed().as_secs_f64();
     let mut reports: Vec<RunReport> = Vec::with_capacity(results.len());
     for (job, r) in jobs.iter().zip(results) {
@@ -276,15 +348,13 @@ pub fn reproduce(
             source,
         })?);
     }
+    out_dir.wrote(written?);
+    let finished = Finished { reports: &reports };
     let figures = out.join("figures");
     std::fs::create_dir_all(&figures).map_err(io(&figures))?;
-    out_dir.wrote(write_figure1a(&figures)?.paths());
+    out_dir.wrote(write_figures(config, &plans, &finished, &figures)?);
     let cost_clock = Instant::now();
     let costs = time_costs(config, &models)?;
-    let finished = Finished {
-        jobs: &jobs,
-        reports: &reports,
-    };
     let mut outcomes = Vec::new();
     for (i, (plan, costs)) in plans.into_iter().zip(costs).enumerate() {
         outcomes.push(model_outcome(
@@ -293,7 +363,6 @@ pub fn reproduce(
             plan,
             &finished,
             costs,
-            &mut out_dir,
         )?);
     }
     let cost_seconds = cost_clock.elapsed().as_secs_f64();
