@@ -758,6 +758,34 @@ mod tests {
         }
     }
 
+    /// The AES-NI build of a group, which a CPU with VAES never picks by itself.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn groups_without_vaes_give_one_normal_after_another() {
+        if !crate::cpu::avx2_fma() || !crate::cpu::aes() {
+            return;
+        }
+        let key = StreamKey::new(5, 9, Purpose::Step);
+        let t = normal::tables();
+        for (first, w, n) in [(0, 16, 301), (21, 20, 37), (100, 32, 2)] {
+            let mut rng = key.rng(Channel::Noise);
+            let mut plain = vec![0.0; w * n];
+            for l in 0..w {
+                let r = rng.lane(first + l);
+                for k in 0..n {
+                    plain[k * w + l] = r.normal();
+                }
+            }
+            let mut bulk = vec![f64::NAN; w * n];
+            for g0 in (0..w).step_by(GROUP) {
+                // SAFETY: the CPU has AVX2, FMA and AES-NI (checked above).
+                unsafe { rng.fill_group16_aesni(t, first as u64, w, n, &mut bulk, g0) };
+            }
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&bulk), bits(&plain), "{first} {w} {n}");
+        }
+    }
+
     #[test]
     fn indices_are_in_range_and_cover_it() {
         let mut rng = StreamKey::new(1, 2, Purpose::Step).rng(Channel::Choice);
