@@ -18,9 +18,10 @@
 //! About 0.43 % of the words fall outside it; such a normal takes the further words it needs
 //! from blocks `j = 0, 1, ...` of its own (`k`) in the third space, never from another
 //! normal's words, so each normal stays a pure function of (key, lane, k). Bulk draws
-//! ([`SampleRng::fill_lanes`]) run many lanes side by side in vector code, send only the
-//! rejected lanes to the scalar slow path, and give exactly what one [`SampleRng::normal`]
-//! after another gives, in every kernel set.
+//! ([`SampleRng::fill_lanes`]) run many lanes side by side in vector code, redraw only the
+//! normals the fast path rejected through the slow path (in batches, after the fast path
+//! has run over many blocks), and give exactly what one [`SampleRng::normal`] after another
+//! gives, in every kernel set.
 
 use crate::eval::vmath::KernelSet;
 
