@@ -274,6 +274,131 @@ pub unsafe fn fast4v_avx2(
     (_mm256_or_pd(x, _mm256_castsi256_pd(sign)), !ok & 0xf)
 }
 
+/// The 32 words of sixteen lanes' blocks, as [`fast32_avx2`] reads them: four lanes per
+/// vector in lane order (`words[..4]` the lanes' first words, `words[4..]` their second),
+/// and each word's byte offset of its entry of [`Ziggurat::edges`].
+///
+/// Why in memory: the offsets reach the integer side (for the table loads' addresses) by
+/// plain loads, which have three ports, rather than by vector-to-integer moves, which have one
+/// and take two micro-operations for the upper words; and the caller can stage the next
+/// block's words while the fast path works on these.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(32))]
+pub struct Staged32 {
+    words: [[u64; 4]; 8],
+    offsets: [[u64; 4]; 8],
+}
+
+/// Stores the words `w` into `out` (see [`Staged32`]).
+///
+/// # Safety
+/// The CPU must have AVX2, and the caller must be compiled with it (a function with the
+/// target feature): it inlines there.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub unsafe fn stage32_avx2(w: &[std::arch::x86_64::__m256i; 8], out: &mut Staged32) {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's promise; the stores write four words into four, aligned.
+    unsafe {
+        let mask = _mm256_set1_epi64x(((LAYERS as i64) - 1) << 4);
+        for ((w, words), offsets) in w.iter().zip(&mut out.words).zip(&mut out.offsets) {
+            _mm256_store_si256(words.as_mut_ptr().cast(), *w);
+            let offset = _mm256_and_si256(_mm256_slli_epi64::<4>(*w), mask);
+            _mm256_store_si256(offsets.as_mut_ptr().cast(), offset);
+        }
+    }
+}
+
+/// [`fast`] on the 32 words of `staged`: the normals into `rows.0` (from the lanes' first
+/// words) and `rows.1`, and a mask of the rejected words whose bit `b` stands for the word
+/// [`REJECTED_WORD`]`[b]` names. The same operations as [`fast`], so the same bits. The 32
+/// rejection bits come from one byte mask of packed comparisons instead of a mask move per
+/// four words.
+///
+/// # Safety
+/// The CPU must have AVX2, and the caller must be compiled with it (a function with the
+/// target feature): it inlines there, so that its constants stay in registers.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub unsafe fn fast32_avx2(
+    t: &Ziggurat,
+    staged: &Staged32,
+    rows: (&mut [f64; 16], &mut [f64; 16]),
+) -> u32 {
+    use std::arch::x86_64::*;
+    // SAFETY: the CPU has AVX2 and the caller's build uses it (the caller's promise); the
+    // loads and stores read and write four values of four (the staged arrays, aligned, and
+    // the rows from `4 (v % 4)`); an offset is a layer below `LAYERS` times 16, inside
+    // `edges`.
+    unsafe {
+        let base = t.edges.as_ptr().cast::<u8>();
+        // The offsets are read with volatile loads: LLVM would otherwise forward their
+        // stores and move them out of the vectors one by one again.
+        let pair = |offset: &u64| {
+            let offset = std::ptr::read_volatile(offset);
+            _mm_loadu_pd(base.add(offset as usize).cast())
+        };
+        let one = _mm256_set1_epi64x(0x3ff0_0000_0000_0000);
+        let half_ulp_below_one = _mm256_set1_pd(1.0 - f64::EPSILON / 2.0);
+        let sign_bit = _mm256_set1_epi64x(i64::MIN);
+        let mut outside = [_mm256_setzero_pd(); 8];
+        for v in 0..8 {
+            let o = &staged.offsets[v];
+            let w = _mm256_load_si256(staged.words[v].as_ptr().cast());
+            // [x0, n0, x2, n2] and [x1, n1, x3, n3], as in `fast4v_avx2`.
+            let even = _mm256_set_m128d(pair(&o[2]), pair(&o[0]));
+            let odd = _mm256_set_m128d(pair(&o[3]), pair(&o[1]));
+            let width = _mm256_unpacklo_pd(even, odd);
+            let next = _mm256_unpackhi_pd(even, odd);
+            let u = _mm256_sub_pd(
+                _mm256_castsi256_pd(_mm256_or_si256(one, _mm256_srli_epi64(w, 12))),
+                half_ulp_below_one,
+            );
+            let x = _mm256_mul_pd(u, width);
+            outside[v] = _mm256_cmp_pd::<_CMP_NLT_UQ>(x, next);
+            let sign =
+                _mm256_and_si256(_mm256_slli_epi64::<{ 63 - LAYER_BITS as i32 }>(w), sign_bit);
+            let z = _mm256_or_pd(x, _mm256_castsi256_pd(sign));
+            let row = if v < 4 { &mut *rows.0 } else { &mut *rows.1 };
+            _mm256_storeu_pd(row[4 * (v % 4)..].as_mut_ptr(), z);
+        }
+        // Each comparison is all ones or all zeros per word: keep one 32-bit half of each
+        // (blend), then pack with signed saturation down to a byte per word.
+        let m: [__m256i; 4] = std::array::from_fn(|p| {
+            _mm256_blend_epi32::<0b1010_1010>(
+                _mm256_castpd_si256(outside[2 * p]),
+                _mm256_castpd_si256(outside[2 * p + 1]),
+            )
+        });
+        let q0 = _mm256_packs_epi32(m[0], m[1]);
+        let q1 = _mm256_packs_epi32(m[2], m[3]);
+        _mm256_movemask_epi8(_mm256_packs_epi16(q0, q1)) as u32
+    }
+}
+
+/// Which word of [`fast32_avx2`]'s input bit `b` of its mask stands for: `(v, e)`, element
+/// `e` of vector `v`. The order the blend and the two packs (each within 128-bit halves)
+/// leave the words in.
+pub const REJECTED_WORD: [(u8, u8); 32] = rejected_words();
+
+const fn rejected_words() -> [(u8, u8); 32] {
+    let mut out = [(0u8, 0u8); 32];
+    let mut b = 0;
+    while b < 32 {
+        // The final pack: byte `r` of half `h` is 16-bit element `8h + r % 8` of `q[r / 8]`.
+        let (h, r) = (b / 16, b % 16);
+        let (q, r) = (r / 8, r % 8);
+        // The packs of 32 bits: 16-bit element `r` of half `h` of `q` is 32-bit element
+        // `4h + r % 4` of `m[2q + r / 4]`.
+        let (p, e32) = (2 * q + r / 4, 4 * h + r % 4);
+        // The blend: even 32-bit elements from `outside[2p]`, odd from `outside[2p + 1]`,
+        // each the half of the 64-bit element `e32 / 2`.
+        out[b] = ((2 * p + e32 % 2) as u8, (e32 / 2) as u8);
+        b += 1;
+    }
+    out
+}
+
 /// The normal of word `w` however it falls, taking further words from `more` (at most
 /// [`SLOW_WORDS`]): the wedge test, the tail, and fresh draws after rejections.
 #[inline(always)]

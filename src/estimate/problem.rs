@@ -369,7 +369,10 @@ impl Contribution {
     /// LLVM, free of any question of aliasing with the gradient block, makes vector code.
     #[inline(always)]
     fn chunk(self, a: &mut Lanes, dz: &Lanes, s: &Lanes) {
-        let c: Lanes = std::array::from_fn(|l| self.lane(dz[l], s[l]));
+        let mut c: Lanes = [0.0; CHUNK];
+        for ((c, &dz), &s) in c.iter_mut().zip(dz).zip(s) {
+            *c = self.lane(dz, s);
+        }
         self.put(a, &c);
     }
 

@@ -18,9 +18,10 @@
 //! About 0.43 % of the words fall outside it; such a normal takes the further words it needs
 //! from blocks `j = 0, 1, ...` of its own (`k`) in the third space, never from another
 //! normal's words, so each normal stays a pure function of (key, lane, k). Bulk draws
-//! ([`SampleRng::fill_lanes`]) run many lanes side by side in vector code, send only the
-//! rejected lanes to the scalar slow path, and give exactly what one [`SampleRng::normal`]
-//! after another gives, in every kernel set.
+//! ([`SampleRng::fill_lanes`]) run many lanes side by side in vector code, redraw only the
+//! normals the fast path rejected through the slow path (in batches, after the fast path
+//! has run over many blocks), and give exactly what one [`SampleRng::normal`] after another
+//! gives, in every kernel set.
 
 use crate::eval::vmath::KernelSet;
 
@@ -127,6 +128,15 @@ pub struct SampleRng {
 /// Lanes drawn side by side in bulk.
 const GROUP: usize = 16;
 
+/// Blocks of a group whose rejected normals wait for one pass of the slow path: few enough
+/// for their masks to sit on the stack, many enough (64 words per lane) that the pass finds
+/// several normals to redraw together.
+const REDO_BLOCKS: usize = 64;
+
+/// Rejected normals redrawn together: their sixteen blocks (each's word and first slow
+/// block) go through the AES rounds side by side.
+const REDO_BATCH: usize = 8;
+
 impl SampleRng {
     /// Moves to the start of sample `lane`'s stream.
     pub fn lane(&mut self, lane: usize) -> &mut Self {
@@ -180,28 +190,40 @@ impl SampleRng {
     #[target_feature(enable = "avx2,fma")]
     #[cold]
     fn slow_normal_fma(&self, t: &Ziggurat, lane: u64, k: u64, w: u64) -> f64 {
-        self.slow_normal_body(t, lane, k, w)
+        self.slow_normal_body(t, lane, k, w, None)
     }
 
     #[cold]
     fn slow_normal(&self, t: &Ziggurat, lane: u64, k: u64, w: u64) -> f64 {
-        self.slow_normal_body(t, lane, k, w)
+        self.slow_normal_body(t, lane, k, w, None)
     }
 
     /// [`normal::slow`] with the further words from the normal's own blocks
-    /// (`SLOW | k << 5 | j`, two words each).
+    /// (`SLOW | k << 5 | j`, two words each), the first of them `first` where the caller has
+    /// computed it.
     #[inline(always)]
-    fn slow_normal_body(&self, t: &Ziggurat, lane: u64, k: u64, w: u64) -> f64 {
-        let base = SLOW | ((k & SLOW_NORMALS) as u32) << SLOW_SHIFT;
+    fn slow_normal_body(
+        &self,
+        t: &Ziggurat,
+        lane: u64,
+        k: u64,
+        w: u64,
+        first: Option<[u64; 2]>,
+    ) -> f64 {
+        let base = slow_head(k);
         let mut j = 0u32;
         let mut spare = None;
+        let mut first = first;
         normal::slow(t, w, || {
             if let Some(w) = spare.take() {
                 return w;
             }
-            let block = ars::block(self.counter(base | j, lane), &self.keys);
+            let [a, b] = first.take().unwrap_or_else(|| {
+                let block = ars::block(self.counter(base | j, lane), &self.keys);
+                let (a, b) = ars::words64(block);
+                [a, b]
+            });
             j = (j + 1) & ((1 << SLOW_SHIFT) - 1);
-            let (a, b) = ars::words64(block);
             spare = Some(b);
             a
         })
@@ -279,10 +301,15 @@ impl SampleRng {
     /// The normals of lanes `first + g0..` (at most sixteen), whose numbers share their top
     /// 32 bits, so their counters differ only in the block index and the second word
     /// ([`ars::Group16`], which xors the shared words with the first round key once): each
-    /// block's two words go from the AES registers straight into the fast path, eight lanes
-    /// at a time, and its results straight into `s`, without the copies and re-packing of
-    /// [`SampleRng::fill_group`]; then the slow path for the lanes it rejected. The same
+    /// block's 32 words go from the AES registers straight into the fast path
+    /// ([`normal::fast32_avx2`]) and its results straight into `s`, and the block's mask of
+    /// rejected words into a list; after every [`REDO_BLOCKS`] blocks,
+    /// [`SampleRng::redo_rejected`] redraws the rejected normals in one pass. The same
     /// numbers, with VAES (`VAES`) or AES-NI.
+    ///
+    /// Why the slow path waits: called where a word is rejected (in 13 % of the blocks), it
+    /// costs a mispredicted branch, and the call's clobbered registers make the fast loop keep
+    /// its constants and words on the stack.
     ///
     /// # Safety
     /// The CPU must have AVX2, FMA and AES-NI, and VAES if `VAES` (the caller's target
@@ -302,32 +329,127 @@ impl SampleRng {
         let gw = GROUP.min(w - g0);
         let lanes: [u32; GROUP] = std::array::from_fn(|l| (lane0 + l as u64) as u32);
         let [_, _, a, b] = self.counter(0, lane0);
-        // SAFETY (both blocks below): the CPU has AVX2 (this function's features), AES-NI and
+        // SAFETY (every block below): the CPU has AVX2 (this function's features), AES-NI and
         // VAES where `VAES` (the caller's promise).
         let group = unsafe { ars::Group16::new(&self.keys, lanes, a, b) };
-        for block in 0..n.div_ceil(2) {
-            let head = normal_head(block as u64);
-            let k = 2 * block;
-            let (a0, a1) = unsafe {
-                if VAES {
-                    group.words_vaes(head)
-                } else {
-                    group.words_aesni(head)
+        let blocks = n.div_ceil(2);
+        // The blocks with rejected words, `block << 32 | mask`, written for every block and
+        // kept for those with a rejection (no branch on the rare event).
+        let mut rejected = [0u64; REDO_BLOCKS];
+        // The words of the block the fast path works on and of the next, staged while it
+        // does, so that the next block's AES rounds (two pipes) overlap the fast path's table
+        // loads and arithmetic (the others) in the out-of-order window. Even blocks in `even`,
+        // odd ones in `odd`: the loop is unrolled by two so that each buffer has a fixed
+        // place on the stack.
+        let (mut even, mut odd) = (normal::Staged32::default(), normal::Staged32::default());
+        unsafe { stage::<VAES>(&group, 0, &mut even) };
+        const { assert!(REDO_BLOCKS.is_multiple_of(2)) };
+        for from in (0..blocks).step_by(REDO_BLOCKS) {
+            let to = (from + REDO_BLOCKS).min(blocks);
+            let mut count = 0;
+            for block in (from..to).step_by(2) {
+                if block + 1 < blocks {
+                    unsafe { stage::<VAES>(&group, block + 1, &mut odd) };
                 }
-            };
-            for half in 0..gw.div_ceil(8) {
-                let w0 = [a0[2 * half], a0[2 * half + 1]];
-                let w1 = [a1[2 * half], a1[2 * half + 1]];
-                let live = (gw - 8 * half).min(8);
-                let lane = lane0 + 8 * half as u64;
-                let at = k * w + g0 + 8 * half;
-                // SAFETY: the CPU has AVX2 and FMA (the caller's promise).
-                unsafe { self.store8_avx2(t, &w0, lane, k as u64, live, &mut s[at..]) };
-                if k + 1 < n {
-                    let out = &mut s[at + w..];
-                    unsafe { self.store8_avx2(t, &w1, lane, k as u64 + 1, live, out) };
+                let mask = unsafe { fast_block(t, &even, block, w, n, g0, gw, s) };
+                rejected[count] = (block as u64) << 32 | u64::from(mask);
+                count += usize::from(mask != 0);
+                if block + 1 < to {
+                    if block + 2 < blocks {
+                        unsafe { stage::<VAES>(&group, block + 2, &mut even) };
+                    }
+                    let mask = unsafe { fast_block(t, &odd, block + 1, w, n, g0, gw, s) };
+                    rejected[count] = (block as u64 + 1) << 32 | u64::from(mask);
+                    count += usize::from(mask != 0);
                 }
             }
+            if count != 0 {
+                // SAFETY: the CPU has AVX2, FMA and AES-NI (the caller's promise).
+                unsafe { self.redo_rejected(t, first, g0, gw, w, n, &rejected[..count], s) };
+            }
+        }
+    }
+
+    /// The normals of lanes `first + g0..` (at most `gw`; at `s[k * w + g0 + l]`, `n` normals
+    /// per lane) whose words the fast path rejected: `rejected` holds `block << 32 | mask`
+    /// (the mask as [`normal::REJECTED_WORD`] reads it) for each block with any. Eight
+    /// normals at a time, each word's block and the first of its slow blocks are sixteen AES
+    /// blocks side by side ([`ars::blocks_aesni`]); then [`normal::slow`] on each.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2, FMA and AES-NI.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma,aes")]
+    #[inline(never)]
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn redo_rejected(
+        &self,
+        t: &Ziggurat,
+        first: u64,
+        g0: usize,
+        gw: usize,
+        w: usize,
+        n: usize,
+        rejected: &[u64],
+        s: &mut [f64],
+    ) {
+        let mut todo: [(u64, u64, usize); REDO_BATCH] = [(0, 0, 0); REDO_BATCH];
+        let mut count = 0;
+        for &r in rejected {
+            let (block, mut mask) = ((r >> 32) as usize, r as u32);
+            while mask != 0 {
+                let bit = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                let (v, e) = normal::REJECTED_WORD[bit];
+                let (half, l) = (
+                    usize::from(v) / 4,
+                    4 * (usize::from(v) % 4) + usize::from(e),
+                );
+                let k = 2 * block + half;
+                if l >= gw || k >= n {
+                    continue;
+                }
+                todo[count] = (first + (g0 + l) as u64, k as u64, k * w + g0 + l);
+                count += 1;
+                if count == REDO_BATCH {
+                    // SAFETY: the CPU has AES-NI (the caller's promise).
+                    unsafe { self.redo_batch(t, &todo, s) };
+                    count = 0;
+                }
+            }
+        }
+        unsafe { self.redo_batch(t, &todo[..count], s) };
+    }
+
+    /// [`normal::slow`] for each `(lane, k, at)` of `todo` (at most [`REDO_BATCH`]), into
+    /// `s[at]`: the fast path's word and the first of the slow blocks of all of them are
+    /// computed side by side.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2, FMA and AES-NI.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma,aes")]
+    #[inline]
+    unsafe fn redo_batch(&self, t: &Ziggurat, todo: &[(u64, u64, usize)], s: &mut [f64]) {
+        let mut c = [[0u32; 2 * REDO_BATCH]; 4];
+        for (i, &(lane, k, _)) in todo.iter().enumerate() {
+            let blocks = [
+                self.counter(normal_head(k / 2), lane),
+                self.counter(slow_head(k), lane),
+            ];
+            for (j, ctr) in blocks.into_iter().enumerate() {
+                for (word, v) in ctr.into_iter().enumerate() {
+                    c[word][2 * i + j] = v;
+                }
+            }
+        }
+        // SAFETY: the CPU has AES-NI (the caller's promise).
+        let words = unsafe { ars::blocks_aesni(&c, &self.keys) };
+        for (i, &(lane, k, at)) in todo.iter().enumerate() {
+            let w = words[(k % 2) as usize][2 * i];
+            let next = [words[0][2 * i + 1], words[1][2 * i + 1]];
+            s[at] = self.slow_normal_body(t, lane, k, w, Some(next));
         }
     }
 
@@ -368,50 +490,6 @@ impl SampleRng {
     ) {
         // SAFETY: this function's features.
         unsafe { self.fill_group16_avx2::<false>(t, first, w, n, s, g0) }
-    }
-
-    /// The `k`-th normals of the eight lanes from `lane` whose words are `words` (four per
-    /// vector), into `out[..live]`: the fast path, then the slow path for the lanes it
-    /// rejected.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    #[inline]
-    fn store8_avx2(
-        &self,
-        t: &Ziggurat,
-        words: &[std::arch::x86_64::__m256i; 2],
-        lane: u64,
-        k: u64,
-        live: usize,
-        out: &mut [f64],
-    ) {
-        use std::arch::x86_64::*;
-        // SAFETY (every block below): the CPU has AVX2 (this function's features); the
-        // stores write four doubles into four checked by the slicing.
-        let (z0, r0) = unsafe { normal::fast4v_avx2(t, words[0]) };
-        let (z1, r1) = unsafe { normal::fast4v_avx2(t, words[1]) };
-        let mut rejected = r0 | r1 << 4;
-        if live == 8 {
-            unsafe {
-                _mm256_storeu_pd(out[..4].as_mut_ptr(), z0);
-                _mm256_storeu_pd(out[4..8].as_mut_ptr(), z1);
-            }
-        } else {
-            let mut z = [0.0; 8];
-            unsafe {
-                _mm256_storeu_pd(z.as_mut_ptr(), z0);
-                _mm256_storeu_pd(z[4..].as_mut_ptr(), z1);
-            }
-            out[..live].copy_from_slice(&z[..live]);
-            rejected &= lane_mask(live);
-        }
-        while rejected != 0 {
-            let l = rejected.trailing_zeros() as usize;
-            rejected &= rejected - 1;
-            let mut four = [0u64; 4];
-            unsafe { _mm256_storeu_si256(four.as_mut_ptr().cast(), words[l / 4]) };
-            out[l] = self.slow_normal_in::<true>(t, lane + l as u64, k, four[l % 4]);
-        }
     }
 
     /// Groups of `G` lanes side by side (`fill_group`).
@@ -525,6 +603,82 @@ fn lane_mask(gw: usize) -> u32 {
     ((1u64 << gw) - 1) as u32
 }
 
+/// The words of the normals' block `block` of `group`'s sixteen lanes, staged into `out`
+/// for [`normal::fast32_avx2`].
+///
+/// # Safety
+/// The CPU must have AVX2 and AES-NI, and VAES if `VAES`; the caller must be compiled with
+/// them (a function with the target features): it inlines there.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn stage<const VAES: bool>(group: &ars::Group16, block: usize, out: &mut normal::Staged32) {
+    // SAFETY: the caller's promise.
+    unsafe {
+        let (a0, a1) = if VAES {
+            group.words_vaes(normal_head(block as u64))
+        } else {
+            group.words_aesni(normal_head(block as u64))
+        };
+        let words = [a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]];
+        normal::stage32_avx2(&words, out);
+    }
+}
+
+/// The fast path on the staged words of block `block` (normals `2 block` and `2 block + 1`)
+/// of the sixteen lanes from column `g0` of `s` (`w` columns, `n` normals per lane), of
+/// which the first `gw` are drawn: the normals into `s`, and the mask of rejected words.
+///
+/// # Safety
+/// The CPU must have AVX2, and the caller must be compiled with it: it inlines there.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn fast_block(
+    t: &Ziggurat,
+    staged: &normal::Staged32,
+    block: usize,
+    w: usize,
+    n: usize,
+    g0: usize,
+    gw: usize,
+    s: &mut [f64],
+) -> u32 {
+    let at = 2 * block * w + g0;
+    if gw == GROUP && 2 * block + 1 < n {
+        let (r0, r1) = s[at..].split_at_mut(w);
+        let rows = (
+            first_16(r0).expect("a full group"),
+            first_16(r1).expect("a full group"),
+        );
+        // SAFETY: the caller's promise.
+        unsafe { normal::fast32_avx2(t, staged, rows) }
+    } else {
+        // The last lanes, or the last normal of an odd count.
+        let mut z = [[0.0; GROUP]; 2];
+        let [z0, z1] = &mut z;
+        // SAFETY: the caller's promise.
+        let r = unsafe { normal::fast32_avx2(t, staged, (z0, z1)) };
+        s[at..at + gw].copy_from_slice(&z[0][..gw]);
+        if 2 * block + 1 < n {
+            s[at + w..at + w + gw].copy_from_slice(&z[1][..gw]);
+        }
+        r
+    }
+}
+
+/// The first sixteen of `s`, if it has them.
+#[inline(always)]
+fn first_16(s: &mut [f64]) -> Option<&mut [f64; GROUP]> {
+    s.get_mut(..GROUP)?.try_into().ok()
+}
+
+/// The first counter word of the `k`-th normal's first slow block (`j = 0`; add `j` for
+/// block `j`).
+#[inline(always)]
+fn slow_head(k: u64) -> u32 {
+    SLOW | ((k & SLOW_NORMALS) as u32) << SLOW_SHIFT
+}
+
 /// The first counter word of the normals' block `block` of a lane.
 #[inline(always)]
 fn normal_head(block: u64) -> u32 {
@@ -583,6 +737,10 @@ mod tests {
             // Groups whose lanes straddle 2^32 and 2^33.
             ((1 << 32) - 20, 40, 5),
             ((1 << 33) - 7, 9, 3),
+            // Enough normals (about 40 rejected by the fast path) that the slow path redraws
+            // several together, across more than one pass.
+            (3, 32, 301),
+            (11, 30, 290),
         ] {
             let mut plain = vec![0.0; w * n];
             let mut rng = key.rng(Channel::Noise);
@@ -598,6 +756,34 @@ mod tests {
                 let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&bulk), bits(&plain), "{set:?} {first} {w} {n}");
             }
+        }
+    }
+
+    /// The AES-NI build of a group, which a CPU with VAES never picks by itself.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn groups_without_vaes_give_one_normal_after_another() {
+        if !crate::cpu::avx2_fma() || !crate::cpu::aes() {
+            return;
+        }
+        let key = StreamKey::new(5, 9, Purpose::Step);
+        let t = normal::tables();
+        for (first, w, n) in [(0, 16, 301), (21, 20, 37), (100, 32, 2)] {
+            let mut rng = key.rng(Channel::Noise);
+            let mut plain = vec![0.0; w * n];
+            for l in 0..w {
+                let r = rng.lane(first + l);
+                for k in 0..n {
+                    plain[k * w + l] = r.normal();
+                }
+            }
+            let mut bulk = vec![f64::NAN; w * n];
+            for g0 in (0..w).step_by(GROUP) {
+                // SAFETY: the CPU has AVX2, FMA and AES-NI (checked above).
+                unsafe { rng.fill_group16_aesni(t, first as u64, w, n, &mut bulk, g0) };
+            }
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&bulk), bits(&plain), "{first} {w} {n}");
         }
     }
 
