@@ -235,3 +235,21 @@ pub(super) fn operands(op: &Op) -> ([u32; 4], usize) {
         Op::SelectLessLatent { b, t, e, .. } => ([b, t, e, 0], 3),
     }
 }
+
+/// The pattern of the steps that only the crisp forward-only plan (`crisp.rs`) contains, for
+/// the passes over the other plans, which never meet them: one list instead of a copy in
+/// each pass.
+macro_rules! crisp_only_op {
+    () => {
+        Op::Select { .. }
+            | Op::SelectLess { .. }
+            | Op::SelectSum { .. }
+            | Op::SelectChain { .. }
+            | Op::SelectLatent { .. }
+            | Op::SelectLessLatent { .. }
+            | Op::SelectNeg { .. }
+            | Op::SquareDiffSub { .. }
+            | Op::SquareSub { .. }
+    };
+}
+pub(super) use crisp_only_op;

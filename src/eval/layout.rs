@@ -20,7 +20,7 @@
 
 use crate::ir::{Binary, Unary};
 
-use super::instr::{NONE, Op, Plan, RevStep, Step};
+use super::instr::{NONE, Op, Plan, RevStep, Step, crisp_only_op};
 
 /// The forward steps of one layout and the places their values need.
 #[derive(Clone, Debug, Default)]
@@ -121,17 +121,7 @@ fn reverse_reads(rs: &RevStep, smooth: bool) -> ([u32; 3], usize) {
         Op::PoissonTerm { r, .. } => ([r, 0, 0], 1),
         Op::If { t, e, .. } if smooth => ([t, e, 0], 2),
         Op::If { g, .. } => ([g, 0, 0], 1),
-        Op::Select { .. }
-        | Op::SelectLess { .. }
-        | Op::SelectSum { .. }
-        | Op::SelectChain { .. }
-        | Op::SelectLatent { .. }
-        | Op::SelectLessLatent { .. }
-        | Op::SelectNeg { .. }
-        | Op::SquareDiffSub { .. }
-        | Op::SquareSub { .. } => {
-            unreachable!("only the crisp forward-only plan selects")
-        }
+        crisp_only_op!() => unreachable!("only the crisp forward-only plan selects"),
     }
 }
 

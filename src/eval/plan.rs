@@ -4,7 +4,7 @@
 //!
 //! Not here: the forward steps (`compile.rs`) and how a plan is swept (`sweep.rs`).
 
-use super::instr::{NO_TARGET, NONE, Op, Plan, RevStep, Step, Target};
+use super::instr::{NO_TARGET, NONE, Op, Plan, RevStep, Step, Target, crisp_only_op};
 
 /// Gives the smoothing weights the reverse sweep reads (those of the if-statements in the
 /// smoothed plan) places of their own, in the order the reverse sweep reads them, and lets all
@@ -70,17 +70,7 @@ fn reaches_inputs(steps: &[Step], adj: &[u32], chains: &[(u32, bool)], smooth: b
                         .any(|&(t, _)| r(t))
             }
             Op::If { g, t, e, .. } => (smooth && r(g)) || r(t) || r(e),
-            Op::Select { .. }
-            | Op::SelectLess { .. }
-            | Op::SelectSum { .. }
-            | Op::SelectChain { .. }
-            | Op::SelectLatent { .. }
-            | Op::SelectLessLatent { .. }
-            | Op::SelectNeg { .. }
-            | Op::SquareDiffSub { .. }
-            | Op::SquareSub { .. } => {
-                unreachable!("only the crisp forward-only plan selects")
-            }
+            crisp_only_op!() => unreachable!("only the crisp forward-only plan selects"),
         };
         reach[step.out as usize] = here;
     }
@@ -196,17 +186,7 @@ pub(super) fn plan(shape: &Shape, smooth: bool) -> Plan {
                 let tt = target(t, true);
                 [tg, tt, target(e, true)]
             }
-            Op::Select { .. }
-            | Op::SelectLess { .. }
-            | Op::SelectSum { .. }
-            | Op::SelectChain { .. }
-            | Op::SelectLatent { .. }
-            | Op::SelectLessLatent { .. }
-            | Op::SelectNeg { .. }
-            | Op::SquareDiffSub { .. }
-            | Op::SquareSub { .. } => {
-                unreachable!("only the crisp forward-only plan selects")
-            }
+            crisp_only_op!() => unreachable!("only the crisp forward-only plan selects"),
         };
         let chain = matches!(step.op, Op::SumChain { .. });
         if chain || to.iter().any(|t| t.adj != NONE) {

@@ -13,7 +13,7 @@ use crate::ir::{Binary, Branch, Semantics, Unary, binary_value, unary_value};
 use crate::cpu;
 
 use super::input::Latents;
-use super::instr::{CHUNK, Lanes, NONE, Op, Step, Target};
+use super::instr::{CHUNK, Lanes, NONE, Op, Step, Target, crisp_only_op};
 use super::kernels::{self, Wants};
 use super::layout::Layout;
 use super::tape::Tape;
@@ -56,17 +56,7 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
             | Op::SumChain { .. } => {
                 unreachable!("only lane steps are fused")
             }
-            Op::Select { .. }
-            | Op::SelectLess { .. }
-            | Op::SelectSum { .. }
-            | Op::SelectChain { .. }
-            | Op::SelectLatent { .. }
-            | Op::SelectLessLatent { .. }
-            | Op::SelectNeg { .. }
-            | Op::SquareDiffSub { .. }
-            | Op::SquareSub { .. } => {
-                unreachable!("only the crisp forward-only plan selects")
-            }
+            crisp_only_op!() => unreachable!("only the crisp forward-only plan selects"),
             Op::If {
                 g,
                 t,
@@ -368,17 +358,7 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                     }
                 }
             }
-            Op::Select { .. }
-            | Op::SelectLess { .. }
-            | Op::SelectSum { .. }
-            | Op::SelectChain { .. }
-            | Op::SelectLatent { .. }
-            | Op::SelectLessLatent { .. }
-            | Op::SelectNeg { .. }
-            | Op::SquareDiffSub { .. }
-            | Op::SquareSub { .. } => {
-                unreachable!("only the crisp forward-only plan selects")
-            }
+            crisp_only_op!() => unreachable!("only the crisp forward-only plan selects"),
             Op::If {
                 g,
                 t,
