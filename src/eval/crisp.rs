@@ -177,19 +177,16 @@ fn fuse_guards(
     output: u32,
     slots: usize,
 ) -> Vec<Step> {
-    let mut other_read = vec![false; slots];
     let mut guard_reads = vec![0u32; slots];
-    other_read[output as usize] = true;
-    for st in &steps {
-        match st.op {
-            Op::Select { g, t, e } => {
-                guard_reads[g as usize] += 1;
-                other_read[t as usize] = true;
-                other_read[e as usize] = true;
-            }
-            _ => each_read(st, chains, |o| other_read[o as usize] = true),
-        }
-    }
+    let other_read = read_besides(&steps, chains, output, slots, |st, read| {
+        let Op::Select { g, t, e } = st.op else {
+            return false;
+        };
+        guard_reads[g as usize] += 1;
+        read[t as usize] = true;
+        read[e as usize] = true;
+        true
+    });
     let mut writer: Vec<Option<Op>> = vec![None; slots];
     for st in &steps {
         if !other_read[st.out as usize] {
@@ -236,16 +233,13 @@ fn fuse_latent_operands(
     output: u32,
     slots: usize,
 ) -> Vec<Step> {
-    let mut other_read = vec![false; slots];
-    other_read[output as usize] = true;
-    for st in &steps {
-        match st.op {
-            Op::SelectLess { b, t, e, .. } => [b, t, e]
-                .iter()
-                .for_each(|&o| other_read[o as usize] = true),
-            _ => each_read(st, chains, |o| other_read[o as usize] = true),
-        }
-    }
+    let other_read = read_besides(&steps, chains, output, slots, |st, read| {
+        let Op::SelectLess { b, t, e, .. } = st.op else {
+            return false;
+        };
+        [b, t, e].iter().for_each(|&o| read[o as usize] = true);
+        true
+    });
     let mut latent = vec![None; slots];
     for st in &steps {
         if let Op::Latent { i } = st.op
@@ -262,6 +256,26 @@ fn fuse_latent_operands(
         }
     }
     steps
+}
+
+/// Per slot, whether the output is it or a step reads it, counting for the steps `own`
+/// accepts (it returns true) only the reads it marks itself: a fusion pass's question of
+/// which values something other than the reads it fuses needs.
+fn read_besides(
+    steps: &[Step],
+    chains: &[(u32, bool)],
+    output: u32,
+    slots: usize,
+    mut own: impl FnMut(&Step, &mut [bool]) -> bool,
+) -> Vec<bool> {
+    let mut read = vec![false; slots];
+    read[output as usize] = true;
+    for st in steps {
+        if !own(st, &mut read) {
+            each_read(st, chains, |o| read[o as usize] = true);
+        }
+    }
+    read
 }
 
 /// Places the plan's slots: the constants, uniform values and the output where the compact
