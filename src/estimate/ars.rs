@@ -273,6 +273,68 @@ pub unsafe fn blocks_aesni<const G: usize>(c: &[[u32; G]; 4], keys: &Keys) -> [[
     out
 }
 
+/// Pairs of blocks of one lane each: for each `c[i]`, the block of counter `c[i][..4]` and
+/// the block of counter `c[i][4..]`, as their [`words64`] side by side (`[first block's two,
+/// second block's two]`): the same numbers as [`block`]. With VAES (`VAES`) a pair is one
+/// state vector, so each round is one instruction per pair; else two AES-NI instructions.
+///
+/// # Safety
+/// The CPU must have AVX2 and AES-NI, and VAES if `VAES`; the caller must be compiled with
+/// them (a function with the target features): it inlines there.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub unsafe fn pairs<const N: usize, const VAES: bool>(
+    c: &[[u32; 8]; N],
+    keys: &Keys,
+) -> [[u64; 4]; N] {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's promise; the loads and stores read and write 16 or 32 bytes of
+    // arrays of that size.
+    unsafe {
+        let k0 = _mm256_broadcastsi128_si256(_mm_loadu_si128(keys.round[0].as_ptr().cast()));
+        let mut v: [__m256i; N] =
+            std::array::from_fn(|i| _mm256_xor_si256(_mm256_loadu_si256(c[i].as_ptr().cast()), k0));
+        if VAES {
+            let round_keys: [__m256i; ROUNDS] = std::array::from_fn(|r| {
+                _mm256_broadcastsi128_si256(_mm_loadu_si128(keys.round[r + 1].as_ptr().cast()))
+            });
+            ars_rounds!(
+                v,
+                round_keys,
+                _mm256_aesenc_epi128,
+                _mm256_aesenclast_epi128
+            );
+        } else {
+            let mut x: [[__m128i; 2]; N] = std::array::from_fn(|i| {
+                [
+                    _mm256_castsi256_si128(v[i]),
+                    _mm256_extracti128_si256::<1>(v[i]),
+                ]
+            });
+            let round_keys: [__m128i; ROUNDS] =
+                std::array::from_fn(|r| _mm_loadu_si128(keys.round[r + 1].as_ptr().cast()));
+            let (last, middle) = round_keys.split_last().expect("at least one round");
+            for k in middle {
+                for [lo, hi] in x.iter_mut() {
+                    (*lo, *hi) = (_mm_aesenc_si128(*lo, *k), _mm_aesenc_si128(*hi, *k));
+                }
+            }
+            for [lo, hi] in x.iter_mut() {
+                (*lo, *hi) = (
+                    _mm_aesenclast_si128(*lo, *last),
+                    _mm_aesenclast_si128(*hi, *last),
+                );
+            }
+            v = x.map(|[lo, hi]| _mm256_set_m128i(hi, lo));
+        }
+        let mut out = [[0u64; 4]; N];
+        for (o, v) in out.iter_mut().zip(v) {
+            _mm256_storeu_si256(o.as_mut_ptr().cast(), v);
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,6 +477,44 @@ mod tests {
             }
             assert_eq!(rounds(ctr, &keys.round), words(s));
             assert_eq!(block(ctr, &keys), words(s));
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,aes")]
+    fn pairs_aesni(c: &[[u32; 8]; 3], keys: &Keys) -> [[u64; 4]; 3] {
+        // SAFETY: this function's features, which the caller checked.
+        unsafe { pairs::<3, false>(c, keys) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,aes,vaes")]
+    fn pairs_vaes(c: &[[u32; 8]; 3], keys: &Keys) -> [[u64; 4]; 3] {
+        // SAFETY: this function's features, which the caller checked.
+        unsafe { pairs::<3, true>(c, keys) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn pairs_give_what_one_block_gives() {
+        if !crate::cpu::avx2_fma() || !crate::cpu::aes() {
+            return;
+        }
+        let keys = Keys::new([0x0bad_cafe_dead_beef, 0x1357_9bdf_0246_8ace]);
+        let c: [[u32; 8]; 3] = std::array::from_fn(|i| {
+            std::array::from_fn(|j| (0x9e37_79b9u32 ^ (i as u32) << 8).wrapping_mul(j as u32 + 1))
+        });
+        // SAFETY: the CPU has AVX2 and AES-NI (checked above), VAES where used.
+        let mut runs = vec![unsafe { pairs_aesni(&c, &keys) }];
+        if crate::cpu::vaes() {
+            runs.push(unsafe { pairs_vaes(&c, &keys) });
+        }
+        for got in runs {
+            for (c, got) in c.iter().zip(got) {
+                let (a, b) = words64(block([c[0], c[1], c[2], c[3]], &keys));
+                let (d, e) = words64(block([c[4], c[5], c[6], c[7]], &keys));
+                assert_eq!(got, [a, b, d, e], "{c:x?}");
+            }
         }
     }
 

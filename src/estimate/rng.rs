@@ -134,8 +134,18 @@ const GROUP: usize = 16;
 const REDO_BLOCKS: usize = 64;
 
 /// Rejected normals redrawn together: their sixteen blocks (each's word and first slow
-/// block) go through the AES rounds side by side.
+/// block) go through the AES rounds side by side, and their first steps through the slow
+/// path in vector code.
 const REDO_BATCH: usize = 8;
+
+/// Normals the fast path rejected, waiting for [`SampleRng::redo_batch`]: `(lane, k, at)`,
+/// the `k`-th normal of lane `lane`, for `s[at]`. The list outlives a pass and a group of
+/// lanes, so that batches are full but for a bulk draw's last.
+#[derive(Default)]
+struct Pending {
+    todo: [(u64, u64, usize); REDO_BATCH],
+    count: usize,
+}
 
 impl SampleRng {
     /// Moves to the start of sample `lane`'s stream.
@@ -181,16 +191,26 @@ impl SampleRng {
         #[cfg(target_arch = "x86_64")]
         if AVX2 {
             // SAFETY: `AVX2` is set only by callers that checked the CPU has AVX2 and FMA.
-            return unsafe { self.slow_normal_fma(t, lane, k, w) };
+            return unsafe { self.slow_normal_fma(t, lane, k, w, None) };
         }
         self.slow_normal(t, lane, k, w)
     }
 
+    /// [`SampleRng::slow_normal_body`] in the FMA build, out of line: its callers' loops
+    /// need it rarely.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     #[cold]
-    fn slow_normal_fma(&self, t: &Ziggurat, lane: u64, k: u64, w: u64) -> f64 {
-        self.slow_normal_body(t, lane, k, w, None)
+    #[inline(never)]
+    fn slow_normal_fma(
+        &self,
+        t: &Ziggurat,
+        lane: u64,
+        k: u64,
+        w: u64,
+        first: Option<[u64; 2]>,
+    ) -> f64 {
+        self.slow_normal_body(t, lane, k, w, first)
     }
 
     #[cold]
@@ -281,19 +301,28 @@ impl SampleRng {
         }
         let t = normal::tables();
         let (aes, vaes) = (crate::cpu::aes(), crate::cpu::vaes());
+        let mut pending = Pending::default();
         for g0 in (0..w).step_by(GROUP) {
             let lane0 = first + g0 as u64;
             if aes && lane0 >> 32 == (lane0 + GROUP as u64 - 1) >> 32 {
                 // SAFETY: the CPU has AES-NI, and VAES where `vaes` (checked above).
                 unsafe {
                     if vaes {
-                        self.fill_group16_vaes(t, first, w, n, s, g0);
+                        self.fill_group16_vaes(t, first, w, n, s, g0, &mut pending);
                     } else {
-                        self.fill_group16_aesni(t, first, w, n, s, g0);
+                        self.fill_group16_aesni(t, first, w, n, s, g0, &mut pending);
                     }
                 }
             } else {
                 self.fill_group::<GROUP, true>(t, first, w, n, s, g0);
+            }
+        }
+        // SAFETY: as above; the list is empty unless the CPU has AES-NI.
+        unsafe {
+            if vaes {
+                self.redo_batch_vaes(t, &pending, s);
+            } else if aes {
+                self.redo_batch_aesni(t, &pending, s);
             }
         }
     }
@@ -304,8 +333,9 @@ impl SampleRng {
     /// block's 32 words go from the AES registers straight into the fast path
     /// ([`normal::fast32_avx2`]) and its results straight into `s`, and the block's mask of
     /// rejected words into a list; after every [`REDO_BLOCKS`] blocks,
-    /// [`SampleRng::redo_rejected`] redraws the rejected normals in one pass. The same
-    /// numbers, with VAES (`VAES`) or AES-NI.
+    /// [`SampleRng::redo_rejected`] adds the rejected normals to `pending` and redraws them
+    /// eight at a time (the caller redraws the last ones). The same numbers, with VAES
+    /// (`VAES`) or AES-NI.
     ///
     /// Why the slow path waits: called where a word is rejected (in 13 % of the blocks), it
     /// costs a mispredicted branch, and the call's clobbered registers make the fast loop keep
@@ -316,6 +346,7 @@ impl SampleRng {
     /// features: [`SampleRng::fill_group16_vaes`] or [`SampleRng::fill_group16_aesni`]).
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn fill_group16_avx2<const VAES: bool>(
         &self,
         t: &Ziggurat,
@@ -324,6 +355,7 @@ impl SampleRng {
         n: usize,
         s: &mut [f64],
         g0: usize,
+        pending: &mut Pending,
     ) {
         let lane0 = first + g0 as u64;
         let gw = GROUP.min(w - g0);
@@ -365,37 +397,33 @@ impl SampleRng {
             }
             if count != 0 {
                 // SAFETY: the CPU has AVX2, FMA and AES-NI (the caller's promise).
-                unsafe { self.redo_rejected(t, first, g0, gw, w, n, &rejected[..count], s) };
+                let (rejected, at) = (&rejected[..count], (first, g0, gw, w, n));
+                unsafe { self.redo_rejected::<VAES>(t, at, rejected, pending, s) };
             }
         }
     }
 
     /// The normals of lanes `first + g0..` (at most `gw`; at `s[k * w + g0 + l]`, `n` normals
-    /// per lane) whose words the fast path rejected: `rejected` holds `block << 32 | mask`
-    /// (the mask as [`normal::REJECTED_WORD`] reads it) for each block with any. Eight
-    /// normals at a time, each word's block and the first of its slow blocks are sixteen AES
-    /// blocks side by side ([`ars::blocks_aesni`]); then [`normal::slow`] on each.
+    /// per lane; `at` is `(first, g0, gw, w, n)`) whose words the fast path rejected:
+    /// `rejected` holds `block << 32 | mask` (the mask as [`normal::REJECTED_WORD`] reads it)
+    /// for each block with any. They join `pending`, which [`SampleRng::redo_batch_vaes`]
+    /// (`VAES`) or [`SampleRng::redo_batch_aesni`] redraws whenever it is full.
     ///
     /// # Safety
-    /// The CPU must have AVX2, FMA and AES-NI.
+    /// The CPU must have AVX2, FMA and AES-NI, and VAES if `VAES`.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma,aes")]
     #[inline(never)]
     #[cold]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn redo_rejected(
+    unsafe fn redo_rejected<const VAES: bool>(
         &self,
         t: &Ziggurat,
-        first: u64,
-        g0: usize,
-        gw: usize,
-        w: usize,
-        n: usize,
+        at: (u64, usize, usize, usize, usize),
         rejected: &[u64],
+        pending: &mut Pending,
         s: &mut [f64],
     ) {
-        let mut todo: [(u64, u64, usize); REDO_BATCH] = [(0, 0, 0); REDO_BATCH];
-        let mut count = 0;
+        let (first, g0, gw, w, n) = at;
         for &r in rejected {
             let (block, mut mask) = ((r >> 32) as usize, r as u32);
             while mask != 0 {
@@ -410,46 +438,88 @@ impl SampleRng {
                 if l >= gw || k >= n {
                     continue;
                 }
-                todo[count] = (first + (g0 + l) as u64, k as u64, k * w + g0 + l);
-                count += 1;
-                if count == REDO_BATCH {
-                    // SAFETY: the CPU has AES-NI (the caller's promise).
-                    unsafe { self.redo_batch(t, &todo, s) };
-                    count = 0;
+                pending.todo[pending.count] = (first + (g0 + l) as u64, k as u64, k * w + g0 + l);
+                pending.count += 1;
+                if pending.count == REDO_BATCH {
+                    // SAFETY: the caller's promise.
+                    unsafe {
+                        if VAES {
+                            self.redo_batch_vaes(t, pending, s);
+                        } else {
+                            self.redo_batch_aesni(t, pending, s);
+                        }
+                    }
+                    pending.count = 0;
                 }
             }
         }
-        unsafe { self.redo_batch(t, &todo[..count], s) };
     }
 
-    /// [`normal::slow`] for each `(lane, k, at)` of `todo` (at most [`REDO_BATCH`]), into
-    /// `s[at]`: the fast path's word and the first of the slow blocks of all of them are
-    /// computed side by side.
+    /// [`SampleRng::redo_batch`] with VAES.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2, FMA, AES-NI and VAES.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma,aes,vaes")]
+    #[inline(never)]
+    #[cold]
+    unsafe fn redo_batch_vaes(&self, t: &Ziggurat, pending: &Pending, s: &mut [f64]) {
+        // SAFETY: this function's features.
+        unsafe { self.redo_batch::<true>(t, pending, s) }
+    }
+
+    /// [`SampleRng::redo_batch`] with AES-NI.
     ///
     /// # Safety
     /// The CPU must have AVX2, FMA and AES-NI.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma,aes")]
-    #[inline]
-    unsafe fn redo_batch(&self, t: &Ziggurat, todo: &[(u64, u64, usize)], s: &mut [f64]) {
-        let mut c = [[0u32; 2 * REDO_BATCH]; 4];
-        for (i, &(lane, k, _)) in todo.iter().enumerate() {
-            let blocks = [
-                self.counter(normal_head(k / 2), lane),
-                self.counter(slow_head(k), lane),
-            ];
-            for (j, ctr) in blocks.into_iter().enumerate() {
-                for (word, v) in ctr.into_iter().enumerate() {
-                    c[word][2 * i + j] = v;
-                }
-            }
+    #[inline(never)]
+    #[cold]
+    unsafe fn redo_batch_aesni(&self, t: &Ziggurat, pending: &Pending, s: &mut [f64]) {
+        // SAFETY: this function's features.
+        unsafe { self.redo_batch::<false>(t, pending, s) }
+    }
+
+    /// [`normal::slow`] for each `(lane, k, at)` of `pending`, into `s[at]`: each normal's
+    /// word block and first slow block are a pair of AES states ([`ars::pairs`], one
+    /// vector each with VAES), then their first steps through the slow path run side by side
+    /// in vector code ([`normal::wedge_lanes`]); the few normals those leave unsettled go
+    /// through [`normal::slow`] one by one.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2, FMA and AES-NI, and VAES if `VAES`; the caller must be
+    /// compiled with them: it inlines there.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn redo_batch<const VAES: bool>(&self, t: &Ziggurat, pending: &Pending, s: &mut [f64]) {
+        let todo = &pending.todo[..pending.count];
+        if todo.is_empty() {
+            return;
         }
-        // SAFETY: the CPU has AES-NI (the caller's promise).
-        let words = unsafe { ars::blocks_aesni(&c, &self.keys) };
+        // Unused entries compute the blocks of zero counters, whose results are not read.
+        let mut c = [[0u32; 8]; REDO_BATCH];
+        for (c, &(lane, k, _)) in c.iter_mut().zip(todo) {
+            let [a0, a1, a2, a3] = self.counter(normal_head(k / 2), lane);
+            let [b0, b1, b2, b3] = self.counter(slow_head(k), lane);
+            *c = [a0, a1, a2, a3, b0, b1, b2, b3];
+        }
+        // SAFETY: the caller's promise.
+        let words = unsafe { ars::pairs::<REDO_BATCH, VAES>(&c, &self.keys) };
+        // The rejected word and the first slow block's two words of each normal.
+        let (mut w, mut a, mut b) = ([0; REDO_BATCH], [0; REDO_BATCH], [0; REDO_BATCH]);
+        for (i, &(_, k, _)) in todo.iter().enumerate() {
+            w[i] = words[i][(k % 2) as usize];
+            (a[i], b[i]) = (words[i][2], words[i][3]);
+        }
+        let (z, unsettled) = normal::wedge_lanes(t, &w, &a, &b);
         for (i, &(lane, k, at)) in todo.iter().enumerate() {
-            let w = words[(k % 2) as usize][2 * i];
-            let next = [words[0][2 * i + 1], words[1][2 * i + 1]];
-            s[at] = self.slow_normal_body(t, lane, k, w, Some(next));
+            s[at] = if unsettled >> i & 1 == 0 {
+                z[i]
+            } else {
+                // SAFETY: the caller's promise.
+                unsafe { self.slow_normal_fma(t, lane, k, w[i], Some([a[i], b[i]])) }
+            };
         }
     }
 
@@ -460,6 +530,7 @@ impl SampleRng {
     /// The CPU must have AVX2, FMA, AES-NI and VAES.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma,aes,vaes")]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn fill_group16_vaes(
         &self,
         t: &Ziggurat,
@@ -468,9 +539,10 @@ impl SampleRng {
         n: usize,
         s: &mut [f64],
         g0: usize,
+        pending: &mut Pending,
     ) {
         // SAFETY: this function's features.
-        unsafe { self.fill_group16_avx2::<true>(t, first, w, n, s, g0) }
+        unsafe { self.fill_group16_avx2::<true>(t, first, w, n, s, g0, pending) }
     }
 
     /// [`SampleRng::fill_group16_avx2`] with AES-NI, one block per instruction.
@@ -479,6 +551,7 @@ impl SampleRng {
     /// The CPU must have AVX2, FMA and AES-NI.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma,aes")]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn fill_group16_aesni(
         &self,
         t: &Ziggurat,
@@ -487,9 +560,10 @@ impl SampleRng {
         n: usize,
         s: &mut [f64],
         g0: usize,
+        pending: &mut Pending,
     ) {
         // SAFETY: this function's features.
-        unsafe { self.fill_group16_avx2::<false>(t, first, w, n, s, g0) }
+        unsafe { self.fill_group16_avx2::<false>(t, first, w, n, s, g0, pending) }
     }
 
     /// Groups of `G` lanes side by side (`fill_group`).
@@ -741,6 +815,9 @@ mod tests {
             // several together, across more than one pass.
             (3, 32, 301),
             (11, 30, 290),
+            // About 400 rejected normals, several of which need the slow path beyond its
+            // first steps (the tail, or a second rejection).
+            (0, 48, 2000),
         ] {
             let mut plain = vec![0.0; w * n];
             let mut rng = key.rng(Channel::Noise);
@@ -778,10 +855,15 @@ mod tests {
                 }
             }
             let mut bulk = vec![f64::NAN; w * n];
+            let mut pending = Pending::default();
             for g0 in (0..w).step_by(GROUP) {
                 // SAFETY: the CPU has AVX2, FMA and AES-NI (checked above).
-                unsafe { rng.fill_group16_aesni(t, first as u64, w, n, &mut bulk, g0) };
+                unsafe {
+                    rng.fill_group16_aesni(t, first as u64, w, n, &mut bulk, g0, &mut pending)
+                };
             }
+            // SAFETY: as above.
+            unsafe { rng.redo_batch_aesni(t, &pending, &mut bulk) };
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&bulk), bits(&plain), "{first} {w} {n}");
         }
