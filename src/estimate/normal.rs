@@ -18,7 +18,7 @@
 //! Why a ziggurat: its fast path costs a fraction of Box-Muller's `ln`, `sqrt`, `sin` and
 //! `cos`. Why 1024 layers rather than the usual 128 or 256: the slow path costs about as much
 //! as dozens of fast draws (a scalar ARS block, an `exp`, mispredicted branches), and with
-//! 1024 layers it takes 0.43 % of the draws instead of 1.5 %; the fast path's table (16 KiB)
+//! 1024 layers it takes 0.43 % of the draws instead of 1.5 %; the fast path's table (8 KiB)
 //! still sits in the level-1 cache. Measured faster than 256 and 2048 layers per sample.
 //!
 //! One word gives one normal: bits 0-9 the layer, bit 10 the sign, bits 12-63 the uniform
@@ -58,13 +58,12 @@ pub const SLOW_WORDS: usize = 64;
 #[derive(Debug)]
 pub struct Ziggurat {
     /// `x[i]` is the width of layer `i`: `x[0] = v / f(r)` (the base strip as one rectangle
-    /// of area `v`), `x[1] = r`, then decreasing to `x[LAYERS] = 0`.
+    /// of area `v`), `x[1] = r`, then decreasing to `x[LAYERS] = 0`. The fast path reads
+    /// `x[i]` and `x[i + 1]` with one 16-byte load.
     pub x: [f64; LAYERS + 1],
     /// `f[i] = f(x[i])`, the lower edge of layer `i`, except `f[0] = 0` (the base strip
     /// starts on the axis); `f[LAYERS] = 1`.
     pub f: [f64; LAYERS + 1],
-    /// `[x[i], x[i + 1]]` side by side for the fast path: one 16-byte load per draw.
-    pub edges: [[f64; 2]; LAYERS],
     /// Where the base strip's tail starts.
     pub r: f64,
     /// The area of each layer.
@@ -130,13 +129,7 @@ impl Ziggurat {
         let mut f = x.map(density);
         f[0] = 0.0;
         f[LAYERS] = 1.0;
-        Ziggurat {
-            x,
-            f,
-            edges: std::array::from_fn(|i| [x[i], x[i + 1]]),
-            r: R,
-            v,
-        }
+        Ziggurat { x, f, r: R, v }
     }
 }
 
@@ -169,7 +162,8 @@ fn signed(x: f64, w: u64) -> f64 {
 /// same word gives it.
 #[inline(always)]
 pub fn fast(t: &Ziggurat, w: u64) -> (f64, bool) {
-    let [width, next] = t.edges[layer(w)];
+    let i = layer(w);
+    let (width, next) = (t.x[i], t.x[i + 1]);
     let x = open_unit(w) * width;
     (signed(x, w), x < next)
 }
@@ -227,7 +221,8 @@ unsafe fn fast4_avx2(t: &Ziggurat, w: [u64; 4]) -> ([f64; 4], u32) {
 }
 
 /// [`fast`] on the four words of a vector with AVX2: the normals, and the mask of the
-/// rejected lanes. The table loads are four 16-byte loads (`[x[i], x[i + 1]]`) rearranged
+/// rejected lanes. The table loads are four 16-byte loads (`[x[i], x[i + 1]]`, side by side
+/// in [`Ziggurat::x`]) rearranged
 /// into the widths and the next edges: fewer micro-operations than two gathers on the CPUs
 /// we measured.
 ///
@@ -242,8 +237,8 @@ pub unsafe fn fast4v_avx2(
 ) -> (std::arch::x86_64::__m256d, u32) {
     use std::arch::x86_64::*;
     let pair = |i: i64| {
-        // SAFETY: a 16-byte load of one entry of the table.
-        unsafe { _mm_loadu_pd(t.edges[(i as u64 & (LAYERS as u64 - 1)) as usize].as_ptr()) }
+        // SAFETY: a 16-byte load of `x[i]` and `x[i + 1]`, inside `x` for a layer `i`.
+        unsafe { _mm_loadu_pd(t.x.as_ptr().add((i as u64 & (LAYERS as u64 - 1)) as usize)) }
     };
     let lo = _mm256_castsi256_si128(w);
     let hi = _mm256_extracti128_si256::<1>(w);
@@ -275,18 +270,19 @@ pub unsafe fn fast4v_avx2(
 }
 
 /// The 32 words of sixteen lanes' blocks, as [`fast32_avx2`] reads them: four lanes per
-/// vector in lane order (`words[..4]` the lanes' first words, `words[4..]` their second),
-/// and each word's byte offset of its entry of [`Ziggurat::edges`].
+/// vector in lane order (`words[..4]` the lanes' first words, `words[4..]` their second).
 ///
-/// Why in memory: the offsets reach the integer side (for the table loads' addresses) by
+/// Why in memory: the words reach the integer side (for the table loads' addresses) by
 /// plain loads, which have three ports, rather than by vector-to-integer moves, which have one
 /// and take two micro-operations for the upper words; and the caller can stage the next
-/// block's words while the fast path works on these.
+/// block's words while the fast path works on these. Each address is then two integer
+/// operations on the loaded word (the integer units are idle in this loop), where computing
+/// the offsets in vectors and storing them cost a shift and an `and` on the vector units,
+/// which the AES rounds and the fast path keep busy.
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(32))]
 pub struct Staged32 {
     words: [[u64; 4]; 8],
-    offsets: [[u64; 4]; 8],
 }
 
 /// Stores the words `w` into `out` (see [`Staged32`]).
@@ -300,11 +296,8 @@ pub unsafe fn stage32_avx2(w: &[std::arch::x86_64::__m256i; 8], out: &mut Staged
     use std::arch::x86_64::*;
     // SAFETY: the caller's promise; the stores write four words into four, aligned.
     unsafe {
-        let mask = _mm256_set1_epi64x(((LAYERS as i64) - 1) << 4);
-        for ((w, words), offsets) in w.iter().zip(&mut out.words).zip(&mut out.offsets) {
+        for (w, words) in w.iter().zip(&mut out.words) {
             _mm256_store_si256(words.as_mut_ptr().cast(), *w);
-            let offset = _mm256_and_si256(_mm256_slli_epi64::<4>(*w), mask);
-            _mm256_store_si256(offsets.as_mut_ptr().cast(), offset);
         }
     }
 }
@@ -328,22 +321,22 @@ pub unsafe fn fast32_avx2(
     use std::arch::x86_64::*;
     // SAFETY: the CPU has AVX2 and the caller's build uses it (the caller's promise); the
     // loads and stores read and write four values of four (the staged arrays, aligned, and
-    // the rows from `4 (v % 4)`); an offset is a layer below `LAYERS` times 16, inside
-    // `edges`.
+    // the rows from `4 (v % 4)`); a pair's load reads `x[i]` and `x[i + 1]` for a layer
+    // `i < LAYERS`, inside `x`.
     unsafe {
-        let base = t.edges.as_ptr().cast::<u8>();
-        // The offsets are read with volatile loads: LLVM would otherwise forward their
+        let base = t.x.as_ptr();
+        // The words are read with volatile loads: LLVM would otherwise forward their
         // stores and move them out of the vectors one by one again.
-        let pair = |offset: &u64| {
-            let offset = std::ptr::read_volatile(offset);
-            _mm_loadu_pd(base.add(offset as usize).cast())
+        let pair = |word: &u64| {
+            let i = std::ptr::read_volatile(word) & (LAYERS as u64 - 1);
+            _mm_loadu_pd(base.add(i as usize))
         };
         let one = _mm256_set1_epi64x(0x3ff0_0000_0000_0000);
         let half_ulp_below_one = _mm256_set1_pd(1.0 - f64::EPSILON / 2.0);
         let sign_bit = _mm256_set1_epi64x(i64::MIN);
         let mut outside = [_mm256_setzero_pd(); 8];
         for v in 0..8 {
-            let o = &staged.offsets[v];
+            let o = &staged.words[v];
             let w = _mm256_load_si256(staged.words[v].as_ptr().cast());
             // [x0, n0, x2, n2] and [x1, n1, x3, n3], as in `fast4v_avx2`.
             let even = _mm256_set_m128d(pair(&o[2]), pair(&o[0]));
@@ -541,9 +534,6 @@ mod tests {
             assert_eq!(t.f[i], density(t.x[i]));
         }
         assert_eq!((t.x[LAYERS], t.f[LAYERS], t.f[0]), (0.0, 1.0, 0.0));
-        for (i, e) in t.edges.iter().enumerate() {
-            assert_eq!(*e, [t.x[i], t.x[i + 1]]);
-        }
     }
 
     #[test]
