@@ -79,7 +79,15 @@ fn program(with_nan: bool) -> Program {
     for k in 0..2 * CHAIN_SEGMENT + 3 {
         long = long + z[k % 5] * (k as f64 + 0.25);
     }
+    // One source `if` assigning three variables: three if-statements on one guard, the later
+    // two reading the first's smoothing weights (constant branches, whose reverse step alone
+    // would keep only the product of the weights, and lane branches).
+    let split = z[1] - z[4] * 0.5;
+    let assigned = b.if_neg(split, b.constant(3.0), b.constant(-0.5)) * z[0]
+        + b.if_neg(split, z[2], z[3].sin())
+        + b.if_neg(split, b.constant(1.0), b.constant(0.0));
     let f = dens
+        + assigned
         + aliased
         + guard_only
         + 0.5 * nan_branch
@@ -232,6 +240,7 @@ fn tape_gradients_equal_a_plain_reverse_sweep_bit_for_bit() {
     // the square of the quotient only (as is `dens`'s quadratic term, the same node).
     assert_eq!(tape.fused_squares(), 8);
     assert_eq!(tape.fused_poisson_terms(), 2);
+    assert_eq!(tape.reused_weights(), 2);
     assert!(tape.fused_additions() >= 10, "{}", tape.fused_additions());
     let n = p.latent_count();
     let mut checked = 0;

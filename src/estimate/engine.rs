@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
+use super::column_sums::{Summand, add_rows};
 use super::{Context, Estimator, Problem, Scratch, StreamKey};
 use crate::eval::CHUNK;
 use crate::family::{FamilyError, FamilyState};
@@ -269,10 +270,10 @@ impl Engine {
     /// into `norms`.
     ///
     /// The same numbers as [`Engine::component`] summed one component after another (lane
-    /// order within a component, component order within a sample's squared norm), but four
-    /// components' sums advance together: a sum over a thousand samples is a chain of
-    /// dependent additions, and a measurement of a model with many parameters spent most of
-    /// its statistics waiting on them.
+    /// order within a component, component order within a sample's squared norm), but
+    /// several components' sums advance together (`column_sums.rs`): a sum over a thousand
+    /// samples is a chain of dependent additions, and a measurement of a model with many
+    /// parameters spent most of its statistics waiting on them.
     pub fn gradient_spread(&self, var: &mut Vec<f64>, norms: &mut Vec<f64>) {
         let d = self.problem.dim();
         let n = self.batch;
@@ -288,7 +289,7 @@ impl Engine {
                     *q += x * x;
                 }
             }
-            add_rows(&mut sum, block, w, |_, x| x);
+            add_rows(&mut sum, block, w, Summand::Value);
         }
         for q in norms.iter_mut() {
             *q = q.sqrt();
@@ -298,7 +299,7 @@ impl Engine {
         }
         let mean: Vec<f64> = sum.iter().map(|s| s / n as f64).collect();
         for (w, block) in self.blocks() {
-            add_rows(var, block, w, |p, x| (x - mean[p]) * (x - mean[p]));
+            add_rows(var, block, w, Summand::SquaredDeviation(&mean));
         }
         for v in var.iter_mut() {
             *v /= (n - 1) as f64;
@@ -345,31 +346,5 @@ impl Engine {
             .enumerate()
             .find(|(_, v)| !v.is_finite())
             .map(|(component, &value)| NonFinite::Gradient { component, value })
-    }
-}
-
-/// `acc[p] += f(p, block[p * w + l])` for every component `p` and lane `l`, in lane order
-/// for each `p`, four components at a time (four independent chains of additions).
-// A lane loop over four rows at once: the shape that keeps four chains in flight.
-#[allow(clippy::needless_range_loop)]
-#[inline(always)]
-fn add_rows(acc: &mut [f64], block: &[f64], w: usize, f: impl Fn(usize, f64) -> f64) {
-    let d = acc.len();
-    let mut p = 0;
-    while p + 4 <= d {
-        let rows: [&[f64]; 4] = std::array::from_fn(|j| &block[(p + j) * w..(p + j + 1) * w]);
-        let mut a = [acc[p], acc[p + 1], acc[p + 2], acc[p + 3]];
-        for l in 0..w {
-            for j in 0..4 {
-                a[j] += f(p + j, rows[j][l]);
-            }
-        }
-        acc[p..p + 4].copy_from_slice(&a);
-        p += 4;
-    }
-    for (q, v) in acc.iter_mut().enumerate().skip(p) {
-        for &x in &block[q * w..(q + 1) * w] {
-            *v += f(q, x);
-        }
     }
 }

@@ -6,6 +6,7 @@
 
 mod adaptive;
 mod ars;
+mod column_sums;
 mod engine;
 mod lyy18;
 pub mod normal;

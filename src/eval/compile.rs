@@ -14,7 +14,7 @@ use super::crisp;
 use super::fuse;
 use super::instr::{NONE, Op, Step};
 use super::layout;
-use super::plan::{Shape, plan, share_unread_weights};
+use super::plan::{Shape, plan, share_guard_weights, share_unread_weights};
 use super::tape::{Compiled, Tape};
 
 /// Identifies a compiled tape, so a workspace knows whose constants it holds.
@@ -68,6 +68,11 @@ impl Tape {
                 _ => None,
             })
             .collect();
+        let weights_read_again = share_guard_weights(&mut steps, &uniform, if_slots);
+        let reused_weights = steps
+            .iter()
+            .filter(|st| matches!(st.op, Op::If { reuse: true, .. }))
+            .count();
         let mut constant = vec![None; adj.len()];
         for &(s, c) in &consts {
             constant[s as usize] = Some(c);
@@ -115,7 +120,7 @@ impl Tape {
         let mut smooth_plan = plan(&shape, true);
         let mut crisp_plan = plan(&shape, false);
         let if_slots = share_unread_weights(
-            if_slots,
+            &weights_read_again,
             [&mut uniform_steps, &mut steps],
             [&mut smooth_plan, &mut crisp_plan],
         );
@@ -168,6 +173,7 @@ impl Tape {
             fused_squares,
             fused_poisson,
             fused_chains,
+            reused_weights,
         })
     }
 }
@@ -230,6 +236,7 @@ fn lower(program: &Program, output: usize, active: Option<&[bool]>) -> Lowered {
                     index,
                     cache: l.if_slots as u32 - 1,
                     product: false,
+                    reuse: false,
                 })
             }
         };

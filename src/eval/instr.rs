@@ -90,7 +90,10 @@ pub(super) enum Op {
     /// one (if-statements whose weights the reverse sweep never reads share one place): the
     /// else and then weights in places `cache` and `cache + 1`, or, with `product`, only their
     /// product in `cache` (all the reverse sweep needs when it sends nothing to the branches,
-    /// as for a guard choosing between constants).
+    /// as for a guard choosing between constants). With `reuse`, an earlier if-statement on
+    /// the same guard has already put both weights in `cache` (one source `if` assigning
+    /// several variables becomes one such step per variable): the smoothed forward sweep
+    /// reads them instead of computing the same sigmoids again.
     If {
         g: u32,
         t: u32,
@@ -98,6 +101,7 @@ pub(super) enum Op {
         index: u32,
         cache: u32,
         product: bool,
+        reuse: bool,
     },
     /// `t` where `g < 0`, else `e`: a crisp if-statement in the crisp forward-only plan
     /// (`crisp.rs`), which never forces one and keeps no weights. Only in that plan.

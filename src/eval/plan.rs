@@ -4,7 +4,44 @@
 //!
 //! Not here: the forward steps (`compile.rs`) and how a plan is swept (`sweep.rs`).
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
 use super::instr::{NO_TARGET, NONE, Op, Plan, RevStep, Step, Target, crisp_only_op};
+
+/// Lets every if-statement whose guard is the same lane-varying slot as an earlier one's
+/// (one source `if` assigning several variables becomes one if-statement per variable) read
+/// the earlier one's smoothing weights instead of computing the same sigmoids again: it takes
+/// the earlier one's weights place and `reuse`. Returns, per weights place, whether a later
+/// step reads it again in the forward sweep: such a place keeps both weights and is never
+/// shared. Same operations on the same values, so the same bits.
+pub(super) fn share_guard_weights(
+    steps: &mut [Step],
+    uniform: &[bool],
+    if_slots: usize,
+) -> Vec<bool> {
+    let mut first_on_guard = HashMap::new();
+    let mut read_again = vec![false; if_slots];
+    for step in steps.iter_mut() {
+        if let Op::If {
+            g, cache, reuse, ..
+        } = &mut step.op
+            && !uniform[*g as usize]
+        {
+            match first_on_guard.entry(*g) {
+                Entry::Occupied(first) => {
+                    *cache = *first.get();
+                    *reuse = true;
+                    read_again[*cache as usize] = true;
+                }
+                Entry::Vacant(slot) => {
+                    slot.insert(*cache);
+                }
+            }
+        }
+    }
+    read_again
+}
 
 /// Gives the smoothing weights the reverse sweep reads (those of the if-statements in the
 /// smoothed plan) places of their own, in the order the reverse sweep reads them, and lets all
@@ -12,23 +49,36 @@ use super::instr::{NO_TARGET, NONE, Op, Plan, RevStep, Step, Target, crisp_only_
 /// (for `cheating`, a third of the size, without the coin tosses' weights in between) instead
 /// of picking every third entry out of a large one. An if-statement whose reverse step sends
 /// nothing to its branches keeps only the product of its weights (one place, not two), as do
-/// those sharing the scratch place. Returns the number of places.
+/// those sharing the scratch place, unless a later if-statement on the same guard reads its
+/// weights again (`read_again`, by place, from [`share_guard_weights`]): that place keeps
+/// both and is never the scratch one. Returns the number of places.
 pub(super) fn share_unread_weights(
-    if_slots: usize,
+    read_again: &[bool],
     step_lists: [&mut Vec<Step>; 2],
     plans: [&mut Plan; 2],
 ) -> usize {
     let [smooth, crisp] = plans;
-    let mut place = vec![(u32::MAX, true); if_slots];
+    let mut place = vec![(u32::MAX, true); read_again.len()];
     let mut next = 0u32;
     for rs in smooth.steps.iter().rev() {
         if let Op::If { cache, .. } = rs.step.op
             && place[cache as usize].0 == u32::MAX
         {
-            let product = rs.to[1].adj == NONE && rs.to[2].adj == NONE;
+            let product =
+                !read_again[cache as usize] && rs.to[1].adj == NONE && rs.to[2].adj == NONE;
             place[cache as usize] = (next, product);
             next += if product { 1 } else { 2 };
         }
+    }
+    // Weights read again in the forward sweep but never in the reverse one: both weights,
+    // in a place of their own.
+    for (p, _) in place
+        .iter_mut()
+        .zip(read_again)
+        .filter(|(p, again)| **again && p.0 == u32::MAX)
+    {
+        *p = (next, false);
+        next += 2;
     }
     let shared = next;
     let scratch_needed = place.iter().any(|p| p.0 == u32::MAX);

@@ -64,7 +64,9 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
                 index,
                 cache,
                 product,
+                reuse: _,
             } => {
+                // Only lane steps reuse weights (`plan::share_guard_weights`).
                 let one = |x: f64| [x; CHUNK];
                 let (g, t, e) = (one(v(g)), one(v(t)), one(v(e)));
                 match semantics {
@@ -170,7 +172,12 @@ fn forward_body(
                 index,
                 cache,
                 product,
+                reuse,
             } => match semantics {
+                Semantics::Smoothed { .. } if reuse => {
+                    let c = cache as usize;
+                    kernels::smooth_forward(&weights[c], &weights[c + 1], v(t), v(e))
+                }
                 Semantics::Smoothed { eta } => {
                     let (we, wt) = kernels::smooth_weights(v(g), eta);
                     let r = kernels::smooth_forward(&we, &wt, v(t), v(e));
@@ -366,6 +373,7 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                 index,
                 cache,
                 product,
+                ..
             } => {
                 // In this order: aliased operands (`if z < 0 then z else -z`) accumulate
                 // guard, then, else one after the other. Each contribution is written as soon

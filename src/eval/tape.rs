@@ -77,6 +77,7 @@ pub struct Compiled {
     pub(super) fused_squares: usize,
     pub(super) fused_poisson: usize,
     pub(super) fused_chains: usize,
+    pub(super) reused_weights: usize,
 }
 
 impl Tape {
@@ -143,6 +144,12 @@ impl Tape {
     /// How many additions were fused away into sum chains (for tests and benchmark reports).
     pub fn fused_additions(&self) -> usize {
         self.fused_chains
+    }
+
+    /// How many if-statements read the smoothing weights of an earlier one on the same
+    /// guard instead of computing them again (for tests and benchmark reports).
+    pub fn reused_weights(&self) -> usize {
+        self.reused_weights
     }
 
     /// Value places of a workspace in the compact layout (for tests and benchmark reports):
