@@ -68,6 +68,11 @@ pub struct Ziggurat {
     pub r: f64,
     /// The area of each layer.
     pub v: f64,
+    /// The widths with a word's sign, indexed by its layer and sign bits: `x[0..LAYERS]`,
+    /// then `-x[0..=LAYERS]`. Entry `j` and the next are a signed width and a next edge of
+    /// the same sign, except at the top layer, where the fast path rejects anyway (see
+    /// [`fast32_avx2`]).
+    pub signed_x: [f64; 2 * LAYERS + 1],
 }
 
 /// The unnormalised density, with our own `exp`.
@@ -126,10 +131,20 @@ impl Ziggurat {
             unreachable!("the tests check that R closes the stack")
         };
         let x: [f64; LAYERS + 1] = std::array::from_fn(|i| edges[i]);
+        let signed_x = std::array::from_fn(|j| match j {
+            _ if j < LAYERS => x[j],
+            _ => -x[j - LAYERS],
+        });
         let mut f = x.map(density);
         f[0] = 0.0;
         f[LAYERS] = 1.0;
-        Ziggurat { x, f, r: R, v }
+        Ziggurat {
+            x,
+            f,
+            r: R,
+            v,
+            signed_x,
+        }
     }
 }
 
@@ -304,9 +319,16 @@ pub unsafe fn stage32_avx2(w: &[std::arch::x86_64::__m256i; 8], out: &mut Staged
 
 /// [`fast`] on the 32 words of `staged`: the normals into `rows.0` (from the lanes' first
 /// words) and `rows.1`, and a mask of the rejected words whose bit `b` stands for the word
-/// [`REJECTED_WORD`]`[b]` names. The same operations as [`fast`], so the same bits. The 32
-/// rejection bits come from one byte mask of packed comparisons instead of a mask move per
-/// four words.
+/// [`REJECTED_WORD`]`[b]` names. The same bits as [`fast`]: the 32 rejection bits come from
+/// one byte mask of packed comparisons instead of a mask move per four words, and the sign
+/// comes with the width. The layer and sign bits of a word index [`Ziggurat::signed_x`],
+/// whose entry and the next are `±x[i]` and `±x[i + 1]`: the product `u (±x[i])` is
+/// `±(u x[i])` to the bit (rounding to nearest is symmetric), and for two doubles of one
+/// sign, comparing their bits as signed integers compares their magnitudes, so
+/// `bits(±u x[i]) < bits(±x[i + 1])` is `u x[i] < x[i + 1]`. At the top layer the next
+/// entry is `-x[0]` (or `-0` for the last): of the other sign, or the smallest signed
+/// integer, so the lane is rejected, as `x[LAYERS] = 0` rejects it. This saves the sign's
+/// shift, `and` and `or` per four words.
 ///
 /// # Safety
 /// The CPU must have AVX2, and the caller must be compiled with it (a function with the
@@ -321,20 +343,19 @@ pub unsafe fn fast32_avx2(
     use std::arch::x86_64::*;
     // SAFETY: the CPU has AVX2 and the caller's build uses it (the caller's promise); the
     // loads and stores read and write four values of four (the staged arrays, aligned, and
-    // the rows from `4 (v % 4)`); a pair's load reads `x[i]` and `x[i + 1]` for a layer
-    // `i < LAYERS`, inside `x`.
+    // the rows from `4 (v % 4)`); a pair's load reads entries `j` and `j + 1` of
+    // `signed_x` for `j < 2 LAYERS`.
     unsafe {
-        let base = t.x.as_ptr();
+        let base = t.signed_x.as_ptr();
         // The words are read with volatile loads: LLVM would otherwise forward their
         // stores and move them out of the vectors one by one again.
         let pair = |word: &u64| {
-            let i = std::ptr::read_volatile(word) & (LAYERS as u64 - 1);
-            _mm_loadu_pd(base.add(i as usize))
+            let j = std::ptr::read_volatile(word) & (2 * LAYERS as u64 - 1);
+            _mm_loadu_pd(base.add(j as usize))
         };
         let one = _mm256_set1_epi64x(0x3ff0_0000_0000_0000);
         let half_ulp_below_one = _mm256_set1_pd(1.0 - f64::EPSILON / 2.0);
-        let sign_bit = _mm256_set1_epi64x(i64::MIN);
-        let mut outside = [_mm256_setzero_pd(); 8];
+        let mut inside = [_mm256_setzero_si256(); 8];
         for v in 0..8 {
             let o = &staged.words[v];
             let w = _mm256_load_si256(staged.words[v].as_ptr().cast());
@@ -347,25 +368,19 @@ pub unsafe fn fast32_avx2(
                 _mm256_castsi256_pd(_mm256_or_si256(one, _mm256_srli_epi64(w, 12))),
                 half_ulp_below_one,
             );
-            let x = _mm256_mul_pd(u, width);
-            outside[v] = _mm256_cmp_pd::<_CMP_NLT_UQ>(x, next);
-            let sign =
-                _mm256_and_si256(_mm256_slli_epi64::<{ 63 - LAYER_BITS as i32 }>(w), sign_bit);
-            let z = _mm256_or_pd(x, _mm256_castsi256_pd(sign));
+            let z = _mm256_mul_pd(u, width);
+            inside[v] = _mm256_cmpgt_epi64(_mm256_castpd_si256(next), _mm256_castpd_si256(z));
             let row = if v < 4 { &mut *rows.0 } else { &mut *rows.1 };
             _mm256_storeu_pd(row[4 * (v % 4)..].as_mut_ptr(), z);
         }
         // Each comparison is all ones or all zeros per word: keep one 32-bit half of each
         // (blend), then pack with signed saturation down to a byte per word.
         let m: [__m256i; 4] = std::array::from_fn(|p| {
-            _mm256_blend_epi32::<0b1010_1010>(
-                _mm256_castpd_si256(outside[2 * p]),
-                _mm256_castpd_si256(outside[2 * p + 1]),
-            )
+            _mm256_blend_epi32::<0b1010_1010>(inside[2 * p], inside[2 * p + 1])
         });
         let q0 = _mm256_packs_epi32(m[0], m[1]);
         let q1 = _mm256_packs_epi32(m[2], m[3]);
-        _mm256_movemask_epi8(_mm256_packs_epi16(q0, q1)) as u32
+        !_mm256_movemask_epi8(_mm256_packs_epi16(q0, q1)) as u32
     }
 }
 
@@ -534,6 +549,12 @@ mod tests {
             assert_eq!(t.f[i], density(t.x[i]));
         }
         assert_eq!((t.x[LAYERS], t.f[LAYERS], t.f[0]), (0.0, 1.0, 0.0));
+        for i in 0..=LAYERS {
+            assert_eq!(t.signed_x[LAYERS + i].to_bits(), (-t.x[i]).to_bits());
+            if i < LAYERS {
+                assert_eq!(t.signed_x[i], t.x[i]);
+            }
+        }
     }
 
     #[test]
@@ -542,6 +563,63 @@ mod tests {
         let t = tables();
         let rate = (0..LAYERS).map(|i| t.x[i + 1] / t.x[i]).sum::<f64>() / LAYERS as f64;
         assert!((0.995..0.996).contains(&rate), "fast path rate {rate}");
+    }
+
+    /// [`fast32_avx2`] in a build with AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn fast32(t: &Ziggurat, words: &[u64; 32]) -> ([f64; 32], u32) {
+        use std::arch::x86_64::*;
+        let mut staged = Staged32::default();
+        let v: [__m256i; 8] = std::array::from_fn(|v| {
+            // SAFETY: four words of 32.
+            unsafe { _mm256_loadu_si256(words[4 * v..].as_ptr().cast()) }
+        });
+        let (mut r0, mut r1) = ([0.0; 16], [0.0; 16]);
+        // SAFETY: this function's feature, which the caller checked.
+        let mask = unsafe {
+            stage32_avx2(&v, &mut staged);
+            fast32_avx2(t, &staged, (&mut r0, &mut r1))
+        };
+        let mut z = [0.0; 32];
+        z[..16].copy_from_slice(&r0);
+        z[16..].copy_from_slice(&r1);
+        (z, mask)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_vector_fast_path_gives_what_the_scalar_one_gives() {
+        if !crate::cpu::avx2_fma() {
+            return;
+        }
+        let t = tables();
+        // Every layer with both signs, at the smallest, the largest and middling uniforms
+        // (the top layer and the base strip's widest points included).
+        let uniforms = [
+            0,
+            u64::MAX >> 12,
+            1 << 51,
+            0x000f_ffff_0000_0000,
+            0x8_0000_0001,
+        ];
+        let words: Vec<u64> = (0..2 * LAYERS as u64)
+            .flat_map(|j| uniforms.map(|u| u << 12 | j))
+            .collect();
+        for chunk in words.chunks_exact(32) {
+            let chunk: &[u64; 32] = chunk.try_into().expect("32 words");
+            // SAFETY: the CPU has AVX2 (checked above).
+            let (z, mask) = unsafe { fast32(t, chunk) };
+            for (b, &(v, e)) in REJECTED_WORD.iter().enumerate() {
+                // Vector `v` is row `v / 4`, lanes `4 (v % 4)..`.
+                let at = 16 * usize::from(v / 4) + 4 * usize::from(v % 4) + usize::from(e);
+                let (want, ok) = fast(t, chunk[at]);
+                assert_eq!(mask >> b & 1 == 0, ok, "{:x}", chunk[at]);
+                if ok {
+                    assert_eq!(z[at].to_bits(), want.to_bits(), "{:x}", chunk[at]);
+                }
+            }
+        }
     }
 
     #[test]
