@@ -138,7 +138,7 @@ const REDO_BLOCKS: usize = 64;
 /// path in vector code.
 const REDO_BATCH: usize = 8;
 
-/// Normals the fast path rejected, waiting for [`SampleRng::redo_batch`]: `(lane, k, at)`,
+/// Normals the fast path rejected, waiting for [`SampleRng::redo_batch_sized`]: `(lane, k, at)`,
 /// the `k`-th normal of lane `lane`, for `s[at]`. The list outlives a pass and a group of
 /// lanes, so that batches are full but for a bulk draw's last.
 #[derive(Default)]
@@ -455,7 +455,7 @@ impl SampleRng {
         }
     }
 
-    /// [`SampleRng::redo_batch`] with VAES.
+    /// [`SampleRng::redo_batch_sized`] with VAES.
     ///
     /// # Safety
     /// The CPU must have AVX2, FMA, AES-NI and VAES.
@@ -465,10 +465,10 @@ impl SampleRng {
     #[cold]
     unsafe fn redo_batch_vaes(&self, t: &Ziggurat, pending: &Pending, s: &mut [f64]) {
         // SAFETY: this function's features.
-        unsafe { self.redo_batch::<true>(t, pending, s) }
+        unsafe { self.redo_batch_sized::<true>(t, pending, s) }
     }
 
-    /// [`SampleRng::redo_batch`] with AES-NI.
+    /// [`SampleRng::redo_batch_sized`] with AES-NI.
     ///
     /// # Safety
     /// The CPU must have AVX2, FMA and AES-NI.
@@ -478,36 +478,63 @@ impl SampleRng {
     #[cold]
     unsafe fn redo_batch_aesni(&self, t: &Ziggurat, pending: &Pending, s: &mut [f64]) {
         // SAFETY: this function's features.
-        unsafe { self.redo_batch::<false>(t, pending, s) }
+        unsafe { self.redo_batch_sized::<false>(t, pending, s) }
     }
 
     /// [`normal::slow`] for each `(lane, k, at)` of `pending`, into `s[at]`: each normal's
     /// word block and first slow block are a pair of AES states ([`ars::pairs`], one
     /// vector each with VAES), then their first steps through the slow path run side by side
     /// in vector code ([`normal::wedge_lanes`]); the few normals those leave unsettled go
-    /// through [`normal::slow`] one by one.
+    /// through [`normal::slow`] one by one. In 2, 4 or 8 lanes, the fewest that hold them:
+    /// a bulk draw's last batch is often short (a model of 41 latents rejects about three
+    /// of a group's 656 words), and a lane costs about as much used as not.
     ///
     /// # Safety
     /// The CPU must have AVX2, FMA and AES-NI, and VAES if `VAES`; the caller must be
     /// compiled with them: it inlines there.
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    unsafe fn redo_batch<const VAES: bool>(&self, t: &Ziggurat, pending: &Pending, s: &mut [f64]) {
+    unsafe fn redo_batch_sized<const VAES: bool>(
+        &self,
+        t: &Ziggurat,
+        pending: &Pending,
+        s: &mut [f64],
+    ) {
         let todo = &pending.todo[..pending.count];
-        if todo.is_empty() {
-            return;
+        // SAFETY: the caller's promise.
+        unsafe {
+            match todo.len() {
+                0 => {}
+                1..=2 => self.redo_batch::<2, VAES>(t, todo, s),
+                3..=4 => self.redo_batch::<4, VAES>(t, todo, s),
+                _ => self.redo_batch::<REDO_BATCH, VAES>(t, todo, s),
+            }
         }
+    }
+
+    /// [`SampleRng::redo_batch_sized`] with `N` lanes (at least `todo.len()`).
+    ///
+    /// # Safety
+    /// As [`SampleRng::redo_batch_sized`].
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn redo_batch<const N: usize, const VAES: bool>(
+        &self,
+        t: &Ziggurat,
+        todo: &[(u64, u64, usize)],
+        s: &mut [f64],
+    ) {
         // Unused entries compute the blocks of zero counters, whose results are not read.
-        let mut c = [[0u32; 8]; REDO_BATCH];
+        let mut c = [[0u32; 8]; N];
         for (c, &(lane, k, _)) in c.iter_mut().zip(todo) {
             let [a0, a1, a2, a3] = self.counter(normal_head(k / 2), lane);
             let [b0, b1, b2, b3] = self.counter(slow_head(k), lane);
             *c = [a0, a1, a2, a3, b0, b1, b2, b3];
         }
         // SAFETY: the caller's promise.
-        let words = unsafe { ars::pairs::<REDO_BATCH, VAES>(&c, &self.keys) };
+        let words = unsafe { ars::pairs::<N, VAES>(&c, &self.keys) };
         // The rejected word and the first slow block's two words of each normal.
-        let (mut w, mut a, mut b) = ([0; REDO_BATCH], [0; REDO_BATCH], [0; REDO_BATCH]);
+        let (mut w, mut a, mut b) = ([0; N], [0; N], [0; N]);
         for (i, &(_, k, _)) in todo.iter().enumerate() {
             w[i] = words[i][(k % 2) as usize];
             (a[i], b[i]) = (words[i][2], words[i][3]);
