@@ -86,7 +86,15 @@ fn program(with_nan: bool) -> Program {
     let assigned = b.if_neg(split, b.constant(3.0), b.constant(-0.5)) * z[0]
         + b.if_neg(split, z[2], z[3].sin())
         + b.if_neg(split, b.constant(1.0), b.constant(0.0));
+    // Two guards with a common operand, their if-statements in the opposite order: the
+    // later sum's contributions may move into its if-statement, the earlier one's may not
+    // (they would then reach `z2` before the other's, changing the order of additions).
+    let first_guard = z[2] - z[0] * 0.5;
+    let second_guard = z[2] - z[4];
+    let crossed = b.if_neg(second_guard, z[3] * 3.0, b.constant(1.0)) * 7.0
+        + b.if_neg(first_guard, b.constant(-2.0), z[1]) * 1e-3;
     let f = dens
+        + crossed
         + assigned
         + aliased
         + guard_only
@@ -241,6 +249,10 @@ fn tape_gradients_equal_a_plain_reverse_sweep_bit_for_bit() {
     assert_eq!(tape.fused_squares(), 8);
     assert_eq!(tape.fused_poisson_terms(), 2);
     assert_eq!(tape.reused_weights(), 2);
+    // `z0 - z3` of the guard choosing between constants, `-(z4 + 10)`'s sum of the NaN
+    // branch's guard and `second_guard`; `split` has three readers and stays a step of its
+    // own, and `first_guard`'s contributions would overtake `second_guard`'s.
+    assert_eq!(tape.folded_guards(), 3);
     assert!(tape.fused_additions() >= 10, "{}", tape.fused_additions());
     let n = p.latent_count();
     let mut checked = 0;

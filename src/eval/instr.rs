@@ -187,6 +187,10 @@ pub(super) struct Target {
     pub first: bool,
 }
 
+/// Where a [`RevStep`] of a smoothed `If` keeps the targets of its folded guard's operands.
+pub(super) const FOLD_A: usize = 3;
+pub(super) const FOLD_B: usize = 4;
+
 pub(super) const NO_TARGET: Target = Target {
     adj: NONE,
     first: false,
@@ -194,12 +198,19 @@ pub(super) const NO_TARGET: Target = Target {
 
 /// One reverse instruction: the forward step, its own adjoint index, and the targets of its
 /// operands (guard, then, else for an `If`; `a`, `b` for a binary op, only `to[0]` when
-/// `a == b`).
+/// `a == b`), and for a smoothed `If` whose guard's sum or difference was folded into it
+/// ([`RevStep::folded_guard`]) that sum's operands' at [`FOLD_A`] and [`FOLD_B`].
 #[derive(Copy, Clone, Debug)]
 pub(super) struct RevStep {
     pub step: Step,
     pub ad: u32,
-    pub to: [Target; 3],
+    pub to: [Target; 5],
+    /// The guard is `a + b` or `a - b` read by nothing else (a threshold test `x >= c`):
+    /// the if-statement sends the guard's contribution on to `a` and `b` itself, after its
+    /// branches' contributions, in the operations the sum's own reverse step would have used
+    /// with the guard's adjoint `0.0 + c`, which the plan then leaves out. Same bits, one
+    /// step and one adjoint's round trip through memory fewer.
+    pub folded_guard: Option<Binary>,
     /// The step's operands hold the same value in every lane (they depend on parameters
     /// and constants only), so its local derivatives are computed once, not per lane.
     pub uniform: bool,

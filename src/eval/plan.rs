@@ -4,10 +4,15 @@
 //!
 //! Not here: the forward steps (`compile.rs`) and how a plan is swept (`sweep.rs`).
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
-use super::instr::{NO_TARGET, NONE, Op, Plan, RevStep, Step, Target, crisp_only_op};
+use crate::ir::Binary;
+
+use super::instr::{
+    FOLD_A, FOLD_B, NO_TARGET, NONE, Op, Plan, RevStep, Step, Target, crisp_only_op,
+};
 
 /// Lets every if-statement whose guard is the same lane-varying slot as an earlier one's
 /// (one source `if` assigning several variables becomes one if-statement per variable) read
@@ -180,8 +185,12 @@ pub(super) fn plan(shape: &Shape, smooth: bool) -> Plan {
     // zero, so its reverse sweep becomes empty). Such a slot's adjoint never reaches an
     // input's, so the gradient keeps its bits.
     let reaches = reaches_inputs(steps, adj, chains, smooth);
-    let live = std::cell::RefCell::new(vec![false; adj.len()]);
+    let live = RefCell::new(vec![false; adj.len()]);
     live.borrow_mut()[output as usize] = true;
+    // Per adjoint, how many contributions it has had and where in `out` the last one was
+    // made (for folding a guard's sum or difference into its if-statement).
+    let contributions = RefCell::new(vec![(0u32, 0usize); active_count]);
+    let at = Cell::new(0usize);
     let mut target = |slot: u32, wanted: bool| -> Target {
         let a = adj[slot as usize];
         if !wanted || a == NONE || !reaches[slot as usize] {
@@ -190,13 +199,53 @@ pub(super) fn plan(shape: &Shape, smooth: bool) -> Plan {
         live.borrow_mut()[slot as usize] = true;
         let first = !seen[a as usize];
         seen[a as usize] = true;
+        let c = &mut contributions.borrow_mut()[a as usize];
+        *c = (c.0 + 1, at.get());
         Target { adj: a, first }
     };
-    let mut out = Vec::new();
+    let mut out: Vec<RevStep> = Vec::new();
+    // By adjoint, the position in `out` of the smoothed if-statement whose guard it is.
+    let mut guard_of = HashMap::new();
     for &step in steps.iter().rev() {
         let ad = adj[step.out as usize];
         if ad == NONE || !live.borrow()[step.out as usize] || !reaches[step.out as usize] {
             continue;
+        }
+        at.set(out.len());
+        // A sum or difference read only as one smoothed if-statement's guard: its two
+        // contributions are made by that if-statement's reverse step, after its own
+        // (`RevStep::folded_guard`), when neither operand's adjoint has received anything
+        // since, so that every adjoint receives its contributions in the same order.
+        if let Op::Binary {
+            op: op @ (Binary::Add | Binary::Sub),
+            a,
+            b,
+        } = step.op
+            && a != b
+            && !uniform[step.out as usize]
+            && let Some(&i) = guard_of.get(&ad)
+            && contributions.borrow()[ad as usize].0 == 1
+        {
+            let since = |slot: u32| {
+                let x = adj[slot as usize];
+                x != NONE && {
+                    let (count, last) = contributions.borrow()[x as usize];
+                    count > 0 && last > i
+                }
+            };
+            if !since(a) && !since(b) {
+                // Made at the if-statement's place in the sweep.
+                at.set(i);
+                let (ta, tb) = (target(a, true), target(b, true));
+                if ta.adj != NONE || tb.adj != NONE {
+                    let rs: &mut RevStep = &mut out[i];
+                    rs.to[FOLD_A] = ta;
+                    rs.to[FOLD_B] = tb;
+                    rs.folded_guard = Some(op);
+                    rs.to[0] = NO_TARGET;
+                }
+                continue;
+            }
         }
         let to = match step.op {
             Op::Param { .. } | Op::Latent { .. } => continue,
@@ -240,11 +289,20 @@ pub(super) fn plan(shape: &Shape, smooth: bool) -> Plan {
         };
         let chain = matches!(step.op, Op::SumChain { .. });
         if chain || to.iter().any(|t| t.adj != NONE) {
+            if smooth
+                && let Op::If { .. } = step.op
+                && to[0].adj != NONE
+                && to[0].first
+                && !uniform[step.out as usize]
+            {
+                guard_of.insert(to[0].adj, out.len());
+            }
             out.push(RevStep {
                 step,
                 ad,
-                to,
+                to: [to[0], to[1], to[2], NO_TARGET, NO_TARGET],
                 uniform: uniform[step.out as usize],
+                folded_guard: None,
             });
         }
     }

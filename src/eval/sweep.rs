@@ -13,7 +13,7 @@ use crate::ir::{Binary, Branch, Semantics, Unary, binary_value, unary_value};
 use crate::cpu;
 
 use super::input::Latents;
-use super::instr::{CHUNK, Lanes, NONE, Op, Step, Target, crisp_only_op};
+use super::instr::{CHUNK, FOLD_A, FOLD_B, Lanes, NONE, Op, Step, Target, crisp_only_op};
 use super::kernels::{self, Wants};
 use super::layout::Layout;
 use super::tape::Tape;
@@ -258,7 +258,7 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
         // the targets would otherwise need, went through the stack at every step.)
         let own = rs.ad as usize;
         let v = |s: u32| &vals[s as usize];
-        let [t0, t1, t2] = rs.to;
+        let [t0, t1, t2, ..] = rs.to;
         match rs.step.op {
             Op::Param { .. } | Op::Latent { .. } => {}
             Op::Unary { op, a } => {
@@ -385,19 +385,28 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                         let w = &weights[cache as usize];
                         let cg = kernels::smooth_reverse_guard(w, v(t), v(e), &adj[own], eta);
                         put(adj, t0, &cg);
+                        if let Some(op) = rs.folded_guard {
+                            fold_guard(adj, op, &cg, rs.to);
+                        }
                     }
                     Semantics::Smoothed { eta } => {
                         let (we, wt) = (&weights[cache as usize], &weights[cache as usize + 1]);
-                        if t0.adj != NONE {
-                            let cg = kernels::smooth_reverse_guard_pair(
+                        // An `if`, not `bool::then`: a closure may stay out of line, compiled
+                        // without this build's AVX2.
+                        let cg = if t0.adj != NONE || rs.folded_guard.is_some() {
+                            Some(kernels::smooth_reverse_guard_pair(
                                 we,
                                 wt,
                                 v(t),
                                 v(e),
                                 &adj[own],
                                 eta,
-                            );
-                            put(adj, t0, &cg);
+                            ))
+                        } else {
+                            None
+                        };
+                        if let Some(cg) = &cg {
+                            put(adj, t0, cg);
                         }
                         if t1.adj != NONE {
                             let ct = kernels::smooth_reverse_branch(wt, &adj[own]);
@@ -406,6 +415,9 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                         if t2.adj != NONE {
                             let ce = kernels::smooth_reverse_branch(we, &adj[own]);
                             put(adj, t2, &ce);
+                        }
+                        if let (Some(op), Some(cg)) = (rs.folded_guard, &cg) {
+                            fold_guard(adj, op, cg, rs.to);
                         }
                     }
                     _ => {
@@ -417,6 +429,33 @@ fn reverse_body(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
                 }
             }
         }
+    }
+}
+
+/// The reverse step of a guard `a + b` or `a - b` folded into its smoothed if-statement
+/// ([`RevStep::folded_guard`](super::instr::RevStep)): the guard's adjoint would have been
+/// `0.0 + cg` (its one contribution, written as a first one), and its sum's reverse step
+/// sends that on exactly as the `Binary` arm of [`reverse_body`] does.
+#[inline(always)]
+fn fold_guard(adj: &mut [Lanes], op: Binary, cg: &Lanes, to: [Target; 5]) {
+    let (ta, tb) = (to[FOLD_A], to[FOLD_B]);
+    let mut d = [0.0; CHUNK];
+    for (d, &c) in d.iter_mut().zip(cg) {
+        *d = 0.0 + c;
+    }
+    if ta.adj != NONE && tb.adj != NONE {
+        kernels::add_into(&mut adj[ta.adj as usize], &d, ta.first);
+        if op == Binary::Sub {
+            kernels::sub_into(&mut adj[tb.adj as usize], &d, tb.first);
+        } else {
+            kernels::add_into(&mut adj[tb.adj as usize], &d, tb.first);
+        }
+    } else {
+        let none = [0.0; CHUNK];
+        let wants = wanted(ta.adj != NONE, tb.adj != NONE);
+        let (ca, cb) = kernels::binary_reverse(op, wants, &d, &none, &none, &none);
+        put(adj, ta, &ca);
+        put(adj, tb, &cb);
     }
 }
 

@@ -146,6 +146,17 @@ impl Tape {
         self.fused_chains
     }
 
+    /// How many smoothed if-statements send their guard's contribution on to the operands
+    /// of the sum or difference it is (which the smoothed reverse sweep then skips; for
+    /// tests and benchmark reports).
+    pub fn folded_guards(&self) -> usize {
+        self.smooth_plan
+            .steps
+            .iter()
+            .filter(|rs| rs.folded_guard.is_some())
+            .count()
+    }
+
     /// How many if-statements read the smoothing weights of an earlier one on the same
     /// guard instead of computing them again (for tests and benchmark reports).
     pub fn reused_weights(&self) -> usize {
