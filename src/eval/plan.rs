@@ -86,7 +86,11 @@ pub(super) fn share_unread_weights(
         next += 2;
     }
     let shared = next;
-    let scratch_needed = place.iter().any(|p| p.0 == u32::MAX);
+    // Places of if-statements that now read an earlier one's weights are named by no step.
+    let scratch_needed = step_lists
+        .iter()
+        .flat_map(|list| list.iter())
+        .any(|st| matches!(st.op, Op::If { cache, .. } if place[cache as usize].0 == u32::MAX));
     for p in place.iter_mut().filter(|p| p.0 == u32::MAX) {
         *p = (shared, true);
     }
