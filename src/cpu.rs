@@ -15,11 +15,17 @@ pub fn avx2_fma() -> bool {
     }
 }
 
-/// Whether this CPU runs AVX-512F code (besides AVX2/FMA).
-pub fn avx512f() -> bool {
+/// Whether this CPU runs the AVX-512 builds (foundation, double and quad words, vector
+/// lengths, bytes and words: what `#[target_feature(enable = ...)]` of those builds names,
+/// besides AVX2/FMA).
+pub fn avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        avx2_fma() && std::arch::is_x86_feature_detected!("avx512f")
+        avx2_fma()
+            && std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("avx512bw")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

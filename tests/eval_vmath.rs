@@ -569,7 +569,15 @@ fn special_values_are_the_limits() {
 #[test]
 fn every_kernel_set_gives_the_scalar_bits() {
     let sets = KernelSet::available();
-    assert_eq!(sets.len(), if dsgd::eval::simd_available() { 2 } else { 1 });
+    let wide = sets.contains(&KernelSet::Avx512);
+    assert_eq!(
+        sets.len(),
+        if dsgd::eval::simd_available() {
+            2 + wide as usize
+        } else {
+            1
+        }
+    );
     let mut g = Inputs(77);
     let gens: [fn(&mut Inputs) -> f64; 4] = [
         |g| g.any_bits(),

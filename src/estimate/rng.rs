@@ -276,8 +276,9 @@ impl SampleRng {
     ) {
         let s = &mut s[..n * w];
         #[cfg(target_arch = "x86_64")]
-        if set == KernelSet::Avx2 && crate::cpu::avx2_fma() {
-            // SAFETY: the CPU has AVX2 and FMA (checked just above).
+        if set != KernelSet::Portable && crate::cpu::avx2_fma() {
+            // SAFETY: the CPU has AVX2 and FMA (checked just above). (The AVX-512 set draws
+            // normals with this build too.)
             unsafe { self.fill_avx2(first as u64, w, n, s) };
             return;
         }

@@ -2,8 +2,9 @@
 //!
 //! Architecture invariant: after a [`Workspace`] exists, evaluating allocates nothing. Values
 //! are structure-of-arrays (each node holds its lanes of a chunk as one fixed-width array),
-//! so the per-op loops compile to straight-line vector code; the vector (AVX2/FMA) build of
-//! the sweeps is chosen at run time and gives the same bits as the portable one.
+//! so the per-op loops compile to straight-line vector code; the vector builds of the sweeps
+//! (AVX2/FMA, and AVX-512 for the forward sweep where it is faster: `kernel_choice`) are
+//! chosen at run time and give the same bits as the portable one.
 //!
 //! Architecture invariant: every speed-up here leaves results bit-identical to a plain
 //! one-sample reverse sweep (`tests/eval_reference.rs`): constants are written once per
@@ -20,8 +21,9 @@
 //! `input` (the latents a sweep reads: values, or noise reparameterised as it loads them),
 //! `fuse`, `plan`, `layout` and `crisp` (compile-time passes; `crisp` builds the crisp
 //! forward-only plan, with selects folded and guards fused), `forced_plan` (the dependency graph and
-//! layout of LYY18's forced sweeps, built at the first of them), `workspace`, `tape` (the
-//! compiled tape), `compile` (program to tape), `vmath` and `kernels` (lane rules), `sweep`
+//! layout of LYY18's forced sweeps, built at the first of them), `vmath` (lane `exp` and `ln`,
+//! and the kernel sets), `kernel_choice` (which build of the forward sweep runs), `workspace`,
+//! `tape` (the compiled tape), `compile` (program to tape), `kernels` (lane rules), `sweep`
 //! (one chunk), `evaluate` (a batch) and `forced` (LYY18's per-sample forcing).
 
 mod compile;
@@ -32,6 +34,7 @@ mod forced_plan;
 mod fuse;
 mod input;
 mod instr;
+mod kernel_choice;
 mod kernels;
 mod layout;
 mod plan;

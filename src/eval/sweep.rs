@@ -1,10 +1,11 @@
 //! The forward and reverse sweeps over one chunk of lanes, and the choice between the vector
-//! (AVX2/FMA) and portable builds of them.
+//! (AVX2/FMA, and AVX-512 for the forward sweep) and portable builds of them.
 //!
-//! Both builds are the same Rust code compiled twice: Rust never contracts `a * b + c` into a
-//! fused multiply-add on its own, so enabling FMA changes the instructions LLVM may use but
-//! not a single result. The vector build is chosen at run time with
-//! `crate::cpu`, so users need no `RUSTFLAGS`.
+//! Every build is the same Rust code compiled again: Rust never contracts `a * b + c` into a
+//! fused multiply-add on its own, so enabling FMA or AVX-512 changes the instructions LLVM
+//! may use but not a single result. The vector builds are chosen at run time with
+//! `crate::cpu` (and, between AVX2 and AVX-512, by `kernel_choice`), so users need no
+//! `RUSTFLAGS`.
 //!
 //! Not here: the compile-time plans the sweeps follow (`compile.rs`, `plan.rs`).
 
@@ -17,6 +18,7 @@ use super::instr::{CHUNK, FOLD_A, FOLD_B, Lanes, NONE, Op, Step, Target, crisp_o
 use super::kernels::{self, Wants};
 use super::layout::Layout;
 use super::tape::Tape;
+use super::vmath::KernelSet;
 use super::workspace::Workspace;
 
 /// The inputs of one chunk: lanes `start..start + w` of a batch of `batch` samples.
@@ -86,19 +88,25 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
 /// Values of every lane-dependent slot of `layout` for one chunk (and the smoothing weights
 /// of every if-statement).
 pub(super) fn forward_chunk(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &Input) {
-    #[cfg(target_arch = "x86_64")]
-    if ws.simd && cpu::avx2_fma() {
-        // SAFETY: the CPU has AVX2 and FMA (checked just above).
-        unsafe { forward_avx2(&layout.steps, &layout.chains, ws, semantics, x) };
-        return;
+    let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
+    match ws.kernels {
+        Some(set) => forward_in(set, steps, chains, ws, semantics, x),
+        None if cpu::avx512() => {
+            let mut choice = ws.forward_choice;
+            choice.run(semantics, |set| {
+                forward_in(set, steps, chains, ws, semantics, x)
+            });
+            ws.forward_choice = choice;
+        }
+        None => forward_in(KernelSet::best(), steps, chains, ws, semantics, x),
     }
-    forward_body(&layout.steps, &layout.chains, ws, semantics, x);
 }
 
-/// Adjoints of every active slot for the chunk last swept forward.
+/// Adjoints of every active slot for the chunk last swept forward (in the AVX2 build in the
+/// AVX-512 set too: see `kernel_choice.rs`).
 pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
     #[cfg(target_arch = "x86_64")]
-    if ws.simd && cpu::avx2_fma() {
+    if ws.kernels != Some(KernelSet::Portable) && cpu::avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
         unsafe { reverse_avx2(tape, ws, semantics) };
         return;
@@ -107,20 +115,58 @@ pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantic
 }
 
 /// Crisp values of `steps` only (a subset of the tape's lane steps, in order) for one chunk
-/// under `x.force`: the incremental forced sweep.
+/// under `x.force`: the incremental forced sweep (in AVX2 in the AVX-512 set too: a few
+/// steps at a time leave nothing to choose between).
 pub(super) fn forward_steps(steps: &[Step], chains: &[(u32, bool)], ws: &mut Workspace, x: &Input) {
+    let set = match ws.kernels {
+        Some(KernelSet::Portable) => KernelSet::Portable,
+        _ => KernelSet::Avx2,
+    };
+    forward_in(set, steps, chains, ws, Semantics::Crisp, x);
+}
+
+/// The forward sweep of `steps` in the build `set` (the portable one where the CPU lacks it).
+fn forward_in(
+    set: KernelSet,
+    steps: &[Step],
+    chains: &[(u32, bool)],
+    ws: &mut Workspace,
+    semantics: Semantics,
+    x: &Input,
+) {
     #[cfg(target_arch = "x86_64")]
-    if ws.simd && cpu::avx2_fma() {
-        // SAFETY: the CPU has AVX2 and FMA (checked just above).
-        unsafe { forward_avx2(steps, chains, ws, Semantics::Crisp, x) };
-        return;
+    match set {
+        KernelSet::Avx512 if cpu::avx512() => {
+            // SAFETY: the CPU has AVX-512 (checked just above).
+            unsafe { forward_avx512(steps, chains, ws, semantics, x) };
+            return;
+        }
+        KernelSet::Avx2 | KernelSet::Avx512 if cpu::avx2_fma() => {
+            // SAFETY: the CPU has AVX2 and FMA (checked just above).
+            unsafe { forward_avx2(steps, chains, ws, semantics, x) };
+            return;
+        }
+        _ => {}
     }
-    forward_body(steps, chains, ws, Semantics::Crisp, x);
+    let _ = set;
+    forward_body(steps, chains, ws, semantics, x);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 fn forward_avx2(
+    steps: &[Step],
+    chains: &[(u32, bool)],
+    ws: &mut Workspace,
+    semantics: Semantics,
+    x: &Input,
+) {
+    forward_body(steps, chains, ws, semantics, x);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,avx512f,avx512dq,avx512vl,avx512bw")]
+fn forward_avx512(
     steps: &[Step],
     chains: &[(u32, bool)],
     ws: &mut Workspace,

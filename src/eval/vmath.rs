@@ -19,12 +19,18 @@ pub enum KernelSet {
     Portable,
     /// AVX2 and FMA, four lanes per instruction.
     Avx2,
+    /// AVX-512 (with AVX2/FMA), eight lanes per instruction. Only the tape's forward sweep
+    /// has such a build (and only some tapes run faster in it: see `kernel_choice.rs`); the
+    /// other routines run their AVX2 build in this set.
+    Avx512,
 }
 
 impl KernelSet {
-    /// The fastest set this CPU runs.
+    /// The widest set this CPU runs.
     pub fn best() -> KernelSet {
-        if crate::cpu::avx2_fma() {
+        if crate::cpu::avx512() {
+            KernelSet::Avx512
+        } else if crate::cpu::avx2_fma() {
             KernelSet::Avx2
         } else {
             KernelSet::Portable
@@ -36,6 +42,9 @@ impl KernelSet {
         let mut sets = vec![KernelSet::Portable];
         if crate::cpu::avx2_fma() {
             sets.push(KernelSet::Avx2);
+        }
+        if crate::cpu::avx512() {
+            sets.push(KernelSet::Avx512);
         }
         sets
     }
@@ -68,7 +77,12 @@ fn lanes(a: &Lanes, f: impl Fn(f64) -> f64) -> Lanes {
 /// portable build runs otherwise).
 pub fn exp_lanes_on(set: KernelSet, a: &Lanes) -> Lanes {
     #[cfg(target_arch = "x86_64")]
-    if set == KernelSet::Avx2 && crate::cpu::avx2_fma() {
+    if set == KernelSet::Avx512 && crate::cpu::avx512() {
+        // SAFETY: the CPU has AVX-512 (checked just above).
+        return unsafe { exp_avx512(a) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if set != KernelSet::Portable && crate::cpu::avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
         return unsafe { exp_avx2(a) };
     }
@@ -79,7 +93,12 @@ pub fn exp_lanes_on(set: KernelSet, a: &Lanes) -> Lanes {
 /// [`ln_lanes`] in the build `set` (see [`exp_lanes_on`]).
 pub fn ln_lanes_on(set: KernelSet, a: &Lanes) -> Lanes {
     #[cfg(target_arch = "x86_64")]
-    if set == KernelSet::Avx2 && crate::cpu::avx2_fma() {
+    if set == KernelSet::Avx512 && crate::cpu::avx512() {
+        // SAFETY: the CPU has AVX-512 (checked just above).
+        return unsafe { ln_avx512(a) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if set != KernelSet::Portable && crate::cpu::avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
         return unsafe { ln_avx2(a) };
     }
@@ -96,5 +115,17 @@ fn exp_avx2(a: &Lanes) -> Lanes {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 fn ln_avx2(a: &Lanes) -> Lanes {
+    ln_lanes(a)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,avx512f,avx512dq,avx512vl,avx512bw")]
+fn exp_avx512(a: &Lanes) -> Lanes {
+    exp_lanes(a)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,avx512f,avx512dq,avx512vl,avx512bw")]
+fn ln_avx512(a: &Lanes) -> Lanes {
     ln_lanes(a)
 }

@@ -6,6 +6,8 @@
 use crate::ir::Semantics;
 
 use super::instr::{CHUNK, Lanes};
+use super::kernel_choice::ForwardChoice;
+use super::vmath::KernelSet;
 
 /// Scratch memory for one thread: values, adjoints and smoothing weights of one chunk.
 #[derive(Clone, Debug)]
@@ -15,7 +17,10 @@ pub struct Workspace {
     pub(super) values: Vec<Lanes>,
     pub(super) adjoints: Vec<Lanes>,
     pub(super) weights: Vec<Lanes>,
-    pub(super) simd: bool,
+    /// The build every sweep runs in, if one was set ([`Workspace::set_kernels`]); else
+    /// the widest the CPU runs, with the forward sweep's AVX-512 build where it was faster.
+    pub(super) kernels: Option<KernelSet>,
+    pub(super) forward_choice: ForwardChoice,
     /// Whether `values` are in the tape's forced layout (the compact one with some more
     /// values in places of their own, which LYY18's incremental forced sweeps read); the
     /// compact layout otherwise.
@@ -40,9 +45,26 @@ impl Workspace {
         self.moved.clear();
     }
 
-    /// Chooses the vector code path (AVX2/FMA where the CPU has it, the default) or the
-    /// portable one. Both give bit-identical results; this exists to test and measure that.
+    /// Chooses the vector code paths the CPU runs (the default) or the portable one. Both
+    /// give bit-identical results; this exists to test and measure that.
     pub fn set_simd(&mut self, on: bool) {
-        self.simd = on;
+        self.kernels = if on { None } else { Some(KernelSet::Portable) };
+    }
+
+    /// Runs every sweep in the build `set` (one of [`KernelSet::available`]; the portable
+    /// build runs otherwise), instead of choosing. Every build gives the same bits; this
+    /// exists to test and measure that.
+    pub fn set_kernels(&mut self, set: KernelSet) {
+        self.kernels = Some(set);
+    }
+
+    /// The build the forward sweep runs in under `semantics`: the one set, or the one
+    /// chosen, once the first sweeps have timed the candidates (`None` until then).
+    pub fn forward_kernels(&self, semantics: Semantics) -> Option<KernelSet> {
+        match self.kernels {
+            Some(set) => Some(set),
+            None if crate::cpu::avx512() => self.forward_choice.chosen(semantics),
+            None => Some(KernelSet::best()),
+        }
     }
 }

@@ -1,0 +1,93 @@
+//! Which build of the forward sweep a workspace runs on a CPU with AVX-512: the one that ran
+//! this tape faster, timed on its first chunks.
+//!
+//! Why time instead of always taking the wider build: with the values of a chunk in memory,
+//! the AVX-512 build halves the instructions of throughput-bound steps (the smoothed
+//! if-statements' weights, `exp`, `ln`), but it is slower on tapes whose steps form long
+//! dependency chains (a random walk, an epidemic recursion). Measured on an AMD Zen 4, the
+//! forward-sweep build alone moved a whole DSGD sample by 0.90x (influenza) to 1.16x
+//! (cheating), and no count of the tape's steps told the two groups apart. Both builds
+//! run the same operations in the same order, so the choice never shows in a result: only
+//! the time depends on it. (The reverse sweep has no AVX-512 build: it was slower on every
+//! model measured.)
+//!
+//! A choice is made per semantics (a smoothed sweep and a crisp one run different steps),
+//! after [`TRIALS`] timed sweeps of each build, alternating, by the smaller minimum: the
+//! minimum, because an interrupt only ever lengthens a sweep.
+
+use std::time::{Duration, Instant};
+
+use crate::ir::Semantics;
+
+use super::vmath::KernelSet;
+
+/// Timed sweeps of each build before choosing.
+pub(super) const TRIALS: u32 = 12;
+
+/// The choice for one semantics, made or being made.
+#[derive(Clone, Copy, Debug)]
+enum Trial {
+    /// Timing: `runs` sweeps so far (even ones in AVX2, odd ones in AVX-512), and the
+    /// shortest of each build.
+    Timing {
+        runs: u32,
+        best: [Duration; 2],
+    },
+    Chosen(KernelSet),
+}
+
+/// The forward sweep's build per semantics (smoothed, crisp, forced).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ForwardChoice([Trial; 3]);
+
+impl Default for ForwardChoice {
+    fn default() -> Self {
+        let timing = Trial::Timing {
+            runs: 0,
+            best: [Duration::MAX; 2],
+        };
+        ForwardChoice([timing; 3])
+    }
+}
+
+impl ForwardChoice {
+    /// Runs `sweep` in the build chosen for `semantics`, or, while choosing, in the next
+    /// build to time (and times it).
+    pub(super) fn run(&mut self, semantics: Semantics, mut sweep: impl FnMut(KernelSet)) {
+        let trial = &mut self.0[slot(semantics)];
+        match trial {
+            Trial::Chosen(set) => sweep(*set),
+            Trial::Timing { runs, best } => {
+                let k = (*runs % 2) as usize;
+                let set = [KernelSet::Avx2, KernelSet::Avx512][k];
+                let start = Instant::now();
+                sweep(set);
+                best[k] = best[k].min(start.elapsed());
+                *runs += 1;
+                if *runs == 2 * TRIALS {
+                    *trial = Trial::Chosen(if best[1] < best[0] {
+                        KernelSet::Avx512
+                    } else {
+                        KernelSet::Avx2
+                    });
+                }
+            }
+        }
+    }
+
+    /// The build chosen for `semantics`, if the timing is over.
+    pub(super) fn chosen(&self, semantics: Semantics) -> Option<KernelSet> {
+        match self.0[slot(semantics)] {
+            Trial::Chosen(set) => Some(set),
+            Trial::Timing { .. } => None,
+        }
+    }
+}
+
+fn slot(semantics: Semantics) -> usize {
+    match semantics {
+        Semantics::Smoothed { .. } => 0,
+        Semantics::Crisp => 1,
+        Semantics::Forced { .. } => 2,
+    }
+}
