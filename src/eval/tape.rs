@@ -13,6 +13,7 @@ use super::crisp::CrispPlan;
 use super::forced_plan::ForcedPlan;
 use super::input::Latents;
 use super::instr::{CHUNK, Plan, Step};
+use super::lane_buf::LaneBuf;
 use super::layout::Layout;
 use super::workspace::Workspace;
 
@@ -194,9 +195,9 @@ impl Tape {
     pub fn workspace(&self) -> Workspace {
         let mut ws = Workspace {
             tape_id: 0,
-            values: vec![[0.0; CHUNK]; self.unforced_places()],
-            adjoints: vec![[0.0; CHUNK]; self.adjoints],
-            weights: vec![[0.0; CHUNK]; self.if_slots],
+            values: LaneBuf::zeroed(self.unforced_places()),
+            adjoints: LaneBuf::zeroed(self.adjoints),
+            weights: LaneBuf::zeroed(self.if_slots),
             kernels: None,
             forward_choice: Default::default(),
             forced_layout: false,
@@ -257,8 +258,7 @@ impl Tape {
     /// places, as every pinned value does).
     pub(super) fn use_forced_layout(&self, ws: &mut Workspace) {
         if !ws.forced_layout {
-            ws.values
-                .resize(self.forced_plan().layout.values, [0.0; CHUNK]);
+            ws.values.resize(self.forced_plan().layout.values);
             ws.forced_layout = true;
             ws.crisp_chunk = false;
         }

@@ -7,6 +7,7 @@ use crate::ir::Semantics;
 
 use super::instr::{CHUNK, Lanes};
 use super::kernel_choice::ForwardChoice;
+use super::lane_buf::LaneBuf;
 use super::vmath::KernelSet;
 
 /// Scratch memory for one thread: values, adjoints and smoothing weights of one chunk.
@@ -14,9 +15,9 @@ use super::vmath::KernelSet;
 pub struct Workspace {
     /// Which tape's constants `values` holds.
     pub(super) tape_id: u64,
-    pub(super) values: Vec<Lanes>,
-    pub(super) adjoints: Vec<Lanes>,
-    pub(super) weights: Vec<Lanes>,
+    pub(super) values: LaneBuf,
+    pub(super) adjoints: LaneBuf,
+    pub(super) weights: LaneBuf,
     /// The build every sweep runs in, if one was set ([`Workspace::set_kernels`]); else
     /// the widest the CPU runs, with the forward sweep's AVX-512 build where it was faster.
     pub(super) kernels: Option<KernelSet>,
