@@ -12,8 +12,10 @@
 //! model measured.)
 //!
 //! A choice is made per semantics (a smoothed sweep and a crisp one run different steps),
-//! after [`TRIALS`] timed sweeps of each build, alternating, by the smaller minimum: the
-//! minimum, because an interrupt only ever lengthens a sweep.
+//! after [`WARM_UP`] untimed sweeps (the first touch of a workspace's memory is slow) and
+//! [`TRIALS`] timed sweeps of each build, alternating, by the smaller minimum: the minimum,
+//! because an interrupt only ever lengthens a sweep. A sweep takes microseconds, so the
+//! timing costs a few dozen of them once per workspace.
 
 use std::time::{Duration, Instant};
 
@@ -21,14 +23,17 @@ use crate::ir::Semantics;
 
 use super::vmath::KernelSet;
 
+/// Untimed sweeps before the timing starts.
+pub(super) const WARM_UP: u32 = 4;
+
 /// Timed sweeps of each build before choosing.
-pub(super) const TRIALS: u32 = 12;
+pub(super) const TRIALS: u32 = 16;
 
 /// The choice for one semantics, made or being made.
 #[derive(Clone, Copy, Debug)]
 enum Trial {
-    /// Timing: `runs` sweeps so far (even ones in AVX2, odd ones in AVX-512), and the
-    /// shortest of each build.
+    /// Timing: `runs` sweeps so far (after the warm-up, even ones in AVX2, odd ones in
+    /// AVX-512), and the shortest of each build.
     Timing {
         runs: u32,
         best: [Duration; 2],
@@ -57,6 +62,10 @@ impl ForwardChoice {
         let trial = &mut self.0[slot(semantics)];
         match trial {
             Trial::Chosen(set) => sweep(*set),
+            Trial::Timing { runs, .. } if *runs < WARM_UP => {
+                sweep(KernelSet::Avx2);
+                *runs += 1;
+            }
             Trial::Timing { runs, best } => {
                 let k = (*runs % 2) as usize;
                 let set = [KernelSet::Avx2, KernelSet::Avx512][k];
@@ -64,7 +73,7 @@ impl ForwardChoice {
                 sweep(set);
                 best[k] = best[k].min(start.elapsed());
                 *runs += 1;
-                if *runs == 2 * TRIALS {
+                if *runs == WARM_UP + 2 * TRIALS {
                     *trial = Trial::Chosen(if best[1] < best[0] {
                         KernelSet::Avx512
                     } else {
