@@ -55,6 +55,8 @@
 mod fit;
 
 #[doc(hidden)]
+pub mod aligned;
+#[doc(hidden)]
 pub mod cpu;
 #[doc(hidden)]
 pub mod elementary;

@@ -298,7 +298,7 @@ fn vector_and_portable_sweeps_agree_bit_for_bit_on_random_inputs() {
                 tape.gradient(&mut ws, sem, &params, &zs, &mut g);
                 let mut f = vec![0.0; batch];
                 tape.forward(&mut ws, sem, &params, &zs, &mut f);
-                let all: Vec<u64> = [&g.value, &g.latents, &g.params, &f]
+                let all: Vec<u64> = [&g.value[..], &g.latents[..], &g.params[..], &f[..]]
                     .iter()
                     .flat_map(|xs| xs.iter().map(|x| x.to_bits()))
                     .collect();

@@ -13,6 +13,7 @@ use rayon::prelude::*;
 
 use super::column_sums::{Summand, add_rows};
 use super::{Context, Estimator, Problem, Scratch, StreamKey};
+use crate::aligned::F64Buf;
 use crate::eval::CHUNK;
 use crate::family::{FamilyError, FamilyState};
 
@@ -23,9 +24,11 @@ pub struct Engine {
     estimator: Box<dyn Estimator>,
     state: FamilyState,
     scratch: Vec<Mutex<Scratch>>,
-    grads: Vec<f64>,
-    values: Vec<f64>,
-    crisp: Vec<f64>,
+    /// The batch's gradient samples, values and crisp values, on cache-line boundaries
+    /// (`crate::aligned`: the threads' chunks then share no line).
+    grads: F64Buf,
+    values: F64Buf,
+    crisp: F64Buf,
     mean: Vec<f64>,
     batch: usize,
     want_crisp: bool,
@@ -61,9 +64,9 @@ impl Engine {
             problem: Arc::new(problem),
             estimator,
             scratch,
-            grads: Vec::new(),
-            values: Vec::new(),
-            crisp: Vec::new(),
+            grads: F64Buf::default(),
+            values: F64Buf::default(),
+            crisp: F64Buf::default(),
             batch: 0,
             want_crisp: false,
             ahead: None,
@@ -105,9 +108,9 @@ impl Engine {
         self.state.update(self.problem.family(), theta)?;
         let d = self.problem.dim();
         self.batch = batch;
-        self.grads.resize(batch * d, 0.0);
-        self.values.resize(batch, 0.0);
-        self.crisp.resize(batch, 0.0);
+        self.grads.resize(batch * d);
+        self.values.resize(batch);
+        self.crisp.resize(batch);
         self.want_crisp = want_crisp;
         let chunks = batch.div_ceil(CHUNK);
         // Noise drawn ahead for this batch becomes the one chunk's noise by a swap of

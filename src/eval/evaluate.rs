@@ -6,6 +6,8 @@
 
 use crate::ir::Semantics;
 
+use crate::aligned::F64Buf;
+
 use super::input::Latents;
 use super::instr::{CHUNK, NONE};
 use super::sweep;
@@ -19,9 +21,9 @@ use super::workspace::Workspace;
 #[derive(Clone, Debug, Default)]
 pub struct BatchGradient {
     pub batch: usize,
-    pub value: Vec<f64>,
-    pub latents: Vec<f64>,
-    pub params: Vec<f64>,
+    pub value: F64Buf,
+    pub latents: F64Buf,
+    pub params: F64Buf,
     /// The latent of each row, when not every latent has one.
     rows: Option<Vec<u32>>,
     /// The tape and batch size for which the rows of latents and parameters without an
@@ -63,10 +65,10 @@ impl BatchGradient {
             self.zero_rows = None;
         }
         self.batch = batch;
-        self.value.resize(batch, 0.0);
+        self.value.resize(batch);
         let rows = self.rows.as_ref().map_or(tape.latent_count(), Vec::len);
-        self.latents.resize(rows * batch, 0.0);
-        self.params.resize(tape.param_count() * batch, 0.0);
+        self.latents.resize(rows * batch);
+        self.params.resize(tape.param_count() * batch);
     }
 
     /// d value / d z_i for sample `lane`: zero for a latent without a row.

@@ -21,8 +21,7 @@
 //! `input` (the latents a sweep reads: values, or noise reparameterised as it loads them),
 //! `fuse`, `plan`, `layout` and `crisp` (compile-time passes; `crisp` builds the crisp
 //! forward-only plan, with selects folded and guards fused), `forced_plan` (the dependency graph and
-//! layout of LYY18's forced sweeps, built at the first of them), `lane_buf` (lane arrays on cache-line
-//! boundaries), `vmath` (lane `exp` and `ln`,
+//! layout of LYY18's forced sweeps, built at the first of them), `vmath` (lane `exp` and `ln`,
 //! and the kernel sets), `kernel_choice` (which build of the forward sweep runs), `workspace`,
 //! `tape` (the compiled tape), `compile` (program to tape), `kernels` (lane rules), `sweep`
 //! (one chunk), `evaluate` (a batch) and `forced` (LYY18's per-sample forcing).
@@ -37,7 +36,6 @@ mod input;
 mod instr;
 mod kernel_choice;
 mod kernels;
-mod lane_buf;
 mod layout;
 mod plan;
 mod sweep;

@@ -13,9 +13,9 @@ use super::crisp::CrispPlan;
 use super::forced_plan::ForcedPlan;
 use super::input::Latents;
 use super::instr::{CHUNK, Plan, Step};
-use super::lane_buf::LaneBuf;
 use super::layout::Layout;
 use super::workspace::Workspace;
+use crate::aligned::ArrayBuf;
 
 /// A program compiled for batched evaluation of one of its outputs. Cloning it is cheap:
 /// clones share one compiled tape (a large program's steps and plans take tens of
@@ -195,9 +195,9 @@ impl Tape {
     pub fn workspace(&self) -> Workspace {
         let mut ws = Workspace {
             tape_id: 0,
-            values: LaneBuf::zeroed(self.unforced_places()),
-            adjoints: LaneBuf::zeroed(self.adjoints),
-            weights: LaneBuf::zeroed(self.if_slots),
+            values: ArrayBuf::zeroed(self.unforced_places()),
+            adjoints: ArrayBuf::zeroed(self.adjoints),
+            weights: ArrayBuf::zeroed(self.if_slots),
             kernels: None,
             forward_choice: Default::default(),
             forced_layout: false,

@@ -7,17 +7,17 @@ use crate::ir::Semantics;
 
 use super::instr::{CHUNK, Lanes};
 use super::kernel_choice::ForwardChoice;
-use super::lane_buf::LaneBuf;
 use super::vmath::KernelSet;
+use crate::aligned::ArrayBuf;
 
 /// Scratch memory for one thread: values, adjoints and smoothing weights of one chunk.
 #[derive(Clone, Debug)]
 pub struct Workspace {
     /// Which tape's constants `values` holds.
     pub(super) tape_id: u64,
-    pub(super) values: LaneBuf,
-    pub(super) adjoints: LaneBuf,
-    pub(super) weights: LaneBuf,
+    pub(super) values: ArrayBuf<CHUNK>,
+    pub(super) adjoints: ArrayBuf<CHUNK>,
+    pub(super) weights: ArrayBuf<CHUNK>,
     /// The build every sweep runs in, if one was set ([`Workspace::set_kernels`]); else
     /// the widest the CPU runs, with the forward sweep's AVX-512 build where it was faster.
     pub(super) kernels: Option<KernelSet>,
