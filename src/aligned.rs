@@ -140,7 +140,10 @@ mod tests {
             b.resize(len);
             v.resize(len, 0.0);
             assert_eq!(&b[..], &v[..], "resized to {len}");
-            assert!(len == 0 || (b.as_ptr() as usize).is_multiple_of(64), "{len}");
+            assert!(
+                len == 0 || (b.as_ptr() as usize).is_multiple_of(64),
+                "{len}"
+            );
             b.iter_mut().step_by(2).for_each(|x| *x = fill);
             v.iter_mut().step_by(2).for_each(|x| *x = fill);
         }

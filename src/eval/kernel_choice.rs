@@ -100,3 +100,56 @@ fn slot(semantics: Semantics) -> usize {
         Semantics::Forced { .. } => 2,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `choice` under `semantics` until it has chosen, with sweeps that take `slow` in
+    /// the build `slow_set` and no time in the other; returns the builds it ran, in order.
+    fn choose(
+        choice: &mut ForwardChoice,
+        semantics: Semantics,
+        slow_set: KernelSet,
+    ) -> Vec<KernelSet> {
+        let mut ran = Vec::new();
+        while choice.chosen(semantics).is_none() {
+            choice.run(semantics, |set| {
+                ran.push(set);
+                if set == slow_set {
+                    std::thread::sleep(Duration::from_micros(300));
+                }
+            });
+        }
+        ran
+    }
+
+    #[test]
+    fn the_faster_build_is_chosen_after_the_warm_up_and_the_trials() {
+        for (slow, fast) in [
+            (KernelSet::Avx2, KernelSet::Avx512),
+            (KernelSet::Avx512, KernelSet::Avx2),
+        ] {
+            let mut choice = ForwardChoice::default();
+            let smoothed = Semantics::Smoothed { eta: 0.1 };
+            let ran = choose(&mut choice, smoothed, slow);
+            assert_eq!(ran.len(), (WARM_UP + 2 * TRIALS) as usize);
+            assert!(
+                ran[..WARM_UP as usize]
+                    .iter()
+                    .all(|&s| s == KernelSet::Avx2)
+            );
+            let timed = &ran[WARM_UP as usize..];
+            assert_eq!(
+                timed.iter().filter(|&&s| s == KernelSet::Avx512).count(),
+                TRIALS as usize
+            );
+            assert_eq!(choice.chosen(smoothed), Some(fast));
+            // Chosen for good, and for this semantics only.
+            let mut after = Vec::new();
+            choice.run(smoothed, |set| after.push(set));
+            assert_eq!(after, [fast]);
+            assert_eq!(choice.chosen(Semantics::Crisp), None);
+        }
+    }
+}
