@@ -29,14 +29,18 @@ pub(super) const WARM_UP: u32 = 4;
 /// Timed sweeps of each build before choosing.
 pub(super) const TRIALS: u32 = 16;
 
+/// The builds timed, in turn: the interpreter's AVX2 and AVX-512 builds, and the sweep
+/// compiled to machine code (`jit`).
+pub(super) const BUILDS: [KernelSet; 3] = [KernelSet::Avx2, KernelSet::Avx512, KernelSet::Jit];
+
 /// The choice for one semantics, made or being made.
 #[derive(Clone, Copy, Debug)]
 enum Trial {
-    /// Timing: `runs` sweeps so far (after the warm-up, even ones in AVX2, odd ones in
-    /// AVX-512), and the shortest of each build.
+    /// Timing: `runs` sweeps so far (after the warm-up, each of [`BUILDS`] in turn), and the
+    /// shortest of each build.
     Timing {
         runs: u32,
-        best: [Duration; 2],
+        best: [Duration; BUILDS.len()],
     },
     Chosen(KernelSet),
 }
@@ -49,7 +53,7 @@ impl Default for ForwardChoice {
     fn default() -> Self {
         let timing = Trial::Timing {
             runs: 0,
-            best: [Duration::MAX; 2],
+            best: [Duration::MAX; BUILDS.len()],
         };
         ForwardChoice([timing; 3])
     }
@@ -67,18 +71,16 @@ impl ForwardChoice {
                 *runs += 1;
             }
             Trial::Timing { runs, best } => {
-                let k = (*runs % 2) as usize;
-                let set = [KernelSet::Avx2, KernelSet::Avx512][k];
+                let k = ((*runs - WARM_UP) as usize) % BUILDS.len();
                 let start = Instant::now();
-                sweep(set);
+                sweep(BUILDS[k]);
                 best[k] = best[k].min(start.elapsed());
                 *runs += 1;
-                if *runs == WARM_UP + 2 * TRIALS {
-                    *trial = Trial::Chosen(if best[1] < best[0] {
-                        KernelSet::Avx512
-                    } else {
-                        KernelSet::Avx2
-                    });
+                if *runs == WARM_UP + BUILDS.len() as u32 * TRIALS {
+                    // The first of the fastest: ties keep the simpler build.
+                    let fastest =
+                        (0..BUILDS.len()).fold(0, |f, k| if best[k] < best[f] { k } else { f });
+                    *trial = Trial::Chosen(BUILDS[fastest]);
                 }
             }
         }
@@ -105,18 +107,14 @@ fn slot(semantics: Semantics) -> usize {
 mod tests {
     use super::*;
 
-    /// Runs `choice` under `semantics` until it has chosen, with sweeps that take `slow` in
-    /// the build `slow_set` and no time in the other; returns the builds it ran, in order.
-    fn choose(
-        choice: &mut ForwardChoice,
-        semantics: Semantics,
-        slow_set: KernelSet,
-    ) -> Vec<KernelSet> {
+    /// Runs `choice` under `semantics` until it has chosen, with sweeps that take no time in
+    /// the build `fast` and a while in every other; returns the builds it ran, in order.
+    fn choose(choice: &mut ForwardChoice, semantics: Semantics, fast: KernelSet) -> Vec<KernelSet> {
         let mut ran = Vec::new();
         while choice.chosen(semantics).is_none() {
             choice.run(semantics, |set| {
                 ran.push(set);
-                if set == slow_set {
+                if set != fast {
                     std::thread::sleep(Duration::from_micros(300));
                 }
             });
@@ -126,24 +124,23 @@ mod tests {
 
     #[test]
     fn the_faster_build_is_chosen_after_the_warm_up_and_the_trials() {
-        for (slow, fast) in [
-            (KernelSet::Avx2, KernelSet::Avx512),
-            (KernelSet::Avx512, KernelSet::Avx2),
-        ] {
+        for fast in BUILDS {
             let mut choice = ForwardChoice::default();
             let smoothed = Semantics::Smoothed { eta: 0.1 };
-            let ran = choose(&mut choice, smoothed, slow);
-            assert_eq!(ran.len(), (WARM_UP + 2 * TRIALS) as usize);
+            let ran = choose(&mut choice, smoothed, fast);
+            assert_eq!(ran.len(), WARM_UP as usize + BUILDS.len() * TRIALS as usize);
             assert!(
                 ran[..WARM_UP as usize]
                     .iter()
                     .all(|&s| s == KernelSet::Avx2)
             );
             let timed = &ran[WARM_UP as usize..];
-            assert_eq!(
-                timed.iter().filter(|&&s| s == KernelSet::Avx512).count(),
-                TRIALS as usize
-            );
+            for build in BUILDS {
+                assert_eq!(
+                    timed.iter().filter(|&&s| s == build).count(),
+                    TRIALS as usize
+                );
+            }
             assert_eq!(choice.chosen(smoothed), Some(fast));
             // Chosen for good, and for this semantics only.
             let mut after = Vec::new();

@@ -35,6 +35,8 @@ pub(super) struct Layout {
     /// (or constant) for good. The others are shared by values whose lives do not overlap,
     /// unless a held layout gave them to one value.
     pub pinned: usize,
+    /// The forward sweeps in machine code, compiled at first use.
+    pub jit: super::jit::Compiled,
 }
 
 /// A compiled tape's slots before placing: every slot numbered in topological order.
@@ -228,6 +230,7 @@ pub(super) fn place(l: Logical, plans: [&mut Plan; 2]) -> Placed {
         chains,
         values: compact_values,
         pinned: pinned_count as usize,
+        jit: Default::default(),
     };
 
     // Adjoints: those of the latents and parameters (read after the sweep) and of the output
@@ -438,5 +441,6 @@ pub(super) fn hold(compact: &Layout, held: &[bool]) -> Layout {
         chains,
         values: next as usize,
         pinned: compact.pinned,
+        jit: Default::default(),
     }
 }

@@ -15,6 +15,7 @@ use crate::cpu;
 
 use super::input::Latents;
 use super::instr::{CHUNK, FOLD_A, FOLD_B, Lanes, NONE, Op, Step, Target, crisp_only_op};
+use super::jit;
 use super::kernels::{self, Wants};
 use super::layout::Layout;
 use super::tape::Tape;
@@ -90,15 +91,103 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
 pub(super) fn forward_chunk(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &Input) {
     let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
     match ws.kernels {
+        Some(KernelSet::Jit) => forward_jit(layout, ws, semantics, x),
         Some(set) => forward_in(set, steps, chains, ws, semantics, x),
         None if cpu::avx512() => {
             let mut choice = ws.forward_choice;
-            choice.run(semantics, |set| {
-                forward_in(set, steps, chains, ws, semantics, x)
+            choice.run(semantics, |set| match set {
+                KernelSet::Jit => forward_jit(layout, ws, semantics, x),
+                _ => forward_in(set, steps, chains, ws, semantics, x),
             });
             ws.forward_choice = choice;
         }
         None => forward_in(KernelSet::best(), steps, chains, ws, semantics, x),
+    }
+}
+
+/// The forward sweep in the layout's machine code where it can run (AVX-512, a full chunk of
+/// reparameterised noise, smoothed or crisp semantics, no per-lane forcing), in the
+/// interpreter's AVX-512 build otherwise.
+fn forward_jit(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &Input) {
+    let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
+    let crisp = match semantics {
+        Semantics::Smoothed { .. } => false,
+        Semantics::Crisp => true,
+        Semantics::Forced { .. } => {
+            return forward_in(KernelSet::Avx512, steps, chains, ws, semantics, x);
+        }
+    };
+    let Latents::Affine { noise, loc, scale } = x.latents else {
+        return forward_in(KernelSet::Avx512, steps, chains, ws, semantics, x);
+    };
+    let code = match layout.jit.get(steps, chains, crisp) {
+        Some(code)
+            if x.force.is_none()
+                && x.w == CHUNK
+                && ws.values.len() >= code.slots
+                && x.params.len() >= code.params
+                && loc.len() >= code.latents
+                && scale.len() >= code.latents
+                && (code.latents == 0
+                    || (code.latents - 1) * x.batch + x.start + CHUNK <= noise.len()) =>
+        {
+            code
+        }
+        _ => return forward_in(KernelSet::Avx512, steps, chains, ws, semantics, x),
+    };
+    let (values, weights) = (&mut ws.values[..], &mut ws.weights[..]);
+    let mut env = CallBackEnv {
+        steps,
+        chains,
+        semantics,
+        x,
+        values: values.as_mut_ptr(),
+        n_values: values.len(),
+        weights: weights.as_mut_ptr(),
+        n_weights: weights.len(),
+    };
+    let mut frame = jit::Frame {
+        values: env.values,
+        params: x.params.as_ptr(),
+        noise: noise[x.start..].as_ptr(),
+        stride: x.batch * std::mem::size_of::<f64>(),
+        loc: loc.as_ptr(),
+        scale: scale.as_ptr(),
+        sign: -0.0,
+        call_back,
+        env: (&raw mut env).cast(),
+    };
+    // SAFETY: checked just above: the code's places, parameters and latents are all in the
+    // buffers the frame points to, and `call_back` runs the interpreter on the same ones.
+    unsafe { code.run(&mut frame) };
+}
+
+/// What the compiled code's calls back into the interpreter need.
+struct CallBackEnv<'a> {
+    steps: &'a [Step],
+    chains: &'a [(u32, bool)],
+    semantics: Semantics,
+    x: &'a Input<'a>,
+    values: *mut Lanes,
+    n_values: usize,
+    weights: *mut Lanes,
+    n_weights: usize,
+}
+
+/// Runs lane steps `from..to` in the interpreter's AVX-512 build, for the compiled code.
+///
+/// # Safety
+/// `frame.env` must point to the [`CallBackEnv`] of the running sweep, whose pointers no
+/// reference aliases while the compiled code runs.
+unsafe extern "sysv64" fn call_back(frame: *mut jit::Frame, from: u32, to: u32) {
+    // SAFETY: the caller's contract; the slices are the workspace's buffers, which only this
+    // call touches until it returns.
+    unsafe {
+        let env = &*((*frame).env as *const CallBackEnv);
+        let values = std::slice::from_raw_parts_mut(env.values, env.n_values);
+        let weights = std::slice::from_raw_parts_mut(env.weights, env.n_weights);
+        let steps = &env.steps[from as usize..to as usize];
+        forward_avx512(steps, env.chains, values, weights, env.semantics, env.x);
     }
 }
 
@@ -138,7 +227,7 @@ fn forward_in(
     match set {
         KernelSet::Avx512 if cpu::avx512() => {
             // SAFETY: the CPU has AVX-512 (checked just above).
-            unsafe { forward_avx512(steps, chains, ws, semantics, x) };
+            unsafe { forward_avx512(steps, chains, &mut ws.values, &mut ws.weights, semantics, x) };
             return;
         }
         KernelSet::Avx2 | KernelSet::Avx512 if cpu::avx2_fma() => {
@@ -149,7 +238,7 @@ fn forward_in(
         _ => {}
     }
     let _ = set;
-    forward_body(steps, chains, ws, semantics, x);
+    forward_body(steps, chains, &mut ws.values, &mut ws.weights, semantics, x);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -161,7 +250,7 @@ fn forward_avx2(
     semantics: Semantics,
     x: &Input,
 ) {
-    forward_body(steps, chains, ws, semantics, x);
+    forward_body(steps, chains, &mut ws.values, &mut ws.weights, semantics, x);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -169,11 +258,12 @@ fn forward_avx2(
 fn forward_avx512(
     steps: &[Step],
     chains: &[(u32, bool)],
-    ws: &mut Workspace,
+    vals: &mut [Lanes],
+    weights: &mut [Lanes],
     semantics: Semantics,
     x: &Input,
 ) {
-    forward_body(steps, chains, ws, semantics, x);
+    forward_body(steps, chains, vals, weights, semantics, x);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -186,12 +276,11 @@ fn reverse_avx2(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
 fn forward_body(
     steps: &[Step],
     chains: &[(u32, bool)],
-    ws: &mut Workspace,
+    vals: &mut [Lanes],
+    weights: &mut [Lanes],
     semantics: Semantics,
     x: &Input,
 ) {
-    let vals = &mut ws.values[..];
-    let weights = &mut ws.weights[..];
     for step in steps {
         let out = step.out as usize;
         let v = |s: u32| &vals[s as usize];

@@ -13,6 +13,7 @@ use super::crisp::CrispPlan;
 use super::forced_plan::ForcedPlan;
 use super::input::Latents;
 use super::instr::{CHUNK, Plan, Step};
+use super::jit::Coverage as JitCoverage;
 use super::layout::Layout;
 use super::workspace::Workspace;
 use crate::aligned::ArrayBuf;
@@ -129,6 +130,21 @@ impl Tape {
     /// Lane instructions of a forward sweep (for tests and benchmark reports).
     pub fn forward_len(&self) -> usize {
         self.compact.steps.len()
+    }
+
+    /// How many lane steps of the gradient sweep's forward half the machine code
+    /// (`KernelSet::Jit`) runs itself under `semantics`, and how many it hands back to the
+    /// interpreter (compiled at the first call); `None` where nothing is compiled (a CPU
+    /// without AVX-512, a forced semantics, a tape too long).
+    pub fn jit_coverage(&self, semantics: Semantics) -> Option<JitCoverage> {
+        let crisp = match semantics {
+            Semantics::Smoothed { .. } => false,
+            Semantics::Crisp => true,
+            Semantics::Forced { .. } => return None,
+        };
+        let layout = &self.compact;
+        let code = layout.jit.get(&layout.steps, &layout.chains, crisp)?;
+        Some(code.coverage)
     }
 
     /// Lane instructions of a forward-only crisp sweep (for tests and benchmark reports): at

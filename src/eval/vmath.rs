@@ -23,6 +23,9 @@ pub enum KernelSet {
     /// has such a build (and only some tapes run faster in it: see `kernel_choice.rs`); the
     /// other routines run their AVX2 build in this set.
     Avx512,
+    /// [`KernelSet::Avx512`] with the forward sweep compiled to machine code per tape
+    /// (`eval/jit`), where it can run; the interpreter's AVX-512 build elsewhere.
+    Jit,
 }
 
 impl KernelSet {
@@ -45,6 +48,7 @@ impl KernelSet {
         }
         if crate::cpu::avx512() {
             sets.push(KernelSet::Avx512);
+            sets.push(KernelSet::Jit);
         }
         sets
     }

@@ -1,0 +1,385 @@
+//! The machine code of one forward sweep: each lane step of a layout becomes a few AVX-512
+//! instructions on the chunk's two halves (eight lanes each), with the values it just computed
+//! kept in registers for the steps that read them next; steps with no inline form
+//! (elementary functions, smoothed if-statements, fused density terms) become one call back
+//! into the interpreter per run of such steps.
+//!
+//! Every inline form is the interpreter's own operation on the same operands in the same
+//! order (IEEE addition, subtraction, multiplication, division and square root are correctly
+//! rounded, a select is a bitwise blend), so the code gives the interpreter's bits.
+//!
+//! Register use: `rbx` the frame, `r12` the values, `r13` the parameters, `r14` the noise of
+//! the chunk's first lane, `r15` the distance between two latents' noise, `rbp` the latents'
+//! locations; `zmm0..zmm27` hold cached values (pair `p` is `zmm2p`, `zmm2p+1`), `zmm28` and
+//! `zmm29` are scratch, `zmm30` holds `-0.0` in every lane and `zmm31` zero.
+
+use iced_x86::IcedError;
+use iced_x86::code_asm::*;
+
+use crate::ir::{Binary, Unary};
+
+use super::super::instr::{CHUNK, NONE, Op, Step};
+use super::frame;
+
+/// Register pairs that cache values.
+const PAIRS: usize = 14;
+
+/// Bytes of one slot (all its lanes) and of one half.
+const SLOT_BYTES: i32 = (CHUNK * 8) as i32;
+const HALF_BYTES: i32 = SLOT_BYTES / 2;
+
+const ZMM: [AsmRegisterZmm; 32] = [
+    zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14,
+    zmm15, zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27,
+    zmm28, zmm29, zmm30, zmm31,
+];
+const SIGN: AsmRegisterZmm = zmm30;
+const ZERO: AsmRegisterZmm = zmm31;
+
+/// `g < 0` and `0 > g` as `vcmppd` predicates (ordered, quiet: false on NaN, like Rust's
+/// `<`).
+const LT_OQ: i32 = 0x11;
+const GT_OQ: i32 = 0x1e;
+
+/// How many steps the code runs itself and how many it hands back (for tests and reports).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Coverage {
+    pub inline: usize,
+    pub called: usize,
+}
+
+/// Where a value is: in register pair `p`, or only in its slot.
+#[derive(Clone, Copy)]
+enum Operand {
+    Pair(usize),
+    Slot(u32),
+}
+
+/// Which slot each register pair holds, and the next pair to reuse.
+struct Cache {
+    holds: [u32; PAIRS],
+    next: usize,
+}
+
+impl Cache {
+    fn new() -> Self {
+        Cache {
+            holds: [NONE; PAIRS],
+            next: 0,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.holds = [NONE; PAIRS];
+    }
+
+    fn find(&self, slot: u32) -> Operand {
+        match self.holds.iter().position(|&s| s == slot) {
+            Some(p) => Operand::Pair(p),
+            None => Operand::Slot(slot),
+        }
+    }
+
+    /// A pair for a new value, none of `keep` (the pairs of the step's operands).
+    fn take(&mut self, keep: &[Operand]) -> usize {
+        loop {
+            let p = self.next;
+            self.next = (self.next + 1) % PAIRS;
+            if !keep
+                .iter()
+                .any(|o| matches!(o, Operand::Pair(q) if *q == p))
+            {
+                return p;
+            }
+        }
+    }
+
+    /// Records that pair `p` now holds `slot` (the only pair that does).
+    fn set(&mut self, p: usize, slot: u32) {
+        for s in &mut self.holds {
+            if *s == slot {
+                *s = NONE;
+            }
+        }
+        self.holds[p] = slot;
+    }
+}
+
+/// Whether `op` has an inline form under `semantics` (smoothed or crisp; forced sweeps and
+/// per-lane forcing are never compiled).
+fn inline(op: &Op, crisp: bool) -> bool {
+    match *op {
+        Op::Param { .. } | Op::Latent { .. } | Op::SumChain { .. } => true,
+        Op::Binary { op, .. } => op != Binary::Pow,
+        Op::Unary { op, .. } => matches!(op, Unary::Neg | Unary::Sqrt),
+        Op::If { .. } => crisp,
+        Op::Select { .. } | Op::SelectLess { .. } | Op::SelectSum { .. } => true,
+        _ => false,
+    }
+}
+
+/// Writes the code of `steps` (the layout's lane steps, whose slots are all below `slots`)
+/// for the semantics `crisp` or smoothed, reading latents as noise reparameterised on load.
+pub(super) fn forward(
+    steps: &[Step],
+    chains: &[(u32, bool)],
+    crisp: bool,
+) -> Result<(Vec<u8>, Coverage), IcedError> {
+    let mut e = Emitter {
+        a: CodeAssembler::new(64)?,
+        cache: Cache::new(),
+        chains,
+        coverage: Coverage::default(),
+    };
+    e.prologue()?;
+    let mut k = 0;
+    while k < steps.len() {
+        if inline(&steps[k].op, crisp) {
+            e.step(&steps[k])?;
+            e.coverage.inline += 1;
+            k += 1;
+        } else {
+            let from = k;
+            while k < steps.len() && !inline(&steps[k].op, crisp) {
+                k += 1;
+            }
+            e.call_back(from, k)?;
+            e.coverage.called += k - from;
+        }
+    }
+    e.epilogue()?;
+    let code = e.a.assemble(0)?;
+    Ok((code, e.coverage))
+}
+
+struct Emitter<'a> {
+    a: CodeAssembler,
+    cache: Cache,
+    chains: &'a [(u32, bool)],
+    coverage: Coverage,
+}
+
+fn slot_at(slot: u32, half: usize) -> AsmMemoryOperand {
+    zmmword_ptr(r12 + (slot as i32 * SLOT_BYTES + half as i32 * HALF_BYTES))
+}
+
+impl Emitter<'_> {
+    fn prologue(&mut self) -> Result<(), IcedError> {
+        let a = &mut self.a;
+        for r in [rbx, rbp, r12, r13, r14, r15] {
+            a.push(r)?;
+        }
+        // Six pushes and the return address: 56 bytes; calls need 16-byte alignment.
+        a.sub(rsp, 8)?;
+        a.mov(rbx, rdi)?;
+        a.mov(r12, qword_ptr(rbx + frame::VALUES))?;
+        a.mov(r13, qword_ptr(rbx + frame::PARAMS))?;
+        a.mov(r14, qword_ptr(rbx + frame::NOISE))?;
+        a.mov(r15, qword_ptr(rbx + frame::STRIDE))?;
+        a.mov(rbp, qword_ptr(rbx + frame::LOC))?;
+        self.constants()
+    }
+
+    /// `zmm30` and `zmm31` (again after a call, which may change every vector register).
+    fn constants(&mut self) -> Result<(), IcedError> {
+        self.a.vbroadcastsd(SIGN, qword_ptr(rbx + frame::SIGN))?;
+        self.a.vxorpd(ZERO, ZERO, ZERO)
+    }
+
+    fn epilogue(&mut self) -> Result<(), IcedError> {
+        let a = &mut self.a;
+        a.vzeroupper()?;
+        a.add(rsp, 8)?;
+        for r in [r15, r14, r13, r12, rbp, rbx] {
+            a.pop(r)?;
+        }
+        a.ret()
+    }
+
+    /// Runs steps `from..to` in the interpreter.
+    fn call_back(&mut self, from: usize, to: usize) -> Result<(), IcedError> {
+        let a = &mut self.a;
+        a.mov(rdi, rbx)?;
+        a.mov(esi, from as u32)?;
+        a.mov(edx, to as u32)?;
+        a.call(qword_ptr(rbx + frame::CALL_BACK))?;
+        self.cache.clear();
+        self.constants()
+    }
+
+    /// Half `h` of an operand as a register: its cached register, or `scratch` loaded.
+    fn reg(
+        &mut self,
+        o: Operand,
+        h: usize,
+        scratch: AsmRegisterZmm,
+    ) -> Result<AsmRegisterZmm, IcedError> {
+        Ok(match o {
+            Operand::Pair(p) => ZMM[2 * p + h],
+            Operand::Slot(s) => {
+                self.a.vmovupd(scratch, slot_at(s, h))?;
+                scratch
+            }
+        })
+    }
+
+    fn step(&mut self, step: &Step) -> Result<(), IcedError> {
+        let out = step.out;
+        let d = match step.op {
+            Op::Param { k } => {
+                let d = self.cache.take(&[]);
+                for h in 0..2 {
+                    self.a
+                        .vbroadcastsd(ZMM[2 * d + h], qword_ptr(r13 + 8 * k as i32))?;
+                }
+                d
+            }
+            Op::Latent { i } => {
+                // `loc + scale * s`, multiplied then added (never fused), as `Latents::load`.
+                let d = self.cache.take(&[]);
+                let a = &mut self.a;
+                a.imul_3(rax, r15, i as i32)?;
+                a.mov(rcx, qword_ptr(rbx + frame::SCALE))?;
+                a.vbroadcastsd(zmm28, qword_ptr(rcx + 8 * i as i32))?;
+                a.vbroadcastsd(zmm29, qword_ptr(rbp + 8 * i as i32))?;
+                for h in 0..2 {
+                    let r = ZMM[2 * d + h];
+                    a.vmulpd(r, zmm28, zmmword_ptr(r14 + rax + (h as i32 * HALF_BYTES)))?;
+                    a.vaddpd(r, zmm29, r)?;
+                }
+                d
+            }
+            Op::Unary { op, a } => {
+                let x = self.cache.find(a);
+                let d = self.cache.take(&[x]);
+                for h in 0..2 {
+                    let r = ZMM[2 * d + h];
+                    match (op, x) {
+                        (Unary::Neg, Operand::Pair(p)) => self.a.vxorpd(r, ZMM[2 * p + h], SIGN)?,
+                        (Unary::Neg, Operand::Slot(s)) => self.a.vxorpd(r, SIGN, slot_at(s, h))?,
+                        (Unary::Sqrt, Operand::Pair(p)) => self.a.vsqrtpd(r, ZMM[2 * p + h])?,
+                        (Unary::Sqrt, Operand::Slot(s)) => self.a.vsqrtpd(r, slot_at(s, h))?,
+                        _ => unreachable!("no inline form"),
+                    }
+                }
+                d
+            }
+            Op::Binary { op, a, b } => {
+                let (x, y) = (self.cache.find(a), self.cache.find(b));
+                let d = self.cache.take(&[x, y]);
+                for h in 0..2 {
+                    let r = ZMM[2 * d + h];
+                    let xa = self.reg(x, h, r)?;
+                    self.binary(op, r, xa, y, h)?;
+                }
+                d
+            }
+            Op::SumChain { base, from, to } => {
+                let x = self.cache.find(base);
+                let terms: Vec<Operand> = self.chains[from as usize..to as usize]
+                    .iter()
+                    .map(|&(t, _)| self.cache.find(t))
+                    .collect();
+                let mut keep = terms.clone();
+                keep.push(x);
+                let d = self.cache.take(&keep);
+                for h in 0..2 {
+                    let r = ZMM[2 * d + h];
+                    let mut acc = self.reg(x, h, r)?;
+                    for (&(_, right), &t) in
+                        self.chains[from as usize..to as usize].iter().zip(&terms)
+                    {
+                        if right {
+                            // `t + acc`: the term is the first operand.
+                            let ta = self.reg(t, h, zmm28)?;
+                            self.a.vaddpd(r, ta, acc)?;
+                        } else {
+                            self.binary(Binary::Add, r, acc, t, h)?;
+                        }
+                        acc = r;
+                    }
+                    if acc != r {
+                        self.a.vmovapd(r, acc)?;
+                    }
+                }
+                d
+            }
+            Op::If { g, t, e, .. } | Op::Select { g, t, e } => {
+                let (x, y, z) = (self.cache.find(g), self.cache.find(t), self.cache.find(e));
+                let d = self.cache.take(&[x, y, z]);
+                for h in 0..2 {
+                    self.negative(x, h)?;
+                    self.blend(d, h, y, z)?;
+                }
+                d
+            }
+            Op::SelectLess { a, b, t, e } | Op::SelectSum { a, b, t, e } => {
+                let op = if matches!(step.op, Op::SelectLess { .. }) {
+                    Binary::Sub
+                } else {
+                    Binary::Add
+                };
+                let (p, q) = (self.cache.find(a), self.cache.find(b));
+                let (y, z) = (self.cache.find(t), self.cache.find(e));
+                let d = self.cache.take(&[p, q, y, z]);
+                for h in 0..2 {
+                    let pa = self.reg(p, h, zmm28)?;
+                    self.binary(op, zmm28, pa, q, h)?;
+                    self.a.vcmppd(k1, zmm28, ZERO, LT_OQ)?;
+                    self.blend(d, h, y, z)?;
+                }
+                d
+            }
+            _ => unreachable!("no inline form"),
+        };
+        self.cache.set(d, out);
+        for h in 0..2 {
+            self.a.vmovupd(slot_at(out, h), ZMM[2 * d + h])?;
+        }
+        Ok(())
+    }
+
+    /// `r = x op y` on half `h`.
+    fn binary(
+        &mut self,
+        op: Binary,
+        r: AsmRegisterZmm,
+        x: AsmRegisterZmm,
+        y: Operand,
+        h: usize,
+    ) -> Result<(), IcedError> {
+        macro_rules! emit {
+            ($f:ident) => {
+                match y {
+                    Operand::Pair(p) => self.a.$f(r, x, ZMM[2 * p + h]),
+                    Operand::Slot(s) => self.a.$f(r, x, slot_at(s, h)),
+                }
+            };
+        }
+        match op {
+            Binary::Add => emit!(vaddpd),
+            Binary::Sub => emit!(vsubpd),
+            Binary::Mul => emit!(vmulpd),
+            Binary::Div => emit!(vdivpd),
+            Binary::Pow => unreachable!("no inline form"),
+        }
+    }
+
+    /// `k1` = half `h` of the guard `g < 0`.
+    fn negative(&mut self, g: Operand, h: usize) -> Result<(), IcedError> {
+        match g {
+            Operand::Pair(p) => self.a.vcmppd(k1, ZMM[2 * p + h], ZERO, LT_OQ),
+            Operand::Slot(s) => self.a.vcmppd(k1, ZERO, slot_at(s, h), GT_OQ),
+        }
+    }
+
+    /// Half `h` of pair `d` = `t` where `k1`, else `e`.
+    fn blend(&mut self, d: usize, h: usize, t: Operand, e: Operand) -> Result<(), IcedError> {
+        let r = ZMM[2 * d + h];
+        let ea = self.reg(e, h, r)?;
+        match t {
+            Operand::Pair(p) => self.a.vblendmpd(r.k1(), ea, ZMM[2 * p + h]),
+            Operand::Slot(s) => self.a.vblendmpd(r.k1(), ea, slot_at(s, h)),
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The forward sweep of a layout compiled to machine code (x86-64 with AVX-512), once per
+//! layout and semantics, as a third build beside the interpreter's AVX2 and AVX-512 ones.
+//!
+//! Why: the interpreter pays for each lane step a dispatch, bounds checks and a trip of every
+//! operand and result through memory; on tapes of many cheap steps (selects, sums, products)
+//! that is most of the time. The compiled code runs the cheap steps inline with the values
+//! just computed still in registers, and calls the interpreter back for the rest (see
+//! `emit.rs`). It gives the interpreter's bits; `kernel_choice` times it against the other
+//! builds like any build and keeps the fastest.
+//!
+//! Safety: the code reads and writes only what [`ForwardCode::run`] checks before calling it:
+//! value places below [`ForwardCode::slots`], parameters below `params`, and the noise,
+//! locations and scales of latents below `latents`.
+
+mod emit;
+
+use std::ffi::c_void;
+use std::sync::OnceLock;
+
+use super::instr::{Lanes, Op, Step};
+
+pub use emit::Coverage;
+
+/// Layouts with more lane steps than this are not compiled (code of about 40 bytes a step:
+/// the interpreter's loop then costs less than streaming the code through the caches).
+const MAX_STEPS: usize = 200_000;
+
+/// What the compiled code reads, in the order of the offsets below.
+#[repr(C)]
+pub(super) struct Frame {
+    pub values: *mut Lanes,
+    pub params: *const f64,
+    /// The noise of latent 0 in the chunk's first lane.
+    pub noise: *const f64,
+    /// Bytes from one latent's noise to the next one's.
+    pub stride: usize,
+    pub loc: *const f64,
+    pub scale: *const f64,
+    pub sign: f64,
+    /// Runs lane steps `from..to` in the interpreter.
+    pub call_back: unsafe extern "sysv64" fn(*mut Frame, u32, u32),
+    /// What `call_back` needs besides the frame.
+    pub env: *mut c_void,
+}
+
+/// Byte offsets of [`Frame`]'s fields, for the emitter.
+mod frame {
+    use super::Frame;
+    use std::mem::offset_of;
+
+    pub const VALUES: i32 = offset_of!(Frame, values) as i32;
+    pub const PARAMS: i32 = offset_of!(Frame, params) as i32;
+    pub const NOISE: i32 = offset_of!(Frame, noise) as i32;
+    pub const STRIDE: i32 = offset_of!(Frame, stride) as i32;
+    pub const LOC: i32 = offset_of!(Frame, loc) as i32;
+    pub const SCALE: i32 = offset_of!(Frame, scale) as i32;
+    pub const SIGN: i32 = offset_of!(Frame, sign) as i32;
+    pub const CALL_BACK: i32 = offset_of!(Frame, call_back) as i32;
+}
+
+/// One layout's forward sweep in machine code.
+pub(super) struct ForwardCode {
+    code: memmap2::Mmap,
+    /// Value places the code touches (all below this).
+    pub slots: usize,
+    /// Parameters it reads (all below this).
+    pub params: usize,
+    /// Latents it reads (all below this).
+    pub latents: usize,
+    pub coverage: Coverage,
+}
+
+impl std::fmt::Debug for ForwardCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ForwardCode")
+            .field("bytes", &self.code.len())
+            .field("coverage", &self.coverage)
+            .finish()
+    }
+}
+
+impl ForwardCode {
+    /// The code of `steps` (crisp or smoothed), or `None` where the CPU lacks AVX-512, the
+    /// layout is too long, or the system gives no executable memory.
+    fn compile(steps: &[Step], chains: &[(u32, bool)], crisp: bool) -> Option<ForwardCode> {
+        if !crate::cpu::avx512() || steps.len() > MAX_STEPS {
+            return None;
+        }
+        let (mut slots, mut params, mut latents) = (0, 0, 0);
+        for step in steps {
+            slots = slots.max(step.out as usize + 1);
+            let (ops, n) = super::instr::operands(&step.op);
+            let mut read = ops[..n].to_vec();
+            match step.op {
+                Op::Param { k } => params = params.max(k as usize + 1),
+                Op::Latent { i } | Op::SelectLatent { i, .. } | Op::SelectLessLatent { i, .. } => {
+                    latents = latents.max(i as usize + 1)
+                }
+                Op::SumChain { from, to, .. } | Op::SelectChain { from, to, .. } => {
+                    read.extend(chains[from as usize..to as usize].iter().map(|&(t, _)| t));
+                }
+                _ => {}
+            }
+            for s in read {
+                slots = slots.max(s as usize + 1);
+            }
+        }
+        // Displacements are 32-bit.
+        if slots * std::mem::size_of::<Lanes>() > i32::MAX as usize / 2 {
+            return None;
+        }
+        let (bytes, coverage) = emit::forward(steps, chains, crisp).ok()?;
+        let mut map = memmap2::MmapMut::map_anon(bytes.len()).ok()?;
+        map.copy_from_slice(&bytes);
+        let code = map.make_exec().ok()?;
+        Some(ForwardCode {
+            code,
+            slots,
+            params,
+            latents,
+            coverage,
+        })
+    }
+
+    /// Runs the code on `frame`.
+    ///
+    /// # Safety
+    /// `frame` must point to `slots` value places, `params` parameters, and for `latents`
+    /// latents their location and scale and a full chunk of noise each; `call_back` must run
+    /// the interpreter on the same places.
+    pub unsafe fn run(&self, frame: &mut Frame) {
+        // SAFETY: the code was written for this signature by `emit::forward`, and it reads
+        // what the caller guarantees.
+        unsafe {
+            let f: unsafe extern "sysv64" fn(*mut Frame) = std::mem::transmute(self.code.as_ptr());
+            f(frame);
+        }
+    }
+}
+
+/// A layout's compiled forward sweeps, made at first use: smoothed and crisp.
+#[derive(Default, Debug)]
+pub(super) struct Compiled([OnceLock<Option<ForwardCode>>; 2]);
+
+impl Clone for Compiled {
+    /// A clone compiles again when used (code is not shared between layouts).
+    fn clone(&self) -> Self {
+        Compiled::default()
+    }
+}
+
+impl Compiled {
+    /// The code for `steps` under crisp (or smoothed) semantics, compiled at the first call.
+    pub fn get(&self, steps: &[Step], chains: &[(u32, bool)], crisp: bool) -> Option<&ForwardCode> {
+        self.0[usize::from(crisp)]
+            .get_or_init(|| ForwardCode::compile(steps, chains, crisp))
+            .as_ref()
+    }
+}

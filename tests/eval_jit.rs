@@ -1,0 +1,186 @@
+//! The forward sweep compiled to machine code (`KernelSet::Jit`) gives the interpreter's
+//! bits: on random programs of every primitive (the cheap ones the code runs itself, the
+//! others it hands back), with long runs of cheap steps that overflow its register cache, and
+//! on every built-in model; smoothed and crisp, values and gradients, latents given as
+//! reparameterised noise (what the engine passes, and what the code reads), with a short
+//! last chunk (which the interpreter runs).
+//!
+//! On a CPU without AVX-512 the set is not available and the test checks only that nothing
+//! is compiled.
+
+use dsgd::eval::vmath::KernelSet;
+use dsgd::eval::{BatchGradient, CHUNK, Latents, Tape};
+use dsgd::ir::{Builder, Program, Semantics, Var};
+
+const BATCH: usize = 3 * CHUNK + 5;
+
+/// A deterministic stream of numbers in [0, 1).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() * n as f64) as usize % n
+    }
+}
+
+/// Bits, with every NaN as one (builds may differ in a NaN's sign, never in a number).
+fn bits(xs: &[f64]) -> Vec<u64> {
+    xs.iter()
+        .map(|x| {
+            if x.is_nan() {
+                f64::NAN.to_bits()
+            } else {
+                x.to_bits()
+            }
+        })
+        .collect()
+}
+
+/// A random program of `len` nodes over 4 latents and 2 parameters; most nodes are cheap
+/// (sums, differences, products, quotients, negations, square roots, selects), some are
+/// not (elementary functions, powers), and each reads recent nodes mostly, so that values
+/// are read again while the code may still hold them in registers.
+fn program(rng: &mut Lcg, len: usize) -> Program {
+    let b = Builder::new();
+    let mut pool: Vec<Var<'_>> = (0..4).map(|i| b.latent(&format!("z{i}"))).collect();
+    pool.extend((0..2).map(|k| b.param(&format!("p{k}"))));
+    let mut out = Vec::new();
+    for _ in 0..len {
+        let n = pool.len();
+        let pick = |rng: &mut Lcg| {
+            if rng.next() < 0.7 {
+                pool[n - 1 - rng.below(n.min(8))]
+            } else {
+                pool[rng.below(n)]
+            }
+        };
+        let (x, y, w) = (pick(rng), pick(rng), pick(rng));
+        let k = b.constant(rng.next() * 4.0 - 2.0);
+        let node = match rng.below(14) {
+            0 => x + y,
+            1 => x - y,
+            2 => x * y,
+            3 => x / (y * y + 0.5),
+            4 => -x,
+            5 => (x * x + 0.1).sqrt(),
+            6 => x + k,
+            7 => k * x,
+            8 => b.if_neg(x - k, y, w),
+            9 => b.if_neg(x + y, w, k),
+            10 => b.if_neg(x, k, y),
+            11 => (x * 0.1).tanh().exp(),
+            12 => (x * x + 1.0).ln(),
+            _ => b.sum(&[x, y, w, k]),
+        };
+        pool.push(node);
+        if rng.next() < 0.3 {
+            out.push(node);
+        }
+    }
+    out.push(*pool.last().unwrap());
+    let total = b.sum(&out);
+    b.finish(&[total])
+        .expect("a generated program is well formed")
+}
+
+/// Values and gradients of a batch, and a forward-only sweep, in the build `set`.
+fn run(tape: &Tape, set: KernelSet, sem: Semantics, params: &[f64], noise: &[f64]) -> Vec<u64> {
+    let n = tape.latent_count();
+    let loc: Vec<f64> = (0..n).map(|i| 0.3 * i as f64 - 0.4).collect();
+    let scale: Vec<f64> = (0..n).map(|i| 0.5 + 0.25 * (i % 5) as f64).collect();
+    let latents = Latents::Affine {
+        noise,
+        loc: &loc,
+        scale: &scale,
+    };
+    let mut ws = tape.workspace();
+    ws.set_kernels(set);
+    let mut g = BatchGradient::new(tape, BATCH);
+    tape.gradient_latents(&mut ws, sem, params, latents, &mut g);
+    let mut out = bits(&g.value);
+    for lane in 0..BATCH {
+        let lat: Vec<f64> = (0..n).map(|i| g.latent(i, lane)).collect();
+        let par: Vec<f64> = (0..params.len()).map(|k| g.param(k, lane)).collect();
+        out.extend(bits(&lat));
+        out.extend(bits(&par));
+    }
+    let mut fwd = vec![0.0; BATCH];
+    tape.forward_latents(&mut ws, sem, params, latents, &mut fwd);
+    out.extend(bits(&fwd));
+    out
+}
+
+fn noise(rng: &mut Lcg, latents: usize) -> Vec<f64> {
+    (0..latents * BATCH)
+        .map(|_| 6.0 * rng.next() - 3.0)
+        .collect()
+}
+
+const SEMANTICS: [Semantics; 2] = [Semantics::Smoothed { eta: 0.1 }, Semantics::Crisp];
+
+#[test]
+fn compiled_sweeps_give_the_interpreters_bits_on_random_programs() {
+    if !KernelSet::available().contains(&KernelSet::Jit) {
+        let p = program(&mut Lcg(1), 10);
+        assert!(Tape::compile(&p, 0).jit_coverage(SEMANTICS[0]).is_none());
+        return;
+    }
+    let mut rng = Lcg(0x5eed);
+    let (mut inline, mut called) = (0, 0);
+    for case in 0..60 {
+        let len = [5, 40, 300][case % 3];
+        let p = program(&mut rng, len);
+        let tape = Tape::compile(&p, 0);
+        let params = [rng.next() - 0.5, rng.next() + 0.5];
+        let zs = noise(&mut rng, tape.latent_count());
+        for sem in SEMANTICS {
+            let want = run(&tape, KernelSet::Portable, sem, &params, &zs);
+            let got = run(&tape, KernelSet::Jit, sem, &params, &zs);
+            assert!(
+                got == want,
+                "case {case} ({len} nodes), {sem:?}: compiled differs"
+            );
+            let c = tape.jit_coverage(sem).expect("compiled");
+            inline += c.inline;
+            called += c.called;
+        }
+    }
+    // Both kinds of step were exercised, mostly inline.
+    assert!(
+        inline > 3 * called && called > 100,
+        "{inline} inline, {called} called"
+    );
+}
+
+#[test]
+fn compiled_sweeps_give_the_interpreters_bits_on_the_built_in_models() {
+    if !KernelSet::available().contains(&KernelSet::Jit) {
+        return;
+    }
+    let mut rng = Lcg(7);
+    for name in dsgd::models::builtin_names() {
+        let model = dsgd::models::builtin(name).unwrap().unwrap();
+        let tape = Tape::compile(&model.program, 0);
+        let params = vec![0.4; model.program.param_count()];
+        let zs = noise(&mut rng, tape.latent_count());
+        for sem in SEMANTICS {
+            let want = run(&tape, KernelSet::Portable, sem, &params, &zs);
+            assert!(
+                want.iter().any(|&b| b != f64::NAN.to_bits()),
+                "{name}: all NaN"
+            );
+            let got = run(&tape, KernelSet::Jit, sem, &params, &zs);
+            assert!(got == want, "{name} {sem:?}: compiled differs");
+            let c = tape.jit_coverage(sem).expect("compiled");
+            assert!(c.inline > 0, "{name} {sem:?}: {c:?}");
+        }
+    }
+}
