@@ -105,6 +105,18 @@ impl Cache {
     }
 }
 
+/// Runs of consecutive steps without an inline form: the calls back the code would make.
+pub(super) fn call_backs(steps: &[Step], crisp: bool) -> usize {
+    let mut runs = 0;
+    let mut in_run = false;
+    for step in steps {
+        let called = !inline(&step.op, crisp);
+        runs += usize::from(called && !in_run);
+        in_run = called;
+    }
+    runs
+}
+
 /// Whether `op` has an inline form under `semantics` (smoothed or crisp; forced sweeps and
 /// per-lane forcing are never compiled).
 fn inline(op: &Op, crisp: bool) -> bool {
