@@ -81,7 +81,7 @@ fn lanes(a: &Lanes, f: impl Fn(f64) -> f64) -> Lanes {
 /// portable build runs otherwise).
 pub fn exp_lanes_on(set: KernelSet, a: &Lanes) -> Lanes {
     #[cfg(target_arch = "x86_64")]
-    if set == KernelSet::Avx512 && crate::cpu::avx512() {
+    if matches!(set, KernelSet::Avx512 | KernelSet::Jit) && crate::cpu::avx512() {
         // SAFETY: the CPU has AVX-512 (checked just above).
         return unsafe { exp_avx512(a) };
     }
@@ -97,7 +97,7 @@ pub fn exp_lanes_on(set: KernelSet, a: &Lanes) -> Lanes {
 /// [`ln_lanes`] in the build `set` (see [`exp_lanes_on`]).
 pub fn ln_lanes_on(set: KernelSet, a: &Lanes) -> Lanes {
     #[cfg(target_arch = "x86_64")]
-    if set == KernelSet::Avx512 && crate::cpu::avx512() {
+    if matches!(set, KernelSet::Avx512 | KernelSet::Jit) && crate::cpu::avx512() {
         // SAFETY: the CPU has AVX-512 (checked just above).
         return unsafe { ln_avx512(a) };
     }
