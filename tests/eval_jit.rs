@@ -207,7 +207,14 @@ fn compiled_sweeps_give_the_interpreters_bits_on_the_built_in_models() {
             }
         }
     }
-    // The survey model, crisp, is all cheap steps: compiled, nearly all inline.
+    // Crisp layouts of cheap steps and fused density terms compile whole: the random walk,
+    // the network and the epidemic model, and the survey but for its final logarithms.
+    for name in ["walk", "xornet", "influenza"] {
+        let model = dsgd::models::builtin(name).unwrap().unwrap();
+        let tape = Tape::compile(&model.program, 0);
+        let c = tape.jit_coverage(Semantics::Crisp).expect("compiled");
+        assert_eq!(c.called, 0, "{name}: {c:?}");
+    }
     let model = dsgd::models::builtin("cheating").unwrap().unwrap();
     let tape = Tape::compile(&model.program, 0);
     let c = tape.jit_coverage(Semantics::Crisp).expect("compiled");

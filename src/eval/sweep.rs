@@ -154,6 +154,7 @@ fn forward_jit(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &In
         loc: loc.as_ptr(),
         scale: scale.as_ptr(),
         sign: -0.0,
+        consts: code.consts.as_ptr(),
         call_back,
         env: (&raw mut env).cast(),
     };

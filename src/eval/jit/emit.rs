@@ -9,9 +9,10 @@
 //! rounded, a select is a bitwise blend), so the code gives the interpreter's bits.
 //!
 //! Register use: `rbx` the frame, `r12` the values, `r13` the parameters, `r14` the noise of
-//! the chunk's first lane, `r15` the distance between two latents' noise, `rbp` the latents'
-//! locations; `zmm0..zmm27` hold cached values (pair `p` is `zmm2p`, `zmm2p+1`), `zmm28` and
-//! `zmm29` are scratch, `zmm30` holds `-0.0` in every lane and `zmm31` zero.
+//! the chunk's first lane, `r15` the distance between two latents' noise, `rbp` the code's
+//! constants (the `c` of fused density terms); `zmm0..zmm23` hold cached values (pair `p` is
+//! `zmm2p`, `zmm2p+1`), `zmm24..zmm29` are scratch, `zmm30` holds `-0.0` in every lane and
+//! `zmm31` zero.
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
@@ -22,7 +23,10 @@ use super::super::instr::{CHUNK, NONE, Op, Step};
 use super::frame;
 
 /// Register pairs that cache values.
-const PAIRS: usize = 14;
+const PAIRS: usize = 12;
+
+/// Scratch registers.
+const X: [AsmRegisterZmm; 6] = [zmm24, zmm25, zmm26, zmm27, zmm28, zmm29];
 
 /// Bytes of one slot (all its lanes) and of one half.
 const SLOT_BYTES: i32 = (CHUNK * 8) as i32;
@@ -125,7 +129,18 @@ fn inline(op: &Op, crisp: bool) -> bool {
         Op::Binary { op, .. } => op != Binary::Pow,
         Op::Unary { op, .. } => matches!(op, Unary::Neg | Unary::Sqrt),
         Op::If { .. } => crisp,
-        Op::Select { .. } | Op::SelectLess { .. } | Op::SelectSum { .. } => true,
+        Op::NormalSquare { .. }
+        | Op::SquareDiff { .. }
+        | Op::Square { .. }
+        | Op::SquareDiffSub { .. }
+        | Op::SquareSub { .. } => true,
+        Op::Select { .. }
+        | Op::SelectLess { .. }
+        | Op::SelectSum { .. }
+        | Op::SelectNeg { .. }
+        | Op::SelectChain { .. }
+        | Op::SelectLatent { .. }
+        | Op::SelectLessLatent { .. } => true,
         _ => false,
     }
 }
@@ -136,11 +151,12 @@ pub(super) fn forward(
     steps: &[Step],
     chains: &[(u32, bool)],
     crisp: bool,
-) -> Result<(Vec<u8>, Coverage), IcedError> {
+) -> Result<(Vec<u8>, Vec<f64>, Coverage), IcedError> {
     let mut e = Emitter {
         a: CodeAssembler::new(64)?,
         cache: Cache::new(),
         chains,
+        consts: Vec::new(),
         coverage: Coverage::default(),
     };
     e.prologue()?;
@@ -161,13 +177,15 @@ pub(super) fn forward(
     }
     e.epilogue()?;
     let code = e.a.assemble(0)?;
-    Ok((code, e.coverage))
+    Ok((code, e.consts, e.coverage))
 }
 
 struct Emitter<'a> {
     a: CodeAssembler,
     cache: Cache,
     chains: &'a [(u32, bool)],
+    /// The constants the code reads from `rbp`.
+    consts: Vec<f64>,
     coverage: Coverage,
 }
 
@@ -188,7 +206,7 @@ impl Emitter<'_> {
         a.mov(r13, qword_ptr(rbx + frame::PARAMS))?;
         a.mov(r14, qword_ptr(rbx + frame::NOISE))?;
         a.mov(r15, qword_ptr(rbx + frame::STRIDE))?;
-        a.mov(rbp, qword_ptr(rbx + frame::LOC))?;
+        a.mov(rbp, qword_ptr(rbx + frame::CONSTS))?;
         self.constants()
     }
 
@@ -247,17 +265,10 @@ impl Emitter<'_> {
                 d
             }
             Op::Latent { i } => {
-                // `loc + scale * s`, multiplied then added (never fused), as `Latents::load`.
                 let d = self.cache.take(&[]);
-                let a = &mut self.a;
-                a.imul_3(rax, r15, i as i32)?;
-                a.mov(rcx, qword_ptr(rbx + frame::SCALE))?;
-                a.vbroadcastsd(zmm28, qword_ptr(rcx + 8 * i as i32))?;
-                a.vbroadcastsd(zmm29, qword_ptr(rbp + 8 * i as i32))?;
+                self.latent_factors(i)?;
                 for h in 0..2 {
-                    let r = ZMM[2 * d + h];
-                    a.vmulpd(r, zmm28, zmmword_ptr(r14 + rax + (h as i32 * HALF_BYTES)))?;
-                    a.vaddpd(r, zmm29, r)?;
+                    self.latent(ZMM[2 * d + h], h)?;
                 }
                 d
             }
@@ -288,31 +299,12 @@ impl Emitter<'_> {
             }
             Op::SumChain { base, from, to } => {
                 let x = self.cache.find(base);
-                let terms: Vec<Operand> = self.chains[from as usize..to as usize]
-                    .iter()
-                    .map(|&(t, _)| self.cache.find(t))
-                    .collect();
+                let terms = self.terms(from, to);
                 let mut keep = terms.clone();
                 keep.push(x);
                 let d = self.cache.take(&keep);
                 for h in 0..2 {
-                    let r = ZMM[2 * d + h];
-                    let mut acc = self.reg(x, h, r)?;
-                    for (&(_, right), &t) in
-                        self.chains[from as usize..to as usize].iter().zip(&terms)
-                    {
-                        if right {
-                            // `t + acc`: the term is the first operand.
-                            let ta = self.reg(t, h, zmm28)?;
-                            self.a.vaddpd(r, ta, acc)?;
-                        } else {
-                            self.binary(Binary::Add, r, acc, t, h)?;
-                        }
-                        acc = r;
-                    }
-                    if acc != r {
-                        self.a.vmovapd(r, acc)?;
-                    }
+                    self.chain(ZMM[2 * d + h], x, from, to, &terms, h)?;
                 }
                 d
             }
@@ -335,9 +327,67 @@ impl Emitter<'_> {
                 let (y, z) = (self.cache.find(t), self.cache.find(e));
                 let d = self.cache.take(&[p, q, y, z]);
                 for h in 0..2 {
-                    let pa = self.reg(p, h, zmm28)?;
-                    self.binary(op, zmm28, pa, q, h)?;
-                    self.a.vcmppd(k1, zmm28, ZERO, LT_OQ)?;
+                    let pa = self.reg(p, h, X[4])?;
+                    self.binary(op, X[4], pa, q, h)?;
+                    self.a.vcmppd(k1, X[4], ZERO, LT_OQ)?;
+                    self.blend(d, h, y, z)?;
+                }
+                d
+            }
+            Op::NormalSquare { x, m, s, c } => self.square(x, Some(m), Some(s), c, None)?,
+            Op::SquareDiff { x, m, c } => self.square(x, Some(m), None, c, None)?,
+            Op::Square { x, s, c } => self.square(x, None, (s != NONE).then_some(s), c, None)?,
+            Op::SquareDiffSub { x, m, k, c } => self.square(x, Some(m), None, c, Some(k))?,
+            Op::SquareSub { x, k, c } => self.square(x, None, None, c, Some(k))?,
+            Op::SelectNeg { g, a, e } => {
+                let (x, y, z) = (self.cache.find(g), self.cache.find(a), self.cache.find(e));
+                let d = self.cache.take(&[x, y, z]);
+                for h in 0..2 {
+                    self.negative(x, h)?;
+                    match y {
+                        Operand::Pair(p) => self.a.vxorpd(X[4], ZMM[2 * p + h], SIGN)?,
+                        Operand::Slot(s) => self.a.vxorpd(X[4], SIGN, slot_at(s, h))?,
+                    }
+                    let r = ZMM[2 * d + h];
+                    let ea = self.reg(z, h, r)?;
+                    self.a.vblendmpd(r.k1(), ea, X[4])?;
+                }
+                d
+            }
+            Op::SelectLatent { i, t, e } | Op::SelectLessLatent { i, t, e, .. } => {
+                let b = match step.op {
+                    Op::SelectLessLatent { b, .. } => Some(self.cache.find(b)),
+                    _ => None,
+                };
+                let (y, z) = (self.cache.find(t), self.cache.find(e));
+                let d = self.cache.take(&[y, z, b.unwrap_or(Operand::Slot(NONE))]);
+                self.latent_factors(i)?;
+                for h in 0..2 {
+                    self.latent(X[4], h)?;
+                    if let Some(b) = b {
+                        self.binary(Binary::Sub, X[4], X[4], b, h)?;
+                    }
+                    self.a.vcmppd(k1, X[4], ZERO, LT_OQ)?;
+                    self.blend(d, h, y, z)?;
+                }
+                d
+            }
+            Op::SelectChain {
+                base,
+                from,
+                to,
+                t,
+                e,
+            } => {
+                let x = self.cache.find(base);
+                let terms = self.terms(from, to);
+                let (y, z) = (self.cache.find(t), self.cache.find(e));
+                let mut keep = terms.clone();
+                keep.extend([x, y, z]);
+                let d = self.cache.take(&keep);
+                for h in 0..2 {
+                    self.chain(X[4], x, from, to, &terms, h)?;
+                    self.a.vcmppd(k1, X[4], ZERO, LT_OQ)?;
                     self.blend(d, h, y, z)?;
                 }
                 d
@@ -349,6 +399,99 @@ impl Emitter<'_> {
             self.a.vmovupd(slot_at(out, h), ZMM[2 * d + h])?;
         }
         Ok(())
+    }
+
+    /// The operands of the sum-chain terms `from..to`.
+    fn terms(&self, from: u32, to: u32) -> Vec<Operand> {
+        self.chains[from as usize..to as usize]
+            .iter()
+            .map(|&(t, _)| self.cache.find(t))
+            .collect()
+    }
+
+    /// Half `h` of the sum chain `((base + t1) + t2) + ...` of the terms `from..` (operands
+    /// `terms`) into `r`, which holds none of them; each addition in its own operand order,
+    /// as `kernels::sum_step`.
+    fn chain(
+        &mut self,
+        r: AsmRegisterZmm,
+        base: Operand,
+        from: u32,
+        to: u32,
+        terms: &[Operand],
+        h: usize,
+    ) -> Result<(), IcedError> {
+        let mut acc = self.reg(base, h, r)?;
+        for (&(_, right), &t) in self.chains[from as usize..to as usize].iter().zip(terms) {
+            if right {
+                // `t + acc`: the term is the first operand.
+                let ta = self.reg(t, h, X[5])?;
+                self.a.vaddpd(r, ta, acc)?;
+            } else {
+                self.binary(Binary::Add, r, acc, t, h)?;
+            }
+            acc = r;
+        }
+        if acc != r {
+            self.a.vmovapd(r, acc)?;
+        }
+        Ok(())
+    }
+
+    /// Broadcasts latent `i`'s scale into `X[0]` and location into `X[1]`, and puts its
+    /// noise's offset in `rax`.
+    fn latent_factors(&mut self, i: u32) -> Result<(), IcedError> {
+        let a = &mut self.a;
+        a.imul_3(rax, r15, i as i32)?;
+        a.mov(rcx, qword_ptr(rbx + frame::SCALE))?;
+        a.vbroadcastsd(X[0], qword_ptr(rcx + 8 * i as i32))?;
+        a.mov(rcx, qword_ptr(rbx + frame::LOC))?;
+        a.vbroadcastsd(X[1], qword_ptr(rcx + 8 * i as i32))
+    }
+
+    /// Half `h` of the latent whose factors [`Self::latent_factors`] loaded, into `r`:
+    /// `loc + scale * s`, multiplied then added (never fused), as `Latents::load`.
+    fn latent(&mut self, r: AsmRegisterZmm, h: usize) -> Result<(), IcedError> {
+        let noise = zmmword_ptr(r14 + rax + (h as i32 * HALF_BYTES));
+        self.a.vmulpd(r, X[0], noise)?;
+        self.a.vaddpd(r, X[1], r)
+    }
+
+    /// A fused density term, `c * u^2` with `u = (x - m) / s` (either part left out where
+    /// absent), minus `k` where given: each operation as the unfused instruction's (the
+    /// square as `u * u`, what `powi(2)` computes). Returns the result's pair.
+    fn square(
+        &mut self,
+        x: u32,
+        m: Option<u32>,
+        s: Option<u32>,
+        c: f64,
+        k: Option<u32>,
+    ) -> Result<usize, IcedError> {
+        let none = Operand::Slot(NONE);
+        let find = |o: Option<u32>| o.map_or(none, |o| self.cache.find(o));
+        let (xo, mo, so, ko) = (self.cache.find(x), find(m), find(s), find(k));
+        let d = self.cache.take(&[xo, mo, so, ko]);
+        let ci = self.consts.len() as i32;
+        self.consts.push(c);
+        for h in 0..2 {
+            let r = ZMM[2 * d + h];
+            let mut u = self.reg(xo, h, r)?;
+            if m.is_some() {
+                self.binary(Binary::Sub, r, u, mo, h)?;
+                u = r;
+            }
+            if s.is_some() {
+                self.binary(Binary::Div, r, u, so, h)?;
+                u = r;
+            }
+            self.a.vmulpd(r, u, u)?;
+            self.a.vmulpd(r, r, qword_bcst(rbp + 8 * ci))?;
+            if k.is_some() {
+                self.binary(Binary::Sub, r, r, ko, h)?;
+            }
+        }
+        Ok(d)
     }
 
     /// `r = x op y` on half `h`.

@@ -45,6 +45,8 @@ pub(super) struct Frame {
     pub loc: *const f64,
     pub scale: *const f64,
     pub sign: f64,
+    /// The code's constants ([`ForwardCode::consts`]).
+    pub consts: *const f64,
     /// Runs lane steps `from..to` in the interpreter.
     pub call_back: unsafe extern "sysv64" fn(*mut Frame, u32, u32),
     /// What `call_back` needs besides the frame.
@@ -63,12 +65,15 @@ mod frame {
     pub const LOC: i32 = offset_of!(Frame, loc) as i32;
     pub const SCALE: i32 = offset_of!(Frame, scale) as i32;
     pub const SIGN: i32 = offset_of!(Frame, sign) as i32;
+    pub const CONSTS: i32 = offset_of!(Frame, consts) as i32;
     pub const CALL_BACK: i32 = offset_of!(Frame, call_back) as i32;
 }
 
 /// One layout's forward sweep in machine code.
 pub(super) struct ForwardCode {
     code: memmap2::Mmap,
+    /// The constants the code reads (through [`Frame::consts`]).
+    pub consts: Vec<f64>,
     /// Value places the code touches (all below this).
     pub slots: usize,
     /// Parameters it reads (all below this).
@@ -121,12 +126,13 @@ impl ForwardCode {
         if slots * std::mem::size_of::<Lanes>() > i32::MAX as usize / 2 {
             return None;
         }
-        let (bytes, coverage) = emit::forward(steps, chains, crisp).ok()?;
+        let (bytes, consts, coverage) = emit::forward(steps, chains, crisp).ok()?;
         let mut map = memmap2::MmapMut::map_anon(bytes.len()).ok()?;
         map.copy_from_slice(&bytes);
         let code = map.make_exec().ok()?;
         Some(ForwardCode {
             code,
+            consts,
             slots,
             params,
             latents,
