@@ -20,20 +20,20 @@
 //! against the Taylor series is one multiply-add per lane.
 
 /// `ln 2` split so that `k * LN2_HI` is exact for `|k| < 2^21` (its low 21 bits are zero).
-const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000);
+pub(crate) const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000);
 /// `ln 2 - LN2_HI`, to double precision.
-const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
+pub(crate) const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
 /// `1 / ln 2`.
-const INV_LN2: f64 = f64::from_bits(0x3ff7_1547_652b_82fe);
+pub(crate) const INV_LN2: f64 = f64::from_bits(0x3ff7_1547_652b_82fe);
 /// `1.5 * 2^52`: adding it rounds a double of magnitude below 2^51 to an integer, which then
 /// sits in the low bits of the sum's representation.
-const ROUND: f64 = 6_755_399_441_055_744.0;
+pub(crate) const ROUND: f64 = 6_755_399_441_055_744.0;
 
 /// `Q(r)` in `e^r = 1 + r + r^2 Q(r)`, highest power first (evaluated in Estrin's order by
 /// `exp_q`): degree 9, the minimax fit on `|r| <= ln 2 / 2` (`scripts/fit_polys.py`
 /// re-derives these bits), so that `e^r` is of degree 11 with a relative error below
 /// 2^-55.7 (Taylor's degree 11 would give 2^-47; degree 13 was used before).
-const EXP_COEFFS: [f64; 10] = [
+pub(crate) const EXP_COEFFS: [f64; 10] = [
     f64::from_bits(0x3e5af631ec604297), // 2.5110039179932824e-08
     f64::from_bits(0x3e928917d2f3a3d8), // 2.762007679917023e-07
     f64::from_bits(0x3ec71ddf6ba48e19), // 2.755724236484932e-06
@@ -50,7 +50,7 @@ const EXP_COEFFS: [f64; 10] = [
 /// minimax fit on `z <= (3 - 2 sqrt 2)^2` (the range of `ln_core`'s `s`; re-derived by
 /// `scripts/fit_polys.py`), with an error below 2^-57.5 relative to `2 atanh(s)` (the atanh
 /// series needed ten terms for that).
-const ATANH_COEFFS: [f64; 7] = [
+pub(crate) const ATANH_COEFFS: [f64; 7] = [
     f64::from_bits(0x3fc2b5f0a2d7966d), // 0.1461773676993973
     f64::from_bits(0x3fc39fdc7e16407d), // 0.15331607967937436
     f64::from_bits(0x3fc7462b9b7bfd08), // 0.1818289288712338
@@ -131,8 +131,11 @@ pub fn exp_of_nonpositive(x: f64) -> f64 {
     p * pow2_biased(kb.wrapping_add(5)) * TWO_TO_MINUS_64
 }
 
+/// Where [`exp_reduced`] clamps its argument from below: every result under it is 0.
+pub(crate) const EXP_FLOOR: f64 = -750.0;
+
 /// `2^-64`.
-const TWO_TO_MINUS_64: f64 = f64::from_bits((1023 - 64) << 52);
+pub(crate) const TWO_TO_MINUS_64: f64 = f64::from_bits((1023 - 64) << 52);
 
 /// The common part of [`exp_of_at_most`] and [`exp_of_nonpositive`]: `e^r` for the reduced
 /// argument and `k + 1082`, where `x = k ln 2 + r` (`x` clamped below at -750, under which
@@ -140,7 +143,7 @@ const TWO_TO_MINUS_64: f64 = f64::from_bits((1023 - 64) << 52);
 /// NaN `e^r`).
 #[inline(always)]
 fn exp_reduced(x: f64) -> (f64, u64) {
-    let x_c = x.max(-750.0);
+    let x_c = x.max(EXP_FLOOR);
     let kr = x_c.mul_add(INV_LN2, ROUND);
     let k = kr - ROUND;
     let r = (-k).mul_add(LN2_LO, (-k).mul_add(LN2_HI, x_c));
@@ -154,6 +157,18 @@ fn exp_reduced(x: f64) -> (f64, u64) {
         .wrapping_add(1082);
     (p, kb)
 }
+
+/// `2^54`: [`ln_core`] scales a subnormal argument by it first.
+pub(crate) const SUBNORMAL_SCALE: f64 = 18_014_398_509_481_984.0;
+
+/// [`ln_core`]'s bias of the exponent's bits: the bits of `m / sqrt(1/2)` biased so that its
+/// exponent `e + 1023` is read with a logical shift.
+pub(crate) const LN_OFFSET: u64 = 0x3fe6_a09e_667f_3bcd;
+
+/// `2^52 + 1023` (and that plus the 54 of a subnormal's scaling): what [`ln_core`] subtracts
+/// from `2^52 + eb` read as a double to get `e`.
+pub(crate) const E_BIAS: f64 = 4_503_599_627_371_519.0;
+pub(crate) const E_BIAS_SUBNORMAL: f64 = 4_503_599_627_371_573.0;
 
 /// `ln(m) + c` for `m = 2^e (1 + f)`, `f` in `[sqrt(1/2) - 1, sqrt(2) - 1)`, with `c` a small
 /// correction added where it loses nothing (`log1p`'s rounding of `1 + x`); only for positive
@@ -172,12 +187,11 @@ fn ln_core(m: f64, c: f64) -> f64 {
     // select (`m * 1.0` is `m`): selecting between `m` and `m * 2^54` instead had LLVM
     // duplicate the bit arithmetic below for both and select after.
     let sub = m < f64::MIN_POSITIVE;
-    let m = m * if sub { 18_014_398_509_481_984.0 } else { 1.0 };
+    let m = m * if sub { SUBNORMAL_SCALE } else { 1.0 };
     let bits = m.to_bits();
     // Biased so that the exponent of `m / sqrt(1/2)` is read with a logical shift: `eb` is
     // `e + 1023` with the mantissa in `[sqrt(1/2), sqrt(2))`.
-    const OFFSET: u64 = 0x3fe6_a09e_667f_3bcd;
-    let eb = bits.wrapping_add(0x3ff0_0000_0000_0000 - OFFSET) >> 52;
+    let eb = bits.wrapping_add(0x3ff0_0000_0000_0000 - LN_OFFSET) >> 52;
     let mantissa = f64::from_bits(bits.wrapping_sub(eb.wrapping_sub(1023) << 52));
     // Both exact or rounded alike: `mantissa - 1` is exact (Sterbenz), and `mantissa + 1` is
     // the real number `2 + f`.
@@ -186,11 +200,7 @@ fn ln_core(m: f64, c: f64) -> f64 {
     // `e` as a double, exactly: `2^52 + eb` read as a double, minus `2^52 + 1023` (and the
     // 54 of a subnormal's scaling).
     let e = f64::from_bits((ROUND.to_bits() - (1u64 << 51)) | eb)
-        - if sub {
-            4_503_599_627_371_573.0
-        } else {
-            4_503_599_627_371_519.0
-        };
+        - if sub { E_BIAS_SUBNORMAL } else { E_BIAS };
     let hfsq = 0.5 * f * f;
     let z = s * s;
     let r = estrin7(z, &ATANH_COEFFS);

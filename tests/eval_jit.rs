@@ -102,11 +102,21 @@ fn run(tape: &Tape, set: KernelSet, sem: Semantics, params: &[f64], noise: &[f64
     let n = tape.latent_count();
     let loc: Vec<f64> = (0..n).map(|i| 0.3 * i as f64 - 0.4).collect();
     let scale: Vec<f64> = (0..n).map(|i| 0.5 + 0.25 * (i % 5) as f64).collect();
-    let latents = Latents::Affine {
-        noise,
-        loc: &loc,
-        scale: &scale,
-    };
+    run_affine(tape, set, sem, params, noise, &loc, &scale)
+}
+
+/// [`run`] with the latents `loc + scale * noise`.
+fn run_affine(
+    tape: &Tape,
+    set: KernelSet,
+    sem: Semantics,
+    params: &[f64],
+    noise: &[f64],
+    loc: &[f64],
+    scale: &[f64],
+) -> Vec<u64> {
+    let n = tape.latent_count();
+    let latents = Latents::Affine { noise, loc, scale };
     let mut ws = tape.workspace();
     ws.set_kernels(set);
     let mut g = BatchGradient::new(tape, BATCH);
@@ -219,4 +229,51 @@ fn compiled_sweeps_give_the_interpreters_bits_on_the_built_in_models() {
     let tape = Tape::compile(&model.program, 0);
     let c = tape.jit_coverage(Semantics::Crisp).expect("compiled");
     assert!(c.inline > 1000 && c.called <= 2, "{c:?}");
+}
+
+#[test]
+fn compiled_logarithms_give_the_interpreters_bits_at_the_edges() {
+    if !KernelSet::available().contains(&KernelSet::Jit) {
+        return;
+    }
+    let b = Builder::new();
+    let z = b.latent("z");
+    let out = b.sum(&[z.ln(), (z * z).ln()]);
+    let p = b.finish(&[out]).expect("well formed");
+    let tape = Tape::compile(&p, 0);
+    let edges = [
+        0.0,
+        -0.0,
+        -1.0,
+        f64::MIN_POSITIVE,
+        f64::MIN_POSITIVE / 3.0,
+        5e-324,
+        1e-310,
+        f64::MAX,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1.0,
+        std::f64::consts::SQRT_2,
+        std::f64::consts::FRAC_1_SQRT_2,
+        1.0 + f64::EPSILON,
+        1.0 - f64::EPSILON / 2.0,
+    ];
+    let mut rng = Lcg(11);
+    let zs: Vec<f64> = (0..BATCH)
+        .map(|l| {
+            if l < edges.len() {
+                edges[l]
+            } else {
+                (rng.next() * 1400.0 - 700.0).exp2()
+            }
+        })
+        .collect();
+    // Location 0 and scale 1: the latent is the noise itself (but for -0, which becomes +0).
+    for sem in SEMANTICS {
+        let want = run_affine(&tape, KernelSet::Portable, sem, &[], &zs, &[0.0], &[1.0]);
+        let got = run_affine(&tape, KernelSet::Jit, sem, &[], &zs, &[0.0], &[1.0]);
+        assert!(got == want, "{sem:?}: compiled differs");
+        assert_eq!(tape.jit_coverage(sem).map(|c| c.called), Some(0), "{sem:?}");
+    }
 }

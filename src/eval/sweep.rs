@@ -125,6 +125,7 @@ fn forward_jit(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &In
             if x.force.is_none()
                 && x.w == CHUNK
                 && ws.values.len() >= code.slots
+                && ws.weights.len() >= code.weights
                 && x.params.len() >= code.params
                 && loc.len() >= code.latents
                 && scale.len() >= code.latents
@@ -155,6 +156,12 @@ fn forward_jit(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &In
         scale: scale.as_ptr(),
         sign: -0.0,
         consts: code.consts.as_ptr(),
+        weights: env.weights,
+        inv_eta: match semantics {
+            // As `kernels::smooth_weights` scales the guard.
+            Semantics::Smoothed { eta } => 1.0 / eta,
+            _ => 0.0,
+        },
         call_back,
         env: (&raw mut env).cast(),
     };

@@ -1,32 +1,111 @@
-//! The machine code of one forward sweep: each lane step of a layout becomes a few AVX-512
+//! The machine code of one forward sweep: each lane step of a layout becomes AVX-512
 //! instructions on the chunk's two halves (eight lanes each), with the values it just computed
-//! kept in registers for the steps that read them next; steps with no inline form
-//! (elementary functions, smoothed if-statements, fused density terms) become one call back
-//! into the interpreter per run of such steps.
+//! kept in registers for the steps that read them next; steps with no inline form (the
+//! elementary functions but `ln` and `sqrt`, and powers) become one call back into the
+//! interpreter per run of such steps.
 //!
-//! Every inline form is the interpreter's own operation on the same operands in the same
+//! Every inline form is the interpreter's own operations on the same operands in the same
 //! order (IEEE addition, subtraction, multiplication, division and square root are correctly
-//! rounded, a select is a bitwise blend), so the code gives the interpreter's bits.
+//! rounded, a fused multiply-add rounds once as `mul_add` does, a select is a bitwise blend),
+//! so the code gives the interpreter's bits. The long ones are routines emitted once after
+//! the sweep and called with their operand and results in scratch registers: a smoothed
+//! if-statement's weights (`kernels::smooth_weights`: `elementary::exp_of_nonpositive`, then
+//! `sigmoid_big_small` and `sigmoid_pair_order`) and `elementary::ln` (the logarithm and the
+//! Poisson term). Inlined in every step, they made textmsg's code larger than the
+//! instruction cache.
 //!
 //! Register use: `rbx` the frame, `r12` the values, `r13` the parameters, `r14` the noise of
 //! the chunk's first lane, `r15` the distance between two latents' noise, `rbp` the code's
-//! constants (the `c` of fused density terms); `zmm0..zmm23` hold cached values (pair `p` is
-//! `zmm2p`, `zmm2p+1`), `zmm24..zmm29` are scratch, `zmm30` holds `-0.0` in every lane and
-//! `zmm31` zero.
+//! constants ([`EXP_CONSTS`] first, then the `c` of fused density terms); `zmm0..zmm19` hold
+//! cached values (pair `p` is `zmm2p`, `zmm2p+1`), `zmm20..zmm29` are scratch, `zmm30` holds
+//! `-0.0` in every lane and `zmm31` zero (the routines borrow it and zero it again).
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
 
+use crate::elementary::{
+    ATANH_COEFFS, E_BIAS, E_BIAS_SUBNORMAL, EXP_COEFFS, EXP_FLOOR, INV_LN2, LN_OFFSET, LN2_HI,
+    LN2_LO, ROUND, SUBNORMAL_SCALE, TWO_TO_MINUS_64,
+};
 use crate::ir::{Binary, Unary};
 
 use super::super::instr::{CHUNK, NONE, Op, Step};
 use super::frame;
 
 /// Register pairs that cache values.
-const PAIRS: usize = 12;
+const PAIRS: usize = 10;
 
 /// Scratch registers.
-const X: [AsmRegisterZmm; 6] = [zmm24, zmm25, zmm26, zmm27, zmm28, zmm29];
+const X: [AsmRegisterZmm; 10] = [
+    zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27, zmm28, zmm29,
+];
+
+/// The smoothed if-statement's and the logarithm's constants, first in every code's constant
+/// table (integers as the doubles of their bits).
+const EXP_CONSTS: [f64; 36] = [
+    EXP_FLOOR,
+    INV_LN2,
+    ROUND,
+    LN2_HI,
+    LN2_LO,
+    1.0,
+    // `k + 1087` from the bits of `k + ROUND` (see `exp_of_nonpositive`), as integers.
+    f64::from_bits(1087u64.wrapping_sub(ROUND.to_bits())),
+    TWO_TO_MINUS_64,
+    EXP_COEFFS[0],
+    EXP_COEFFS[1],
+    EXP_COEFFS[2],
+    EXP_COEFFS[3],
+    EXP_COEFFS[4],
+    EXP_COEFFS[5],
+    EXP_COEFFS[6],
+    EXP_COEFFS[7],
+    EXP_COEFFS[8],
+    EXP_COEFFS[9],
+    // The logarithm's, from `C_LN` on.
+    f64::MIN_POSITIVE,
+    SUBNORMAL_SCALE,
+    f64::from_bits(0x3ff0_0000_0000_0000 - LN_OFFSET),
+    f64::from_bits(1023),
+    f64::from_bits(ROUND.to_bits() - (1u64 << 51)),
+    E_BIAS,
+    E_BIAS_SUBNORMAL,
+    0.5,
+    f64::INFINITY,
+    f64::NAN,
+    f64::NEG_INFINITY,
+    ATANH_COEFFS[0],
+    ATANH_COEFFS[1],
+    ATANH_COEFFS[2],
+    ATANH_COEFFS[3],
+    ATANH_COEFFS[4],
+    ATANH_COEFFS[5],
+    ATANH_COEFFS[6],
+];
+
+/// Indices in [`EXP_CONSTS`] (`C_COEFF + i` is `EXP_COEFFS[i]`).
+const C_FLOOR: usize = 0;
+const C_INV_LN2: usize = 1;
+const C_ROUND: usize = 2;
+const C_LN2_HI: usize = 3;
+const C_LN2_LO: usize = 4;
+const C_ONE: usize = 5;
+const C_BIAS: usize = 6;
+const C_TWO_M64: usize = 7;
+const C_COEFF: usize = 8;
+const C_LN: usize = 18;
+const C_MIN_POSITIVE: usize = C_LN;
+const C_SUB_SCALE: usize = C_LN + 1;
+const C_LN_OFFSET: usize = C_LN + 2;
+const C_1023: usize = C_LN + 3;
+const C_E_BITS: usize = C_LN + 4;
+const C_E_BIAS: usize = C_LN + 5;
+const C_E_BIAS_SUB: usize = C_LN + 6;
+const C_HALF: usize = C_LN + 7;
+const C_INF: usize = C_LN + 8;
+const C_NAN: usize = C_LN + 9;
+const C_NEG_INF: usize = C_LN + 10;
+const C_ATANH: usize = C_LN + 11;
 
 /// Bytes of one slot (all its lanes) and of one half.
 const SLOT_BYTES: i32 = (CHUNK * 8) as i32;
@@ -44,6 +123,13 @@ const ZERO: AsmRegisterZmm = zmm31;
 /// `<`).
 const LT_OQ: i32 = 0x11;
 const GT_OQ: i32 = 0x1e;
+/// `x >= 0` (false on NaN), `x != 0` (true on NaN) and "is NaN" as predicates.
+const GE_OQ: i32 = 0x1d;
+const NEQ_UQ: i32 = 0x04;
+const UNORD_Q: i32 = 0x03;
+/// `x == 0` and `x <= 0` (false on NaN).
+const EQ_OQ: i32 = 0x00;
+const LE_OQ: i32 = 0x12;
 
 /// How many steps the code runs itself and how many it hands back (for tests and reports).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -110,38 +196,25 @@ impl Cache {
 }
 
 /// Runs of consecutive steps without an inline form: the calls back the code would make.
-pub(super) fn call_backs(steps: &[Step], crisp: bool) -> usize {
+pub(super) fn call_backs(steps: &[Step]) -> usize {
     let mut runs = 0;
     let mut in_run = false;
     for step in steps {
-        let called = !inline(&step.op, crisp);
+        let called = !inline(&step.op);
         runs += usize::from(called && !in_run);
         in_run = called;
     }
     runs
 }
 
-/// Whether `op` has an inline form under `semantics` (smoothed or crisp; forced sweeps and
-/// per-lane forcing are never compiled).
-fn inline(op: &Op, crisp: bool) -> bool {
+/// Whether `op` has an inline form (under smoothed and crisp semantics alike: forced sweeps
+/// and per-lane forcing are never compiled). Every step has one but the elementary functions
+/// other than `ln` and `sqrt`, and powers.
+fn inline(op: &Op) -> bool {
     match *op {
-        Op::Param { .. } | Op::Latent { .. } | Op::SumChain { .. } => true,
         Op::Binary { op, .. } => op != Binary::Pow,
-        Op::Unary { op, .. } => matches!(op, Unary::Neg | Unary::Sqrt),
-        Op::If { .. } => crisp,
-        Op::NormalSquare { .. }
-        | Op::SquareDiff { .. }
-        | Op::Square { .. }
-        | Op::SquareDiffSub { .. }
-        | Op::SquareSub { .. } => true,
-        Op::Select { .. }
-        | Op::SelectLess { .. }
-        | Op::SelectSum { .. }
-        | Op::SelectNeg { .. }
-        | Op::SelectChain { .. }
-        | Op::SelectLatent { .. }
-        | Op::SelectLessLatent { .. } => true,
-        _ => false,
+        Op::Unary { op, .. } => matches!(op, Unary::Neg | Unary::Sqrt | Unary::Log),
+        _ => true,
     }
 }
 
@@ -154,21 +227,23 @@ pub(super) fn forward(
 ) -> Result<(Vec<u8>, Vec<f64>, Coverage), IcedError> {
     let mut e = Emitter {
         a: CodeAssembler::new(64)?,
+        routines: Vec::new(),
         cache: Cache::new(),
         chains,
-        consts: Vec::new(),
+        consts: EXP_CONSTS.to_vec(),
+        crisp,
         coverage: Coverage::default(),
     };
     e.prologue()?;
     let mut k = 0;
     while k < steps.len() {
-        if inline(&steps[k].op, crisp) {
+        if inline(&steps[k].op) {
             e.step(&steps[k])?;
             e.coverage.inline += 1;
             k += 1;
         } else {
             let from = k;
-            while k < steps.len() && !inline(&steps[k].op, crisp) {
+            while k < steps.len() && !inline(&steps[k].op) {
                 k += 1;
             }
             e.call_back(from, k)?;
@@ -176,16 +251,29 @@ pub(super) fn forward(
         }
     }
     e.epilogue()?;
+    e.routine_bodies()?;
     let code = e.a.assemble(0)?;
     Ok((code, e.consts, e.coverage))
 }
 
+/// Code shared by every step that needs it, emitted once after the sweep and called with
+/// its operand and results in scratch registers (it changes no cached value).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Routine {
+    Weights,
+    Ln,
+}
+
 struct Emitter<'a> {
     a: CodeAssembler,
+    /// The routines called so far, with their labels.
+    routines: Vec<(Routine, CodeLabel)>,
     cache: Cache,
     chains: &'a [(u32, bool)],
     /// The constants the code reads from `rbp`.
     consts: Vec<f64>,
+    /// Crisp semantics (else smoothed).
+    crisp: bool,
     coverage: Coverage,
 }
 
@@ -282,6 +370,10 @@ impl Emitter<'_> {
                         (Unary::Neg, Operand::Slot(s)) => self.a.vxorpd(r, SIGN, slot_at(s, h))?,
                         (Unary::Sqrt, Operand::Pair(p)) => self.a.vsqrtpd(r, ZMM[2 * p + h])?,
                         (Unary::Sqrt, Operand::Slot(s)) => self.a.vsqrtpd(r, slot_at(s, h))?,
+                        (Unary::Log, _) => {
+                            let xa = self.reg(x, h, X[0])?;
+                            self.ln(r, xa)?;
+                        }
                         _ => unreachable!("no inline form"),
                     }
                 }
@@ -308,6 +400,31 @@ impl Emitter<'_> {
                 }
                 d
             }
+            Op::If {
+                g,
+                t,
+                e,
+                cache,
+                product,
+                reuse,
+                ..
+            } if !self.crisp => {
+                let (x, y, z) = (self.cache.find(g), self.cache.find(t), self.cache.find(e));
+                let d = self.cache.take(&[x, y, z]);
+                self.a.mov(rcx, qword_ptr(rbx + frame::WEIGHTS))?;
+                for h in 0..2 {
+                    if reuse {
+                        let c = cache as i32 * SLOT_BYTES + h as i32 * HALF_BYTES;
+                        self.a.vmovupd(X[1], zmmword_ptr(rcx + c))?;
+                        self.a.vmovupd(X[2], zmmword_ptr(rcx + c + SLOT_BYTES))?;
+                    } else {
+                        self.smooth_weights(x, h)?;
+                        self.keep_weights(cache, product, h)?;
+                    }
+                    self.smooth_forward(d, h, y, z)?;
+                }
+                d
+            }
             Op::If { g, t, e, .. } | Op::Select { g, t, e } => {
                 let (x, y, z) = (self.cache.find(g), self.cache.find(t), self.cache.find(e));
                 let d = self.cache.take(&[x, y, z]);
@@ -331,6 +448,21 @@ impl Emitter<'_> {
                     self.binary(op, X[4], pa, q, h)?;
                     self.a.vcmppd(k1, X[4], ZERO, LT_OQ)?;
                     self.blend(d, h, y, z)?;
+                }
+                d
+            }
+            Op::PoissonTerm { r, c, .. } => {
+                // `c ln(r) - r` (the product's operand order cannot change its bits: `c` is
+                // a finite count).
+                let x = self.cache.find(r);
+                let d = self.cache.take(&[x]);
+                let ci = self.constant(c);
+                for h in 0..2 {
+                    let out = ZMM[2 * d + h];
+                    let xa = self.reg(x, h, X[0])?;
+                    self.ln(out, xa)?;
+                    self.a.vmulpd(out, out, Self::k(ci))?;
+                    self.a.vsubpd(out, out, xa)?;
                 }
                 d
             }
@@ -392,7 +524,6 @@ impl Emitter<'_> {
                 }
                 d
             }
-            _ => unreachable!("no inline form"),
         };
         self.cache.set(d, out);
         for h in 0..2 {
@@ -472,8 +603,7 @@ impl Emitter<'_> {
         let find = |o: Option<u32>| o.map_or(none, |o| self.cache.find(o));
         let (xo, mo, so, ko) = (self.cache.find(x), find(m), find(s), find(k));
         let d = self.cache.take(&[xo, mo, so, ko]);
-        let ci = self.consts.len() as i32;
-        self.consts.push(c);
+        let ci = self.constant(c) as i32;
         for h in 0..2 {
             let r = ZMM[2 * d + h];
             let mut u = self.reg(xo, h, r)?;
@@ -492,6 +622,222 @@ impl Emitter<'_> {
             }
         }
         Ok(d)
+    }
+
+    /// The index of a new constant `c` in the table.
+    fn constant(&mut self, c: f64) -> usize {
+        self.consts.push(c);
+        self.consts.len() - 1
+    }
+
+    /// `elementary::ln` of `x` (a register no scratch register is) into `r` (none of
+    /// them): `ln_core(x, 0)`, then its selects for `+inf`, NaN, zero and negative numbers.
+    fn ln(&mut self, r: AsmRegisterZmm, x: AsmRegisterZmm) -> Result<(), IcedError> {
+        if x != X[0] {
+            self.a.vmovapd(X[0], x)?;
+        }
+        let label = self.routine(Routine::Ln)?;
+        self.a.call(label)?;
+        self.a.vmovapd(r, X[1])
+    }
+
+    /// The body of the logarithm routine: `elementary::ln` of `X[0]` into `X[1]`.
+    fn ln_body(&mut self) -> Result<(), IcedError> {
+        let x = X[0];
+        let a = &mut self.a;
+        let k = Self::k;
+        let load = |i: usize| qword_ptr(rbp + 8 * i as i32);
+        let c = |i: usize| k(C_ATANH + i);
+        // A subnormal is scaled into the normal range first (a select, then a product).
+        a.vcmppd(k1, x, k(C_MIN_POSITIVE), LT_OQ)?;
+        a.vbroadcastsd(X[1], load(C_ONE))?;
+        a.vbroadcastsd(X[1].k1(), load(C_SUB_SCALE))?;
+        a.vmulpd(X[1], x, X[1])?; // m
+        a.vpaddq(X[2], X[1], k(C_LN_OFFSET))?;
+        a.vpsrlq(X[2], X[2], 52)?; // eb
+        a.vpsubq(X[3], X[2], k(C_1023))?;
+        a.vpsllq(X[3], X[3], 52)?;
+        a.vpsubq(X[3], X[1], X[3])?; // mantissa
+        a.vsubpd(X[4], X[3], k(C_ONE))?; // f
+        a.vaddpd(X[3], X[3], k(C_ONE))?;
+        a.vdivpd(X[5], X[4], X[3])?; // s = f / (mantissa + 1)
+        a.vporq(X[2], X[2], k(C_E_BITS))?;
+        a.vbroadcastsd(X[3], load(C_E_BIAS))?;
+        a.vbroadcastsd(X[3].k1(), load(C_E_BIAS_SUB))?;
+        a.vsubpd(X[2], X[2], X[3])?; // e
+        a.vmulpd(X[6], X[4], k(C_HALF))?;
+        a.vmulpd(X[6], X[6], X[4])?; // hfsq = 0.5 f f
+        a.vmulpd(X[7], X[5], X[5])?; // z = s^2
+        a.vmulpd(X[8], X[7], X[7])?; // z^2
+        a.vmulpd(X[9], X[8], X[8])?; // z^4
+        // estrin7(z): p0 (X[3]), p1 (X[1]), p2 (zmm31, zero again after), then R in X[3].
+        for (reg, i) in [(X[3], 5), (X[1], 3), (ZERO, 1)] {
+            a.vbroadcastsd(reg, load(C_ATANH + i + 1))?;
+            a.vfmadd231pd(reg, X[7], c(i))?;
+        }
+        a.vfmadd231pd(X[3], X[1], X[8])?; // q0 = p1 z^2 + p0
+        a.vfmadd231pd(ZERO, X[8], c(0))?; // q1 = c0 z^2 + p2
+        a.vfmadd231pd(X[3], ZERO, X[9])?; // R = q1 z^4 + q0
+        a.vxorpd(ZERO, ZERO, ZERO)?;
+        a.vmovapd(X[1], ZERO)?;
+        a.vfmadd231pd(X[1], X[2], k(C_LN2_LO))?; // e LN2_LO + 0
+        a.vfmadd231pd(X[1], X[5], X[6])?; // near = s hfsq + that
+        a.vmulpd(X[8], X[5], X[7])?;
+        a.vfmadd231pd(X[1], X[8], X[3])?; // tail = (s z) R + near
+        a.vsubpd(X[9], X[6], X[1])?;
+        a.vsubpd(X[9], X[4], X[9])?;
+        a.vfmadd231pd(X[9], X[2], k(C_LN2_HI))?; // e LN2_HI + (f - (hfsq - tail))
+        // `+inf` and NaN are themselves; 0 gives -inf and a negative number NaN.
+        a.vcmppd(k2, x, k(C_INF), LT_OQ)?;
+        a.vblendmpd(X[9].k2(), x, X[9])?;
+        a.vcmppd(k3, x, ZERO, EQ_OQ)?;
+        a.vbroadcastsd(X[8], load(C_NAN))?;
+        a.vbroadcastsd(X[8].k3(), load(C_NEG_INF))?;
+        a.vcmppd(k4, x, ZERO, LE_OQ)?;
+        a.vblendmpd(X[1].k4(), X[9], X[8])?;
+        a.ret()
+    }
+
+    /// The label of `routine`, whose body [`Self::routine_bodies`] emits.
+    fn routine(&mut self, routine: Routine) -> Result<CodeLabel, IcedError> {
+        if let Some(&(_, label)) = self.routines.iter().find(|(r, _)| *r == routine) {
+            return Ok(label);
+        }
+        let label = self.a.create_label();
+        self.routines.push((routine, label));
+        Ok(label)
+    }
+
+    /// The bodies of the routines called.
+    fn routine_bodies(&mut self) -> Result<(), IcedError> {
+        for (routine, mut label) in std::mem::take(&mut self.routines) {
+            self.a.set_label(&mut label)?;
+            match routine {
+                Routine::Weights => self.weights_body()?,
+                Routine::Ln => self.ln_body()?,
+            }
+        }
+        Ok(())
+    }
+
+    /// A broadcast of constant `i`.
+    fn k(i: usize) -> AsmMemoryOperand {
+        qword_bcst(rbp + 8 * i as i32)
+    }
+
+    /// `kernels::smooth_weights` of half `h` of the guard `g`: the else weight into `X[1]`,
+    /// the then weight into `X[2]`.
+    fn smooth_weights(&mut self, g: Operand, h: usize) -> Result<(), IcedError> {
+        // x = g * (1 / eta), then the shared routine.
+        let a = &mut self.a;
+        match g {
+            Operand::Pair(p) => a.vmulpd(X[0], ZMM[2 * p + h], qword_bcst(rbx + frame::INV_ETA))?,
+            Operand::Slot(s) => {
+                a.vmovupd(X[0], slot_at(s, h))?;
+                a.vmulpd(X[0], X[0], qword_bcst(rbx + frame::INV_ETA))?;
+            }
+        }
+        let label = self.routine(Routine::Weights)?;
+        self.a.call(label)
+    }
+
+    /// The body of the weights routine: from `x` in `X[0]`, `exp_of_nonpositive(-|x|)` and
+    /// `sigmoid_big_small`, the else weight into `X[1]`, the then weight into `X[2]`.
+    fn weights_body(&mut self) -> Result<(), IcedError> {
+        let a = &mut self.a;
+        let k = Self::k;
+        let c = |i: usize| k(C_COEFF + i);
+        let load = |i: usize| qword_ptr(rbp + 8 * i as i32);
+        a.vorpd(X[1], X[0], SIGN)?; // -|x|
+        a.vmaxpd(X[1], X[1], k(C_FLOOR))?; // x_c: the floor where -|x| is NaN, as `max`
+        a.vbroadcastsd(X[2], load(C_ROUND))?;
+        a.vfmadd231pd(X[2], X[1], k(C_INV_LN2))?; // kr
+        a.vsubpd(X[3], X[2], k(C_ROUND))?; // k
+        a.vmovapd(X[4], X[1])?;
+        a.vfnmadd231pd(X[4], X[3], k(C_LN2_HI))?;
+        a.vfnmadd231pd(X[4], X[3], k(C_LN2_LO))?; // r
+        a.vmulpd(X[5], X[4], X[4])?; // r2
+        a.vmulpd(X[6], X[5], X[5])?; // r4
+        a.vmulpd(X[7], X[6], X[6])?; // r8
+        // exp_q in Estrin's order: p0 = c8 r + c9 (X[3]), p1 (X[8]), p2 (X[9]), p3 (X[1]),
+        // p4 (zmm31, zero again below).
+        for (r, i) in [(X[3], 8), (X[8], 6), (X[9], 4), (X[1], 2), (ZERO, 0)] {
+            a.vbroadcastsd(r, load(C_COEFF + i + 1))?;
+            a.vfmadd231pd(r, X[4], c(i))?;
+        }
+        a.vfmadd231pd(X[3], X[8], X[5])?; // q0 = p1 r2 + p0
+        a.vfmadd231pd(X[9], X[1], X[5])?; // q1 = p3 r2 + p2
+        a.vfmadd231pd(X[3], X[9], X[6])?; // s0 = q1 r4 + q0
+        a.vfmadd231pd(X[3], ZERO, X[7])?; // q = p4 r8 + s0
+        a.vxorpd(ZERO, ZERO, ZERO)?;
+        a.vfmadd231pd(X[4], X[5], X[3])?; // r2 q + r
+        a.vaddpd(X[4], X[4], k(C_ONE))?; // p = 1 + (r2 q + r)
+        a.vpaddq(X[2], X[2], k(C_BIAS))?;
+        a.vpsllq(X[2], X[2], 52)?; // 2^(k + 64)
+        a.vmulpd(X[4], X[4], X[2])?;
+        a.vmulpd(X[4], X[4], k(C_TWO_M64))?; // e
+        // sigmoid_big_small(e).
+        a.vbroadcastsd(X[1], load(C_ONE))?;
+        a.vaddpd(X[2], X[1], X[4])?; // d = 1 + e
+        a.vsubpd(X[3], X[1], X[2])?;
+        a.vaddpd(X[3], X[3], X[4])?; // d_err = (1 - d) + e
+        a.vdivpd(X[5], X[1], X[2])?; // inv = 1 / d
+        a.vmovapd(X[6], X[1])?;
+        a.vfnmadd231pd(X[6], X[5], X[2])?;
+        a.vfnmadd231pd(X[6], X[5], X[3])?;
+        a.vmovapd(X[7], X[5])?;
+        a.vfmadd231pd(X[7], X[6], X[5])?; // big
+        a.vmulpd(X[8], X[4], X[5])?; // s0 = e inv
+        a.vmovapd(X[9], X[4])?;
+        a.vfnmadd231pd(X[9], X[8], X[2])?;
+        a.vfnmadd231pd(X[9], X[8], X[3])?;
+        a.vfmadd231pd(X[8], X[9], X[5])?; // small
+        // sigmoid_pair_order(x, big, small), and x + x for both where x is NaN.
+        a.vcmppd(k2, X[0], ZERO, GE_OQ)?;
+        a.vblendmpd(X[1].k2(), X[8], X[7])?; // else weight: big where x >= 0
+        a.vblendmpd(X[2].k2(), X[7], X[8])?; // then weight: small where x >= 0
+        a.vcmppd(k3, X[0], X[0], UNORD_Q)?;
+        a.vaddpd(X[3], X[0], X[0])?;
+        a.vmovapd(X[1].k3(), X[3])?;
+        a.vmovapd(X[2].k3(), X[3])?;
+        a.ret()
+    }
+
+    /// `keep_weights` of half `h` (the weights' places at `rcx`).
+    fn keep_weights(&mut self, cache: u32, product: bool, h: usize) -> Result<(), IcedError> {
+        let c = cache as i32 * SLOT_BYTES + h as i32 * HALF_BYTES;
+        if product {
+            self.a.vmulpd(X[3], X[2], X[1])?; // wt * we
+            self.a.vmovupd(zmmword_ptr(rcx + c), X[3])
+        } else {
+            self.a.vmovupd(zmmword_ptr(rcx + c), X[1])?;
+            self.a.vmovupd(zmmword_ptr(rcx + c + SLOT_BYTES), X[2])
+        }
+    }
+
+    /// `kernels::smooth_forward` of half `h` into pair `d`, with the else and then weights in
+    /// `X[1]` and `X[2]`: `wt t + we e`, a product whose weight is zero replaced by zero.
+    fn smooth_forward(
+        &mut self,
+        d: usize,
+        h: usize,
+        t: Operand,
+        e: Operand,
+    ) -> Result<(), IcedError> {
+        let r = ZMM[2 * d + h];
+        let (we, wt) = (X[1], X[2]);
+        let a = &mut self.a;
+        a.vcmppd(k4, wt, ZERO, NEQ_UQ)?;
+        match t {
+            Operand::Pair(p) => a.vmulpd(r.k4().z(), wt, ZMM[2 * p + h])?,
+            Operand::Slot(s) => a.vmulpd(r.k4().z(), wt, slot_at(s, h))?,
+        }
+        a.vcmppd(k5, we, ZERO, NEQ_UQ)?;
+        match e {
+            Operand::Pair(p) => a.vmulpd(X[4].k5().z(), we, ZMM[2 * p + h])?,
+            Operand::Slot(s) => a.vmulpd(X[4].k5().z(), we, slot_at(s, h))?,
+        }
+        a.vaddpd(r, r, X[4])
     }
 
     /// `r = x op y` on half `h`.

@@ -47,6 +47,10 @@ pub(super) struct Frame {
     pub sign: f64,
     /// The code's constants ([`ForwardCode::consts`]).
     pub consts: *const f64,
+    /// The smoothing weights' places.
+    pub weights: *mut Lanes,
+    /// `1 / eta` of a smoothed sweep.
+    pub inv_eta: f64,
     /// Runs lane steps `from..to` in the interpreter.
     pub call_back: unsafe extern "sysv64" fn(*mut Frame, u32, u32),
     /// What `call_back` needs besides the frame.
@@ -66,6 +70,8 @@ mod frame {
     pub const SCALE: i32 = offset_of!(Frame, scale) as i32;
     pub const SIGN: i32 = offset_of!(Frame, sign) as i32;
     pub const CONSTS: i32 = offset_of!(Frame, consts) as i32;
+    pub const WEIGHTS: i32 = offset_of!(Frame, weights) as i32;
+    pub const INV_ETA: i32 = offset_of!(Frame, inv_eta) as i32;
     pub const CALL_BACK: i32 = offset_of!(Frame, call_back) as i32;
 }
 
@@ -80,6 +86,8 @@ pub(super) struct ForwardCode {
     pub params: usize,
     /// Latents it reads (all below this).
     pub latents: usize,
+    /// Weight places it touches (all below this).
+    pub weights: usize,
     pub coverage: Coverage,
 }
 
@@ -99,17 +107,26 @@ impl ForwardCode {
     fn compile(steps: &[Step], chains: &[(u32, bool)], crisp: bool) -> Option<ForwardCode> {
         if !crate::cpu::avx512()
             || steps.len() > MAX_STEPS
-            || emit::call_backs(steps, crisp) * STEPS_PER_CALL > steps.len()
+            || emit::call_backs(steps) * STEPS_PER_CALL > steps.len()
         {
             return None;
         }
-        let (mut slots, mut params, mut latents) = (0, 0, 0);
+        let (mut slots, mut params, mut latents, mut weights) = (0, 0, 0, 0);
         for step in steps {
             slots = slots.max(step.out as usize + 1);
             let (ops, n) = super::instr::operands(&step.op);
             let mut read = ops[..n].to_vec();
             match step.op {
                 Op::Param { k } => params = params.max(k as usize + 1),
+                Op::If {
+                    cache,
+                    product,
+                    reuse,
+                    ..
+                } if !crisp => {
+                    let kept = if product && !reuse { 1 } else { 2 };
+                    weights = weights.max(cache as usize + kept);
+                }
                 Op::Latent { i } | Op::SelectLatent { i, .. } | Op::SelectLessLatent { i, .. } => {
                     latents = latents.max(i as usize + 1)
                 }
@@ -136,6 +153,7 @@ impl ForwardCode {
             slots,
             params,
             latents,
+            weights,
             coverage,
         })
     }
