@@ -8,41 +8,14 @@
 //! On a CPU without AVX-512 the set is not available and the test checks only that nothing
 //! is compiled.
 
+mod eval_common;
+
 use dsgd::eval::vmath::KernelSet;
 use dsgd::eval::{BatchGradient, CHUNK, Latents, Tape};
 use dsgd::ir::{Builder, Program, Semantics, Var};
+use eval_common::{Lcg, bits};
 
 const BATCH: usize = 3 * CHUNK + 5;
-
-/// A deterministic stream of numbers in [0, 1).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() * n as f64) as usize % n
-    }
-}
-
-/// Bits, with every NaN as one (builds may differ in a NaN's sign, never in a number).
-fn bits(xs: &[f64]) -> Vec<u64> {
-    xs.iter()
-        .map(|x| {
-            if x.is_nan() {
-                f64::NAN.to_bits()
-            } else {
-                x.to_bits()
-            }
-        })
-        .collect()
-}
 
 /// A random program of `len` nodes over 4 latents and 2 parameters; most nodes are cheap
 /// (sums, differences, products, quotients, negations, square roots, selects), some are

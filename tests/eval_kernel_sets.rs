@@ -6,37 +6,20 @@
 //!
 //! Not here: the lane routines' own builds (`eval_vmath.rs`).
 
+mod eval_common;
+
 use dsgd::eval::vmath::KernelSet;
 use dsgd::eval::{BatchGradient, CHUNK, Tape};
 use dsgd::ir::Semantics;
+use eval_common::{Lcg, bits};
 
 /// Enough chunks for the default's timing (a few dozen sweeps) and some after it.
 const BATCH: usize = 70 * CHUNK + 5;
 
 /// Deterministic latents in [-3, 3).
 fn latents(n: usize) -> Vec<f64> {
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    (0..n * BATCH)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            6.0 * ((state >> 11) as f64 / (1u64 << 53) as f64) - 3.0
-        })
-        .collect()
-}
-
-/// Bits, with every NaN as one (builds may differ in a NaN's sign, never in a number).
-fn bits(xs: &[f64]) -> Vec<u64> {
-    xs.iter()
-        .map(|x| {
-            if x.is_nan() {
-                f64::NAN.to_bits()
-            } else {
-                x.to_bits()
-            }
-        })
-        .collect()
+    let mut rng = Lcg(0x2545_f491_4f6c_dd1d);
+    (0..n * BATCH).map(|_| 6.0 * rng.next() - 3.0).collect()
 }
 
 /// Values, latent gradients and parameter gradients of the whole batch.

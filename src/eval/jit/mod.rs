@@ -13,6 +13,8 @@
 //! locations and scales of latents below `latents`.
 
 mod emit;
+mod regs;
+mod routines;
 
 use std::ffi::c_void;
 use std::sync::OnceLock;
