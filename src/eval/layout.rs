@@ -35,6 +35,9 @@ pub(super) struct Layout {
     /// (or constant) for good. The others are shared by values whose lives do not overlap,
     /// unless a held layout gave them to one value.
     pub pinned: usize,
+    /// Whether this is the crisp forward-only plan's layout (whose build is chosen apart:
+    /// see `Workspace::plan_choice`).
+    pub forward_only: bool,
     /// The forward sweeps in machine code, compiled at first use.
     pub jit: super::jit::Compiled,
 }
@@ -230,6 +233,7 @@ pub(super) fn place(l: Logical, plans: [&mut Plan; 2]) -> Placed {
         chains,
         values: compact_values,
         pinned: pinned_count as usize,
+        forward_only: false,
         jit: Default::default(),
     };
 
@@ -441,6 +445,7 @@ pub(super) fn hold(compact: &Layout, held: &[bool]) -> Layout {
         chains,
         values: next as usize,
         pinned: compact.pinned,
+        forward_only: false,
         jit: Default::default(),
     }
 }

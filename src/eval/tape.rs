@@ -216,6 +216,7 @@ impl Tape {
             weights: ArrayBuf::zeroed(self.if_slots),
             kernels: None,
             forward_choice: Default::default(),
+            plan_choice: Default::default(),
             forced_layout: false,
             crisp_chunk: false,
             lanes: 0,

@@ -22,6 +22,10 @@ pub struct Workspace {
     /// the widest the CPU runs, with the forward sweep's AVX-512 build where it was faster.
     pub(super) kernels: Option<KernelSet>,
     pub(super) forward_choice: ForwardChoice,
+    /// The choice for the crisp forward-only plan, made apart: it runs under the same
+    /// semantics as the gradient sweeps' crisp forward half but is a different tape, and
+    /// timing both as one compared builds on whichever was shorter.
+    pub(super) plan_choice: ForwardChoice,
     /// Whether `values` are in the tape's forced layout (the compact one with some more
     /// values in places of their own, which LYY18's incremental forced sweeps read); the
     /// compact layout otherwise.
