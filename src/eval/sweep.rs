@@ -15,6 +15,7 @@ use crate::cpu;
 
 use super::input::Latents;
 use super::instr::{CHUNK, FOLD_A, FOLD_B, Lanes, NONE, Op, Step, Target, crisp_only_op};
+#[cfg(target_arch = "x86_64")]
 use super::jit;
 use super::kernels::{self, Wants};
 use super::layout::Layout;
@@ -116,6 +117,7 @@ pub(super) fn forward_chunk(layout: &Layout, ws: &mut Workspace, semantics: Sema
 /// The forward sweep in the layout's machine code where it can run (AVX-512, a full chunk of
 /// reparameterised noise, smoothed or crisp semantics, no per-lane forcing), in the
 /// interpreter's AVX-512 build otherwise.
+#[cfg(target_arch = "x86_64")]
 fn forward_jit(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &Input) {
     let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
     let crisp = match semantics {
@@ -179,6 +181,7 @@ fn forward_jit(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &In
 }
 
 /// What the compiled code's calls back into the interpreter need.
+#[cfg(target_arch = "x86_64")]
 struct CallBackEnv<'a> {
     steps: &'a [Step],
     chains: &'a [(u32, bool)],
@@ -195,6 +198,7 @@ struct CallBackEnv<'a> {
 /// # Safety
 /// `frame.env` must point to the [`CallBackEnv`] of the running sweep, whose pointers no
 /// reference aliases while the compiled code runs.
+#[cfg(target_arch = "x86_64")]
 unsafe extern "sysv64" fn call_back(frame: *mut jit::Frame, from: u32, to: u32) {
     // SAFETY: the caller's contract; the slices are the workspace's buffers, which only this
     // call touches until it returns.
@@ -205,6 +209,13 @@ unsafe extern "sysv64" fn call_back(frame: *mut jit::Frame, from: u32, to: u32) 
         let steps = &env.steps[from as usize..to as usize];
         forward_avx512(steps, env.chains, values, weights, env.semantics, env.x);
     }
+}
+
+/// [`forward_jit`] where no machine code is compiled (targets other than x86-64).
+#[cfg(not(target_arch = "x86_64"))]
+fn forward_jit(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &Input) {
+    let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
+    forward_in(KernelSet::Avx512, steps, chains, ws, semantics, x);
 }
 
 /// Adjoints of every active slot for the chunk last swept forward (in the AVX2 build in the

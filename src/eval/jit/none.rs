@@ -1,0 +1,27 @@
+//! On targets other than x86-64 no machine code is compiled (the code is AVX-512): the
+//! stand-ins the rest of `eval` names, which never hold any.
+
+use super::instr::Step;
+
+/// How many steps the code runs itself and how many it hands back (for tests and reports).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Coverage {
+    pub inline: usize,
+    pub called: usize,
+}
+
+/// Never made on this target.
+pub(super) struct ForwardCode {
+    pub coverage: Coverage,
+}
+
+/// A layout's compiled forward sweeps: none on this target.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Compiled;
+
+impl Compiled {
+    /// Nothing is compiled on this target.
+    pub fn get(&self, _: &[Step], _: &[(u32, bool)], _: bool) -> Option<&ForwardCode> {
+        None
+    }
+}
