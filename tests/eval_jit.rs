@@ -250,3 +250,24 @@ fn compiled_logarithms_give_the_interpreters_bits_at_the_edges() {
         assert_eq!(tape.jit_coverage(sem).map(|c| c.called), Some(0), "{sem:?}");
     }
 }
+
+#[test]
+fn compiled_sweeps_of_long_programs_give_the_interpreters_bits() {
+    if !KernelSet::available().contains(&KernelSet::Jit) {
+        return;
+    }
+    // Long enough that the code is assembled in several parts (their calls to the shared
+    // routines cross from one part to the code before it).
+    let mut rng = Lcg(0x10c);
+    let p = program(&mut rng, 6_000);
+    let tape = Tape::compile(&p, 0);
+    let params = [0.3, 0.8];
+    let zs = noise(&mut rng, tape.latent_count());
+    for sem in SEMANTICS {
+        let want = run(&tape, KernelSet::Portable, sem, &params, &zs);
+        let got = run(&tape, KernelSet::Jit, sem, &params, &zs);
+        assert!(got == want, "{sem:?}: compiled differs");
+    }
+    let c = tape.jit_coverage(SEMANTICS[0]).expect("compiled");
+    assert!(c.inline + c.called > 3 * 2_048, "{c:?}");
+}

@@ -7,7 +7,7 @@
 //! Every inline form is the interpreter's own operations on the same operands in the same
 //! order (IEEE addition, subtraction, multiplication, division and square root are correctly
 //! rounded, a fused multiply-add rounds once as `mul_add` does, a select is a bitwise blend),
-//! so the code gives the interpreter's bits. The long ones are routines emitted once after
+//! so the code gives the interpreter's bits. The long ones are routines emitted once before
 //! the sweep and called with their operand and results in scratch registers: a smoothed
 //! if-statement's weights (`kernels::smooth_weights`: `elementary::exp_of_nonpositive`, then
 //! `sigmoid_big_small` and `sigmoid_pair_order`) and `elementary::ln` (the logarithm and the
@@ -124,16 +124,36 @@ fn inline(op: &Op) -> bool {
     }
 }
 
-/// Writes the code of `steps` (the layout's lane steps, whose slots are all below `slots`)
-/// for the semantics `crisp` or smoothed, reading latents as noise reparameterised on load.
+/// Steps assembled at a time. The assembler keeps every instruction of its part until it
+/// encodes them (about 40 bytes each, some twenty a step): a 100,000-step layout in one part
+/// took 100 MB; in parts, memory stays a few megabytes beside the code.
+const PART_STEPS: usize = 2_048;
+
+/// The code of `steps` (the layout's lane steps) for the semantics `crisp` or smoothed,
+/// reading latents as noise reparameterised on load, with the offset of its entry point.
+/// The routines come first, then the sweep, assembled in parts of [`PART_STEPS`] steps, each
+/// at its final offset (calls to the routines are relative, so the code runs wherever it is
+/// mapped).
 pub(super) fn forward(
     steps: &[Step],
     chains: &[(u32, bool)],
     crisp: bool,
-) -> Result<(Vec<u8>, Vec<f64>, Coverage), IcedError> {
+) -> Result<(Vec<u8>, usize, Vec<f64>, Coverage), IcedError> {
+    let mut bytes = Vec::new();
+    let mut routine_at = [0; 2];
+    for (at, body) in routine_at.iter_mut().zip([
+        routines::weights as fn(&mut CodeAssembler) -> Result<(), IcedError>,
+        routines::ln,
+    ]) {
+        *at = bytes.len() as u64;
+        let mut a = CodeAssembler::new(64)?;
+        body(&mut a)?;
+        bytes.extend(a.assemble(*at)?);
+    }
+    let entry = bytes.len();
     let mut e = Emitter {
         a: CodeAssembler::new(64)?,
-        routines: Vec::new(),
+        routine_at,
         cache: Cache::new(),
         chains,
         consts: routines::CONSTS.to_vec(),
@@ -142,7 +162,12 @@ pub(super) fn forward(
     };
     e.prologue()?;
     let mut k = 0;
+    let mut part_from = 0;
     while k < steps.len() {
+        if k - part_from >= PART_STEPS {
+            e.assemble_part(&mut bytes)?;
+            part_from = k;
+        }
         if inline(&steps[k].op) {
             e.step(&steps[k])?;
             e.coverage.inline += 1;
@@ -157,23 +182,18 @@ pub(super) fn forward(
         }
     }
     e.epilogue()?;
-    e.routine_bodies()?;
-    let code = e.a.assemble(0)?;
-    Ok((code, e.consts, e.coverage))
+    e.assemble_part(&mut bytes)?;
+    Ok((bytes, entry, e.consts, e.coverage))
 }
 
-/// Code shared by every step that needs it, emitted once after the sweep and called with
-/// its operand and results in scratch registers (it changes no cached value).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Routine {
-    Weights,
-    Ln,
-}
+/// Which routine: indices into `Emitter::routine_at`.
+const WEIGHTS: usize = 0;
+const LN: usize = 1;
 
 struct Emitter<'a> {
     a: CodeAssembler,
-    /// The routines called so far, with their labels.
-    routines: Vec<(Routine, CodeLabel)>,
+    /// Where the routines start (offsets in the code, which starts with them).
+    routine_at: [u64; 2],
     cache: Cache,
     chains: &'a [(u32, bool)],
     /// The constants the code reads from `rbp`.
@@ -542,30 +562,15 @@ impl Emitter<'_> {
         if x != X[0] {
             self.a.vmovapd(X[0], x)?;
         }
-        let label = self.routine(Routine::Ln)?;
-        self.a.call(label)?;
+        self.a.call(self.routine_at[LN])?;
         self.a.vmovapd(r, X[1])
     }
 
-    /// The label of `routine`, whose body [`Self::routine_bodies`] emits.
-    fn routine(&mut self, routine: Routine) -> Result<CodeLabel, IcedError> {
-        if let Some(&(_, label)) = self.routines.iter().find(|(r, _)| *r == routine) {
-            return Ok(label);
-        }
-        let label = self.a.create_label();
-        self.routines.push((routine, label));
-        Ok(label)
-    }
-
-    /// The bodies of the routines called.
-    fn routine_bodies(&mut self) -> Result<(), IcedError> {
-        for (routine, mut label) in std::mem::take(&mut self.routines) {
-            self.a.set_label(&mut label)?;
-            match routine {
-                Routine::Weights => routines::weights(&mut self.a)?,
-                Routine::Ln => routines::ln(&mut self.a)?,
-            }
-        }
+    /// Encodes the instructions written since the last part, at the end of `bytes`.
+    fn assemble_part(&mut self, bytes: &mut Vec<u8>) -> Result<(), IcedError> {
+        let mut part = std::mem::replace(&mut self.a, CodeAssembler::new(64)?);
+        let at = bytes.len() as u64;
+        bytes.extend(part.assemble(at)?);
         Ok(())
     }
 
@@ -581,8 +586,7 @@ impl Emitter<'_> {
                 a.vmulpd(X[0], X[0], qword_bcst(rbx + frame::INV_ETA))?;
             }
         }
-        let label = self.routine(Routine::Weights)?;
-        self.a.call(label)
+        self.a.call(self.routine_at[WEIGHTS])
     }
 
     /// `keep_weights` of half `h` (the weights' places at `rcx`).

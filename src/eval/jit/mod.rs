@@ -80,6 +80,8 @@ mod frame {
 /// One layout's forward sweep in machine code.
 pub(super) struct ForwardCode {
     code: memmap2::Mmap,
+    /// Where in `code` the sweep starts (the routines it calls come first).
+    entry: usize,
     /// The constants the code reads (through [`Frame::consts`]).
     pub consts: Vec<f64>,
     /// Value places the code touches (all below this).
@@ -145,12 +147,13 @@ impl ForwardCode {
         if slots * std::mem::size_of::<Lanes>() > i32::MAX as usize / 2 {
             return None;
         }
-        let (bytes, consts, coverage) = emit::forward(steps, chains, crisp).ok()?;
+        let (bytes, entry, consts, coverage) = emit::forward(steps, chains, crisp).ok()?;
         let mut map = memmap2::MmapMut::map_anon(bytes.len()).ok()?;
         map.copy_from_slice(&bytes);
         let code = map.make_exec().ok()?;
         Some(ForwardCode {
             code,
+            entry,
             consts,
             slots,
             params,
@@ -170,7 +173,8 @@ impl ForwardCode {
         // SAFETY: the code was written for this signature by `emit::forward`, and it reads
         // what the caller guarantees.
         unsafe {
-            let f: unsafe extern "sysv64" fn(*mut Frame) = std::mem::transmute(self.code.as_ptr());
+            let f: unsafe extern "sysv64" fn(*mut Frame) =
+                std::mem::transmute(self.code.as_ptr().add(self.entry));
             f(frame);
         }
     }
