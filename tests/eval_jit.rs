@@ -1,5 +1,5 @@
-//! The forward sweep compiled to machine code (`KernelSet::Jit`) gives the interpreter's
-//! bits: on random programs of every primitive (the cheap ones the code runs itself, the
+//! The forward and reverse sweeps compiled to machine code (`KernelSet::Jit`) give the
+//! interpreter's bits: on random programs of every primitive (the cheap ones the code runs itself, the
 //! others it hands back), with long runs of cheap steps that overflow its register cache, and
 //! on every built-in model; smoothed and crisp, values and gradients, latents given as
 //! reparameterised noise (what the engine passes, and what the code reads), with a short
@@ -40,9 +40,9 @@ fn program(rng: &mut Lcg, len: usize) -> Program {
         // Mostly steps the code runs inline; an elementary function now and then (a call
         // back into the interpreter: a layout with many is not compiled).
         let kind = if rng.next() < 0.015 {
-            11 + rng.below(2)
+            12 + rng.below(3)
         } else {
-            rng.below(11)
+            rng.below(12)
         };
         let node = match kind {
             0 => x + y,
@@ -56,8 +56,12 @@ fn program(rng: &mut Lcg, len: usize) -> Program {
             8 => b.if_neg(x - k, y, w),
             9 => b.if_neg(x + y, w, k),
             10 => b.if_neg(x, k, y) + b.sum(&[x, y, w, k]),
-            11 => (x * 0.1).tanh().exp(),
-            _ => (x * x + 1.0).ln(),
+            // A guard folded into its if-statement with both operands taking its adjoint.
+            11 => b.if_neg(x - y, w, k),
+            12 => (x * 0.1).tanh().exp(),
+            13 => (x * x + 1.0).ln(),
+            // No inline form in either sweep.
+            _ => (x * 0.3).sin(),
         };
         pool.push(node);
         if rng.next() < 0.3 {
@@ -129,6 +133,7 @@ fn compiled_sweeps_give_the_interpreters_bits_on_random_programs() {
     }
     let mut rng = Lcg(0x5eed);
     let (mut compiled, mut inline, mut called) = (0, 0, 0);
+    let (mut rev_compiled, mut rev_inline, mut rev_called) = (0, 0, 0);
     let cases = 60;
     for case in 0..cases {
         let len = [5, 40, 400][case % 3];
@@ -148,8 +153,18 @@ fn compiled_sweeps_give_the_interpreters_bits_on_random_programs() {
                 inline += c.inline;
                 called += c.called;
             }
+            if let Some(c) = tape.reverse_jit_coverage(sem) {
+                rev_compiled += 1;
+                rev_inline += c.inline;
+                rev_called += c.called;
+            }
         }
     }
+    // The reverse sweeps, too, mostly compiled, calls back included.
+    assert!(
+        rev_compiled > 2 * cases && rev_inline > 10_000 && rev_called > 20,
+        "reverse: {rev_compiled} compiled, {rev_inline} inline, {rev_called} called"
+    );
     // Most crisp layouts were compiled (a smoothed if-statement is a call back, so fewer
     // smoothed ones), and their calls back were exercised too.
     assert!(
@@ -188,6 +203,10 @@ fn compiled_sweeps_give_the_interpreters_bits_on_the_built_in_models() {
                     "{name} {sem:?}: {c:?}"
                 );
             }
+            // Every built-in model's reverse sweeps compile whole.
+            let c = tape.reverse_jit_coverage(sem).expect("compiled");
+            assert_eq!(c.called, 0, "{name} {sem:?}: {c:?}");
+            assert_eq!(c.inline, tape.reverse_len(sem), "{name} {sem:?}");
         }
     }
     // Crisp layouts of cheap steps and fused density terms compile whole: the random walk,
@@ -248,6 +267,11 @@ fn compiled_logarithms_give_the_interpreters_bits_at_the_edges() {
         let got = run_affine(&tape, KernelSet::Jit, sem, &[], &zs, &[0.0], &[1.0]);
         assert!(got == want, "{sem:?}: compiled differs");
         assert_eq!(tape.jit_coverage(sem).map(|c| c.called), Some(0), "{sem:?}");
+        assert_eq!(
+            tape.reverse_jit_coverage(sem).map(|c| c.called),
+            Some(0),
+            "{sem:?}"
+        );
     }
 }
 
@@ -270,4 +294,6 @@ fn compiled_sweeps_of_long_programs_give_the_interpreters_bits() {
     }
     let c = tape.jit_coverage(SEMANTICS[0]).expect("compiled");
     assert!(c.inline + c.called > 3 * 2_048, "{c:?}");
+    let c = tape.reverse_jit_coverage(SEMANTICS[0]).expect("compiled");
+    assert!(c.inline + c.called > 3 * 1_024, "reverse: {c:?}");
 }

@@ -166,6 +166,7 @@ impl Tape {
             output: placed.output,
             smooth_plan,
             crisp_plan,
+            reverse_jit: Default::default(),
             latent_count: latent_slots.len(),
             param_slots,
             if_count: program.if_count(),

@@ -10,9 +10,9 @@ use crate::aligned::F64Buf;
 
 use super::input::Latents;
 use super::instr::{CHUNK, NONE};
-use super::sweep;
 use super::tape::Tape;
 use super::workspace::Workspace;
+use super::{reverse, sweep};
 
 /// Per-sample results of [`Tape::gradient`]: the value and its gradient with respect to
 /// the latents and every parameter. Latent-major: row `r` of `latents` is
@@ -167,7 +167,7 @@ impl Tape {
             latents,
             batch,
             |ws, start, w| {
-                sweep::reverse_chunk(self, ws, semantics);
+                reverse::reverse_chunk(self, ws, semantics);
                 ws.note_sweep(semantics, batch);
                 grad.value[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
                 // Row `r` of `dest` from adjoint place `a`, or zeros where there is none.

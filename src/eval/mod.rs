@@ -43,6 +43,7 @@ mod kernel_choice;
 mod kernels;
 mod layout;
 mod plan;
+mod reverse;
 mod sweep;
 mod tape;
 pub mod vmath;

@@ -70,6 +70,8 @@ pub struct Compiled {
     pub(super) output: u32,
     pub(super) smooth_plan: Plan,
     pub(super) crisp_plan: Plan,
+    /// The reverse plans in machine code, compiled at first use (`jit/reverse.rs`).
+    pub(super) reverse_jit: super::jit::CompiledReverse,
     pub(super) latent_count: usize,
     /// The value place of each parameter (pinned: the same in every layout).
     pub(super) param_slots: Vec<Option<u32>>,
@@ -145,6 +147,18 @@ impl Tape {
         let layout = &self.compact;
         let code = layout.jit.get(&layout.steps, &layout.chains, crisp)?;
         Some(code.coverage)
+    }
+
+    /// How many steps of the reverse sweep under `semantics` its machine code runs itself,
+    /// and how many it hands back to the interpreter (compiled at the first call); `None`
+    /// where nothing is compiled (as for [`Tape::jit_coverage`]).
+    pub fn reverse_jit_coverage(&self, semantics: Semantics) -> Option<JitCoverage> {
+        let (plan, smooth) = match semantics {
+            Semantics::Smoothed { .. } => (&self.smooth_plan, true),
+            Semantics::Crisp => (&self.crisp_plan, false),
+            Semantics::Forced { .. } => return None,
+        };
+        Some(self.reverse_jit.get(plan, smooth)?.coverage)
     }
 
     /// Lane instructions of a forward-only crisp sweep (for tests and benchmark reports): at

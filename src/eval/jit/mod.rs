@@ -14,12 +14,13 @@
 
 mod emit;
 mod regs;
+mod reverse;
 mod routines;
 
 use std::ffi::c_void;
 use std::sync::OnceLock;
 
-use super::instr::{Lanes, Op, Step};
+use super::instr::{Lanes, Op, Plan, Step, Target};
 
 pub use emit::Coverage;
 
@@ -51,9 +52,12 @@ pub(super) struct Frame {
     pub consts: *const f64,
     /// The smoothing weights' places.
     pub weights: *mut Lanes,
+    /// The adjoints' places (read by reverse code only).
+    pub adjoints: *mut Lanes,
     /// `1 / eta` of a smoothed sweep.
     pub inv_eta: f64,
-    /// Runs lane steps `from..to` in the interpreter.
+    /// Runs steps `from..to` (lane steps forward, reverse steps in reverse code) in the
+    /// interpreter.
     pub call_back: unsafe extern "sysv64" fn(*mut Frame, u32, u32),
     /// What `call_back` needs besides the frame.
     pub env: *mut c_void,
@@ -73,6 +77,7 @@ mod frame {
     pub const SIGN: i32 = offset_of!(Frame, sign) as i32;
     pub const CONSTS: i32 = offset_of!(Frame, consts) as i32;
     pub const WEIGHTS: i32 = offset_of!(Frame, weights) as i32;
+    pub const ADJOINTS: i32 = offset_of!(Frame, adjoints) as i32;
     pub const INV_ETA: i32 = offset_of!(Frame, inv_eta) as i32;
     pub const CALL_BACK: i32 = offset_of!(Frame, call_back) as i32;
 }
@@ -196,6 +201,120 @@ impl Compiled {
     pub fn get(&self, steps: &[Step], chains: &[(u32, bool)], crisp: bool) -> Option<&ForwardCode> {
         self.0[usize::from(crisp)]
             .get_or_init(|| ForwardCode::compile(steps, chains, crisp))
+            .as_ref()
+    }
+}
+
+/// Reverse plans with more steps than this are not compiled (code of about 150 bytes a step:
+/// a 100,000-step plan would add 15 MB to a run).
+const MAX_REVERSE_STEPS: usize = 60_000;
+
+/// One reverse plan in machine code.
+pub(super) struct ReverseCode {
+    code: memmap2::Mmap,
+    /// The constants the code reads (through [`Frame::consts`]).
+    pub consts: Vec<f64>,
+    /// Value places the code reads (all below this).
+    pub slots: usize,
+    /// Adjoint places it touches (all below this).
+    pub adjoints: usize,
+    /// Weight places it reads (all below this).
+    pub weights: usize,
+    pub coverage: Coverage,
+}
+
+impl std::fmt::Debug for ReverseCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReverseCode")
+            .field("bytes", &self.code.len())
+            .field("coverage", &self.coverage)
+            .finish()
+    }
+}
+
+impl ReverseCode {
+    /// The code of `plan` under smoothed (`smooth`) or crisp semantics, or `None` where the
+    /// CPU lacks AVX-512, the plan is too long or calls back too often to gain, or the
+    /// system gives no executable memory.
+    fn compile(plan: &Plan, smooth: bool) -> Option<ReverseCode> {
+        if !crate::cpu::avx512()
+            || plan.steps.len() > MAX_REVERSE_STEPS
+            || reverse::call_backs(plan) * STEPS_PER_CALL > plan.steps.len()
+        {
+            return None;
+        }
+        let (mut slots, mut adjoints, mut weights) = (0, 0, 0);
+        let mut adj = |t: &Target| {
+            if t.adj != super::instr::NONE {
+                adjoints = adjoints.max(t.adj as usize + 1);
+            }
+        };
+        plan.chain_targets.iter().for_each(&mut adj);
+        for rs in &plan.steps {
+            rs.to.iter().for_each(&mut adj);
+            adj(&Target {
+                adj: rs.ad,
+                first: false,
+            });
+            let (ops, n) = super::instr::operands(&rs.step.op);
+            for &s in ops[..n].iter().chain([&rs.step.out]) {
+                slots = slots.max(s as usize + 1);
+            }
+            if let Op::If { cache, .. } = rs.step.op
+                && smooth
+            {
+                weights = weights.max(cache as usize + 2);
+            }
+        }
+        if slots.max(adjoints).max(weights) * std::mem::size_of::<Lanes>() > i32::MAX as usize / 2 {
+            return None;
+        }
+        let (bytes, consts, coverage) = reverse::reverse(plan, smooth).ok()?;
+        let mut map = memmap2::MmapMut::map_anon(bytes.len()).ok()?;
+        map.copy_from_slice(&bytes);
+        let code = map.make_exec().ok()?;
+        Some(ReverseCode {
+            code,
+            consts,
+            slots,
+            adjoints,
+            weights,
+            coverage,
+        })
+    }
+
+    /// Runs the code on `frame`.
+    ///
+    /// # Safety
+    /// `frame` must point to `slots` value places, `adjoints` adjoint places and `weights`
+    /// weight places; `call_back` must run the interpreter's reverse steps on the same places.
+    pub unsafe fn run(&self, frame: &mut Frame) {
+        // SAFETY: the code was written for this signature by `reverse::reverse`, and it
+        // touches what the caller guarantees.
+        unsafe {
+            let f: unsafe extern "sysv64" fn(*mut Frame) = std::mem::transmute(self.code.as_ptr());
+            f(frame);
+        }
+    }
+}
+
+/// A tape's compiled reverse sweeps, made at first use: smoothed and crisp.
+#[derive(Default, Debug)]
+pub(super) struct CompiledReverse([OnceLock<Option<ReverseCode>>; 2]);
+
+impl Clone for CompiledReverse {
+    /// A clone compiles again when used.
+    fn clone(&self) -> Self {
+        CompiledReverse::default()
+    }
+}
+
+impl CompiledReverse {
+    /// The code for `plan` under smoothed (`smooth`) or crisp semantics, compiled at the first
+    /// call.
+    pub fn get(&self, plan: &Plan, smooth: bool) -> Option<&ReverseCode> {
+        self.0[usize::from(smooth)]
+            .get_or_init(|| ReverseCode::compile(plan, smooth))
             .as_ref()
     }
 }

@@ -1,7 +1,7 @@
 //! On targets other than x86-64 no machine code is compiled (the code is AVX-512): the
 //! stand-ins the rest of `eval` names, which never hold any.
 
-use super::instr::Step;
+use super::instr::{Plan, Step};
 
 /// How many steps the code runs itself and how many it hands back (for tests and reports).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -22,6 +22,22 @@ pub(super) struct Compiled;
 impl Compiled {
     /// Nothing is compiled on this target.
     pub fn get(&self, _: &[Step], _: &[(u32, bool)], _: bool) -> Option<&ForwardCode> {
+        None
+    }
+}
+
+/// Never made on this target.
+pub(super) struct ReverseCode {
+    pub coverage: Coverage,
+}
+
+/// A tape's compiled reverse sweeps: none on this target.
+#[derive(Clone, Debug, Default)]
+pub(super) struct CompiledReverse;
+
+impl CompiledReverse {
+    /// Nothing is compiled on this target.
+    pub fn get(&self, _: &Plan, _: bool) -> Option<&ReverseCode> {
         None
     }
 }

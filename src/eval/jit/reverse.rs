@@ -1,0 +1,654 @@
+//! The machine code of one reverse sweep: each step of a reverse plan becomes AVX-512
+//! instructions on the chunk's two halves, reading its own adjoint, the values and the
+//! smoothing weights it needs from their places and adding each contribution into its
+//! target's place; steps with no inline form (the local derivatives that need a function:
+//! `sin`, `lgamma`, powers, ... and steps whose operands are the same in every lane) become
+//! one call back into the interpreter per run of such steps.
+//!
+//! Why: the interpreter's reverse sweep runs in its AVX2 build (its AVX-512 build was slower
+//! on every model measured), with a dispatch per step and its contributions through the
+//! stack; on textmsg it was a quarter of a DSGD sample's time. The code here keeps nothing in
+//! registers from one step to the next (a contribution is in memory when the next step may
+//! read it, and store-to-load forwarding makes that cheap), so it is simple to check.
+//!
+//! Every inline form is `reverse_body`'s operations (`sweep.rs`, `kernels.rs`) in the same
+//! order on the same operands, every product by a local derivative `masked` (exactly zero
+//! where the adjoint is zero) as a zeroing-masked multiplication, so the code gives the
+//! interpreter's bits.
+//!
+//! Register use: `rbx` the frame, `r12` the values, `r13` the adjoints, `r14` the smoothing
+//! weights, `rbp` the code's constants ([`CONSTS`] first, then the `c` of fused density and
+//! Poisson terms); `zmm0` the step's own adjoint, `zmm1..zmm16` scratch, `zmm30` `-0.0` and
+//! `zmm31` zero in every lane.
+
+use iced_x86::IcedError;
+use iced_x86::code_asm::asm_traits::CodeAsmVmulpd;
+use iced_x86::code_asm::*;
+
+use crate::ir::{Binary, Unary};
+
+use super::super::instr::{CHUNK, FOLD_A, FOLD_B, NONE, Op, Plan, RevStep, Target};
+use super::emit::Coverage;
+use super::frame;
+use super::regs::*;
+use super::routines::k;
+
+/// Bytes of one place (all its lanes) and of one half.
+const SLOT_BYTES: i32 = (CHUNK * 8) as i32;
+const HALF_BYTES: i32 = SLOT_BYTES / 2;
+
+/// The constants every reverse code reads, first in its table.
+const CONSTS: [f64; 4] = [1.0, -1.0, 2.0, 0.5];
+const C_ONE: usize = 0;
+const C_MINUS_ONE: usize = 1;
+const C_TWO: usize = 2;
+const C_HALF: usize = 3;
+
+/// Steps assembled at a time (see `emit::PART_STEPS`).
+const PART_STEPS: usize = 1_024;
+
+/// The step's own adjoint (half), and the register a target's adjoint is summed in.
+const OWN: AsmRegisterZmm = zmm0;
+const SUM: AsmRegisterZmm = zmm16;
+
+/// Whether reverse step `rs` has an inline form under smoothed (`smooth`) or crisp semantics
+/// (forced sweeps are never compiled).
+pub(super) fn inline(rs: &RevStep) -> bool {
+    match rs.step.op {
+        Op::Unary { op, .. } => {
+            !rs.uniform
+                && matches!(
+                    op,
+                    Unary::Neg
+                        | Unary::Exp
+                        | Unary::Log
+                        | Unary::Sqrt
+                        | Unary::Expm1
+                        | Unary::Sigmoid
+                        | Unary::Tanh
+                        | Unary::Log1p
+                )
+        }
+        Op::Binary { op, .. } => op != Binary::Pow,
+        _ => true,
+    }
+}
+
+/// Runs of consecutive steps without an inline form: the calls back the code would make.
+pub(super) fn call_backs(plan: &Plan) -> usize {
+    let mut runs = 0;
+    let mut in_run = false;
+    for rs in &plan.steps {
+        let called = !inline(rs);
+        runs += usize::from(called && !in_run);
+        in_run = called;
+    }
+    runs
+}
+
+/// The code of `plan`'s steps under smoothed (`smooth`) or crisp semantics, with its
+/// constants: it starts at offset 0 and returns when the sweep is done. The adjoints the plan
+/// zeroes and the output's are set before it runs (by the caller).
+pub(super) fn reverse(
+    plan: &Plan,
+    smooth: bool,
+) -> Result<(Vec<u8>, Vec<f64>, Coverage), IcedError> {
+    let mut e = Emitter {
+        a: CodeAssembler::new(64)?,
+        consts: CONSTS.to_vec(),
+        chain_targets: &plan.chain_targets,
+        smooth,
+    };
+    let mut bytes = Vec::new();
+    let mut coverage = Coverage::default();
+    e.prologue()?;
+    let steps = &plan.steps;
+    let (mut i, mut part_from) = (0, 0);
+    while i < steps.len() {
+        if i - part_from >= PART_STEPS {
+            e.assemble_part(&mut bytes)?;
+            part_from = i;
+        }
+        if inline(&steps[i]) {
+            e.step(&steps[i])?;
+            coverage.inline += 1;
+            i += 1;
+        } else {
+            let from = i;
+            while i < steps.len() && !inline(&steps[i]) {
+                i += 1;
+            }
+            e.call_back(from, i)?;
+            coverage.called += i - from;
+        }
+    }
+    e.epilogue()?;
+    e.assemble_part(&mut bytes)?;
+    Ok((bytes, e.consts, coverage))
+}
+
+fn value(s: u32, h: usize) -> AsmMemoryOperand {
+    zmmword_ptr(r12 + (s as i32 * SLOT_BYTES + h as i32 * HALF_BYTES))
+}
+
+fn adjoint(a: u32, h: usize) -> AsmMemoryOperand {
+    zmmword_ptr(r13 + (a as i32 * SLOT_BYTES + h as i32 * HALF_BYTES))
+}
+
+fn weight(c: u32, h: usize) -> AsmMemoryOperand {
+    zmmword_ptr(r14 + (c as i32 * SLOT_BYTES + h as i32 * HALF_BYTES))
+}
+
+/// Scratch registers.
+const R: [AsmRegisterZmm; 15] = [
+    zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14, zmm15,
+];
+
+struct Emitter<'a> {
+    a: CodeAssembler,
+    consts: Vec<f64>,
+    chain_targets: &'a [Target],
+    smooth: bool,
+}
+
+impl Emitter<'_> {
+    fn prologue(&mut self) -> Result<(), IcedError> {
+        let a = &mut self.a;
+        for r in [rbx, rbp, r12, r13, r14, r15] {
+            a.push(r)?;
+        }
+        a.sub(rsp, 8)?;
+        a.mov(rbx, rdi)?;
+        a.mov(r12, qword_ptr(rbx + frame::VALUES))?;
+        a.mov(r13, qword_ptr(rbx + frame::ADJOINTS))?;
+        a.mov(r14, qword_ptr(rbx + frame::WEIGHTS))?;
+        a.mov(rbp, qword_ptr(rbx + frame::CONSTS))?;
+        self.constants()
+    }
+
+    fn constants(&mut self) -> Result<(), IcedError> {
+        self.a.vbroadcastsd(SIGN, qword_ptr(rbx + frame::SIGN))?;
+        self.a.vxorpd(ZERO, ZERO, ZERO)
+    }
+
+    fn epilogue(&mut self) -> Result<(), IcedError> {
+        let a = &mut self.a;
+        a.vzeroupper()?;
+        a.add(rsp, 8)?;
+        for r in [r15, r14, r13, r12, rbp, rbx] {
+            a.pop(r)?;
+        }
+        a.ret()
+    }
+
+    /// Runs reverse steps `from..to` in the interpreter.
+    fn call_back(&mut self, from: usize, to: usize) -> Result<(), IcedError> {
+        let a = &mut self.a;
+        a.mov(rdi, rbx)?;
+        a.mov(esi, from as u32)?;
+        a.mov(edx, to as u32)?;
+        a.call(qword_ptr(rbx + frame::CALL_BACK))?;
+        self.constants()
+    }
+
+    fn assemble_part(&mut self, bytes: &mut Vec<u8>) -> Result<(), IcedError> {
+        let mut part = std::mem::replace(&mut self.a, CodeAssembler::new(64)?);
+        let at = bytes.len() as u64;
+        bytes.extend(part.assemble(at)?);
+        Ok(())
+    }
+
+    /// The index of a new constant `c` in the table.
+    fn constant(&mut self, c: f64) -> usize {
+        self.consts.push(c);
+        self.consts.len() - 1
+    }
+
+    /// `r = masked(d, local)` lane by lane: `d * local`, exactly zero where `d` is zero.
+    fn masked<T>(&mut self, r: AsmRegisterZmm, d: AsmRegisterZmm, local: T) -> Result<(), IcedError>
+    where
+        CodeAssembler: CodeAsmVmulpd<AsmRegisterZmm, AsmRegisterZmm, T>,
+    {
+        self.a.vcmppd(k1, d, ZERO, NEQ_UQ)?;
+        self.a.vmulpd(r.k1().z(), d, local)
+    }
+
+    /// `add_into` (or `sub_into`, `subtract`) of contribution `c` into target `t`'s adjoint,
+    /// half `h`: `0.0 + c` (`0.0 - c`) for its first contribution.
+    fn accumulate(
+        &mut self,
+        t: Target,
+        c: AsmRegisterZmm,
+        h: usize,
+        subtract: bool,
+    ) -> Result<(), IcedError> {
+        let a = &mut self.a;
+        let from = if t.first {
+            ZERO
+        } else {
+            a.vmovupd(SUM, adjoint(t.adj, h))?;
+            SUM
+        };
+        if subtract {
+            a.vsubpd(SUM, from, c)?;
+        } else {
+            a.vaddpd(SUM, from, c)?;
+        }
+        a.vmovupd(adjoint(t.adj, h), SUM)
+    }
+
+    /// `put`: [`Self::accumulate`] where the target has an adjoint.
+    fn put(&mut self, t: Target, c: AsmRegisterZmm, h: usize) -> Result<(), IcedError> {
+        if t.adj == NONE {
+            return Ok(());
+        }
+        self.accumulate(t, c, h, false)
+    }
+
+    fn step(&mut self, rs: &RevStep) -> Result<(), IcedError> {
+        for h in 0..2 {
+            self.a.vmovupd(OWN, adjoint(rs.ad, h))?;
+            self.step_half(rs, h)?;
+        }
+        Ok(())
+    }
+
+    fn step_half(&mut self, rs: &RevStep, h: usize) -> Result<(), IcedError> {
+        let [t0, t1, t2, ..] = rs.to;
+        let out = rs.step.out;
+        let [r0, r1, r2, r3, r4, ..] = R;
+        match rs.step.op {
+            Op::Param { .. } | Op::Latent { .. } => {}
+            Op::Unary { op: Unary::Neg, .. } => {
+                if t0.adj != NONE {
+                    self.accumulate(t0, OWN, h, true)?;
+                }
+            }
+            Op::Unary { op, a } => {
+                self.unary_local(r0, op, a, out, h)?;
+                self.masked(r1, OWN, r0)?;
+                self.put(t0, r1, h)?;
+            }
+            Op::Binary { op, a, b } if a == b => {
+                // Both partials at once: `da + db`.
+                match op {
+                    Binary::Add => {
+                        let two = k(C_TWO);
+                        self.masked(r1, OWN, two)?;
+                    }
+                    Binary::Sub => self.masked(r1, OWN, ZERO)?,
+                    Binary::Mul => {
+                        self.a.vmovupd(r2, value(a, h))?;
+                        self.a.vaddpd(r0, r2, r2)?;
+                        self.masked(r1, OWN, r0)?;
+                    }
+                    Binary::Div => {
+                        self.div_partials(r2, r3, a, out, h)?;
+                        self.a.vaddpd(r0, r2, r3)?;
+                        self.masked(r1, OWN, r0)?;
+                    }
+                    Binary::Pow => unreachable!("no inline form"),
+                }
+                self.put(t0, r1, h)?;
+            }
+            Op::Binary {
+                op: op @ (Binary::Add | Binary::Sub),
+                ..
+            } if t0.adj != NONE && t1.adj != NONE => {
+                self.accumulate(t0, OWN, h, false)?;
+                self.accumulate(t1, OWN, h, op == Binary::Sub)?;
+            }
+            Op::Binary { op, a, b } => {
+                let (want_a, want_b) = (t0.adj != NONE, t1.adj != NONE);
+                if want_a {
+                    match op {
+                        Binary::Add | Binary::Sub => self.masked(r1, OWN, k(C_ONE))?,
+                        Binary::Mul => self.masked(r1, OWN, value(b, h))?,
+                        Binary::Div => {
+                            self.a.vbroadcastsd(r2, qword_ptr(rbp + 8 * C_ONE as i32))?;
+                            self.a.vdivpd(r0, r2, value(b, h))?;
+                            self.masked(r1, OWN, r0)?;
+                        }
+                        Binary::Pow => unreachable!("no inline form"),
+                    }
+                }
+                // Only `b` wanted, or both of a product or quotient.
+                if want_b || !want_a {
+                    match op {
+                        Binary::Add => self.masked(r4, OWN, k(C_ONE))?,
+                        Binary::Sub => self.masked(r4, OWN, k(C_MINUS_ONE))?,
+                        Binary::Mul => self.masked(r4, OWN, value(a, h))?,
+                        Binary::Div => {
+                            // -v / b
+                            self.a.vxorpd(r2, SIGN, value(out, h))?;
+                            self.a.vdivpd(r3, r2, value(b, h))?;
+                            self.masked(r4, OWN, r3)?;
+                        }
+                        Binary::Pow => unreachable!("no inline form"),
+                    }
+                }
+                self.put(t0, r1, h)?;
+                self.put(t1, r4, h)?;
+            }
+            Op::NormalSquare { x, m, s, c } => self.square(rs, x, Some(m), Some(s), c, h)?,
+            Op::SquareDiff { x, m, c } => self.square(rs, x, Some(m), None, c, h)?,
+            Op::Square { x, s, c } => self.square(rs, x, None, (s != NONE).then_some(s), c, h)?,
+            Op::PoissonTerm { r, c, .. } => {
+                if t0.adj != NONE {
+                    let ci = self.constant(c);
+                    self.a.vaddpd(r1, ZERO, OWN)?; // ad_p = 0.0 + ad
+                    self.masked(r2, r1, k(ci))?;
+                    self.a.vaddpd(r2, ZERO, r2)?; // ad_l = 0.0 + masked(ad_p, c)
+                    self.a.vbroadcastsd(r3, qword_ptr(rbp + 8 * C_ONE as i32))?;
+                    self.a.vdivpd(r3, r3, value(r, h))?; // 1 / r
+                    self.masked(r4, r2, r3)?;
+                    self.accumulate(t0, OWN, h, true)?;
+                    self.accumulate(Target { first: false, ..t0 }, r4, h, false)?;
+                }
+            }
+            Op::SumChain { from, to, .. } => {
+                // `d`, the partial sum's adjoint, in `r0`.
+                self.a.vmovapd(r0, OWN)?;
+                for j in (from..to).rev() {
+                    let tt = self.chain_targets[j as usize];
+                    let (want_acc, want_term) = (j > from || t0.adj != NONE, tt.adj != NONE);
+                    match (want_acc, want_term) {
+                        (true, true) => {
+                            self.put(tt, r0, h)?;
+                            if j > from {
+                                self.a.vaddpd(r0, ZERO, r0)?;
+                            } else {
+                                self.put(t0, r0, h)?;
+                            }
+                        }
+                        (true, false) => {
+                            self.masked(r1, r0, k(C_ONE))?;
+                            if j > from {
+                                self.a.vaddpd(r0, ZERO, r1)?;
+                            } else {
+                                self.put(t0, r1, h)?;
+                            }
+                        }
+                        (false, _) => {
+                            // Only at `j == from`, with the base not wanted.
+                            self.masked(r1, r0, k(C_ONE))?;
+                            self.put(tt, r1, h)?;
+                        }
+                    }
+                }
+            }
+            Op::If {
+                g,
+                t,
+                e,
+                cache,
+                product,
+                ..
+            } if self.smooth => {
+                let want_guard = t0.adj != NONE || rs.folded_guard.is_some();
+                if product {
+                    self.a.vmovupd(r2, weight(cache, h))?;
+                    self.smooth_guard(r1, r2, t, e, h)?;
+                    self.put(t0, r1, h)?;
+                } else {
+                    if want_guard {
+                        // w = wt * we
+                        self.a.vmovupd(r2, weight(cache + 1, h))?;
+                        self.a.vmulpd(r2, r2, weight(cache, h))?;
+                        self.smooth_guard(r1, r2, t, e, h)?;
+                        self.put(t0, r1, h)?;
+                    }
+                    if t1.adj != NONE {
+                        self.smooth_branch(r3, weight(cache + 1, h))?;
+                        self.put(t1, r3, h)?;
+                    }
+                    if t2.adj != NONE {
+                        self.smooth_branch(r3, weight(cache, h))?;
+                        self.put(t2, r3, h)?;
+                    }
+                }
+                if let Some(op) = rs.folded_guard {
+                    self.fold_guard(op, r1, rs.to, h)?;
+                }
+                let _ = g;
+            }
+            Op::If { g, .. } => {
+                // `then` takes the adjoint where `g < 0`, `else` elsewhere.
+                self.a.vcmppd(k2, ZERO, value(g, h), GT_OQ)?;
+                self.a.knotb(k3, k2)?;
+                self.a.vmovapd(r1.k2().z(), OWN)?;
+                self.a.vmovapd(r2.k3().z(), OWN)?;
+                self.put(t1, r1, h)?;
+                self.put(t2, r2, h)?;
+            }
+            _ => unreachable!("no reverse step of the crisp forward-only plan"),
+        }
+        Ok(())
+    }
+
+    /// `r` = the local derivative of unary `op` at operand `a` and value `out`, half `h`
+    /// (`ir::unary_derivative`).
+    fn unary_local(
+        &mut self,
+        r: AsmRegisterZmm,
+        op: Unary,
+        a: u32,
+        out: u32,
+        h: usize,
+    ) -> Result<(), IcedError> {
+        let one = qword_ptr(rbp + 8 * C_ONE as i32);
+        let [_, _, _, _, _, s0, s1, ..] = R;
+        let asm = &mut self.a;
+        match op {
+            Unary::Exp => asm.vmovupd(r, value(out, h)),
+            Unary::Log => {
+                asm.vbroadcastsd(s0, one)?;
+                asm.vdivpd(r, s0, value(a, h))
+            }
+            Unary::Log1p => {
+                asm.vbroadcastsd(s0, one)?;
+                asm.vaddpd(s1, s0, value(a, h))?;
+                asm.vdivpd(r, s0, s1)
+            }
+            Unary::Expm1 => {
+                asm.vmovupd(s0, value(out, h))?;
+                asm.vaddpd(r, s0, k(C_ONE))
+            }
+            Unary::Sqrt => {
+                asm.vbroadcastsd(s0, qword_ptr(rbp + 8 * C_HALF as i32))?;
+                asm.vdivpd(r, s0, value(out, h))
+            }
+            Unary::Sigmoid => {
+                // v * (1 - v)
+                asm.vbroadcastsd(s0, one)?;
+                asm.vsubpd(s0, s0, value(out, h))?;
+                asm.vmovupd(s1, value(out, h))?;
+                asm.vmulpd(r, s1, s0)
+            }
+            Unary::Tanh => {
+                // 1 - v * v
+                asm.vmovupd(s1, value(out, h))?;
+                asm.vmulpd(s1, s1, s1)?;
+                asm.vbroadcastsd(r, one)?;
+                asm.vsubpd(r, r, s1)
+            }
+            _ => unreachable!("no inline form"),
+        }
+    }
+
+    /// The quotient's partials `1 / b` into `p` and `-v / b` into `q` (`v` the quotient).
+    fn div_partials(
+        &mut self,
+        p: AsmRegisterZmm,
+        q: AsmRegisterZmm,
+        b: u32,
+        out: u32,
+        h: usize,
+    ) -> Result<(), IcedError> {
+        let a = &mut self.a;
+        a.vbroadcastsd(p, qword_ptr(rbp + 8 * C_ONE as i32))?;
+        a.vdivpd(p, p, value(b, h))?;
+        a.vxorpd(q, SIGN, value(out, h))?;
+        a.vdivpd(q, q, value(b, h))
+    }
+
+    /// `kernels::smooth_reverse_guard` into `r`: `ad * (w * (1 / eta)) * (e - t)`, zero where
+    /// the adjoint or the weights' product `w` is.
+    fn smooth_guard(
+        &mut self,
+        r: AsmRegisterZmm,
+        wr: AsmRegisterZmm,
+        t: u32,
+        e: u32,
+        h: usize,
+    ) -> Result<(), IcedError> {
+        let [_, _, _, _, _, _, _, _, p, d, ..] = R;
+        let a = &mut self.a;
+        a.vmulpd(p, wr, qword_bcst(rbx + frame::INV_ETA))?;
+        a.vmulpd(p, OWN, p)?;
+        a.vmovupd(d, value(e, h))?;
+        a.vsubpd(d, d, value(t, h))?;
+        a.vcmppd(k1, OWN, ZERO, NEQ_UQ)?;
+        a.vcmppd(k1.k1(), wr, ZERO, NEQ_UQ)?;
+        a.vmulpd(r.k1().z(), p, d)
+    }
+
+    /// `kernels::smooth_reverse_branch` into `r`: `ad * w`, zero where either is.
+    fn smooth_branch(&mut self, r: AsmRegisterZmm, w: AsmMemoryOperand) -> Result<(), IcedError> {
+        let wr = R[7];
+        let a = &mut self.a;
+        a.vmovupd(wr, w)?;
+        a.vcmppd(k1, OWN, ZERO, NEQ_UQ)?;
+        a.vcmppd(k1.k1(), wr, ZERO, NEQ_UQ)?;
+        a.vmulpd(r.k1().z(), OWN, wr)
+    }
+
+    /// `fold_guard` (`sweep.rs`) of the guard's contribution `cg`.
+    fn fold_guard(
+        &mut self,
+        op: Binary,
+        cg: AsmRegisterZmm,
+        to: [Target; 5],
+        h: usize,
+    ) -> Result<(), IcedError> {
+        let (ta, tb) = (to[FOLD_A], to[FOLD_B]);
+        let [_, _, _, _, _, _, _, _, _, _, d, ca, ..] = R;
+        self.a.vaddpd(d, ZERO, cg)?;
+        if ta.adj != NONE && tb.adj != NONE {
+            self.accumulate(ta, d, h, false)?;
+            self.accumulate(tb, d, h, op == Binary::Sub)
+        } else if ta.adj != NONE {
+            self.masked(ca, d, k(C_ONE))?;
+            self.put(ta, ca, h)
+        } else {
+            let db = if op == Binary::Sub {
+                C_MINUS_ONE
+            } else {
+                C_ONE
+            };
+            self.masked(ca, d, k(db))?;
+            self.put(tb, ca, h)
+        }
+    }
+
+    /// A fused density term's reverse step (`kernels::normal_square_reverse`,
+    /// `square_diff_reverse`, `square_reverse`): `c * u^2`, `u = (x - m) / s` (either part
+    /// absent where `None`).
+    fn square(
+        &mut self,
+        rs: &RevStep,
+        x: u32,
+        m: Option<u32>,
+        s: Option<u32>,
+        c: f64,
+        h: usize,
+    ) -> Result<(), IcedError> {
+        let [t0, t1, t2, ..] = rs.to;
+        let [u, udx, adp, adu, p, ucs, ucx, inv_s, ..] = R;
+        let ci = self.constant(c);
+        // u
+        self.a.vmovupd(u, value(x, h))?;
+        if let Some(m) = m {
+            self.a.vsubpd(u, u, value(m, h))?;
+        }
+        if let Some(s) = s {
+            self.a.vmovapd(udx, u)?;
+            self.a.vdivpd(u, u, value(s, h))?;
+        }
+        // adp = 0.0 + masked(ad, c); the square's local derivative 2 u.
+        self.masked(adp, OWN, k(ci))?;
+        self.a.vaddpd(adp, ZERO, adp)?;
+        self.a.vmulpd(p, u, k(C_TWO))?;
+        // `2.0 * u` with the constant first, as `f64::from(2) * u.powi(1)`: the same product.
+        self.masked(adu, adp, p)?;
+        let Some(s) = s else {
+            // No division: the square's contribution goes to `x` (or `x - m`) as it is.
+            return match m {
+                None => {
+                    // `square_reverse` without `s`: `ucs` is zero.
+                    if t0.adj != NONE {
+                        self.put(t0, ZERO, h)?;
+                    }
+                    self.put(t1, adu, h)
+                }
+                Some(_) => {
+                    self.a.vaddpd(adu, ZERO, adu)?;
+                    self.difference(rs, adu, h)
+                }
+            };
+        };
+        self.a.vaddpd(adu, ZERO, adu)?;
+        // (dd, ds) = (1 / s, -u / s)
+        self.a
+            .vbroadcastsd(inv_s, qword_ptr(rbp + 8 * C_ONE as i32))?;
+        self.a.vdivpd(inv_s, inv_s, value(s, h))?;
+        let want_s = t0.adj != NONE;
+        if m.is_none() {
+            // `square_reverse` with `s`: ucs then ucx, both masked from `adu`.
+            self.a.vxorpd(udx, u, SIGN)?;
+            self.a.vdivpd(udx, udx, value(s, h))?;
+            self.masked(ucs, adu, udx)?;
+            self.masked(ucx, adu, inv_s)?;
+            self.put(t0, ucs, h)?;
+            return self.put(t1, ucx, h);
+        }
+        if want_s {
+            self.a.vxorpd(udx, u, SIGN)?;
+            self.a.vdivpd(udx, udx, value(s, h))?;
+            self.masked(ucs, adu, udx)?;
+        }
+        self.masked(ucx, adu, inv_s)?;
+        self.a.vaddpd(ucx, ZERO, ucx)?;
+        if want_s {
+            self.put(t0, ucs, h)?;
+        }
+        let _ = (t1, t2);
+        self.difference(rs, ucx, h)
+    }
+
+    /// The contributions of a difference `x - m` with adjoint `ad_d` to `x` (`to[1]`) and `m`
+    /// (`to[2]`), as the density terms' reverse steps send them.
+    fn difference(
+        &mut self,
+        rs: &RevStep,
+        ad_d: AsmRegisterZmm,
+        h: usize,
+    ) -> Result<(), IcedError> {
+        let [_, t1, t2, ..] = rs.to;
+        let c = R[8];
+        match (t1.adj != NONE, t2.adj != NONE) {
+            (true, true) => {
+                self.accumulate(t1, ad_d, h, false)?;
+                self.accumulate(t2, ad_d, h, true)
+            }
+            (true, false) => {
+                self.masked(c, ad_d, k(C_ONE))?;
+                self.put(t1, c, h)
+            }
+            _ => {
+                self.masked(c, ad_d, k(C_MINUS_ONE))?;
+                self.put(t2, c, h)
+            }
+        }
+    }
+}
