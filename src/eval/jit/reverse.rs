@@ -8,8 +8,8 @@
 //! Why: the interpreter's reverse sweep runs in its AVX2 build (its AVX-512 build was slower
 //! on every model measured), with a dispatch per step and its contributions through the
 //! stack; on textmsg it was a quarter of a DSGD sample's time. The code here keeps nothing in
-//! registers from one step to the next (a contribution is in memory when the next step may
-//! read it, and store-to-load forwarding makes that cheap), so it is simple to check.
+//! registers from one step to the next but the adjoints it adds to (an adjoint many steps add
+//! to stays in a register, [`AdjCache`]); values and weights are read from their places.
 //!
 //! Every inline form is `reverse_body`'s operations (`sweep.rs`, `kernels.rs`) in the same
 //! order on the same operands, every product by a local derivative `masked` (exactly zero
@@ -18,8 +18,8 @@
 //!
 //! Register use: `rbx` the frame, `r12` the values, `r13` the adjoints, `r14` the smoothing
 //! weights, `rbp` the code's constants ([`CONSTS`] first, then the `c` of fused density and
-//! Poisson terms); `zmm0` the step's own adjoint, `zmm1..zmm16` scratch, `zmm30` `-0.0` and
-//! `zmm31` zero in every lane.
+//! Poisson terms); `zmm0` the step's own adjoint, `zmm1..zmm15` scratch, `zmm16..zmm29`
+//! cached adjoints, `zmm30` `-0.0` and `zmm31` zero in every lane.
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::asm_traits::CodeAsmVmulpd;
@@ -47,9 +47,43 @@ const C_HALF: usize = 3;
 /// Steps assembled at a time (see `emit::PART_STEPS`).
 const PART_STEPS: usize = 1_024;
 
-/// The step's own adjoint (half), and the register a target's adjoint is summed in.
+/// The step's own adjoint (half).
 const OWN: AsmRegisterZmm = zmm0;
-const SUM: AsmRegisterZmm = zmm16;
+
+/// The registers that cache adjoints (halves), written back when evicted.
+const ACC: [AsmRegisterZmm; 14] = [
+    zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27, zmm28,
+    zmm29,
+];
+
+/// Which adjoint half each of [`ACC`] holds, whether it differs from its place in memory, and
+/// when it was last used: a least-recently-used write-back cache, so that an adjoint that
+/// many steps add to (a shared operand's: textmsg's rates and change point take a
+/// contribution from each of its 37 if-statements) stays in a register between them.
+struct AdjCache {
+    holds: [Option<(u32, usize)>; ACC.len()],
+    dirty: [bool; ACC.len()],
+    used: [u64; ACC.len()],
+    clock: u64,
+}
+
+impl AdjCache {
+    fn new() -> Self {
+        AdjCache {
+            holds: [None; ACC.len()],
+            dirty: [false; ACC.len()],
+            used: [0; ACC.len()],
+            clock: 0,
+        }
+    }
+
+    fn find(&mut self, adj: u32, h: usize) -> Option<usize> {
+        let i = self.holds.iter().position(|&x| x == Some((adj, h)))?;
+        self.clock += 1;
+        self.used[i] = self.clock;
+        Some(i)
+    }
+}
 
 /// Whether reverse step `rs` has an inline form under smoothed (`smooth`) or crisp semantics
 /// (forced sweeps are never compiled).
@@ -95,6 +129,7 @@ pub(super) fn reverse(
 ) -> Result<(Vec<u8>, Vec<f64>, Coverage), IcedError> {
     let mut e = Emitter {
         a: CodeAssembler::new(64)?,
+        cache: AdjCache::new(),
         consts: CONSTS.to_vec(),
         chain_targets: &plan.chain_targets,
         smooth,
@@ -146,6 +181,7 @@ const R: [AsmRegisterZmm; 15] = [
 
 struct Emitter<'a> {
     a: CodeAssembler,
+    cache: AdjCache,
     consts: Vec<f64>,
     chain_targets: &'a [Target],
     smooth: bool,
@@ -171,7 +207,41 @@ impl Emitter<'_> {
         self.a.vxorpd(ZERO, ZERO, ZERO)
     }
 
+    /// Writes every changed cached adjoint back to its place and empties the cache (before a
+    /// call back, which reads and writes adjoints in memory, and at the end).
+    fn flush(&mut self) -> Result<(), IcedError> {
+        for (i, &r) in ACC.iter().enumerate() {
+            if let (Some((adj, h)), true) = (self.cache.holds[i], self.cache.dirty[i]) {
+                self.a.vmovupd(adjoint(adj, h), r)?;
+            }
+        }
+        self.cache = AdjCache::new();
+        Ok(())
+    }
+
+    /// A cache register for half `h` of adjoint `adj` (not cached): an empty one or the least
+    /// recently used, written back first if changed.
+    fn take(&mut self, adj: u32, h: usize) -> Result<usize, IcedError> {
+        let c = &mut self.cache;
+        let i = match c.holds.iter().position(Option::is_none) {
+            Some(i) => i,
+            None => (0..ACC.len())
+                .min_by_key(|&i| c.used[i])
+                .expect("registers"),
+        };
+        if let (Some((old, oh)), true) = (c.holds[i], c.dirty[i]) {
+            self.a.vmovupd(adjoint(old, oh), ACC[i])?;
+        }
+        let c = &mut self.cache;
+        c.holds[i] = Some((adj, h));
+        c.dirty[i] = false;
+        c.clock += 1;
+        c.used[i] = c.clock;
+        Ok(i)
+    }
+
     fn epilogue(&mut self) -> Result<(), IcedError> {
+        self.flush()?;
         let a = &mut self.a;
         a.vzeroupper()?;
         a.add(rsp, 8)?;
@@ -183,6 +253,7 @@ impl Emitter<'_> {
 
     /// Runs reverse steps `from..to` in the interpreter.
     fn call_back(&mut self, from: usize, to: usize) -> Result<(), IcedError> {
+        self.flush()?;
         let a = &mut self.a;
         a.mov(rdi, rbx)?;
         a.mov(esi, from as u32)?;
@@ -222,19 +293,25 @@ impl Emitter<'_> {
         h: usize,
         subtract: bool,
     ) -> Result<(), IcedError> {
-        let a = &mut self.a;
-        let from = if t.first {
-            ZERO
-        } else {
-            a.vmovupd(SUM, adjoint(t.adj, h))?;
-            SUM
+        let i = match self.cache.find(t.adj, h) {
+            Some(i) => i,
+            None => {
+                let i = self.take(t.adj, h)?;
+                if !t.first {
+                    self.a.vmovupd(ACC[i], adjoint(t.adj, h))?;
+                }
+                i
+            }
         };
+        let r = ACC[i];
+        let from = if t.first { ZERO } else { r };
         if subtract {
-            a.vsubpd(SUM, from, c)?;
+            self.a.vsubpd(r, from, c)?;
         } else {
-            a.vaddpd(SUM, from, c)?;
+            self.a.vaddpd(r, from, c)?;
         }
-        a.vmovupd(adjoint(t.adj, h), SUM)
+        self.cache.dirty[i] = true;
+        Ok(())
     }
 
     /// `put`: [`Self::accumulate`] where the target has an adjoint.
@@ -247,7 +324,10 @@ impl Emitter<'_> {
 
     fn step(&mut self, rs: &RevStep) -> Result<(), IcedError> {
         for h in 0..2 {
-            self.a.vmovupd(OWN, adjoint(rs.ad, h))?;
+            match self.cache.find(rs.ad, h) {
+                Some(i) => self.a.vmovapd(OWN, ACC[i])?,
+                None => self.a.vmovupd(OWN, adjoint(rs.ad, h))?,
+            }
             self.step_half(rs, h)?;
         }
         Ok(())
