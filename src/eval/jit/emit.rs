@@ -11,14 +11,15 @@
 //! the sweep and called with their operand and results in scratch registers: a smoothed
 //! if-statement's weights (`kernels::smooth_weights`: `elementary::exp_of_nonpositive`, then
 //! `sigmoid_big_small` and `sigmoid_pair_order`) and `elementary::ln` (the logarithm and the
-//! Poisson term). Inlined in every step, they made textmsg's code larger than the
-//! instruction cache.
+//! Poisson term), each called once for both halves. Inlined in every step, they made
+//! textmsg's code larger than the instruction cache.
 //!
 //! Register use: `rbx` the frame, `r12` the values, `r13` the parameters, `r14` the noise of
 //! the chunk's first lane, `r15` the distance between two latents' noise, `rbp` the code's
 //! constants (`routines::CONSTS` first, then the `c` of fused density terms); `zmm0..zmm19` hold
 //! cached values (pair `p` is `zmm2p`, `zmm2p+1`), `zmm20..zmm29` are scratch, `zmm30` holds
-//! `-0.0` in every lane and `zmm31` zero (the routines borrow it and zero it again).
+//! `-0.0` in every lane and `zmm31` zero. A routine uses `zmm10..zmm29` and so loses the cache
+//! pairs 5 to 9 (it borrows `zmm30` and `zmm31` and sets them again).
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
@@ -32,6 +33,19 @@ use super::routines::{self, k};
 
 /// Register pairs that cache values.
 const PAIRS: usize = 10;
+
+/// The cache pairs whose registers (`zmm10..zmm19`) the routines use as scratch: a call to
+/// one loses them.
+const ROUTINE_PAIRS: std::ops::Range<usize> = 5..10;
+
+/// The routines' registers for half `h` of a chunk.
+fn set(h: usize) -> routines::Set {
+    if h == 0 {
+        routines::SET_A
+    } else {
+        routines::SET_B
+    }
+}
 
 /// Bytes of one slot (all its lanes) and of one half.
 const SLOT_BYTES: i32 = (CHUNK * 8) as i32;
@@ -67,6 +81,13 @@ impl Cache {
 
     fn clear(&mut self) {
         self.holds = [NONE; PAIRS];
+    }
+
+    /// Forgets the pairs a routine uses as scratch ([`ROUTINE_PAIRS`]).
+    fn lose_routine_pairs(&mut self) {
+        for p in ROUTINE_PAIRS {
+            self.holds[p] = NONE;
+        }
     }
 
     fn find(&self, slot: u32) -> Operand {
@@ -286,6 +307,15 @@ impl Emitter<'_> {
                 }
                 d
             }
+            Op::Unary { op: Unary::Log, a } => {
+                let x = self.cache.find(a);
+                self.ln(x)?;
+                let d = self.cache.take(&[]);
+                for h in 0..2 {
+                    self.a.vmovapd(ZMM[2 * d + h], set(h).x[1])?;
+                }
+                d
+            }
             Op::Unary { op, a } => {
                 let x = self.cache.find(a);
                 let d = self.cache.take(&[x]);
@@ -296,10 +326,6 @@ impl Emitter<'_> {
                         (Unary::Neg, Operand::Slot(s)) => self.a.vxorpd(r, SIGN, slot_at(s, h))?,
                         (Unary::Sqrt, Operand::Pair(p)) => self.a.vsqrtpd(r, ZMM[2 * p + h])?,
                         (Unary::Sqrt, Operand::Slot(s)) => self.a.vsqrtpd(r, slot_at(s, h))?,
-                        (Unary::Log, _) => {
-                            let xa = self.reg(x, h, X[0])?;
-                            self.ln(r, xa)?;
-                        }
                         _ => unreachable!("no inline form"),
                     }
                 }
@@ -335,19 +361,26 @@ impl Emitter<'_> {
                 reuse,
                 ..
             } if !self.crisp => {
-                let (x, y, z) = (self.cache.find(g), self.cache.find(t), self.cache.find(e));
-                let d = self.cache.take(&[x, y, z]);
+                if !reuse {
+                    // Both halves' weights in one call, which loses the routines' pairs.
+                    self.smooth_weights(self.cache.find(g))?;
+                    self.cache.lose_routine_pairs();
+                }
+                let (y, z) = (self.cache.find(t), self.cache.find(e));
+                let d = self.cache.take(&[y, z]);
                 self.a.mov(rcx, qword_ptr(rbx + frame::WEIGHTS))?;
                 for h in 0..2 {
-                    if reuse {
+                    let (we, wt) = if reuse {
                         let c = cache as i32 * SLOT_BYTES + h as i32 * HALF_BYTES;
                         self.a.vmovupd(X[1], zmmword_ptr(rcx + c))?;
                         self.a.vmovupd(X[2], zmmword_ptr(rcx + c + SLOT_BYTES))?;
+                        (X[1], X[2])
                     } else {
-                        self.smooth_weights(x, h)?;
-                        self.keep_weights(cache, product, h)?;
-                    }
-                    self.smooth_forward(d, h, y, z)?;
+                        let (we, wt) = (set(h).x[1], set(h).x[2]);
+                        self.keep_weights(cache, product, h, we, wt)?;
+                        (we, wt)
+                    };
+                    self.smooth_forward(d, h, y, z, we, wt)?;
                 }
                 d
             }
@@ -379,16 +412,14 @@ impl Emitter<'_> {
             }
             Op::PoissonTerm { r, c, .. } => {
                 // `c ln(r) - r` (the product's operand order cannot change its bits: `c` is
-                // a finite count).
-                let x = self.cache.find(r);
-                let d = self.cache.take(&[x]);
+                // a finite count). The routine leaves `r` where it took it.
+                self.ln(self.cache.find(r))?;
+                let d = self.cache.take(&[]);
                 let ci = self.constant(c);
                 for h in 0..2 {
-                    let out = ZMM[2 * d + h];
-                    let xa = self.reg(x, h, X[0])?;
-                    self.ln(out, xa)?;
-                    self.a.vmulpd(out, out, k(ci))?;
-                    self.a.vsubpd(out, out, xa)?;
+                    // Through a scratch register: `d` may be the pair that held `r`.
+                    self.a.vmulpd(X[4], set(h).x[1], k(ci))?;
+                    self.a.vsubpd(ZMM[2 * d + h], X[4], set(h).x[0])?;
                 }
                 d
             }
@@ -556,14 +587,26 @@ impl Emitter<'_> {
         self.consts.len() - 1
     }
 
-    /// `elementary::ln` of `x` (a register no scratch register is) into `r` (none of
-    /// them): `ln_core(x, 0)`, then its selects for `+inf`, NaN, zero and negative numbers.
-    fn ln(&mut self, r: AsmRegisterZmm, x: AsmRegisterZmm) -> Result<(), IcedError> {
-        if x != X[0] {
-            self.a.vmovapd(X[0], x)?;
+    /// Both halves of operand `x` into the routines' operand registers (`x[0]` of each set).
+    fn routine_operand(&mut self, x: Operand) -> Result<(), IcedError> {
+        for h in 0..2 {
+            let to = set(h).x[0];
+            match x {
+                Operand::Pair(p) if ZMM[2 * p + h] == to => {}
+                Operand::Pair(p) => self.a.vmovapd(to, ZMM[2 * p + h])?,
+                Operand::Slot(s) => self.a.vmovupd(to, slot_at(s, h))?,
+            }
         }
+        Ok(())
+    }
+
+    /// `elementary::ln` of both halves of `x`, into `x[1]` of each set; the cache loses the
+    /// routines' pairs.
+    fn ln(&mut self, x: Operand) -> Result<(), IcedError> {
+        self.routine_operand(x)?;
         self.a.call(self.routine_at[LN])?;
-        self.a.vmovapd(r, X[1])
+        self.cache.lose_routine_pairs();
+        Ok(())
     }
 
     /// Encodes the instructions written since the last part, at the end of `bytes`.
@@ -574,44 +617,58 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// `kernels::smooth_weights` of half `h` of the guard `g`: the else weight into `X[1]`,
-    /// the then weight into `X[2]`.
-    fn smooth_weights(&mut self, g: Operand, h: usize) -> Result<(), IcedError> {
+    /// `kernels::smooth_weights` of both halves of the guard `g`: the else weights into
+    /// `x[1]` and the then weights into `x[2]` of each set.
+    fn smooth_weights(&mut self, g: Operand) -> Result<(), IcedError> {
         // x = g * (1 / eta), then the shared routine.
-        let a = &mut self.a;
-        match g {
-            Operand::Pair(p) => a.vmulpd(X[0], ZMM[2 * p + h], qword_bcst(rbx + frame::INV_ETA))?,
-            Operand::Slot(s) => {
-                a.vmovupd(X[0], slot_at(s, h))?;
-                a.vmulpd(X[0], X[0], qword_bcst(rbx + frame::INV_ETA))?;
+        for h in 0..2 {
+            let x = set(h).x[0];
+            let a = &mut self.a;
+            match g {
+                Operand::Pair(p) => {
+                    a.vmulpd(x, ZMM[2 * p + h], qword_bcst(rbx + frame::INV_ETA))?
+                }
+                Operand::Slot(s) => {
+                    a.vmovupd(x, slot_at(s, h))?;
+                    a.vmulpd(x, x, qword_bcst(rbx + frame::INV_ETA))?;
+                }
             }
         }
         self.a.call(self.routine_at[WEIGHTS])
     }
 
-    /// `keep_weights` of half `h` (the weights' places at `rcx`).
-    fn keep_weights(&mut self, cache: u32, product: bool, h: usize) -> Result<(), IcedError> {
+    /// `keep_weights` of half `h` (the weights' places at `rcx`), from the else and then
+    /// weights in `we` and `wt`.
+    fn keep_weights(
+        &mut self,
+        cache: u32,
+        product: bool,
+        h: usize,
+        we: AsmRegisterZmm,
+        wt: AsmRegisterZmm,
+    ) -> Result<(), IcedError> {
         let c = cache as i32 * SLOT_BYTES + h as i32 * HALF_BYTES;
         if product {
-            self.a.vmulpd(X[3], X[2], X[1])?; // wt * we
+            self.a.vmulpd(X[3], wt, we)?; // wt * we
             self.a.vmovupd(zmmword_ptr(rcx + c), X[3])
         } else {
-            self.a.vmovupd(zmmword_ptr(rcx + c), X[1])?;
-            self.a.vmovupd(zmmword_ptr(rcx + c + SLOT_BYTES), X[2])
+            self.a.vmovupd(zmmword_ptr(rcx + c), we)?;
+            self.a.vmovupd(zmmword_ptr(rcx + c + SLOT_BYTES), wt)
         }
     }
 
     /// `kernels::smooth_forward` of half `h` into pair `d`, with the else and then weights in
-    /// `X[1]` and `X[2]`: `wt t + we e`, a product whose weight is zero replaced by zero.
+    /// `we` and `wt`: `wt t + we e`, a product whose weight is zero replaced by zero.
     fn smooth_forward(
         &mut self,
         d: usize,
         h: usize,
         t: Operand,
         e: Operand,
+        we: AsmRegisterZmm,
+        wt: AsmRegisterZmm,
     ) -> Result<(), IcedError> {
         let r = ZMM[2 * d + h];
-        let (we, wt) = (X[1], X[2]);
         let a = &mut self.a;
         a.vcmppd(k4, wt, ZERO, NEQ_UQ)?;
         match t {

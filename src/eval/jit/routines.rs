@@ -2,8 +2,17 @@
 //! smoothed if-statement's weights and the logarithm, with their constants (first in every
 //! code's constant table, read from `rbp`). Each is the `elementary` function's operations
 //! in the same order, every `mul_add` one FMA instruction, so the bits are the interpreter's.
-//! They take their operand in `X[0]` and leave their results in scratch registers; they
-//! change no cached value (they borrow `zmm31` and zero it again).
+//!
+//! Each works on both halves of a chunk at once: the operations of one half in the registers
+//! of [`SET_A`], those of the other in [`SET_B`], one instruction of each in turn. Why: each
+//! routine is one long dependency chain (a division, then a polynomial), and called once per
+//! half the chains ran one after the other; in textmsg's profile the samples piled up on the
+//! instructions waiting for the division and the polynomial. Interleaved, each half's
+//! instructions fill the other's waits.
+//!
+//! They take their operands in `x[0]` of each set and leave their results in its other
+//! registers; they use the registers of both sets (the cache pairs in `zmm10..zmm19` are lost:
+//! see `emit.rs`) and borrow `zmm31` (zero) and `zmm30` (`-0.0`), and set them again.
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
@@ -87,117 +96,216 @@ pub(super) fn k(i: usize) -> AsmMemoryOperand {
     qword_bcst(rbp + 8 * i as i32)
 }
 
-/// The weights routine: from `x` in `X[0]`, `exp_of_nonpositive(-|x|)` and
-/// `sigmoid_big_small`, the else weight into `X[1]`, the then weight into `X[2]`.
-pub(super) fn weights(a: &mut CodeAssembler) -> Result<(), IcedError> {
-    let c = |i: usize| k(C_COEFF + i);
-    let load = |i: usize| qword_ptr(rbp + 8 * i as i32);
-    a.vorpd(X[1], X[0], SIGN)?; // -|x|
-    a.vmaxpd(X[1], X[1], k(C_FLOOR))?; // x_c: the floor where -|x| is NaN, as `max`
-    a.vbroadcastsd(X[2], load(C_ROUND))?;
-    a.vfmadd231pd(X[2], X[1], k(C_INV_LN2))?; // kr
-    a.vsubpd(X[3], X[2], k(C_ROUND))?; // k
-    a.vmovapd(X[4], X[1])?;
-    a.vfnmadd231pd(X[4], X[3], k(C_LN2_HI))?;
-    a.vfnmadd231pd(X[4], X[3], k(C_LN2_LO))?; // r
-    a.vmulpd(X[5], X[4], X[4])?; // r2
-    a.vmulpd(X[6], X[5], X[5])?; // r4
-    a.vmulpd(X[7], X[6], X[6])?; // r8
-    // exp_q in Estrin's order: p0 = c8 r + c9 (X[3]), p1 (X[8]), p2 (X[9]), p3 (X[1]),
-    // p4 (zmm31, zero again below).
-    for (r, i) in [(X[3], 8), (X[8], 6), (X[9], 4), (X[1], 2), (ZERO, 0)] {
-        a.vbroadcastsd(r, load(C_COEFF + i + 1))?;
-        a.vfmadd231pd(r, X[4], c(i))?;
+/// The registers one half's operations use.
+#[derive(Clone, Copy)]
+pub(super) struct Set {
+    /// Scratch; the operand comes in `x[0]`.
+    pub x: [AsmRegisterZmm; 10],
+    /// Borrowed for one more temporary, and set again after.
+    t: AsmRegisterZmm,
+    /// Whether `t` is `zmm30` (set again to `-0.0` from the frame) rather than `zmm31` (zero).
+    t_is_sign: bool,
+    /// A mask that lives through the routine, and one that lives for a few instructions
+    /// (numbers: `k1` is 1).
+    long: usize,
+    short: usize,
+}
+
+/// The mask registers by number.
+const K: [AsmRegisterK; 8] = [k0, k1, k2, k3, k4, k5, k6, k7];
+
+/// `r` written under mask `k<m>`.
+fn under(r: AsmRegisterZmm, m: usize) -> AsmRegisterZmm {
+    match m {
+        1 => r.k1(),
+        2 => r.k2(),
+        3 => r.k3(),
+        4 => r.k4(),
+        5 => r.k5(),
+        6 => r.k6(),
+        _ => r.k7(),
     }
-    a.vfmadd231pd(X[3], X[8], X[5])?; // q0 = p1 r2 + p0
-    a.vfmadd231pd(X[9], X[1], X[5])?; // q1 = p3 r2 + p2
-    a.vfmadd231pd(X[3], X[9], X[6])?; // s0 = q1 r4 + q0
-    a.vfmadd231pd(X[3], ZERO, X[7])?; // q = p4 r8 + s0
-    a.vxorpd(ZERO, ZERO, ZERO)?;
-    a.vfmadd231pd(X[4], X[5], X[3])?; // r2 q + r
-    a.vaddpd(X[4], X[4], k(C_ONE))?; // p = 1 + (r2 q + r)
-    a.vpaddq(X[2], X[2], k(C_BIAS))?;
-    a.vpsllq(X[2], X[2], 52)?; // 2^(k + 64)
-    a.vmulpd(X[4], X[4], X[2])?;
-    a.vmulpd(X[4], X[4], k(C_TWO_M64))?; // e
-    // sigmoid_big_small(e).
-    a.vbroadcastsd(X[1], load(C_ONE))?;
-    a.vaddpd(X[2], X[1], X[4])?; // d = 1 + e
-    a.vsubpd(X[3], X[1], X[2])?;
-    a.vaddpd(X[3], X[3], X[4])?; // d_err = (1 - d) + e
-    a.vdivpd(X[5], X[1], X[2])?; // inv = 1 / d
-    a.vmovapd(X[6], X[1])?;
-    a.vfnmadd231pd(X[6], X[5], X[2])?;
-    a.vfnmadd231pd(X[6], X[5], X[3])?;
-    a.vmovapd(X[7], X[5])?;
-    a.vfmadd231pd(X[7], X[6], X[5])?; // big
-    a.vmulpd(X[8], X[4], X[5])?; // s0 = e inv
-    a.vmovapd(X[9], X[4])?;
-    a.vfnmadd231pd(X[9], X[8], X[2])?;
-    a.vfnmadd231pd(X[9], X[8], X[3])?;
-    a.vfmadd231pd(X[8], X[9], X[5])?; // small
-    // sigmoid_pair_order(x, big, small), and x + x for both where x is NaN.
-    a.vcmppd(k2, X[0], ZERO, GE_OQ)?;
-    a.vblendmpd(X[1].k2(), X[8], X[7])?; // else weight: big where x >= 0
-    a.vblendmpd(X[2].k2(), X[7], X[8])?; // then weight: small where x >= 0
-    a.vcmppd(k3, X[0], X[0], UNORD_Q)?;
-    a.vaddpd(X[3], X[0], X[0])?;
-    a.vmovapd(X[1].k3(), X[3])?;
-    a.vmovapd(X[2].k3(), X[3])?;
+}
+
+pub(super) const SET_A: Set = Set {
+    x: [
+        zmm10, zmm11, zmm12, zmm13, zmm14, zmm15, zmm16, zmm17, zmm18, zmm19,
+    ],
+    t: ZERO,
+    t_is_sign: false,
+    long: 1,
+    short: 2,
+};
+
+pub(super) const SET_B: Set = Set {
+    x: [
+        zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27, zmm28, zmm29,
+    ],
+    t: SIGN,
+    t_is_sign: true,
+    long: 3,
+    short: 4,
+};
+
+/// One instruction of a routine, for one set's registers.
+type Insn = Box<dyn Fn(&mut CodeAssembler) -> Result<(), IcedError>>;
+
+/// Collects a routine's instructions for one set.
+struct Body(Vec<Insn>);
+
+impl Body {
+    fn push(&mut self, f: impl Fn(&mut CodeAssembler) -> Result<(), IcedError> + 'static) {
+        self.0.push(Box::new(f));
+    }
+
+    /// Sets the borrowed register `t` again: zero, or `-0.0` in every lane.
+    fn reset(&mut self, s: Set) {
+        if s.t_is_sign {
+            self.push(move |a| a.vbroadcastsd(s.t, qword_ptr(rbx + super::frame::SIGN)));
+        } else {
+            self.push(move |a| a.vxorpd(s.t, s.t, s.t));
+        }
+    }
+}
+
+/// The routine `body` for both sets, one instruction of each in turn, then `ret`. Both sets'
+/// instruction lists have the same shape, so an instruction of one set never runs between
+/// the other's borrowing of `zmm31` and its setting it again where that one reads zero.
+fn interleaved(a: &mut CodeAssembler, body: fn(Set) -> Body) -> Result<(), IcedError> {
+    let (one, two) = (body(SET_A).0, body(SET_B).0);
+    debug_assert_eq!(one.len(), two.len());
+    for (i, j) in one.iter().zip(&two) {
+        i(a)?;
+        j(a)?;
+    }
     a.ret()
 }
 
-/// The logarithm routine: `elementary::ln` of `X[0]` into `X[1]`.
+/// The weights routine: from `x` in `x[0]` of each set, `exp_of_nonpositive(-|x|)` and
+/// `sigmoid_big_small`, the else weight into `x[1]`, the then weight into `x[2]`.
+pub(super) fn weights(a: &mut CodeAssembler) -> Result<(), IcedError> {
+    interleaved(a, weights_body)
+}
+
+fn weights_body(s: Set) -> Body {
+    let mut b = Body(Vec::new());
+    let x = s.x;
+    let c = |i: usize| k(C_COEFF + i);
+    let load = |i: usize| qword_ptr(rbp + 8 * i as i32);
+    b.push(move |a| a.vorpd(x[1], x[0], SIGN)); // -|x|
+    b.push(move |a| a.vmaxpd(x[1], x[1], k(C_FLOOR))); // x_c: the floor where -|x| is NaN
+    b.push(move |a| a.vbroadcastsd(x[2], load(C_ROUND)));
+    b.push(move |a| a.vfmadd231pd(x[2], x[1], k(C_INV_LN2))); // kr
+    b.push(move |a| a.vsubpd(x[3], x[2], k(C_ROUND))); // k
+    b.push(move |a| a.vmovapd(x[4], x[1]));
+    b.push(move |a| a.vfnmadd231pd(x[4], x[3], k(C_LN2_HI)));
+    b.push(move |a| a.vfnmadd231pd(x[4], x[3], k(C_LN2_LO))); // r
+    b.push(move |a| a.vmulpd(x[5], x[4], x[4])); // r2
+    b.push(move |a| a.vmulpd(x[6], x[5], x[5])); // r4
+    b.push(move |a| a.vmulpd(x[7], x[6], x[6])); // r8
+    // exp_q in Estrin's order: p0 = c8 r + c9 (x[3]), p1 (x[8]), p2 (x[9]), p3 (x[1]),
+    // p4 (the borrowed register, set again below).
+    for (r, i) in [(x[3], 8), (x[8], 6), (x[9], 4), (x[1], 2), (s.t, 0)] {
+        b.push(move |a| a.vbroadcastsd(r, load(C_COEFF + i + 1)));
+        b.push(move |a| a.vfmadd231pd(r, x[4], c(i)));
+    }
+    b.push(move |a| a.vfmadd231pd(x[3], x[8], x[5])); // q0 = p1 r2 + p0
+    b.push(move |a| a.vfmadd231pd(x[9], x[1], x[5])); // q1 = p3 r2 + p2
+    b.push(move |a| a.vfmadd231pd(x[3], x[9], x[6])); // s0 = q1 r4 + q0
+    b.push(move |a| a.vfmadd231pd(x[3], s.t, x[7])); // q = p4 r8 + s0
+    b.reset(s);
+    b.push(move |a| a.vfmadd231pd(x[4], x[5], x[3])); // r2 q + r
+    b.push(move |a| a.vaddpd(x[4], x[4], k(C_ONE))); // p = 1 + (r2 q + r)
+    b.push(move |a| a.vpaddq(x[2], x[2], k(C_BIAS)));
+    b.push(move |a| a.vpsllq(x[2], x[2], 52)); // 2^(k + 64)
+    b.push(move |a| a.vmulpd(x[4], x[4], x[2]));
+    b.push(move |a| a.vmulpd(x[4], x[4], k(C_TWO_M64))); // e
+    // sigmoid_big_small(e).
+    b.push(move |a| a.vbroadcastsd(x[1], load(C_ONE)));
+    b.push(move |a| a.vaddpd(x[2], x[1], x[4])); // d = 1 + e
+    b.push(move |a| a.vsubpd(x[3], x[1], x[2]));
+    b.push(move |a| a.vaddpd(x[3], x[3], x[4])); // d_err = (1 - d) + e
+    b.push(move |a| a.vdivpd(x[5], x[1], x[2])); // inv = 1 / d
+    b.push(move |a| a.vmovapd(x[6], x[1]));
+    b.push(move |a| a.vfnmadd231pd(x[6], x[5], x[2]));
+    b.push(move |a| a.vfnmadd231pd(x[6], x[5], x[3]));
+    b.push(move |a| a.vmovapd(x[7], x[5]));
+    b.push(move |a| a.vfmadd231pd(x[7], x[6], x[5])); // big
+    b.push(move |a| a.vmulpd(x[8], x[4], x[5])); // s0 = e inv
+    b.push(move |a| a.vmovapd(x[9], x[4]));
+    b.push(move |a| a.vfnmadd231pd(x[9], x[8], x[2]));
+    b.push(move |a| a.vfnmadd231pd(x[9], x[8], x[3]));
+    b.push(move |a| a.vfmadd231pd(x[8], x[9], x[5])); // small
+    // sigmoid_pair_order(x, big, small), and x + x for both where x is NaN.
+    let m = s.short;
+    b.push(move |a| a.vcmppd(K[m], x[0], ZERO, GE_OQ));
+    b.push(move |a| a.vblendmpd(under(x[1], m), x[8], x[7])); // else weight: big where x >= 0
+    b.push(move |a| a.vblendmpd(under(x[2], m), x[7], x[8])); // then weight: small where x >= 0
+    b.push(move |a| a.vcmppd(K[m], x[0], x[0], UNORD_Q));
+    b.push(move |a| a.vaddpd(x[3], x[0], x[0]));
+    b.push(move |a| a.vmovapd(under(x[1], m), x[3]));
+    b.push(move |a| a.vmovapd(under(x[2], m), x[3]));
+    b
+}
+
+/// The logarithm routine: `elementary::ln` of `x[0]` into `x[1]` (of each set).
 pub(super) fn ln(a: &mut CodeAssembler) -> Result<(), IcedError> {
-    let x = X[0];
+    interleaved(a, ln_body)
+}
+
+fn ln_body(s: Set) -> Body {
+    let mut b = Body(Vec::new());
+    let (x, r) = (s.x[0], s.x);
     let load = |i: usize| qword_ptr(rbp + 8 * i as i32);
     let c = |i: usize| k(C_ATANH + i);
+    let (sub, m) = (s.long, s.short);
     // A subnormal is scaled into the normal range first (a select, then a product).
-    a.vcmppd(k1, x, k(C_MIN_POSITIVE), LT_OQ)?;
-    a.vbroadcastsd(X[1], load(C_ONE))?;
-    a.vbroadcastsd(X[1].k1(), load(C_SUB_SCALE))?;
-    a.vmulpd(X[1], x, X[1])?; // m
-    a.vpaddq(X[2], X[1], k(C_LN_OFFSET))?;
-    a.vpsrlq(X[2], X[2], 52)?; // eb
-    a.vpsubq(X[3], X[2], k(C_1023))?;
-    a.vpsllq(X[3], X[3], 52)?;
-    a.vpsubq(X[3], X[1], X[3])?; // mantissa
-    a.vsubpd(X[4], X[3], k(C_ONE))?; // f
-    a.vaddpd(X[3], X[3], k(C_ONE))?;
-    a.vdivpd(X[5], X[4], X[3])?; // s = f / (mantissa + 1)
-    a.vporq(X[2], X[2], k(C_E_BITS))?;
-    a.vbroadcastsd(X[3], load(C_E_BIAS))?;
-    a.vbroadcastsd(X[3].k1(), load(C_E_BIAS_SUB))?;
-    a.vsubpd(X[2], X[2], X[3])?; // e
-    a.vmulpd(X[6], X[4], k(C_HALF))?;
-    a.vmulpd(X[6], X[6], X[4])?; // hfsq = 0.5 f f
-    a.vmulpd(X[7], X[5], X[5])?; // z = s^2
-    a.vmulpd(X[8], X[7], X[7])?; // z^2
-    a.vmulpd(X[9], X[8], X[8])?; // z^4
-    // estrin7(z): p0 (X[3]), p1 (X[1]), p2 (zmm31, zero again after), then R in X[3].
-    for (reg, i) in [(X[3], 5), (X[1], 3), (ZERO, 1)] {
-        a.vbroadcastsd(reg, load(C_ATANH + i + 1))?;
-        a.vfmadd231pd(reg, X[7], c(i))?;
+    b.push(move |a| a.vcmppd(K[sub], x, k(C_MIN_POSITIVE), LT_OQ));
+    b.push(move |a| a.vbroadcastsd(r[1], load(C_ONE)));
+    b.push(move |a| a.vbroadcastsd(under(r[1], sub), load(C_SUB_SCALE)));
+    b.push(move |a| a.vmulpd(r[1], x, r[1])); // m
+    b.push(move |a| a.vpaddq(r[2], r[1], k(C_LN_OFFSET)));
+    b.push(move |a| a.vpsrlq(r[2], r[2], 52)); // eb
+    b.push(move |a| a.vpsubq(r[3], r[2], k(C_1023)));
+    b.push(move |a| a.vpsllq(r[3], r[3], 52));
+    b.push(move |a| a.vpsubq(r[3], r[1], r[3])); // mantissa
+    b.push(move |a| a.vsubpd(r[4], r[3], k(C_ONE))); // f
+    b.push(move |a| a.vaddpd(r[3], r[3], k(C_ONE)));
+    b.push(move |a| a.vdivpd(r[5], r[4], r[3])); // s = f / (mantissa + 1)
+    b.push(move |a| a.vporq(r[2], r[2], k(C_E_BITS)));
+    b.push(move |a| a.vbroadcastsd(r[3], load(C_E_BIAS)));
+    b.push(move |a| a.vbroadcastsd(under(r[3], sub), load(C_E_BIAS_SUB)));
+    b.push(move |a| a.vsubpd(r[2], r[2], r[3])); // e
+    b.push(move |a| a.vmulpd(r[6], r[4], k(C_HALF)));
+    b.push(move |a| a.vmulpd(r[6], r[6], r[4])); // hfsq = 0.5 f f
+    b.push(move |a| a.vmulpd(r[7], r[5], r[5])); // z = s^2
+    b.push(move |a| a.vmulpd(r[8], r[7], r[7])); // z^2
+    b.push(move |a| a.vmulpd(r[9], r[8], r[8])); // z^4
+    // estrin7(z): p0 (r[3]), p1 (r[1]), p2 (the borrowed register, set again after), then R
+    // in r[3].
+    for (reg, i) in [(r[3], 5), (r[1], 3), (s.t, 1)] {
+        b.push(move |a| a.vbroadcastsd(reg, load(C_ATANH + i + 1)));
+        b.push(move |a| a.vfmadd231pd(reg, r[7], c(i)));
     }
-    a.vfmadd231pd(X[3], X[1], X[8])?; // q0 = p1 z^2 + p0
-    a.vfmadd231pd(ZERO, X[8], c(0))?; // q1 = c0 z^2 + p2
-    a.vfmadd231pd(X[3], ZERO, X[9])?; // R = q1 z^4 + q0
-    a.vxorpd(ZERO, ZERO, ZERO)?;
-    a.vmovapd(X[1], ZERO)?;
-    a.vfmadd231pd(X[1], X[2], k(C_LN2_LO))?; // e LN2_LO + 0
-    a.vfmadd231pd(X[1], X[5], X[6])?; // near = s hfsq + that
-    a.vmulpd(X[8], X[5], X[7])?;
-    a.vfmadd231pd(X[1], X[8], X[3])?; // tail = (s z) R + near
-    a.vsubpd(X[9], X[6], X[1])?;
-    a.vsubpd(X[9], X[4], X[9])?;
-    a.vfmadd231pd(X[9], X[2], k(C_LN2_HI))?; // e LN2_HI + (f - (hfsq - tail))
+    b.push(move |a| a.vfmadd231pd(r[3], r[1], r[8])); // q0 = p1 z^2 + p0
+    b.push(move |a| a.vfmadd231pd(s.t, r[8], c(0))); // q1 = c0 z^2 + p2
+    b.push(move |a| a.vfmadd231pd(r[3], s.t, r[9])); // R = q1 z^4 + q0
+    b.reset(s);
+    b.push(move |a| a.vxorpd(r[1], r[1], r[1]));
+    b.push(move |a| a.vfmadd231pd(r[1], r[2], k(C_LN2_LO))); // e LN2_LO + 0
+    b.push(move |a| a.vfmadd231pd(r[1], r[5], r[6])); // near = s hfsq + that
+    b.push(move |a| a.vmulpd(r[8], r[5], r[7]));
+    b.push(move |a| a.vfmadd231pd(r[1], r[8], r[3])); // tail = (s z) R + near
+    b.push(move |a| a.vsubpd(r[9], r[6], r[1]));
+    b.push(move |a| a.vsubpd(r[9], r[4], r[9]));
+    b.push(move |a| a.vfmadd231pd(r[9], r[2], k(C_LN2_HI))); // e LN2_HI + (f - (hfsq - tail))
     // `+inf` and NaN are themselves; 0 gives -inf and a negative number NaN.
-    a.vcmppd(k2, x, k(C_INF), LT_OQ)?;
-    a.vblendmpd(X[9].k2(), x, X[9])?;
-    a.vcmppd(k3, x, ZERO, EQ_OQ)?;
-    a.vbroadcastsd(X[8], load(C_NAN))?;
-    a.vbroadcastsd(X[8].k3(), load(C_NEG_INF))?;
-    a.vcmppd(k4, x, ZERO, LE_OQ)?;
-    a.vblendmpd(X[1].k4(), X[9], X[8])?;
-    a.ret()
+    b.push(move |a| a.vcmppd(K[m], x, k(C_INF), LT_OQ));
+    b.push(move |a| a.vblendmpd(under(r[9], m), x, r[9]));
+    b.push(move |a| a.vcmppd(K[m], x, ZERO, EQ_OQ));
+    b.push(move |a| a.vbroadcastsd(r[8], load(C_NAN)));
+    b.push(move |a| a.vbroadcastsd(under(r[8], m), load(C_NEG_INF)));
+    b.push(move |a| a.vcmppd(K[m], x, ZERO, LE_OQ));
+    b.push(move |a| a.vblendmpd(under(r[1], m), r[9], r[8]));
+    b
 }
