@@ -23,7 +23,10 @@ pub struct Engine {
     problem: Arc<Problem>,
     estimator: Box<dyn Estimator>,
     state: FamilyState,
-    scratch: Vec<Mutex<Scratch>>,
+    /// One per thread of the pool, made at its first chunk: a batch of one chunk runs on one
+    /// thread, and for a large program a scratch is megabytes (7.7 MB each for the
+    /// 10,000-student survey).
+    scratch: Vec<Mutex<Option<Scratch>>>,
     /// The batch's gradient samples, values and crisp values, on cache-line boundaries
     /// (`crate::aligned`: the threads' chunks then share no line).
     grads: F64Buf,
@@ -52,12 +55,10 @@ pub enum NonFinite {
 }
 
 impl Engine {
-    /// An engine with one scratch per thread of the current rayon pool.
+    /// An engine with room for one scratch per thread of the current rayon pool.
     pub fn new(problem: Problem, estimator: Box<dyn Estimator>) -> Engine {
         let threads = rayon::current_num_threads().max(1);
-        let scratch = (0..threads)
-            .map(|_| Mutex::new(problem.scratch()))
-            .collect();
+        let scratch = (0..threads).map(|_| Mutex::new(None)).collect();
         Engine {
             state: problem.family().state(),
             mean: vec![0.0; problem.dim()],
@@ -129,7 +130,7 @@ impl Engine {
         let run = |c: usize, grads: &mut [f64], values: &mut [f64], crisp: &mut [f64]| {
             let slot = rayon::current_thread_index().unwrap_or(0) % scratch.len();
             let mut guard = scratch[slot].lock().unwrap_or_else(|e| e.into_inner());
-            let sc = &mut *guard;
+            let sc = guard.get_or_insert_with(|| problem.scratch());
             let first = c * CHUNK;
             let w = values.len();
             // The lock is held for the swap only: chunks that draw their own noise (every

@@ -27,9 +27,9 @@ use iced_x86::code_asm::*;
 use crate::ir::{Binary, Unary};
 
 use super::super::instr::{CHUNK, NONE, Op, Step};
-use super::frame;
 use super::regs::*;
 use super::routines::{self, k};
+use super::{Parts, frame};
 
 /// Register pairs that cache values.
 const PAIRS: usize = 10;
@@ -159,8 +159,8 @@ pub(super) fn forward(
     steps: &[Step],
     chains: &[(u32, bool)],
     crisp: bool,
-) -> Result<(Vec<u8>, usize, Vec<f64>, Coverage), IcedError> {
-    let mut bytes = Vec::new();
+) -> Result<(Parts, usize, Vec<f64>, Coverage), IcedError> {
+    let mut bytes = Parts::default();
     let mut routine_at = [0; 2];
     for (at, body) in routine_at.iter_mut().zip([
         routines::weights as fn(&mut CodeAssembler) -> Result<(), IcedError>,
@@ -169,7 +169,7 @@ pub(super) fn forward(
         *at = bytes.len() as u64;
         let mut a = CodeAssembler::new(64)?;
         body(&mut a)?;
-        bytes.extend(a.assemble(*at)?);
+        bytes.push(a.assemble(*at)?);
     }
     let entry = bytes.len();
     let mut e = Emitter {
@@ -609,11 +609,11 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// Encodes the instructions written since the last part, at the end of `bytes`.
-    fn assemble_part(&mut self, bytes: &mut Vec<u8>) -> Result<(), IcedError> {
+    /// Encodes the instructions written since the last part, after `bytes`.
+    fn assemble_part(&mut self, bytes: &mut Parts) -> Result<(), IcedError> {
         let mut part = std::mem::replace(&mut self.a, CodeAssembler::new(64)?);
         let at = bytes.len() as u64;
-        bytes.extend(part.assemble(at)?);
+        bytes.push(part.assemble(at)?);
         Ok(())
     }
 

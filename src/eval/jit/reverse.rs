@@ -29,9 +29,9 @@ use crate::ir::{Binary, Unary};
 
 use super::super::instr::{CHUNK, FOLD_A, FOLD_B, NONE, Op, Plan, RevStep, Target};
 use super::emit::Coverage;
-use super::frame;
 use super::regs::*;
 use super::routines::k;
+use super::{Parts, frame};
 
 /// Bytes of one place (all its lanes) and of one half.
 const SLOT_BYTES: i32 = (CHUNK * 8) as i32;
@@ -123,10 +123,7 @@ pub(super) fn call_backs(plan: &Plan) -> usize {
 /// The code of `plan`'s steps under smoothed (`smooth`) or crisp semantics, with its
 /// constants: it starts at offset 0 and returns when the sweep is done. The adjoints the plan
 /// zeroes and the output's are set before it runs (by the caller).
-pub(super) fn reverse(
-    plan: &Plan,
-    smooth: bool,
-) -> Result<(Vec<u8>, Vec<f64>, Coverage), IcedError> {
+pub(super) fn reverse(plan: &Plan, smooth: bool) -> Result<(Parts, Vec<f64>, Coverage), IcedError> {
     let mut e = Emitter {
         a: CodeAssembler::new(64)?,
         cache: AdjCache::new(),
@@ -134,7 +131,7 @@ pub(super) fn reverse(
         chain_targets: &plan.chain_targets,
         smooth,
     };
-    let mut bytes = Vec::new();
+    let mut bytes = Parts::default();
     let mut coverage = Coverage::default();
     e.prologue()?;
     let steps = &plan.steps;
@@ -262,10 +259,10 @@ impl Emitter<'_> {
         self.constants()
     }
 
-    fn assemble_part(&mut self, bytes: &mut Vec<u8>) -> Result<(), IcedError> {
+    fn assemble_part(&mut self, bytes: &mut Parts) -> Result<(), IcedError> {
         let mut part = std::mem::replace(&mut self.a, CodeAssembler::new(64)?);
         let at = bytes.len() as u64;
-        bytes.extend(part.assemble(at)?);
+        bytes.push(part.assemble(at)?);
         Ok(())
     }
 
