@@ -237,7 +237,7 @@ impl Compiled {
 
 /// Reverse plans with more steps than this are not compiled (code of about 150 bytes a step:
 /// a 100,000-step plan would add 15 MB to a run).
-const MAX_REVERSE_STEPS: usize = 60_000;
+const MAX_REVERSE_STEPS: usize = 4_000;
 
 /// One reverse plan in machine code.
 pub(super) struct ReverseCode {
