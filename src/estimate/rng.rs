@@ -131,16 +131,19 @@ const GROUP: usize = 16;
 /// Blocks of a group whose rejected normals wait for one pass of the slow path: few enough
 /// for their masks to sit on the stack, many enough (64 words per lane) that the pass finds
 /// several normals to redraw together.
+#[cfg(target_arch = "x86_64")]
 const REDO_BLOCKS: usize = 64;
 
 /// Rejected normals redrawn together: their sixteen blocks (each's word and first slow
 /// block) go through the AES rounds side by side, and their first steps through the slow
 /// path in vector code.
+#[cfg(target_arch = "x86_64")]
 const REDO_BATCH: usize = 8;
 
 /// Normals the fast path rejected, waiting for [`SampleRng::redo_batch_sized`]: `(lane, k, at)`,
 /// the `k`-th normal of lane `lane`, for `s[at]`. The list outlives a pass and a group of
 /// lanes, so that batches are full but for a bulk draw's last.
+#[cfg(target_arch = "x86_64")]
 #[derive(Default)]
 struct Pending {
     todo: [(u64, u64, usize); REDO_BATCH],
@@ -769,6 +772,7 @@ unsafe fn fast_block(
 }
 
 /// The first sixteen of `s`, if it has them.
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn first_16(s: &mut [f64]) -> Option<&mut [f64; GROUP]> {
     s.get_mut(..GROUP)?.try_into().ok()
