@@ -290,10 +290,11 @@ impl ReverseCode {
             for &s in ops[..n].iter().chain([&rs.step.out]) {
                 slots = slots.max(s as usize + 1);
             }
-            if let Op::If { cache, .. } = rs.step.op
+            if let Op::If { cache, product, .. } = rs.step.op
                 && smooth
             {
-                weights = weights.max(cache as usize + 2);
+                // A product of the weights is kept in one place, the weights in two.
+                weights = weights.max(cache as usize + if product { 1 } else { 2 });
             }
         }
         if slots.max(adjoints).max(weights) * std::mem::size_of::<Lanes>() > i32::MAX as usize / 2 {
