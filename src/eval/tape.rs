@@ -145,7 +145,9 @@ impl Tape {
             Semantics::Forced { .. } => return None,
         };
         let layout = &self.compact;
-        let code = layout.jit.get(&layout.steps, &layout.chains, crisp)?;
+        let code = layout
+            .jit
+            .get(&layout.steps, &layout.chains, layout.pinned, crisp)?;
         Some(code.coverage)
     }
 

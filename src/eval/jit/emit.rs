@@ -21,6 +21,8 @@
 //! `-0.0` in every lane and `zmm31` zero. A routine uses `zmm10..zmm29` and so loses the cache
 //! pairs 5 to 9 (it borrows `zmm30` and `zmm31` and sets them again).
 
+use std::cell::RefCell;
+
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
 
@@ -65,10 +67,13 @@ enum Operand {
     Slot(u32),
 }
 
-/// Which slot each register pair holds, and the next pair to reuse.
+/// Which slot each register pair holds, and the next pair to reuse; and the slots looked
+/// up and not found since the emitter last asked ([`Cache::take_missed`]), which the code
+/// reads from memory.
 struct Cache {
     holds: [u32; PAIRS],
     next: usize,
+    missed: RefCell<Vec<u32>>,
 }
 
 impl Cache {
@@ -76,7 +81,13 @@ impl Cache {
         Cache {
             holds: [NONE; PAIRS],
             next: 0,
+            missed: RefCell::new(Vec::new()),
         }
+    }
+
+    /// The slots looked up and not found since the last call.
+    fn take_missed(&self) -> Vec<u32> {
+        std::mem::take(&mut *self.missed.borrow_mut())
     }
 
     fn clear(&mut self) {
@@ -93,7 +104,10 @@ impl Cache {
     fn find(&self, slot: u32) -> Operand {
         match self.holds.iter().position(|&s| s == slot) {
             Some(p) => Operand::Pair(p),
-            None => Operand::Slot(slot),
+            None => {
+                self.missed.borrow_mut().push(slot);
+                Operand::Slot(slot)
+            }
         }
     }
 
@@ -158,6 +172,7 @@ const PART_STEPS: usize = 2_048;
 pub(super) fn forward(
     steps: &[Step],
     chains: &[(u32, bool)],
+    pinned: usize,
     crisp: bool,
 ) -> Result<(Parts, usize, Vec<f64>, Coverage), IcedError> {
     let mut bytes = Parts::default();
@@ -172,39 +187,73 @@ pub(super) fn forward(
         bytes.push(a.assemble(*at)?);
     }
     let entry = bytes.len();
-    let mut e = Emitter {
-        a: CodeAssembler::new(64)?,
-        routine_at,
-        cache: Cache::new(),
-        chains,
-        consts: routines::CONSTS.to_vec(),
-        crisp,
-        coverage: Coverage::default(),
+    // A first pass finds the values some later step or call reads from memory; the second
+    // stores only those and the pinned ones.
+    let mut stores = Stores::Finding {
+        writer: Vec::new(),
+        needed: vec![false; steps.len()],
     };
-    e.prologue()?;
-    let mut k = 0;
-    let mut part_from = 0;
-    while k < steps.len() {
-        if k - part_from >= PART_STEPS {
-            e.assemble_part(&mut bytes)?;
-            part_from = k;
-        }
-        if inline(&steps[k].op) {
-            e.step(&steps[k])?;
-            e.coverage.inline += 1;
-            k += 1;
-        } else {
-            let from = k;
-            while k < steps.len() && !inline(&steps[k].op) {
-                k += 1;
+    for _pass in 0..2 {
+        let mut e = Emitter {
+            a: CodeAssembler::new(64)?,
+            routine_at,
+            cache: Cache::new(),
+            chains,
+            consts: routines::CONSTS.to_vec(),
+            crisp,
+            coverage: Coverage::default(),
+            stores,
+            pinned: pinned as u32,
+        };
+        let finding = matches!(e.stores, Stores::Finding { .. });
+        let mut code = Parts {
+            len: bytes.len(),
+            ..Default::default()
+        };
+        e.prologue()?;
+        let mut k = 0;
+        let mut part_from = 0;
+        while k < steps.len() {
+            if k - part_from >= PART_STEPS {
+                e.assemble_part(&mut code, finding)?;
+                part_from = k;
             }
-            e.call_back(from, k)?;
-            e.coverage.called += k - from;
+            if inline(&steps[k].op) {
+                e.step(k, &steps[k])?;
+                e.coverage.inline += 1;
+                k += 1;
+            } else {
+                let from = k;
+                while k < steps.len() && !inline(&steps[k].op) {
+                    k += 1;
+                }
+                e.note_reads()?;
+                e.called(&steps[from..k]);
+                e.call_back(from, k)?;
+                e.coverage.called += k - from;
+            }
         }
+        e.epilogue()?;
+        e.assemble_part(&mut code, finding)?;
+        stores = match e.stores {
+            Stores::Finding { needed, .. } => Stores::Only(needed),
+            Stores::Only(_) => {
+                bytes.append(code);
+                return Ok((bytes, entry, e.consts, e.coverage));
+            }
+        };
     }
-    e.epilogue()?;
-    e.assemble_part(&mut bytes)?;
-    Ok((bytes, entry, e.consts, e.coverage))
+    unreachable!("the second pass returns")
+}
+
+/// Which steps' values the code stores in their places.
+enum Stores {
+    /// First pass: finding out. `writer[p]` is the step whose value place `p` holds (`NONE`:
+    /// none of this code's, or a call's), `needed[k]` whether step `k`'s value is read from
+    /// memory.
+    Finding { writer: Vec<u32>, needed: Vec<bool> },
+    /// Second pass: the pinned values and those `needed`.
+    Only(Vec<bool>),
 }
 
 /// Which routine: indices into `Emitter::routine_at`.
@@ -222,6 +271,9 @@ struct Emitter<'a> {
     /// Crisp semantics (else smoothed).
     crisp: bool,
     coverage: Coverage,
+    stores: Stores,
+    /// Places below this hold values read after the sweep (`Layout::pinned`): always stored.
+    pinned: u32,
 }
 
 fn slot_at(slot: u32, half: usize) -> AsmMemoryOperand {
@@ -288,7 +340,43 @@ impl Emitter<'_> {
         })
     }
 
-    fn step(&mut self, step: &Step) -> Result<(), IcedError> {
+    /// First pass: marks the values of the places looked up and not found since the last call
+    /// as needed in memory.
+    fn note_reads(&mut self) -> Result<(), IcedError> {
+        let missed = self.cache.take_missed();
+        if let Stores::Finding { writer, needed } = &mut self.stores {
+            for s in missed {
+                if let Some(&w) = writer.get(s as usize)
+                    && w != NONE
+                {
+                    needed[w as usize] = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// First pass: the steps `called` hand back read their operands from memory and leave
+    /// their values there.
+    fn called(&mut self, called: &[Step]) {
+        let chains = self.chains;
+        if let Stores::Finding { writer, needed } = &mut self.stores {
+            for st in called {
+                super::super::layout::each_read(st, chains, |s| {
+                    if let Some(&w) = writer.get(s as usize)
+                        && w != NONE
+                    {
+                        needed[w as usize] = true;
+                    }
+                });
+                if let Some(w) = writer.get_mut(st.out as usize) {
+                    *w = NONE;
+                }
+            }
+        }
+    }
+
+    fn step(&mut self, index: usize, step: &Step) -> Result<(), IcedError> {
         let out = step.out;
         let d = match step.op {
             Op::Param { k } => {
@@ -483,8 +571,22 @@ impl Emitter<'_> {
             }
         };
         self.cache.set(d, out);
-        for h in 0..2 {
-            self.a.vmovupd(slot_at(out, h), ZMM[2 * d + h])?;
+        self.note_reads()?;
+        let store = match &mut self.stores {
+            Stores::Finding { writer, .. } => {
+                let p = out as usize;
+                if writer.len() <= p {
+                    writer.resize(p + 1, NONE);
+                }
+                writer[p] = index as u32;
+                true
+            }
+            Stores::Only(needed) => needed[index] || out < self.pinned,
+        };
+        if store {
+            for h in 0..2 {
+                self.a.vmovupd(slot_at(out, h), ZMM[2 * d + h])?;
+            }
         }
         Ok(())
     }
@@ -609,9 +711,13 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// Encodes the instructions written since the last part, after `bytes`.
-    fn assemble_part(&mut self, bytes: &mut Parts) -> Result<(), IcedError> {
+    /// Encodes the instructions written since the last part, after `bytes` (drops them in
+    /// the first pass, `finding`).
+    fn assemble_part(&mut self, bytes: &mut Parts, finding: bool) -> Result<(), IcedError> {
         let mut part = std::mem::replace(&mut self.a, CodeAssembler::new(64)?);
+        if finding {
+            return Ok(());
+        }
         let at = bytes.len() as u64;
         bytes.push(part.assemble(at)?);
         Ok(())

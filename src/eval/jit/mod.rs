@@ -40,7 +40,8 @@ const STEPS_PER_CALL: usize = 32;
 #[derive(Default)]
 pub(super) struct Parts {
     parts: Vec<Vec<u8>>,
-    len: usize,
+    /// Where the next part goes (the length of the parts, and of any before them).
+    pub len: usize,
 }
 
 impl Parts {
@@ -52,6 +53,12 @@ impl Parts {
     pub fn push(&mut self, part: Vec<u8>) {
         self.len += part.len();
         self.parts.push(part);
+    }
+
+    /// `other`'s parts after these (`other` was assembled from this one's end on).
+    pub fn append(&mut self, other: Parts) {
+        self.len = other.len;
+        self.parts.extend(other.parts);
     }
 
     /// The code in executable memory (`None` where the system gives none). Each part is freed
@@ -145,7 +152,12 @@ impl ForwardCode {
     /// The code of `steps` (crisp or smoothed), or `None` where the CPU lacks AVX-512, the
     /// layout is too long or calls back too often to gain, or the system gives no
     /// executable memory.
-    fn compile(steps: &[Step], chains: &[(u32, bool)], crisp: bool) -> Option<ForwardCode> {
+    fn compile(
+        steps: &[Step],
+        chains: &[(u32, bool)],
+        pinned: usize,
+        crisp: bool,
+    ) -> Option<ForwardCode> {
         if !crate::cpu::avx512()
             || steps.len() > MAX_STEPS
             || emit::call_backs(steps) * STEPS_PER_CALL > steps.len()
@@ -184,7 +196,7 @@ impl ForwardCode {
         if slots * std::mem::size_of::<Lanes>() > i32::MAX as usize / 2 {
             return None;
         }
-        let (parts, entry, consts, coverage) = emit::forward(steps, chains, crisp).ok()?;
+        let (parts, entry, consts, coverage) = emit::forward(steps, chains, pinned, crisp).ok()?;
         let code = parts.map()?;
         Some(ForwardCode {
             code,
@@ -228,9 +240,15 @@ impl Clone for Compiled {
 
 impl Compiled {
     /// The code for `steps` under crisp (or smoothed) semantics, compiled at the first call.
-    pub fn get(&self, steps: &[Step], chains: &[(u32, bool)], crisp: bool) -> Option<&ForwardCode> {
+    pub fn get(
+        &self,
+        steps: &[Step],
+        chains: &[(u32, bool)],
+        pinned: usize,
+        crisp: bool,
+    ) -> Option<&ForwardCode> {
         self.0[usize::from(crisp)]
-            .get_or_init(|| ForwardCode::compile(steps, chains, crisp))
+            .get_or_init(|| ForwardCode::compile(steps, chains, pinned, crisp))
             .as_ref()
     }
 }

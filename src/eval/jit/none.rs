@@ -21,7 +21,7 @@ pub(super) struct Compiled;
 
 impl Compiled {
     /// Nothing is compiled on this target.
-    pub fn get(&self, _: &[Step], _: &[(u32, bool)], _: bool) -> Option<&ForwardCode> {
+    pub fn get(&self, _: &[Step], _: &[(u32, bool)], _: usize, _: bool) -> Option<&ForwardCode> {
         None
     }
 }
