@@ -25,7 +25,7 @@ fn user_family() -> Model {
     Model {
         name: "user".into(),
         mode: Mode::Objective { minimize: false },
-        program,
+        program: program.into(),
         latents: vec![
             LatentSpec {
                 name: "z1".into(),
@@ -109,7 +109,7 @@ fn a_non_positive_scale_is_an_error_naming_the_latent() {
     let model = Model {
         name: "bad".into(),
         mode: Mode::Objective { minimize: false },
-        program,
+        program: program.into(),
         latents: vec![LatentSpec {
             name: "z".into(),
             kind: LatentKind::Family {
@@ -176,7 +176,7 @@ fn the_first_invalid_latent_is_named_whether_fixed_or_not() {
         let model = Model {
             name: "bad".into(),
             mode: Mode::Objective { minimize: false },
-            program,
+            program: program.into(),
             latents,
             params: vec![ParamSpec {
                 name: "theta".into(),
@@ -213,7 +213,7 @@ fn a_location_that_reads_a_latent_is_refused() {
     let model = Model {
         name: "hier".into(),
         mode: Mode::Objective { minimize: false },
-        program,
+        program: program.into(),
         latents: vec![
             LatentSpec {
                 name: "z1".into(),

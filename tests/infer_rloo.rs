@@ -25,7 +25,7 @@ fn vi_step_shifted(a: [f64; 2], c: f64, shift: f64) -> Model {
     Model {
         name: "vi_step_shifted".into(),
         mode: Mode::Variational,
-        program: b.finish(&[f]).unwrap(),
+        program: b.finish(&[f]).unwrap().into(),
         latents: base.latents,
         params: vec![],
     }

@@ -179,7 +179,7 @@ fn exponential_prior() -> Model {
     Model {
         name: "expo".into(),
         mode: Mode::Variational,
-        program,
+        program: program.into(),
         latents: vec![LatentSpec {
             name: "z".into(),
             kind: LatentKind::Guided {

@@ -35,7 +35,7 @@ pub struct ProblemData {
     name: String,
     mode: Mode,
     objective_sign: f64,
-    program: Program,
+    program: std::sync::Arc<Program>,
     pub(crate) family: Family,
     pub(crate) tape: Tape,
     pub(crate) analysis: Analysis,

@@ -78,7 +78,8 @@ pub struct Model {
     /// Variational inference or a `maximize`/`minimize` objective.
     pub mode: Mode,
     /// The computation: output 0 is what is maximised in expectation (see the module doc).
-    pub program: Program,
+    /// Shared, not copied, by what runs the model (a large program is tens of megabytes).
+    pub program: std::sync::Arc<Program>,
     /// By latent index (the program's `Latent(i)`).
     pub latents: Vec<LatentSpec>,
     /// By parameter index (the program's `Param(k)`).

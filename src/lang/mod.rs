@@ -192,7 +192,7 @@ pub fn compile_with_data(
         check_data_names(&program, data, name)?;
         let mut model =
             lower::lower(&program, &model_name, resolver, data, opts).map_err(to_error)?;
-        model.program.set_source(std::sync::Arc::new(SourceText {
+        std::sync::Arc::make_mut(&mut model.program).set_source(std::sync::Arc::new(SourceText {
             file: name.to_string(),
             text: source.to_string(),
         }));

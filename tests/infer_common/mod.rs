@@ -19,7 +19,7 @@ pub fn example() -> Model {
     Model {
         name: "example".into(),
         mode: Mode::Objective { minimize: false },
-        program,
+        program: program.into(),
         latents: vec![LatentSpec {
             name: "z".into(),
             kind: LatentKind::Family { loc, scale },
@@ -47,7 +47,7 @@ pub fn vi_step(a: [f64; 2], c: f64) -> Model {
     Model {
         name: "vi_step".into(),
         mode: Mode::Variational,
-        program,
+        program: program.into(),
         latents: vec![
             LatentSpec {
                 name: "z1".into(),
@@ -106,7 +106,7 @@ pub fn vi_nonaffine() -> Model {
     Model {
         name: "nonaffine".into(),
         mode: Mode::Variational,
-        program,
+        program: program.into(),
         latents: vec![
             LatentSpec {
                 name: "z1".into(),

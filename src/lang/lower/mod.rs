@@ -486,7 +486,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         Ok(Model {
             name: name.to_string(),
             mode,
-            program: program_ir,
+            program: std::sync::Arc::new(program_ir),
             latents,
             params: self.params,
         })
