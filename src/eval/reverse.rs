@@ -41,7 +41,16 @@ pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantic
     #[cfg(target_arch = "x86_64")]
     if ws.kernels != Some(KernelSet::Portable) && cpu::avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
-        unsafe { reverse_avx2(plan, steps, ws, semantics) };
+        unsafe {
+            reverse_steps_avx2(
+                plan,
+                steps,
+                &mut ws.adjoints,
+                &ws.values,
+                &ws.weights,
+                semantics,
+            )
+        };
         return;
     }
     let _ = smooth;
@@ -158,24 +167,6 @@ unsafe extern "sysv64" fn reverse_call_back(frame: *mut jit::Frame, from: u32, t
             env.semantics,
         );
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn reverse_avx2(
-    plan: &Plan,
-    steps: std::ops::Range<usize>,
-    ws: &mut Workspace,
-    semantics: Semantics,
-) {
-    reverse_steps(
-        plan,
-        steps,
-        &mut ws.adjoints,
-        &ws.values,
-        &ws.weights,
-        semantics,
-    );
 }
 
 #[cfg(target_arch = "x86_64")]

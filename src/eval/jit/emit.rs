@@ -31,7 +31,7 @@ use crate::ir::{Binary, Unary};
 use super::super::instr::{CHUNK, NONE, Op, Step};
 use super::regs::*;
 use super::routines::{self, k};
-use super::{Parts, frame};
+use super::{Parts, entry, frame};
 
 /// Register pairs that cache values.
 const PAIRS: usize = 10;
@@ -282,46 +282,27 @@ fn slot_at(slot: u32, half: usize) -> AsmMemoryOperand {
 
 impl Emitter<'_> {
     fn prologue(&mut self) -> Result<(), IcedError> {
-        let a = &mut self.a;
-        for r in [rbx, rbp, r12, r13, r14, r15] {
-            a.push(r)?;
-        }
-        // Six pushes and the return address: 56 bytes; calls need 16-byte alignment.
-        a.sub(rsp, 8)?;
-        a.mov(rbx, rdi)?;
-        a.mov(r12, qword_ptr(rbx + frame::VALUES))?;
-        a.mov(r13, qword_ptr(rbx + frame::PARAMS))?;
-        a.mov(r14, qword_ptr(rbx + frame::NOISE))?;
-        a.mov(r15, qword_ptr(rbx + frame::STRIDE))?;
-        a.mov(rbp, qword_ptr(rbx + frame::CONSTS))?;
-        self.constants()
-    }
-
-    /// `zmm30` and `zmm31` (again after a call, which may change every vector register).
-    fn constants(&mut self) -> Result<(), IcedError> {
-        self.a.vbroadcastsd(SIGN, qword_ptr(rbx + frame::SIGN))?;
-        self.a.vxorpd(ZERO, ZERO, ZERO)
+        entry::enter(
+            &mut self.a,
+            &[
+                (r12, frame::VALUES),
+                (r13, frame::PARAMS),
+                (r14, frame::NOISE),
+                (r15, frame::STRIDE),
+                (rbp, frame::CONSTS),
+            ],
+        )
     }
 
     fn epilogue(&mut self) -> Result<(), IcedError> {
-        let a = &mut self.a;
-        a.vzeroupper()?;
-        a.add(rsp, 8)?;
-        for r in [r15, r14, r13, r12, rbp, rbx] {
-            a.pop(r)?;
-        }
-        a.ret()
+        entry::leave(&mut self.a)
     }
 
-    /// Runs steps `from..to` in the interpreter.
+    /// Runs steps `from..to` in the interpreter, which empties the register cache.
     fn call_back(&mut self, from: usize, to: usize) -> Result<(), IcedError> {
-        let a = &mut self.a;
-        a.mov(rdi, rbx)?;
-        a.mov(esi, from as u32)?;
-        a.mov(edx, to as u32)?;
-        a.call(qword_ptr(rbx + frame::CALL_BACK))?;
+        entry::call_back(&mut self.a, from, to)?;
         self.cache.clear();
-        self.constants()
+        Ok(())
     }
 
     /// Half `h` of an operand as a register: its cached register, or `scratch` loaded.

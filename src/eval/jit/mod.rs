@@ -13,6 +13,7 @@
 //! locations and scales of latents below `latents`.
 
 mod emit;
+mod entry;
 mod regs;
 mod reverse;
 mod routines;

@@ -31,7 +31,7 @@ use super::super::instr::{CHUNK, FOLD_A, FOLD_B, NONE, Op, Plan, RevStep, Target
 use super::emit::Coverage;
 use super::regs::*;
 use super::routines::k;
-use super::{Parts, frame};
+use super::{Parts, entry, frame};
 
 /// Bytes of one place (all its lanes) and of one half.
 const SLOT_BYTES: i32 = (CHUNK * 8) as i32;
@@ -186,22 +186,15 @@ struct Emitter<'a> {
 
 impl Emitter<'_> {
     fn prologue(&mut self) -> Result<(), IcedError> {
-        let a = &mut self.a;
-        for r in [rbx, rbp, r12, r13, r14, r15] {
-            a.push(r)?;
-        }
-        a.sub(rsp, 8)?;
-        a.mov(rbx, rdi)?;
-        a.mov(r12, qword_ptr(rbx + frame::VALUES))?;
-        a.mov(r13, qword_ptr(rbx + frame::ADJOINTS))?;
-        a.mov(r14, qword_ptr(rbx + frame::WEIGHTS))?;
-        a.mov(rbp, qword_ptr(rbx + frame::CONSTS))?;
-        self.constants()
-    }
-
-    fn constants(&mut self) -> Result<(), IcedError> {
-        self.a.vbroadcastsd(SIGN, qword_ptr(rbx + frame::SIGN))?;
-        self.a.vxorpd(ZERO, ZERO, ZERO)
+        entry::enter(
+            &mut self.a,
+            &[
+                (r12, frame::VALUES),
+                (r13, frame::ADJOINTS),
+                (r14, frame::WEIGHTS),
+                (rbp, frame::CONSTS),
+            ],
+        )
     }
 
     /// Writes every changed cached adjoint back to its place and empties the cache (before a
@@ -239,24 +232,13 @@ impl Emitter<'_> {
 
     fn epilogue(&mut self) -> Result<(), IcedError> {
         self.flush()?;
-        let a = &mut self.a;
-        a.vzeroupper()?;
-        a.add(rsp, 8)?;
-        for r in [r15, r14, r13, r12, rbp, rbx] {
-            a.pop(r)?;
-        }
-        a.ret()
+        entry::leave(&mut self.a)
     }
 
-    /// Runs reverse steps `from..to` in the interpreter.
+    /// Runs reverse steps `from..to` in the interpreter, with every adjoint in memory.
     fn call_back(&mut self, from: usize, to: usize) -> Result<(), IcedError> {
         self.flush()?;
-        let a = &mut self.a;
-        a.mov(rdi, rbx)?;
-        a.mov(esi, from as u32)?;
-        a.mov(edx, to as u32)?;
-        a.call(qword_ptr(rbx + frame::CALL_BACK))?;
-        self.constants()
+        entry::call_back(&mut self.a, from, to)
     }
 
     fn assemble_part(&mut self, bytes: &mut Parts) -> Result<(), IcedError> {

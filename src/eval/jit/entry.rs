@@ -1,0 +1,54 @@
+//! The instructions every compiled sweep starts and ends with, and its call back into the
+//! interpreter, shared by the forward and reverse code: the System V ABI's callee-saved
+//! registers, the frame (`rdi` on entry) kept in `rbx`, and `zmm30` and `zmm31` set to `-0.0`
+//! and zero (again after every call, which may change any vector register).
+
+use iced_x86::IcedError;
+use iced_x86::code_asm::*;
+
+use super::frame;
+use super::regs::{SIGN, ZERO};
+
+/// Saves the callee-saved registers, puts the frame in `rbx`, loads each `(register, frame
+/// field offset)` of `loads` and sets the constants' registers.
+pub(super) fn enter(
+    a: &mut CodeAssembler,
+    loads: &[(AsmRegister64, i32)],
+) -> Result<(), IcedError> {
+    for r in [rbx, rbp, r12, r13, r14, r15] {
+        a.push(r)?;
+    }
+    // Six pushes and the return address: 56 bytes; calls need 16-byte alignment.
+    a.sub(rsp, 8)?;
+    a.mov(rbx, rdi)?;
+    for &(r, field) in loads {
+        a.mov(r, qword_ptr(rbx + field))?;
+    }
+    constants(a)
+}
+
+/// `zmm30` = `-0.0` and `zmm31` = zero in every lane.
+pub(super) fn constants(a: &mut CodeAssembler) -> Result<(), IcedError> {
+    a.vbroadcastsd(SIGN, qword_ptr(rbx + frame::SIGN))?;
+    a.vxorpd(ZERO, ZERO, ZERO)
+}
+
+/// Restores what [`enter`] saved and returns.
+pub(super) fn leave(a: &mut CodeAssembler) -> Result<(), IcedError> {
+    a.vzeroupper()?;
+    a.add(rsp, 8)?;
+    for r in [r15, r14, r13, r12, rbp, rbx] {
+        a.pop(r)?;
+    }
+    a.ret()
+}
+
+/// Calls the frame's `call_back` on steps `from..to`, then sets the constants' registers
+/// again.
+pub(super) fn call_back(a: &mut CodeAssembler, from: usize, to: usize) -> Result<(), IcedError> {
+    a.mov(rdi, rbx)?;
+    a.mov(esi, from as u32)?;
+    a.mov(edx, to as u32)?;
+    a.call(qword_ptr(rbx + frame::CALL_BACK))?;
+    constants(a)
+}
