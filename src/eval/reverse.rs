@@ -257,23 +257,13 @@ fn reverse_steps(
                     t0.adj != NONE,
                 );
                 put(adj, t0, &cs);
-                put(adj, t1, &cx);
-                if wants == Wants::Both {
-                    kernels::sub_into(&mut adj[t2.adj as usize], &cx, t2.first);
-                } else {
-                    put(adj, t2, &cm);
-                }
+                put_difference(adj, [t1, t2], wants, &cx, &cm);
             }
             Op::SquareDiff { x, m, c } => {
                 // Targets as [`Op::NormalSquare`]'s, without the scale's.
                 let wants = wanted(t1.adj != NONE, t2.adj != NONE);
                 let [cx, cm] = kernels::square_diff_reverse(&adj[own], [v(x), v(m)], c, wants);
-                put(adj, t1, &cx);
-                if wants == Wants::Both {
-                    kernels::sub_into(&mut adj[t2.adj as usize], &cx, t2.first);
-                } else {
-                    put(adj, t2, &cm);
-                }
+                put_difference(adj, [t1, t2], wants, &cx, &cm);
             }
             Op::Square { x, s, c } => {
                 let [cs, cx] =
@@ -409,6 +399,19 @@ fn wanted(first: bool, second: bool) -> Wants {
         (true, true) => Wants::Both,
         (true, false) => Wants::A,
         _ => Wants::B,
+    }
+}
+
+/// The contributions of a fused density term's difference `x - m` to `x` and `m` (targets
+/// `tx`, `tm`): `cx` to `x`, and to `m` either `cx` subtracted (both wanted, as the unfused
+/// `Sub` rule does) or `cm`.
+#[inline(always)]
+fn put_difference(adj: &mut [Lanes], [tx, tm]: [Target; 2], wants: Wants, cx: &Lanes, cm: &Lanes) {
+    put(adj, tx, cx);
+    if wants == Wants::Both {
+        kernels::sub_into(&mut adj[tm.adj as usize], cx, tm.first);
+    } else {
+        put(adj, tm, cm);
     }
 }
 
