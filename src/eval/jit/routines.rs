@@ -19,23 +19,20 @@ use iced_x86::code_asm::*;
 
 use crate::elementary::{
     ATANH_COEFFS, E_BIAS, E_BIAS_SUBNORMAL, EXP_COEFFS, EXP_FLOOR, INV_LN2, LN_OFFSET, LN2_HI,
-    LN2_LO, ROUND, SUBNORMAL_SCALE, TWO_TO_MINUS_64,
+    LN2_LO, ROUND, SUBNORMAL_SCALE,
 };
 
 use super::regs::*;
 
 /// The smoothed if-statement's and the logarithm's constants, first in every code's constant
 /// table (integers as the doubles of their bits).
-pub(super) const CONSTS: [f64; 36] = [
+pub(super) const CONSTS: [f64; 34] = [
     EXP_FLOOR,
     INV_LN2,
     ROUND,
     LN2_HI,
     LN2_LO,
     1.0,
-    // `k + 1087` from the bits of `k + ROUND` (see `exp_of_nonpositive`), as integers.
-    f64::from_bits(1087u64.wrapping_sub(ROUND.to_bits())),
-    TWO_TO_MINUS_64,
     EXP_COEFFS[0],
     EXP_COEFFS[1],
     EXP_COEFFS[2],
@@ -74,10 +71,8 @@ const C_ROUND: usize = 2;
 const C_LN2_HI: usize = 3;
 const C_LN2_LO: usize = 4;
 const C_ONE: usize = 5;
-const C_BIAS: usize = 6;
-const C_TWO_M64: usize = 7;
-const C_COEFF: usize = 8;
-const C_LN: usize = 18;
+const C_COEFF: usize = 6;
+const C_LN: usize = 16;
 const C_MIN_POSITIVE: usize = C_LN;
 const C_SUB_SCALE: usize = C_LN + 1;
 const C_LN_OFFSET: usize = C_LN + 2;
@@ -216,10 +211,11 @@ fn weights_body(s: Set) -> Body {
     b.reset(s);
     b.push(move |a| a.vfmadd231pd(x[4], x[5], x[3])); // r2 q + r
     b.push(move |a| a.vaddpd(x[4], x[4], k(C_ONE))); // p = 1 + (r2 q + r)
-    b.push(move |a| a.vpaddq(x[2], x[2], k(C_BIAS)));
-    b.push(move |a| a.vpsllq(x[2], x[2], 52)); // 2^(k + 64)
-    b.push(move |a| a.vmulpd(x[4], x[4], x[2]));
-    b.push(move |a| a.vmulpd(x[4], x[4], k(C_TWO_M64))); // e
+    // `p * 2^(k + 64) * 2^-64`: the first product is exact and the second rounds once, so
+    // it is the correctly rounded `p * 2^k`, which is what `vscalefpd` gives in one
+    // instruction (`k` again from `kr`, exactly).
+    b.push(move |a| a.vsubpd(x[2], x[2], k(C_ROUND))); // k
+    b.push(move |a| a.vscalefpd(x[4], x[4], x[2])); // e
     // sigmoid_big_small(e).
     b.push(move |a| a.vbroadcastsd(x[1], load(C_ONE)));
     b.push(move |a| a.vaddpd(x[2], x[1], x[4])); // d = 1 + e
