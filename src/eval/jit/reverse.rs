@@ -38,17 +38,19 @@ const SLOT_BYTES: i32 = (CHUNK * 8) as i32;
 const HALF_BYTES: i32 = SLOT_BYTES / 2;
 
 /// The constants every reverse code reads, first in its table.
-const CONSTS: [f64; 4] = [1.0, -1.0, 2.0, 0.5];
+const CONSTS: [f64; 3] = [1.0, 2.0, 0.5];
 const C_ONE: usize = 0;
-const C_MINUS_ONE: usize = 1;
-const C_TWO: usize = 2;
-const C_HALF: usize = 3;
+const C_TWO: usize = 1;
+const C_HALF: usize = 2;
 
 /// Steps assembled at a time (see `emit::PART_STEPS`).
 const PART_STEPS: usize = 1_024;
 
 /// The step's own adjoint (half).
 const OWN: AsmRegisterZmm = zmm0;
+
+/// The lanes where [`OWN`] is not zero (see `Emitter::own_nonzero`).
+const OWN_NONZERO: AsmRegisterK = k6;
 
 /// The registers that cache adjoints (halves), written back when evicted.
 const ACC: [AsmRegisterZmm; 14] = [
@@ -127,6 +129,7 @@ pub(super) fn reverse(plan: &Plan, smooth: bool) -> Result<(Parts, Vec<f64>, Cov
     let mut e = Emitter {
         a: CodeAssembler::new(64)?,
         cache: AdjCache::new(),
+        own_mask: false,
         consts: CONSTS.to_vec(),
         chain_targets: &plan.chain_targets,
         smooth,
@@ -179,6 +182,9 @@ const R: [AsmRegisterZmm; 15] = [
 struct Emitter<'a> {
     a: CodeAssembler,
     cache: AdjCache,
+    /// Whether [`OWN_NONZERO`] holds the lanes where the step's own adjoint (this half) is
+    /// not zero: set at its first use in a step's half.
+    own_mask: bool,
     consts: Vec<f64>,
     chain_targets: &'a [Target],
     smooth: bool,
@@ -259,8 +265,35 @@ impl Emitter<'_> {
     where
         CodeAssembler: CodeAsmVmulpd<AsmRegisterZmm, AsmRegisterZmm, T>,
     {
+        if d == OWN {
+            self.own_nonzero()?;
+            return self.a.vmulpd(r.k6().z(), d, local);
+        }
         self.a.vcmppd(k1, d, ZERO, NEQ_UQ)?;
         self.a.vmulpd(r.k1().z(), d, local)
+    }
+
+    /// Sets [`OWN_NONZERO`] unless this half of the step has set it already: most steps
+    /// mask several products by their own adjoint.
+    fn own_nonzero(&mut self) -> Result<(), IcedError> {
+        if !self.own_mask {
+            self.a.vcmppd(OWN_NONZERO, OWN, ZERO, NEQ_UQ)?;
+            self.own_mask = true;
+        }
+        Ok(())
+    }
+
+    /// `r = masked(d, 1.0)` for an adjoint `d`: `d` itself. An adjoint is never `-0.0` (its
+    /// first contribution is written as `0.0 + c`) nor a signalling NaN, so the product is
+    /// `d` wherever the mask keeps it, and `+0.0` is `d` wherever it does not.
+    fn masked_one(&mut self, r: AsmRegisterZmm, d: AsmRegisterZmm) -> Result<(), IcedError> {
+        self.a.vmovapd(r, d)
+    }
+
+    /// `r = masked(d, -1.0)` for an adjoint `d`: `0.0 - d`, which is `-d` where `d` is not
+    /// zero and `+0.0` where it is (`d` is never `-0.0`), as the masked product.
+    fn masked_minus_one(&mut self, r: AsmRegisterZmm, d: AsmRegisterZmm) -> Result<(), IcedError> {
+        self.a.vsubpd(r, ZERO, d)
     }
 
     /// `add_into` (or `sub_into`, `subtract`) of contribution `c` into target `t`'s adjoint,
@@ -303,6 +336,7 @@ impl Emitter<'_> {
 
     fn step(&mut self, rs: &RevStep) -> Result<(), IcedError> {
         for h in 0..2 {
+            self.own_mask = false;
             match self.cache.find(rs.ad, h) {
                 Some(i) => self.a.vmovapd(OWN, ACC[i])?,
                 None => self.a.vmovupd(OWN, adjoint(rs.ad, h))?,
@@ -361,7 +395,7 @@ impl Emitter<'_> {
                 let (want_a, want_b) = (t0.adj != NONE, t1.adj != NONE);
                 if want_a {
                     match op {
-                        Binary::Add | Binary::Sub => self.masked(r1, OWN, k(C_ONE))?,
+                        Binary::Add | Binary::Sub => self.masked_one(r1, OWN)?,
                         Binary::Mul => self.masked(r1, OWN, value(b, h))?,
                         Binary::Div => {
                             self.a.vbroadcastsd(r2, qword_ptr(rbp + 8 * C_ONE as i32))?;
@@ -374,8 +408,8 @@ impl Emitter<'_> {
                 // Only `b` wanted, or both of a product or quotient.
                 if want_b || !want_a {
                     match op {
-                        Binary::Add => self.masked(r4, OWN, k(C_ONE))?,
-                        Binary::Sub => self.masked(r4, OWN, k(C_MINUS_ONE))?,
+                        Binary::Add => self.masked_one(r4, OWN)?,
+                        Binary::Sub => self.masked_minus_one(r4, OWN)?,
                         Binary::Mul => self.masked(r4, OWN, value(a, h))?,
                         Binary::Div => {
                             // -v / b
@@ -396,7 +430,9 @@ impl Emitter<'_> {
                 if t0.adj != NONE {
                     let ci = self.constant(c);
                     self.a.vaddpd(r1, ZERO, OWN)?; // ad_p = 0.0 + ad
-                    self.masked(r2, r1, k(ci))?;
+                    // masked(ad_p, c): `ad_p` is zero (or NaN) where `ad` is.
+                    self.own_nonzero()?;
+                    self.a.vmulpd(r2.k6().z(), r1, k(ci))?;
                     self.a.vaddpd(r2, ZERO, r2)?; // ad_l = 0.0 + masked(ad_p, c)
                     self.a.vbroadcastsd(r3, qword_ptr(rbp + 8 * C_ONE as i32))?;
                     self.a.vdivpd(r3, r3, value(r, h))?; // 1 / r
@@ -421,7 +457,7 @@ impl Emitter<'_> {
                             }
                         }
                         (true, false) => {
-                            self.masked(r1, r0, k(C_ONE))?;
+                            self.masked_one(r1, r0)?;
                             if j > from {
                                 self.a.vaddpd(r0, ZERO, r1)?;
                             } else {
@@ -430,7 +466,7 @@ impl Emitter<'_> {
                         }
                         (false, _) => {
                             // Only at `j == from`, with the base not wanted.
-                            self.masked(r1, r0, k(C_ONE))?;
+                            self.masked_one(r1, r0)?;
                             self.put(tt, r1, h)?;
                         }
                     }
@@ -567,18 +603,19 @@ impl Emitter<'_> {
         a.vmulpd(p, OWN, p)?;
         a.vmovupd(d, value(e, h))?;
         a.vsubpd(d, d, value(t, h))?;
-        a.vcmppd(k1, OWN, ZERO, NEQ_UQ)?;
-        a.vcmppd(k1.k1(), wr, ZERO, NEQ_UQ)?;
+        self.own_nonzero()?;
+        let a = &mut self.a;
+        a.vcmppd(k1.k6(), wr, ZERO, NEQ_UQ)?;
         a.vmulpd(r.k1().z(), p, d)
     }
 
     /// `kernels::smooth_reverse_branch` into `r`: `ad * w`, zero where either is.
     fn smooth_branch(&mut self, r: AsmRegisterZmm, w: AsmMemoryOperand) -> Result<(), IcedError> {
         let wr = R[7];
+        self.own_nonzero()?;
         let a = &mut self.a;
         a.vmovupd(wr, w)?;
-        a.vcmppd(k1, OWN, ZERO, NEQ_UQ)?;
-        a.vcmppd(k1.k1(), wr, ZERO, NEQ_UQ)?;
+        a.vcmppd(k1.k6(), wr, ZERO, NEQ_UQ)?;
         a.vmulpd(r.k1().z(), OWN, wr)
     }
 
@@ -597,15 +634,14 @@ impl Emitter<'_> {
             self.accumulate(ta, d, h, false)?;
             self.accumulate(tb, d, h, op == Binary::Sub)
         } else if ta.adj != NONE {
-            self.masked(ca, d, k(C_ONE))?;
+            self.masked_one(ca, d)?;
             self.put(ta, ca, h)
         } else {
-            let db = if op == Binary::Sub {
-                C_MINUS_ONE
+            if op == Binary::Sub {
+                self.masked_minus_one(ca, d)?;
             } else {
-                C_ONE
-            };
-            self.masked(ca, d, k(db))?;
+                self.masked_one(ca, d)?;
+            }
             self.put(tb, ca, h)
         }
     }
@@ -701,11 +737,11 @@ impl Emitter<'_> {
                 self.accumulate(t2, ad_d, h, true)
             }
             (true, false) => {
-                self.masked(c, ad_d, k(C_ONE))?;
+                self.masked_one(c, ad_d)?;
                 self.put(t1, c, h)
             }
             _ => {
-                self.masked(c, ad_d, k(C_MINUS_ONE))?;
+                self.masked_minus_one(c, ad_d)?;
                 self.put(t2, c, h)
             }
         }
