@@ -43,6 +43,11 @@ const BLOCK: u32 = 4;
 /// compiled to machine code (`jit`).
 pub(super) const BUILDS: [KernelSet; 3] = [KernelSet::Avx2, KernelSet::Avx512, KernelSet::Jit];
 
+/// Sweeps of one semantics a workspace runs before its choice is made: a timing of the
+/// engine's steady state (`experiment::cost`) warms up for at least this many chunks, so
+/// that no timed batch runs a build being tried.
+pub const CHOICE_SWEEPS: u32 = WARM_UP + BUILDS.len() as u32 * TRIALS;
+
 /// The choice for one semantics, made or being made.
 #[derive(Clone, Copy, Debug)]
 enum Trial {
@@ -89,7 +94,7 @@ impl ForwardChoice {
                     best[k] = best[k].min(start.elapsed());
                 }
                 *runs += 1;
-                if *runs == WARM_UP + BUILDS.len() as u32 * TRIALS {
+                if *runs == CHOICE_SWEEPS {
                     // The first of the fastest: ties keep the simpler build.
                     let fastest =
                         (0..BUILDS.len()).fold(0, |f, k| if best[k] < best[f] { k } else { f });

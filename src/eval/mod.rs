@@ -56,5 +56,6 @@ pub use fuse::CHAIN_SEGMENT;
 pub use input::Latents;
 pub use instr::CHUNK;
 pub use jit::Coverage as JitCoverage;
+pub use kernel_choice::CHOICE_SWEEPS as KERNEL_CHOICE_SWEEPS;
 pub use tape::Tape;
 pub use workspace::Workspace;

@@ -18,7 +18,9 @@ use crate::ir::Model;
 pub struct CostConfig {
     /// Gradient samples per timed batch.
     pub batch: usize,
-    /// Time spent evaluating batches before the clock starts (at least one batch).
+    /// Time spent evaluating batches before the clock starts (and at least
+    /// [`crate::eval::KERNEL_CHOICE_SWEEPS`] batches: until the engine has chosen the build
+    /// of its forward sweep).
     pub warmup_seconds: f64,
     /// Timed repeats; the median is reported.
     pub repeats: usize,
@@ -32,9 +34,10 @@ pub struct CostConfig {
 /// estimators whose work differs by far more than the spread of a median of 7 interleaved
 /// repeats: on a quiet machine the repeats of one estimator agree to a few per cent, and
 /// the median ignores the odd repeat that another process slowed by a third. A repeat of
-/// 0.012 s is still hundreds of batches even for LYY18 on `cheating`. The warm-up only has
-/// to fault in the engine's buffers and fill the caches, which a few batches do: 0.005 s is
-/// a hundred or more (with 0.02 s, the first repeats were no slower than the rest).
+/// 0.012 s is still hundreds of batches even for LYY18 on `cheating`. The warm-up has to
+/// fault in the engine's buffers and fill the caches, which a few batches do, and let the
+/// engine time the builds of its forward sweep, which takes a fixed number of batches
+/// whatever the seconds asked for (on the 10,000-student survey, 0.05 s was not enough).
 impl Default for CostConfig {
     fn default() -> Self {
         CostConfig {
@@ -113,8 +116,9 @@ struct Timed {
 }
 
 impl Timed {
-    /// Samples per second over batches for at least `seconds` (at least one batch).
-    fn time(&mut self, seconds: f64, batch: usize) -> Result<f64, RunError> {
+    /// Samples per second over batches for at least `seconds` and at least `min_batches`
+    /// batches (and at least one).
+    fn time(&mut self, seconds: f64, batch: usize, min_batches: u64) -> Result<f64, RunError> {
         let clock = Instant::now();
         let mut n = 0u64;
         loop {
@@ -127,7 +131,7 @@ impl Timed {
             )?;
             n += 1;
             let t = clock.elapsed().as_secs_f64();
-            if t >= seconds {
+            if t >= seconds && n >= min_batches {
                 return Ok((n * batch as u64) as f64 / t.max(1e-12));
             }
         }
@@ -153,12 +157,16 @@ fn measure_here(
         });
     }
     let mut repeats = vec![Vec::with_capacity(config.repeats); kinds.len()];
+    // Until every engine has chosen the build of its forward sweep (each batch is at
+    // least one chunk): on a large model the trials of the slower builds would otherwise
+    // fall into the first timed repeats.
+    let choice = u64::from(crate::eval::KERNEL_CHOICE_SWEEPS);
     for t in &mut timed {
-        t.time(config.warmup_seconds, config.batch)?;
+        t.time(config.warmup_seconds, config.batch, choice)?;
     }
     for _ in 0..config.repeats {
         for (t, r) in timed.iter_mut().zip(&mut repeats) {
-            r.push(t.time(config.repeat_seconds, config.batch)?);
+            r.push(t.time(config.repeat_seconds, config.batch, 1)?);
         }
     }
     Ok(kinds
