@@ -429,10 +429,8 @@ impl Emitter<'_> {
             Op::PoissonTerm { r, c, .. } => {
                 if t0.adj != NONE {
                     let ci = self.constant(c);
-                    self.a.vaddpd(r1, ZERO, OWN)?; // ad_p = 0.0 + ad
-                    // masked(ad_p, c): `ad_p` is zero (or NaN) where `ad` is.
-                    self.own_nonzero()?;
-                    self.a.vmulpd(r2.k6().z(), r1, k(ci))?;
+                    // ad_p = 0.0 + ad is `ad` itself (never `-0.0`).
+                    self.masked(r2, OWN, k(ci))?;
                     self.a.vaddpd(r2, ZERO, r2)?; // ad_l = 0.0 + masked(ad_p, c)
                     self.a.vbroadcastsd(r3, qword_ptr(rbp + 8 * C_ONE as i32))?;
                     self.a.vdivpd(r3, r3, value(r, h))?; // 1 / r
@@ -442,35 +440,14 @@ impl Emitter<'_> {
                 }
             }
             Op::SumChain { from, to, .. } => {
-                // `d`, the partial sum's adjoint, in `r0`.
-                self.a.vmovapd(r0, OWN)?;
+                // Down the chain the partial sums' adjoints are `0.0 + d` and
+                // `0.0 + masked(d, 1)`: each is `d` itself (an adjoint is never `-0.0`), so
+                // every term and then the base receive the step's own adjoint, in the
+                // interpreter's order.
                 for j in (from..to).rev() {
-                    let tt = self.chain_targets[j as usize];
-                    let (want_acc, want_term) = (j > from || t0.adj != NONE, tt.adj != NONE);
-                    match (want_acc, want_term) {
-                        (true, true) => {
-                            self.put(tt, r0, h)?;
-                            if j > from {
-                                self.a.vaddpd(r0, ZERO, r0)?;
-                            } else {
-                                self.put(t0, r0, h)?;
-                            }
-                        }
-                        (true, false) => {
-                            self.masked_one(r1, r0)?;
-                            if j > from {
-                                self.a.vaddpd(r0, ZERO, r1)?;
-                            } else {
-                                self.put(t0, r1, h)?;
-                            }
-                        }
-                        (false, _) => {
-                            // Only at `j == from`, with the base not wanted.
-                            self.masked_one(r1, r0)?;
-                            self.put(tt, r1, h)?;
-                        }
-                    }
+                    self.put(self.chain_targets[j as usize], OWN, h)?;
                 }
+                self.put(t0, OWN, h)?;
             }
             Op::If {
                 g,
