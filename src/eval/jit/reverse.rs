@@ -283,17 +283,29 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// `r = masked(d, 1.0)` for an adjoint `d`: `d` itself. An adjoint is never `-0.0` (its
-    /// first contribution is written as `0.0 + c`) nor a signalling NaN, so the product is
-    /// `d` wherever the mask keeps it, and `+0.0` is `d` wherever it does not.
-    fn masked_one(&mut self, r: AsmRegisterZmm, d: AsmRegisterZmm) -> Result<(), IcedError> {
-        self.a.vmovapd(r, d)
-    }
-
-    /// `r = masked(d, -1.0)` for an adjoint `d`: `0.0 - d`, which is `-d` where `d` is not
-    /// zero and `+0.0` where it is (`d` is never `-0.0`), as the masked product.
-    fn masked_minus_one(&mut self, r: AsmRegisterZmm, d: AsmRegisterZmm) -> Result<(), IcedError> {
-        self.a.vsubpd(r, ZERO, d)
+    /// The contributions of a sum or difference with adjoint `d` (never `-0.0`) to its
+    /// operands' targets `ta` and `tb` (either may be absent): `d` and `d` or `-d`.
+    ///
+    /// The interpreter sends one operand's alone as `masked(d, 1.0)` or `masked(d, -1.0)`.
+    /// As `d` is never `-0.0` (an adjoint's first contribution is written as `0.0 + c`) nor
+    /// a signalling NaN, the first is `d` itself and the second `0.0 - d`; adding `0.0 - d`
+    /// (or writing `0.0 + (0.0 - d)`) gives the bits of subtracting `d` (of writing
+    /// `0.0 - d`). So every case is the plain addition and subtraction of `d`.
+    fn sum_contributions(
+        &mut self,
+        d: AsmRegisterZmm,
+        ta: Target,
+        tb: Target,
+        subtract_b: bool,
+        h: usize,
+    ) -> Result<(), IcedError> {
+        if ta.adj != NONE {
+            self.accumulate(ta, d, h, false)?;
+        }
+        if tb.adj != NONE {
+            self.accumulate(tb, d, h, subtract_b)?;
+        }
+        Ok(())
     }
 
     /// `add_into` (or `sub_into`, `subtract`) of contribution `c` into target `t`'s adjoint,
@@ -387,15 +399,12 @@ impl Emitter<'_> {
             Op::Binary {
                 op: op @ (Binary::Add | Binary::Sub),
                 ..
-            } if t0.adj != NONE && t1.adj != NONE => {
-                self.accumulate(t0, OWN, h, false)?;
-                self.accumulate(t1, OWN, h, op == Binary::Sub)?;
-            }
+            } => self.sum_contributions(OWN, t0, t1, op == Binary::Sub, h)?,
             Op::Binary { op, a, b } => {
                 let (want_a, want_b) = (t0.adj != NONE, t1.adj != NONE);
                 if want_a {
                     match op {
-                        Binary::Add | Binary::Sub => self.masked_one(r1, OWN)?,
+                        Binary::Add | Binary::Sub => unreachable!("a sum's own arm"),
                         Binary::Mul => self.masked(r1, OWN, value(b, h))?,
                         Binary::Div => {
                             self.a.vbroadcastsd(r2, qword_ptr(rbp + 8 * C_ONE as i32))?;
@@ -408,8 +417,7 @@ impl Emitter<'_> {
                 // Only `b` wanted, or both of a product or quotient.
                 if want_b || !want_a {
                     match op {
-                        Binary::Add => self.masked_one(r4, OWN)?,
-                        Binary::Sub => self.masked_minus_one(r4, OWN)?,
+                        Binary::Add | Binary::Sub => unreachable!("a sum's own arm"),
                         Binary::Mul => self.masked(r4, OWN, value(a, h))?,
                         Binary::Div => {
                             // -v / b
@@ -605,22 +613,9 @@ impl Emitter<'_> {
         h: usize,
     ) -> Result<(), IcedError> {
         let (ta, tb) = (to[FOLD_A], to[FOLD_B]);
-        let [_, _, _, _, _, _, _, _, _, _, d, ca, ..] = R;
+        let d = R[10];
         self.a.vaddpd(d, ZERO, cg)?;
-        if ta.adj != NONE && tb.adj != NONE {
-            self.accumulate(ta, d, h, false)?;
-            self.accumulate(tb, d, h, op == Binary::Sub)
-        } else if ta.adj != NONE {
-            self.masked_one(ca, d)?;
-            self.put(ta, ca, h)
-        } else {
-            if op == Binary::Sub {
-                self.masked_minus_one(ca, d)?;
-            } else {
-                self.masked_one(ca, d)?;
-            }
-            self.put(tb, ca, h)
-        }
+        self.sum_contributions(d, ta, tb, op == Binary::Sub, h)
     }
 
     /// A fused density term's reverse step (`kernels::normal_square_reverse`,
@@ -707,20 +702,6 @@ impl Emitter<'_> {
         h: usize,
     ) -> Result<(), IcedError> {
         let [_, t1, t2, ..] = rs.to;
-        let c = R[8];
-        match (t1.adj != NONE, t2.adj != NONE) {
-            (true, true) => {
-                self.accumulate(t1, ad_d, h, false)?;
-                self.accumulate(t2, ad_d, h, true)
-            }
-            (true, false) => {
-                self.masked_one(c, ad_d)?;
-                self.put(t1, c, h)
-            }
-            _ => {
-                self.masked_minus_one(c, ad_d)?;
-                self.put(t2, c, h)
-            }
-        }
+        self.sum_contributions(ad_d, t1, t2, true, h)
     }
 }
