@@ -17,6 +17,11 @@ pub type Lanes = [f64; CHUNK];
 /// No adjoint: the operand does not depend on a latent or a parameter.
 pub(super) const NONE: u32 = u32::MAX;
 
+/// The `cache` of an [`Op::If`] whose smoothing weights no sweep reads after its own step
+/// (the reverse sweep sends nothing through it and no later if-statement reuses them): the
+/// forward sweep does not keep them.
+pub(super) const UNREAD: u32 = u32::MAX;
+
 /// One forward instruction writing slot `out`; operands are earlier slots (checked when
 /// compiling, so `operand < out` always holds).
 #[derive(Copy, Clone, Debug)]
@@ -87,7 +92,7 @@ pub(super) enum Op {
         to: u32,
     },
     /// `cache` is where the smoothing weights of the forward sweep are kept for the reverse
-    /// one (if-statements whose weights the reverse sweep never reads share one place): the
+    /// one ([`UNREAD`] for an if-statement whose weights no sweep reads: none are kept): the
     /// else and then weights in places `cache` and `cache + 1`, or, with `product`, only their
     /// product in `cache` (all the reverse sweep needs when it sends nothing to the branches,
     /// as for a guard choosing between constants). With `reuse`, an earlier if-statement on

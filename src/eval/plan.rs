@@ -11,7 +11,7 @@ use std::collections::hash_map::Entry;
 use crate::ir::Binary;
 
 use super::instr::{
-    FOLD_A, FOLD_B, NO_TARGET, NONE, Op, Plan, RevStep, Step, Target, crisp_only_op,
+    FOLD_A, FOLD_B, NO_TARGET, NONE, Op, Plan, RevStep, Step, Target, UNREAD, crisp_only_op,
 };
 
 /// Lets every if-statement whose guard is the same lane-varying slot as an earlier one's
@@ -49,14 +49,14 @@ pub(super) fn share_guard_weights(
 }
 
 /// Gives the smoothing weights the reverse sweep reads (those of the if-statements in the
-/// smoothed plan) places of their own, in the order the reverse sweep reads them, and lets all
-/// the others share one scratch place: the reverse sweep then streams through a dense array
-/// (for `cheating`, a third of the size, without the coin tosses' weights in between) instead
-/// of picking every third entry out of a large one. An if-statement whose reverse step sends
-/// nothing to its branches keeps only the product of its weights (one place, not two), as do
-/// those sharing the scratch place, unless a later if-statement on the same guard reads its
-/// weights again (`read_again`, by place, from [`share_guard_weights`]): that place keeps
-/// both and is never the scratch one. Returns the number of places.
+/// smoothed plan) places of their own, in the order the reverse sweep reads them, and keeps
+/// no others ([`UNREAD`]): the reverse sweep then streams through a dense array (for
+/// `cheating`, a third of the size, without the coin tosses' weights in between) instead of
+/// picking every third entry out of a large one, and the forward sweep stores a third of
+/// them. An if-statement whose reverse step sends nothing to its branches keeps only the
+/// product of its weights (one place, not two), unless a later if-statement on the same
+/// guard reads its weights again (`read_again`, by place, from [`share_guard_weights`]):
+/// that place keeps both. Returns the number of places.
 pub(super) fn share_unread_weights(
     read_again: &[bool],
     step_lists: [&mut Vec<Step>; 2],
@@ -85,14 +85,8 @@ pub(super) fn share_unread_weights(
         *p = (next, false);
         next += 2;
     }
-    let shared = next;
-    // Places of if-statements that now read an earlier one's weights are named by no step.
-    let scratch_needed = step_lists
-        .iter()
-        .flat_map(|list| list.iter())
-        .any(|st| matches!(st.op, Op::If { cache, .. } if place[cache as usize].0 == u32::MAX));
     for p in place.iter_mut().filter(|p| p.0 == u32::MAX) {
-        *p = (shared, true);
+        *p = (UNREAD, true);
     }
     let renumber = |step: &mut Step| {
         if let Op::If { cache, product, .. } = &mut step.op {
@@ -105,7 +99,7 @@ pub(super) fn share_unread_weights(
     for plan in [smooth, crisp] {
         plan.steps.iter_mut().for_each(|rs| renumber(&mut rs.step));
     }
-    shared as usize + usize::from(scratch_needed)
+    next as usize
 }
 
 /// Per slot, whether adjoints flow from it to an active latent or parameter along the edges

@@ -14,7 +14,7 @@ use crate::ir::{Branch, Semantics, binary_value, unary_value};
 use crate::cpu;
 
 use super::input::Latents;
-use super::instr::{CHUNK, Lanes, NONE, Op, Step, crisp_only_op};
+use super::instr::{CHUNK, Lanes, NONE, Op, Step, UNREAD, crisp_only_op};
 #[cfg(target_arch = "x86_64")]
 use super::jit;
 use super::kernels;
@@ -381,7 +381,8 @@ fn forward_body(
 }
 
 /// Keeps a smoothed if-statement's weights for the reverse sweep: both, or (`product`) the
-/// product `wt * we` its guard's contribution needs, computed as the reverse rule would.
+/// product `wt * we` its guard's contribution needs, computed as the reverse rule would, or
+/// none where no sweep reads them ([`UNREAD`]).
 #[inline(always)]
 pub(super) fn keep_weights(
     weights: &mut [Lanes],
@@ -390,6 +391,9 @@ pub(super) fn keep_weights(
     we: &Lanes,
     wt: &Lanes,
 ) {
+    if cache == UNREAD {
+        return;
+    }
     let c = cache as usize;
     if product {
         weights[c] = std::array::from_fn(|l| wt[l] * we[l]);

@@ -28,7 +28,7 @@ use iced_x86::code_asm::*;
 
 use crate::ir::{Binary, Unary};
 
-use super::super::instr::{CHUNK, NONE, Op, Step};
+use super::super::instr::{CHUNK, NONE, Op, Step, UNREAD};
 use super::regs::*;
 use super::routines::{self, k};
 use super::{Parts, entry, frame};
@@ -437,7 +437,10 @@ impl Emitter<'_> {
                 }
                 let (y, z) = (self.cache.find(t), self.cache.find(e));
                 let d = self.cache.take(&[y, z]);
-                self.a.mov(rcx, qword_ptr(rbx + frame::WEIGHTS))?;
+                let keep = cache != UNREAD;
+                if reuse || keep {
+                    self.a.mov(rcx, qword_ptr(rbx + frame::WEIGHTS))?;
+                }
                 for h in 0..2 {
                     let (we, wt) = if reuse {
                         let c = cache as i32 * SLOT_BYTES + h as i32 * HALF_BYTES;
@@ -446,7 +449,9 @@ impl Emitter<'_> {
                         (X[1], X[2])
                     } else {
                         let (we, wt) = (set(h).x[1], set(h).x[2]);
-                        self.keep_weights(cache, product, h, we, wt)?;
+                        if keep {
+                            self.keep_weights(cache, product, h, we, wt)?;
+                        }
                         (we, wt)
                     };
                     self.smooth_forward(d, h, y, z, we, wt)?;

@@ -177,7 +177,7 @@ impl ForwardCode {
                     product,
                     reuse,
                     ..
-                } if !crisp => {
+                } if !crisp && cache != super::instr::UNREAD => {
                     let kept = if product && !reuse { 1 } else { 2 };
                     weights = weights.max(cache as usize + kept);
                 }
