@@ -276,6 +276,72 @@ fn compiled_logarithms_give_the_interpreters_bits_at_the_edges() {
 }
 
 #[test]
+fn compiled_exponentials_give_the_interpreters_bits_at_the_edges() {
+    if !KernelSet::available().contains(&KernelSet::Jit) {
+        return;
+    }
+    let b = Builder::new();
+    let z = b.latent("z");
+    let out = b.sum(&[z.exp(), (z * 0.5).exp()]);
+    let p = b.finish(&[out]).expect("well formed");
+    let tape = Tape::compile(&p, 0);
+    // The clamps (710 from above, -750 from below), overflow (above 709.78), subnormal
+    // results (below -708.4), zero (below -745.13), the reduction's halfway points.
+    let edges = [
+        0.0,
+        -0.0,
+        709.782712893384,
+        709.7827128933841,
+        709.79,
+        710.0,
+        711.0,
+        f64::MAX,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        -708.39,
+        -708.4,
+        -720.5,
+        -745.1332191019411,
+        -745.14,
+    ];
+    let more = [
+        -750.0,
+        -800.0,
+        -f64::MAX,
+        1e-300,
+        -1e-300,
+        5e-324,
+        std::f64::consts::LN_2 / 2.0,
+        -std::f64::consts::LN_2 / 2.0,
+        1.0,
+        -1.0,
+        1419.6,
+        -1491.0,
+    ];
+    let mut rng = Lcg(13);
+    for given in [&edges[..], &more[..]] {
+        let zs: Vec<f64> = (0..BATCH)
+            .map(|l| {
+                if l < given.len() {
+                    given[l]
+                } else {
+                    rng.next() * 1480.0 - 760.0
+                }
+            })
+            .collect();
+        // Location 0 and scale 1: the latent is the noise itself (but for -0, which becomes
+        // +0).
+        for sem in SEMANTICS {
+            let want = run_affine(&tape, KernelSet::Portable, sem, &[], &zs, &[0.0], &[1.0]);
+            let got = run_affine(&tape, KernelSet::Jit, sem, &[], &zs, &[0.0], &[1.0]);
+            assert!(got == want, "{sem:?}: compiled differs");
+            assert_eq!(tape.jit_coverage(sem).map(|c| c.called), Some(0), "{sem:?}");
+        }
+    }
+}
+
+#[test]
 fn compiled_sweeps_of_long_programs_give_the_interpreters_bits() {
     if !KernelSet::available().contains(&KernelSet::Jit) {
         return;

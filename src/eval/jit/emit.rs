@@ -150,11 +150,13 @@ pub(super) fn call_backs(steps: &[Step]) -> usize {
 
 /// Whether `op` has an inline form (under smoothed and crisp semantics alike: forced sweeps
 /// and per-lane forcing are never compiled). Every step has one but the elementary functions
-/// other than `ln` and `sqrt`, and powers.
+/// other than `exp`, `ln` and `sqrt`, and powers.
 fn inline(op: &Op) -> bool {
     match *op {
         Op::Binary { op, .. } => op != Binary::Pow,
-        Op::Unary { op, .. } => matches!(op, Unary::Neg | Unary::Sqrt | Unary::Log),
+        Op::Unary { op, .. } => {
+            matches!(op, Unary::Neg | Unary::Sqrt | Unary::Log | Unary::Exp)
+        }
         _ => true,
     }
 }
@@ -176,10 +178,11 @@ pub(super) fn forward(
     crisp: bool,
 ) -> Result<(Parts, usize, Vec<f64>, Coverage), IcedError> {
     let mut bytes = Parts::default();
-    let mut routine_at = [0; 2];
+    let mut routine_at = [0; 3];
     for (at, body) in routine_at.iter_mut().zip([
         routines::weights as fn(&mut CodeAssembler) -> Result<(), IcedError>,
         routines::ln,
+        routines::exp,
     ]) {
         *at = bytes.len() as u64;
         let mut a = CodeAssembler::new(64)?;
@@ -259,11 +262,12 @@ enum Stores {
 /// Which routine: indices into `Emitter::routine_at`.
 const WEIGHTS: usize = 0;
 const LN: usize = 1;
+const EXP: usize = 2;
 
 struct Emitter<'a> {
     a: CodeAssembler,
     /// Where the routines start (offsets in the code, which starts with them).
-    routine_at: [u64; 2],
+    routine_at: [u64; 3],
     cache: Cache,
     chains: &'a [(u32, bool)],
     /// The constants the code reads from `rbp`.
@@ -376,9 +380,12 @@ impl Emitter<'_> {
                 }
                 d
             }
-            Op::Unary { op: Unary::Log, a } => {
+            Op::Unary {
+                op: op @ (Unary::Log | Unary::Exp),
+                a,
+            } => {
                 let x = self.cache.find(a);
-                self.ln(x)?;
+                self.elementary(if op == Unary::Log { LN } else { EXP }, x)?;
                 let d = self.cache.take(&[]);
                 for h in 0..2 {
                     self.a.vmovapd(ZMM[2 * d + h], set(h).x[1])?;
@@ -487,7 +494,7 @@ impl Emitter<'_> {
             Op::PoissonTerm { r, c, .. } => {
                 // `c ln(r) - r` (the product's operand order cannot change its bits: `c` is
                 // a finite count). The routine leaves `r` where it took it.
-                self.ln(self.cache.find(r))?;
+                self.elementary(LN, self.cache.find(r))?;
                 let d = self.cache.take(&[]);
                 let ci = self.constant(c);
                 for h in 0..2 {
@@ -688,11 +695,11 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// `elementary::ln` of both halves of `x`, into `x[1]` of each set; the cache loses the
-    /// routines' pairs.
-    fn ln(&mut self, x: Operand) -> Result<(), IcedError> {
+    /// Routine `routine` (`LN` or `EXP`: `elementary::ln` or `exp`) of both halves of `x`,
+    /// into `x[1]` of each set; the cache loses the routines' pairs.
+    fn elementary(&mut self, routine: usize, x: Operand) -> Result<(), IcedError> {
         self.routine_operand(x)?;
-        self.a.call(self.routine_at[LN])?;
+        self.a.call(self.routine_at[routine])?;
         self.cache.lose_routine_pairs();
         Ok(())
     }

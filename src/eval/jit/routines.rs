@@ -26,7 +26,7 @@ use super::regs::*;
 
 /// The smoothed if-statement's and the logarithm's constants, first in every code's constant
 /// table (integers as the doubles of their bits).
-pub(super) const CONSTS: [f64; 34] = [
+pub(super) const CONSTS: [f64; 35] = [
     EXP_FLOOR,
     INV_LN2,
     ROUND,
@@ -62,6 +62,8 @@ pub(super) const CONSTS: [f64; 34] = [
     ATANH_COEFFS[4],
     ATANH_COEFFS[5],
     ATANH_COEFFS[6],
+    // `exp`'s clamp from above.
+    710.0,
 ];
 
 /// Indices in [`CONSTS`] (`C_COEFF + i` is `EXP_COEFFS[i]`).
@@ -85,6 +87,7 @@ const C_INF: usize = C_LN + 8;
 const C_NAN: usize = C_LN + 9;
 const C_NEG_INF: usize = C_LN + 10;
 const C_ATANH: usize = C_LN + 11;
+const C_EXP_CEIL: usize = C_ATANH + 7;
 
 /// A broadcast of constant `i` of the code's table.
 pub(super) fn k(i: usize) -> AsmMemoryOperand {
@@ -185,37 +188,10 @@ pub(super) fn weights(a: &mut CodeAssembler) -> Result<(), IcedError> {
 fn weights_body(s: Set) -> Body {
     let mut b = Body(Vec::new());
     let x = s.x;
-    let c = |i: usize| k(C_COEFF + i);
     let load = |i: usize| qword_ptr(rbp + 8 * i as i32);
     b.push(move |a| a.vorpd(x[1], x[0], SIGN)); // -|x|
     b.push(move |a| a.vmaxpd(x[1], x[1], k(C_FLOOR))); // x_c: the floor where -|x| is NaN
-    b.push(move |a| a.vbroadcastsd(x[2], load(C_ROUND)));
-    b.push(move |a| a.vfmadd231pd(x[2], x[1], k(C_INV_LN2))); // kr
-    b.push(move |a| a.vsubpd(x[3], x[2], k(C_ROUND))); // k
-    b.push(move |a| a.vmovapd(x[4], x[1]));
-    b.push(move |a| a.vfnmadd231pd(x[4], x[3], k(C_LN2_HI)));
-    b.push(move |a| a.vfnmadd231pd(x[4], x[3], k(C_LN2_LO))); // r
-    b.push(move |a| a.vmulpd(x[5], x[4], x[4])); // r2
-    b.push(move |a| a.vmulpd(x[6], x[5], x[5])); // r4
-    b.push(move |a| a.vmulpd(x[7], x[6], x[6])); // r8
-    // exp_q in Estrin's order: p0 = c8 r + c9 (x[3]), p1 (x[8]), p2 (x[9]), p3 (x[1]),
-    // p4 (the borrowed register, set again below).
-    for (r, i) in [(x[3], 8), (x[8], 6), (x[9], 4), (x[1], 2), (s.t, 0)] {
-        b.push(move |a| a.vbroadcastsd(r, load(C_COEFF + i + 1)));
-        b.push(move |a| a.vfmadd231pd(r, x[4], c(i)));
-    }
-    b.push(move |a| a.vfmadd231pd(x[3], x[8], x[5])); // q0 = p1 r2 + p0
-    b.push(move |a| a.vfmadd231pd(x[9], x[1], x[5])); // q1 = p3 r2 + p2
-    b.push(move |a| a.vfmadd231pd(x[3], x[9], x[6])); // s0 = q1 r4 + q0
-    b.push(move |a| a.vfmadd231pd(x[3], s.t, x[7])); // q = p4 r8 + s0
-    b.reset(s);
-    b.push(move |a| a.vfmadd231pd(x[4], x[5], x[3])); // r2 q + r
-    b.push(move |a| a.vaddpd(x[4], x[4], k(C_ONE))); // p = 1 + (r2 q + r)
-    // `p * 2^(k + 64) * 2^-64`: the first product is exact and the second rounds once, so
-    // it is the correctly rounded `p * 2^k`, which is what `vscalefpd` gives in one
-    // instruction (`k` again from `kr`, exactly).
-    b.push(move |a| a.vsubpd(x[2], x[2], k(C_ROUND))); // k
-    b.push(move |a| a.vscalefpd(x[4], x[4], x[2])); // e
+    exp_reduced_scaled(&mut b, s);
     // sigmoid_big_small(e).
     b.push(move |a| a.vbroadcastsd(x[1], load(C_ONE)));
     b.push(move |a| a.vaddpd(x[2], x[1], x[4])); // d = 1 + e
@@ -241,6 +217,63 @@ fn weights_body(s: Set) -> Body {
     b.push(move |a| a.vaddpd(x[3], x[0], x[0]));
     b.push(move |a| a.vmovapd(under(x[1], m), x[3]));
     b.push(move |a| a.vmovapd(under(x[2], m), x[3]));
+    b
+}
+
+/// `exp_reduced` of the clamped argument in `x[1]`, scaled by `2^k`: `e^x` into `x[4]` (it
+/// uses `x[1..10]` and the borrowed register, set again).
+fn exp_reduced_scaled(b: &mut Body, s: Set) {
+    let x = s.x;
+    let c = |i: usize| k(C_COEFF + i);
+    let load = |i: usize| qword_ptr(rbp + 8 * i as i32);
+    b.push(move |a| a.vbroadcastsd(x[2], load(C_ROUND)));
+    b.push(move |a| a.vfmadd231pd(x[2], x[1], k(C_INV_LN2))); // kr
+    b.push(move |a| a.vsubpd(x[3], x[2], k(C_ROUND))); // k
+    b.push(move |a| a.vmovapd(x[4], x[1]));
+    b.push(move |a| a.vfnmadd231pd(x[4], x[3], k(C_LN2_HI)));
+    b.push(move |a| a.vfnmadd231pd(x[4], x[3], k(C_LN2_LO))); // r
+    b.push(move |a| a.vmulpd(x[5], x[4], x[4])); // r2
+    b.push(move |a| a.vmulpd(x[6], x[5], x[5])); // r4
+    b.push(move |a| a.vmulpd(x[7], x[6], x[6])); // r8
+    // exp_q in Estrin's order: p0 = c8 r + c9 (x[3]), p1 (x[8]), p2 (x[9]), p3 (x[1]),
+    // p4 (the borrowed register, set again below).
+    for (r, i) in [(x[3], 8), (x[8], 6), (x[9], 4), (x[1], 2), (s.t, 0)] {
+        b.push(move |a| a.vbroadcastsd(r, load(C_COEFF + i + 1)));
+        b.push(move |a| a.vfmadd231pd(r, x[4], c(i)));
+    }
+    b.push(move |a| a.vfmadd231pd(x[3], x[8], x[5])); // q0 = p1 r2 + p0
+    b.push(move |a| a.vfmadd231pd(x[9], x[1], x[5])); // q1 = p3 r2 + p2
+    b.push(move |a| a.vfmadd231pd(x[3], x[9], x[6])); // s0 = q1 r4 + q0
+    b.push(move |a| a.vfmadd231pd(x[3], s.t, x[7])); // q = p4 r8 + s0
+    b.reset(s);
+    b.push(move |a| a.vfmadd231pd(x[4], x[5], x[3])); // r2 q + r
+    b.push(move |a| a.vaddpd(x[4], x[4], k(C_ONE))); // p = 1 + (r2 q + r)
+    // `exp_of_nonpositive` scales `p` by `2^(k + 64)` and then `2^-64`, `exp_of_at_most` by
+    // two powers of two: in both the first product is exact and the second rounds once, so
+    // the result is the correctly rounded `p * 2^k`, which `vscalefpd` gives in one
+    // instruction (`k` again from `kr`, exactly).
+    b.push(move |a| a.vsubpd(x[2], x[2], k(C_ROUND))); // k
+    b.push(move |a| a.vscalefpd(x[4], x[4], x[2])); // e
+}
+
+/// The exponential routine: `elementary::exp` of `x[0]` into `x[1]` (of each set).
+pub(super) fn exp(a: &mut CodeAssembler) -> Result<(), IcedError> {
+    interleaved(a, exp_body)
+}
+
+fn exp_body(s: Set) -> Body {
+    let mut b = Body(Vec::new());
+    let x = s.x;
+    // `exp_of_at_most(min(x, 710))`: its scaling by `2^k` in two exact factors, the second
+    // product rounding once, is the correctly rounded `p * 2^k`, as `vscalefpd` gives it.
+    b.push(move |a| a.vminpd(x[1], x[0], k(C_EXP_CEIL)));
+    b.push(move |a| a.vmaxpd(x[1], x[1], k(C_FLOOR)));
+    exp_reduced_scaled(&mut b, s);
+    // `x + x` where `x` is NaN.
+    let m = s.short;
+    b.push(move |a| a.vcmppd(K[m], x[0], x[0], UNORD_Q));
+    b.push(move |a| a.vaddpd(x[3], x[0], x[0]));
+    b.push(move |a| a.vblendmpd(under(x[1], m), x[4], x[3]));
     b
 }
 
