@@ -57,7 +57,11 @@ enum Trial {
         runs: u32,
         best: [Duration; BUILDS.len()],
     },
-    Chosen(KernelSet),
+    /// The fastest build, and the faster of the interpreter's two builds.
+    Chosen {
+        set: KernelSet,
+        interpreter: KernelSet,
+    },
 }
 
 /// The forward sweep's build per semantics (smoothed, crisp, forced).
@@ -80,7 +84,7 @@ impl ForwardChoice {
     pub(super) fn run(&mut self, semantics: Semantics, mut sweep: impl FnMut(KernelSet)) {
         let trial = &mut self.0[slot(semantics)];
         match trial {
-            Trial::Chosen(set) => sweep(*set),
+            Trial::Chosen { set, .. } => sweep(*set),
             Trial::Timing { runs, .. } if *runs < WARM_UP => {
                 sweep(KernelSet::Avx2);
                 *runs += 1;
@@ -98,7 +102,15 @@ impl ForwardChoice {
                     // The first of the fastest: ties keep the simpler build.
                     let fastest =
                         (0..BUILDS.len()).fold(0, |f, k| if best[k] < best[f] { k } else { f });
-                    *trial = Trial::Chosen(BUILDS[fastest]);
+                    let interpreter = if best[1] < best[0] {
+                        BUILDS[1]
+                    } else {
+                        BUILDS[0]
+                    };
+                    *trial = Trial::Chosen {
+                        set: BUILDS[fastest],
+                        interpreter,
+                    };
                 }
             }
         }
@@ -107,7 +119,17 @@ impl ForwardChoice {
     /// The build chosen for `semantics`, if the timing is over.
     pub(super) fn chosen(&self, semantics: Semantics) -> Option<KernelSet> {
         match self.0[slot(semantics)] {
-            Trial::Chosen(set) => Some(set),
+            Trial::Chosen { set, .. } => Some(set),
+            Trial::Timing { .. } => None,
+        }
+    }
+
+    /// The faster of the interpreter's builds (AVX2 or AVX-512) on `semantics`' sweeps, if
+    /// the timing is over: what runs parts of such a sweep (LYY18's incremental forced
+    /// sweeps, which the compiled code cannot run).
+    pub(super) fn interpreter(&self, semantics: Semantics) -> Option<KernelSet> {
+        match self.0[slot(semantics)] {
+            Trial::Chosen { interpreter, .. } => Some(interpreter),
             Trial::Timing { .. } => None,
         }
     }
@@ -163,6 +185,12 @@ mod tests {
                 );
             }
             assert_eq!(choice.chosen(smoothed), Some(fast));
+            // The faster interpreter build is known too (the compiled one being fastest,
+            // both interpreter builds took as long).
+            if fast != KernelSet::Jit {
+                assert_eq!(choice.interpreter(smoothed), Some(fast));
+            }
+            assert_eq!(choice.interpreter(Semantics::Crisp), None);
             // Chosen for good, and for this semantics only.
             let mut after = Vec::new();
             choice.run(smoothed, |set| after.push(set));

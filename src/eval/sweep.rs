@@ -221,11 +221,17 @@ fn forward_jit(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &In
 }
 
 /// Crisp values of `steps` only (a subset of the tape's lane steps, in order) for one chunk
-/// under `x.force`: the incremental forced sweep (in AVX2 in the AVX-512 set too: a few
-/// steps at a time leave nothing to choose between).
+/// under `x.force`: the incremental forced sweep. Where no build was set, in the interpreter's
+/// build that ran the workspace's crisp sweeps faster (AVX2 until that is known; AVX2 in the
+/// AVX-512 set): measured on LYY18's sweeps, AVX-512 made textmsg's 1.13x faster and walk's
+/// 0.95x, as it does the whole sweep.
 pub(super) fn forward_steps(steps: &[Step], chains: &[(u32, bool)], ws: &mut Workspace, x: &Input) {
     let set = match ws.kernels {
         Some(KernelSet::Portable) => KernelSet::Portable,
+        None => ws
+            .forward_choice
+            .interpreter(Semantics::Crisp)
+            .unwrap_or(KernelSet::Avx2),
         _ => KernelSet::Avx2,
     };
     forward_in(set, steps, chains, ws, Semantics::Crisp, x);
