@@ -193,3 +193,27 @@ fn measure_here(
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_warm_up_runs_until_the_kernel_choice_is_made_however_short_its_seconds() {
+        let model = crate::models::builtin("walk").unwrap().unwrap();
+        let problem = Problem::new(&model).unwrap();
+        let estimator = estimate::build(EstimatorKind::Reparam, &problem, 0.1, None).unwrap();
+        let theta = problem.family().init();
+        let mut timed = Timed {
+            engine: Engine::new(problem, estimator),
+            theta,
+            k: 0,
+        };
+        let choice = u64::from(crate::eval::KERNEL_CHOICE_SWEEPS);
+        timed.time(0.0, 16, choice).unwrap();
+        assert_eq!(timed.k, choice);
+        // A timed repeat of no seconds is one batch.
+        timed.time(0.0, 16, 1).unwrap();
+        assert_eq!(timed.k, choice + 1);
+    }
+}
