@@ -1,7 +1,8 @@
 //! The forward and reverse sweeps compiled to machine code (`KernelSet::Jit`) give the
 //! interpreter's bits: on random programs of every primitive (the cheap ones the code runs itself, the
 //! others it hands back), with long runs of cheap steps that overflow its register cache, and
-//! on every built-in model; smoothed and crisp, values and gradients, latents given as
+//! on every built-in model and on indicators (if-statements between 1 and 0) at the edges;
+//! smoothed and crisp, values and gradients, latents given as
 //! reparameterised noise (what the engine passes, and what the code reads), with a short
 //! last chunk (which the interpreter runs).
 //!
@@ -338,6 +339,58 @@ fn compiled_exponentials_give_the_interpreters_bits_at_the_edges() {
             .collect();
         assert_compiled_bits_on(&tape, &zs);
     }
+}
+
+#[test]
+fn compiled_indicators_give_the_interpreters_bits() {
+    // The code takes a weight itself as the value of an if-statement between the constants
+    // 1 and 0 (either way round); not between 1 and 2, nor 0 and 1 both in one branch's
+    // place. At the edges: NaN guards (both weights the same NaN), infinite and huge guards
+    // (weights exactly 0 and 1), zero of either sign.
+    if !KernelSet::available().contains(&KernelSet::Jit) {
+        return;
+    }
+    let b = Builder::new();
+    let z = b.latent("z");
+    let (zero, one, two) = (b.constant(0.0), b.constant(1.0), b.constant(2.0));
+    let out = b.sum(&[
+        b.if_neg(z, one, zero),
+        b.if_neg(z - 0.5, zero, one) * z,
+        b.if_neg(z + 0.25, one, two),
+        b.if_neg(z * z - 1.0, one, one) * (z * 0.5),
+        b.if_neg(-z, zero, zero),
+    ]);
+    let p = b.finish(&[out]).expect("well formed");
+    let tape = Tape::compile(&p, 0);
+    let edges = [
+        0.0,
+        -0.0,
+        0.5,
+        -0.25,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::MAX,
+        -f64::MAX,
+        1e300,
+        -1e300,
+        5e-324,
+        -5e-324,
+        1.0,
+        -1.0,
+        800.0,
+    ];
+    let mut rng = Lcg(17);
+    let zs: Vec<f64> = (0..BATCH)
+        .map(|l| {
+            if l < edges.len() {
+                edges[l]
+            } else {
+                rng.next() * 8.0 - 4.0
+            }
+        })
+        .collect();
+    assert_compiled_bits_on(&tape, &zs);
 }
 
 #[test]

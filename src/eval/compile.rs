@@ -150,12 +150,15 @@ impl Tape {
             output,
             compact: &placed.compact,
         });
+        // The constants' places, for the compiled code (placing moved them to pinned ones).
+        let mut compact = placed.compact;
+        compact.constants = consts.clone();
         Tape::new(Compiled {
             id: NEXT_TAPE_ID.fetch_add(1, Ordering::Relaxed),
             len: adj.len(),
             consts,
             uniform_steps,
-            compact: placed.compact,
+            compact,
             crisp,
             forced_plan: std::sync::OnceLock::new(),
             adjoints: placed.adjoints,

@@ -325,6 +325,7 @@ fn place(src: &Source, mut steps: Vec<Step>, constant: &[Option<f64>], added: &[
             chains,
             values: base as usize + added.len(),
             pinned: src.compact.pinned,
+            constants: Vec::new(),
             forward_only: true,
             jit: Default::default(),
         },

@@ -35,11 +35,29 @@ pub(super) struct Layout {
     /// (or constant) for good. The others are shared by values whose lives do not overlap,
     /// unless a held layout gave them to one value.
     pub pinned: usize,
+    /// The pinned places that hold a constant, and its value, where the tape writes them
+    /// into every workspace before a sweep (`Tape::prepare`): what the compiled code may
+    /// take as known. Empty where nobody said (nothing is then taken as known).
+    pub constants: Vec<(u32, f64)>,
     /// Whether this is the crisp forward-only plan's layout (whose build is chosen apart:
     /// see `Workspace::plan_choice`).
     pub forward_only: bool,
     /// The forward sweeps in machine code, compiled at first use.
     pub jit: super::jit::Compiled,
+}
+
+impl Layout {
+    /// This layout's forward sweep in machine code under crisp (or smoothed) semantics,
+    /// compiled at the first call; `None` where none can be (see `jit::ForwardCode`).
+    pub fn compiled(&self, crisp: bool) -> Option<&super::jit::ForwardCode> {
+        self.jit.get(
+            &self.steps,
+            &self.chains,
+            &self.constants,
+            self.pinned,
+            crisp,
+        )
+    }
 }
 
 /// A compiled tape's slots before placing: every slot numbered in topological order.
@@ -233,6 +251,7 @@ pub(super) fn place(l: Logical, plans: [&mut Plan; 2]) -> Placed {
         chains,
         values: compact_values,
         pinned: pinned_count as usize,
+        constants: Vec::new(),
         forward_only: false,
         jit: Default::default(),
     };
@@ -445,6 +464,7 @@ pub(super) fn hold(compact: &Layout, held: &[bool]) -> Layout {
         chains,
         values: next as usize,
         pinned: compact.pinned,
+        constants: compact.constants.clone(),
         forward_only: false,
         jit: Default::default(),
     }

@@ -131,7 +131,7 @@ fn forward_jit(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &In
     let Latents::Affine { noise, loc, scale } = x.latents else {
         return forward_in(KernelSet::Avx512, steps, chains, ws, semantics, x);
     };
-    let code = match layout.jit.get(steps, chains, layout.pinned, crisp) {
+    let code = match layout.compiled(crisp) {
         Some(code)
             if x.force.is_none()
                 && x.w == CHUNK

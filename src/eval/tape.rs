@@ -144,11 +144,7 @@ impl Tape {
             Semantics::Crisp => true,
             Semantics::Forced { .. } => return None,
         };
-        let layout = &self.compact;
-        let code = layout
-            .jit
-            .get(&layout.steps, &layout.chains, layout.pinned, crisp)?;
-        Some(code.coverage)
+        Some(self.compact.compiled(crisp)?.coverage)
     }
 
     /// How many steps of the reverse sweep under `semantics` its machine code runs itself,

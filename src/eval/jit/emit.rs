@@ -174,9 +174,11 @@ const PART_STEPS: usize = 2_048;
 pub(super) fn forward(
     steps: &[Step],
     chains: &[(u32, bool)],
+    constants: &[(u32, f64)],
     pinned: usize,
     crisp: bool,
 ) -> Result<(Parts, usize, Vec<f64>, Coverage), IcedError> {
+    let indicators = Indicators::of(constants);
     let mut bytes = Parts::default();
     let mut routine_at = [0; 3];
     for (at, body) in routine_at.iter_mut().zip([
@@ -207,6 +209,7 @@ pub(super) fn forward(
             coverage: Coverage::default(),
             stores,
             pinned: pinned as u32,
+            indicators: &indicators,
         };
         let finding = matches!(e.stores, Stores::Finding { .. });
         let mut code = Parts {
@@ -278,6 +281,51 @@ struct Emitter<'a> {
     stores: Stores,
     /// Places below this hold values read after the sweep (`Layout::pinned`): always stored.
     pinned: u32,
+    indicators: &'a Indicators,
+}
+
+/// The places that hold the constants 1 and 0 for good (`Layout::constants`): a smoothed
+/// if-statement choosing between them (an indicator, `if x >= c { 1 } else { 0 }`) has a
+/// weight as its value.
+struct Indicators {
+    one: std::collections::HashSet<u32>,
+    zero: std::collections::HashSet<u32>,
+}
+
+/// Which weight a smoothed if-statement between the constants 1 and 0 takes as its value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Indicator {
+    /// 1 in the then branch, 0 in the else branch: the then weight.
+    Then,
+    /// 0 in the then branch, 1 in the else branch: the else weight.
+    Else,
+}
+
+impl Indicators {
+    fn of(constants: &[(u32, f64)]) -> Indicators {
+        let places = |c: f64| {
+            constants
+                .iter()
+                .filter(|&&(_, v)| v.to_bits() == c.to_bits())
+                .map(|&(s, _)| s)
+                .collect()
+        };
+        Indicators {
+            one: places(1.0),
+            zero: places(0.0),
+        }
+    }
+
+    /// Whether the branches' places `t` and `e` hold 1 and 0 (or 0 and 1).
+    fn between(&self, t: u32, e: u32) -> Option<Indicator> {
+        if self.one.contains(&t) && self.zero.contains(&e) {
+            Some(Indicator::Then)
+        } else if self.zero.contains(&t) && self.one.contains(&e) {
+            Some(Indicator::Else)
+        } else {
+            None
+        }
+    }
 }
 
 fn slot_at(slot: u32, half: usize) -> AsmMemoryOperand {
@@ -461,7 +509,10 @@ impl Emitter<'_> {
                         }
                         (we, wt)
                     };
-                    self.smooth_forward(d, h, y, z, we, wt)?;
+                    match self.indicators.between(t, e) {
+                        Some(which) => self.indicator(d, h, which, we, wt)?,
+                        None => self.smooth_forward(d, h, y, z, we, wt)?,
+                    }
                 }
                 d
             }
@@ -754,6 +805,25 @@ impl Emitter<'_> {
             self.a.vmovupd(zmmword_ptr(rcx + c), we)?;
             self.a.vmovupd(zmmword_ptr(rcx + c + SLOT_BYTES), wt)
         }
+    }
+
+    /// `kernels::smooth_forward` of half `h` into pair `d` where the branches are the
+    /// constants 1 and 0 (`which`): `masked(w1, 1) + masked(w0, 0)` is `w1` itself. Weights
+    /// are never `-0.0` (`0 + 0` keeps `+0.0`), `w1 * 1` is `w1`, and where the guard is NaN
+    /// both weights are the same NaN, which the sum returns.
+    fn indicator(
+        &mut self,
+        d: usize,
+        h: usize,
+        which: Indicator,
+        we: AsmRegisterZmm,
+        wt: AsmRegisterZmm,
+    ) -> Result<(), IcedError> {
+        let w = match which {
+            Indicator::Then => wt,
+            Indicator::Else => we,
+        };
+        self.a.vmovapd(ZMM[2 * d + h], w)
     }
 
     /// `kernels::smooth_forward` of half `h` into pair `d`, with the else and then weights in

@@ -156,6 +156,7 @@ impl ForwardCode {
     fn compile(
         steps: &[Step],
         chains: &[(u32, bool)],
+        constants: &[(u32, f64)],
         pinned: usize,
         crisp: bool,
     ) -> Option<ForwardCode> {
@@ -197,7 +198,8 @@ impl ForwardCode {
         if slots * std::mem::size_of::<Lanes>() > i32::MAX as usize / 2 {
             return None;
         }
-        let (parts, entry, consts, coverage) = emit::forward(steps, chains, pinned, crisp).ok()?;
+        let (parts, entry, consts, coverage) =
+            emit::forward(steps, chains, constants, pinned, crisp).ok()?;
         let code = parts.map()?;
         Some(ForwardCode {
             code,
@@ -240,16 +242,18 @@ impl Clone for Compiled {
 }
 
 impl Compiled {
-    /// The code for `steps` under crisp (or smoothed) semantics, compiled at the first call.
+    /// The code for `steps` under crisp (or smoothed) semantics, compiled at the first call;
+    /// `constants` are places that hold a constant for good (and its value).
     pub fn get(
         &self,
         steps: &[Step],
         chains: &[(u32, bool)],
+        constants: &[(u32, f64)],
         pinned: usize,
         crisp: bool,
     ) -> Option<&ForwardCode> {
         self.0[usize::from(crisp)]
-            .get_or_init(|| ForwardCode::compile(steps, chains, pinned, crisp))
+            .get_or_init(|| ForwardCode::compile(steps, chains, constants, pinned, crisp))
             .as_ref()
     }
 }

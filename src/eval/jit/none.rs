@@ -21,7 +21,14 @@ pub(super) struct Compiled;
 
 impl Compiled {
     /// Nothing is compiled on this target.
-    pub fn get(&self, _: &[Step], _: &[(u32, bool)], _: usize, _: bool) -> Option<&ForwardCode> {
+    pub fn get(
+        &self,
+        _: &[Step],
+        _: &[(u32, bool)],
+        _: &[(u32, f64)],
+        _: usize,
+        _: bool,
+    ) -> Option<&ForwardCode> {
         None
     }
 }
