@@ -87,7 +87,7 @@ fn reverse_jit(
     if matches!(semantics, Semantics::Forced { .. }) {
         return false;
     }
-    let Some(code) = tape.reverse_jit.get(plan, smooth) else {
+    let Some(code) = tape.reverse_jit.get(plan, smooth, &tape.compact.constants) else {
         return false;
     };
     if ws.values.len() < code.slots

@@ -156,7 +156,11 @@ impl Tape {
             Semantics::Crisp => (&self.crisp_plan, false),
             Semantics::Forced { .. } => return None,
         };
-        Some(self.reverse_jit.get(plan, smooth)?.coverage)
+        Some(
+            self.reverse_jit
+                .get(plan, smooth, &self.compact.constants)?
+                .coverage,
+        )
     }
 
     /// Lane instructions of a forward-only crisp sweep (for tests and benchmark reports): at

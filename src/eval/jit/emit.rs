@@ -29,6 +29,7 @@ use iced_x86::code_asm::*;
 use crate::ir::{Binary, Unary};
 
 use super::super::instr::{CHUNK, NONE, Op, Step, UNREAD};
+use super::indicators::{Indicator, Indicators};
 use super::regs::*;
 use super::routines::{self, k};
 use super::{Parts, entry, frame};
@@ -282,50 +283,6 @@ struct Emitter<'a> {
     /// Places below this hold values read after the sweep (`Layout::pinned`): always stored.
     pinned: u32,
     indicators: &'a Indicators,
-}
-
-/// The places that hold the constants 1 and 0 for good (`Layout::constants`): a smoothed
-/// if-statement choosing between them (an indicator, `if x >= c { 1 } else { 0 }`) has a
-/// weight as its value.
-struct Indicators {
-    one: std::collections::HashSet<u32>,
-    zero: std::collections::HashSet<u32>,
-}
-
-/// Which weight a smoothed if-statement between the constants 1 and 0 takes as its value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Indicator {
-    /// 1 in the then branch, 0 in the else branch: the then weight.
-    Then,
-    /// 0 in the then branch, 1 in the else branch: the else weight.
-    Else,
-}
-
-impl Indicators {
-    fn of(constants: &[(u32, f64)]) -> Indicators {
-        let places = |c: f64| {
-            constants
-                .iter()
-                .filter(|&&(_, v)| v.to_bits() == c.to_bits())
-                .map(|&(s, _)| s)
-                .collect()
-        };
-        Indicators {
-            one: places(1.0),
-            zero: places(0.0),
-        }
-    }
-
-    /// Whether the branches' places `t` and `e` hold 1 and 0 (or 0 and 1).
-    fn between(&self, t: u32, e: u32) -> Option<Indicator> {
-        if self.one.contains(&t) && self.zero.contains(&e) {
-            Some(Indicator::Then)
-        } else if self.zero.contains(&t) && self.one.contains(&e) {
-            Some(Indicator::Else)
-        } else {
-            None
-        }
-    }
 }
 
 fn slot_at(slot: u32, half: usize) -> AsmMemoryOperand {

@@ -14,6 +14,7 @@
 
 mod emit;
 mod entry;
+mod indicators;
 mod regs;
 mod reverse;
 mod routines;
@@ -289,7 +290,7 @@ impl ReverseCode {
     /// The code of `plan` under smoothed (`smooth`) or crisp semantics, or `None` where the
     /// CPU lacks AVX-512, the plan is too long or calls back too often to gain, or the
     /// system gives no executable memory.
-    fn compile(plan: &Plan, smooth: bool) -> Option<ReverseCode> {
+    fn compile(plan: &Plan, smooth: bool, constants: &[(u32, f64)]) -> Option<ReverseCode> {
         if !crate::cpu::avx512()
             || plan.steps.len() > MAX_REVERSE_STEPS
             || reverse::call_backs(plan) * STEPS_PER_CALL > plan.steps.len()
@@ -323,7 +324,7 @@ impl ReverseCode {
         if slots.max(adjoints).max(weights) * std::mem::size_of::<Lanes>() > i32::MAX as usize / 2 {
             return None;
         }
-        let (parts, consts, coverage) = reverse::reverse(plan, smooth).ok()?;
+        let (parts, consts, coverage) = reverse::reverse(plan, smooth, constants).ok()?;
         let code = parts.map()?;
         Some(ReverseCode {
             code,
@@ -364,9 +365,10 @@ impl Clone for CompiledReverse {
 impl CompiledReverse {
     /// The code for `plan` under smoothed (`smooth`) or crisp semantics, compiled at the first
     /// call.
-    pub fn get(&self, plan: &Plan, smooth: bool) -> Option<&ReverseCode> {
+    /// `constants` are places that hold a constant for good (and its value).
+    pub fn get(&self, plan: &Plan, smooth: bool, constants: &[(u32, f64)]) -> Option<&ReverseCode> {
         self.0[usize::from(smooth)]
-            .get_or_init(|| ReverseCode::compile(plan, smooth))
+            .get_or_init(|| ReverseCode::compile(plan, smooth, constants))
             .as_ref()
     }
 }

@@ -29,6 +29,7 @@ use crate::ir::{Binary, Unary};
 
 use super::super::instr::{CHUNK, FOLD_A, FOLD_B, NONE, Op, Plan, RevStep, Target};
 use super::emit::Coverage;
+use super::indicators::{Indicator, Indicators};
 use super::regs::*;
 use super::routines::k;
 use super::{Parts, entry, frame};
@@ -38,8 +39,9 @@ const SLOT_BYTES: i32 = (CHUNK * 8) as i32;
 const HALF_BYTES: i32 = SLOT_BYTES / 2;
 
 /// The constants every reverse code reads, first in its table.
-const CONSTS: [f64; 3] = [1.0, 2.0, 0.5];
+const CONSTS: [f64; 4] = [1.0, 2.0, 0.5, -1.0];
 const C_ONE: usize = 0;
+const C_MINUS_ONE: usize = 3;
 const C_TWO: usize = 1;
 const C_HALF: usize = 2;
 
@@ -125,8 +127,14 @@ pub(super) fn call_backs(plan: &Plan) -> usize {
 /// The code of `plan`'s steps under smoothed (`smooth`) or crisp semantics, with its
 /// constants: it starts at offset 0 and returns when the sweep is done. The adjoints the plan
 /// zeroes and the output's are set before it runs (by the caller).
-pub(super) fn reverse(plan: &Plan, smooth: bool) -> Result<(Parts, Vec<f64>, Coverage), IcedError> {
+pub(super) fn reverse(
+    plan: &Plan,
+    smooth: bool,
+    constants: &[(u32, f64)],
+) -> Result<(Parts, Vec<f64>, Coverage), IcedError> {
+    let indicators = Indicators::of(constants);
     let mut e = Emitter {
+        indicators: &indicators,
         a: CodeAssembler::new(64)?,
         cache: AdjCache::new(),
         own_mask: false,
@@ -188,6 +196,7 @@ struct Emitter<'a> {
     consts: Vec<f64>,
     chain_targets: &'a [Target],
     smooth: bool,
+    indicators: &'a Indicators,
 }
 
 impl Emitter<'_> {
@@ -583,15 +592,25 @@ impl Emitter<'_> {
         h: usize,
     ) -> Result<(), IcedError> {
         let [_, _, _, _, _, _, _, _, p, d, ..] = R;
+        // `e - t` of an indicator is exactly -1 (then 1, else 0) or 1, in every lane.
+        let difference = self.indicators.between(t, e).map(|which| match which {
+            Indicator::Then => C_MINUS_ONE,
+            Indicator::Else => C_ONE,
+        });
         let a = &mut self.a;
         a.vmulpd(p, wr, qword_bcst(rbx + frame::INV_ETA))?;
         a.vmulpd(p, OWN, p)?;
-        a.vmovupd(d, value(e, h))?;
-        a.vsubpd(d, d, value(t, h))?;
+        if difference.is_none() {
+            a.vmovupd(d, value(e, h))?;
+            a.vsubpd(d, d, value(t, h))?;
+        }
         self.own_nonzero()?;
         let a = &mut self.a;
         a.vcmppd(k1.k6(), wr, ZERO, NEQ_UQ)?;
-        a.vmulpd(r.k1().z(), p, d)
+        match difference {
+            Some(c) => a.vmulpd(r.k1().z(), p, qword_bcst(rbp + 8 * c as i32)),
+            None => a.vmulpd(r.k1().z(), p, d),
+        }
     }
 
     /// `kernels::smooth_reverse_branch` into `r`: `ad * w`, zero where either is.
