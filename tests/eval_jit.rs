@@ -241,6 +241,13 @@ fn assert_compiled_bits_on(tape: &Tape, zs: &[f64]) {
     }
 }
 
+/// A batch of latents: `edges` in the first lanes, then `spread` of uniform numbers in [0, 1).
+fn edges_then(edges: &[f64], spread: impl Fn(f64) -> f64, rng: &mut Lcg) -> Vec<f64> {
+    (0..BATCH)
+        .map(|l| edges.get(l).copied().unwrap_or_else(|| spread(rng.next())))
+        .collect()
+}
+
 #[test]
 fn compiled_logarithms_give_the_interpreters_bits_at_the_edges() {
     if !KernelSet::available().contains(&KernelSet::Jit) {
@@ -270,15 +277,7 @@ fn compiled_logarithms_give_the_interpreters_bits_at_the_edges() {
         1.0 - f64::EPSILON / 2.0,
     ];
     let mut rng = Lcg(11);
-    let zs: Vec<f64> = (0..BATCH)
-        .map(|l| {
-            if l < edges.len() {
-                edges[l]
-            } else {
-                (rng.next() * 1400.0 - 700.0).exp2()
-            }
-        })
-        .collect();
+    let zs = edges_then(&edges, |u| (u * 1400.0 - 700.0).exp2(), &mut rng);
     assert_compiled_bits_on(&tape, &zs);
 }
 
@@ -328,15 +327,7 @@ fn compiled_exponentials_give_the_interpreters_bits_at_the_edges() {
     ];
     let mut rng = Lcg(13);
     for given in [&edges[..], &more[..]] {
-        let zs: Vec<f64> = (0..BATCH)
-            .map(|l| {
-                if l < given.len() {
-                    given[l]
-                } else {
-                    rng.next() * 1480.0 - 760.0
-                }
-            })
-            .collect();
+        let zs = edges_then(given, |u| u * 1480.0 - 760.0, &mut rng);
         assert_compiled_bits_on(&tape, &zs);
     }
 }
@@ -381,15 +372,7 @@ fn compiled_indicators_give_the_interpreters_bits() {
         800.0,
     ];
     let mut rng = Lcg(17);
-    let zs: Vec<f64> = (0..BATCH)
-        .map(|l| {
-            if l < edges.len() {
-                edges[l]
-            } else {
-                rng.next() * 8.0 - 4.0
-            }
-        })
-        .collect();
+    let zs = edges_then(&edges, |u| u * 8.0 - 4.0, &mut rng);
     assert_compiled_bits_on(&tape, &zs);
 }
 
