@@ -211,6 +211,7 @@ pub(super) fn forward(
             stores,
             pinned: pinned as u32,
             indicators: &indicators,
+            latent_pointers: false,
         };
         let finding = matches!(e.stores, Stores::Finding { .. });
         let mut code = Parts {
@@ -283,7 +284,16 @@ struct Emitter<'a> {
     /// Places below this hold values read after the sweep (`Layout::pinned`): always stored.
     pinned: u32,
     indicators: &'a Indicators,
+    /// Whether [`SCALE_AT`] and [`LOC_AT`] hold the frame's scale and location pointers
+    /// (loaded at the first latent, and again after a call back).
+    latent_pointers: bool,
 }
+
+/// The latents' scales and locations, kept in caller-saved registers between latent loads:
+/// each load read both pointers from the frame again, 8 bytes of code a latent (a tenth of
+/// the 10,000-student survey's code per student). The routines touch no general register.
+const SCALE_AT: AsmRegister64 = rsi;
+const LOC_AT: AsmRegister64 = rdi;
 
 fn slot_at(slot: u32, half: usize) -> AsmMemoryOperand {
     zmmword_ptr(r12 + (slot as i32 * SLOT_BYTES + half as i32 * HALF_BYTES))
@@ -311,6 +321,8 @@ impl Emitter<'_> {
     fn call_back(&mut self, from: usize, to: usize) -> Result<(), IcedError> {
         entry::call_back(&mut self.a, from, to)?;
         self.cache.clear();
+        // The call may change any caller-saved register.
+        self.latent_pointers = false;
         Ok(())
     }
 
@@ -633,11 +645,14 @@ impl Emitter<'_> {
     /// noise's offset in `rax`.
     fn latent_factors(&mut self, i: u32) -> Result<(), IcedError> {
         let a = &mut self.a;
+        if !self.latent_pointers {
+            a.mov(SCALE_AT, qword_ptr(rbx + frame::SCALE))?;
+            a.mov(LOC_AT, qword_ptr(rbx + frame::LOC))?;
+            self.latent_pointers = true;
+        }
         a.imul_3(rax, r15, i as i32)?;
-        a.mov(rcx, qword_ptr(rbx + frame::SCALE))?;
-        a.vbroadcastsd(X[0], qword_ptr(rcx + 8 * i as i32))?;
-        a.mov(rcx, qword_ptr(rbx + frame::LOC))?;
-        a.vbroadcastsd(X[1], qword_ptr(rcx + 8 * i as i32))
+        a.vbroadcastsd(X[0], qword_ptr(SCALE_AT + 8 * i as i32))?;
+        a.vbroadcastsd(X[1], qword_ptr(LOC_AT + 8 * i as i32))
     }
 
     /// Half `h` of the latent whose factors [`Self::latent_factors`] loaded, into `r`:
