@@ -2,12 +2,40 @@
 //! vector code path (the tape's sweeps, the estimators' loops, the vector maths) agrees.
 //!
 //! `is_x86_feature_detected!` caches its answer, so asking costs one relaxed atomic load.
+//!
+//! `DSGD_KERNELS=portable` or `DSGD_KERNELS=avx2` in the environment caps what is detected,
+//! so that the narrower builds can be timed (or a suspected fault in a wider one ruled out)
+//! on a CPU that runs more; results never depend on it, since every build gives the same
+//! bits. Any other value is ignored, with a warning on stderr.
+
+#[cfg(target_arch = "x86_64")]
+use std::sync::OnceLock;
+
+/// The widest builds the environment allows: 0 portable, 1 AVX2/FMA, 2 AVX-512.
+#[cfg(target_arch = "x86_64")]
+fn cap() -> u8 {
+    static CAP: OnceLock<u8> = OnceLock::new();
+    *CAP.get_or_init(|| match std::env::var("DSGD_KERNELS") {
+        Err(std::env::VarError::NotPresent) => 2,
+        Ok(v) if v == "portable" => 0,
+        Ok(v) if v == "avx2" => 1,
+        Ok(v) if v == "avx512" => 2,
+        other => {
+            eprintln!(
+                "warning: DSGD_KERNELS={other:?} ignored (expected portable, avx2 or avx512)"
+            );
+            2
+        }
+    })
+}
 
 /// Whether this CPU runs the AVX2/FMA builds of the hot loops.
 pub fn avx2_fma() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        cap() >= 1
+            && std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -21,7 +49,8 @@ pub fn avx2_fma() -> bool {
 pub fn avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        avx2_fma()
+        cap() >= 2
+            && avx2_fma()
             && std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512dq")
             && std::arch::is_x86_feature_detected!("avx512vl")

@@ -64,6 +64,81 @@ fn same_seed_same_json_with_one_and_two_threads() {
     assert_eq!(a["trajectory"].as_array().unwrap().len(), 4);
 }
 
+/// `DSGD_KERNELS` caps the builds the binary picks (the portable one, AVX2/FMA), and a run is
+/// the same whatever it picks: the smoothed cheating survey's 300 if-statements run through
+/// the weights routine of every build (the compiled code's where the CPU has AVX-512). A
+/// value it does not know is ignored with a warning, not an error.
+#[test]
+fn same_json_whatever_kernel_set_the_environment_allows() {
+    let args = [
+        "run",
+        "cheating",
+        "--json",
+        "--iters",
+        "200",
+        "--batch",
+        "40",
+        "--log-every",
+        "100",
+        "--log-samples",
+        "100",
+        "--seed",
+        "3",
+    ];
+    let with = |cap: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_dsgd"));
+        c.args(args)
+            .env("RUST_BACKTRACE", "0")
+            .env_remove("DSGD_KERNELS");
+        if let Some(cap) = cap {
+            c.env("DSGD_KERNELS", cap);
+        }
+        c.output().unwrap()
+    };
+    let best = json_without_timing(&with(None));
+    for cap in ["portable", "avx2", "avx512"] {
+        let capped = json_without_timing(&with(Some(cap)));
+        assert_eq!(
+            serde_json::to_string(&best).unwrap(),
+            serde_json::to_string(&capped).unwrap(),
+            "DSGD_KERNELS={cap}"
+        );
+    }
+    // The cap shows in `dsgd bench`'s report (on x86-64; other targets are portable anyway).
+    let bench = |cap: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_dsgd"))
+            .args([
+                "bench",
+                "example",
+                "--json",
+                "--batch",
+                "16",
+                "--repeats",
+                "1",
+            ])
+            .args(["--seconds", "0.01"])
+            .env("DSGD_KERNELS", cap)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["kernels"].as_str().unwrap().to_string()
+    };
+    assert_eq!(bench("portable"), "portable");
+    assert!(["portable", "avx2"].contains(&bench("avx2").as_str()));
+    let odd = with(Some("sse9"));
+    assert_eq!(json_without_timing(&odd), best);
+    let stderr = String::from_utf8_lossy(&odd.stderr);
+    assert!(
+        stderr.contains("DSGD_KERNELS") && stderr.contains("ignored"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn example_through_the_cli_reaches_the_stationary_point() {
     // The paper's SGD schedule gamma_k = 0.5 / k; DSGD at eta = 0.02 (see tests/infer_run.rs).

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use dsgd::estimate::EstimatorKind;
+use dsgd::eval::vmath::KernelSet;
 use dsgd::experiment::compare::lyy18_refusal;
 use dsgd::experiment::cost::{Cost, CostConfig, measure_interleaved};
 use dsgd::experiment::paper::JAX_SAMPLES_PER_SECOND;
@@ -63,6 +64,9 @@ struct Entry {
 struct BenchReport {
     model: String,
     threads: usize,
+    /// The widest builds of the sweeps this CPU (and `DSGD_KERNELS`) let the engine choose
+    /// from: `portable`, `avx2` or `avx512` (which includes the compiled sweeps).
+    kernels: &'static str,
     lyy18_note: Option<String>,
     results: Vec<Entry>,
 }
@@ -109,6 +113,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let report = BenchReport {
         model: model.name.clone(),
         threads: 1,
+        kernels: kernels_name(KernelSet::best()),
         lyy18_note: note,
         results,
     };
@@ -119,8 +124,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     writeln!(
         out,
-        "{}: gradient samples per second, one thread, median of {} repeats of {} s (min – max)",
-        report.model, args.repeats, args.seconds
+        "{}: gradient samples per second, one thread, kernels up to {}, median of {} repeats of {} s (min – max)",
+        report.model, report.kernels, args.repeats, args.seconds
     )?;
     if let Some(n) = &report.lyy18_note {
         writeln!(out, "LYY18 skipped: {n}")?;
@@ -146,6 +151,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn kernels_name(set: KernelSet) -> &'static str {
+    match set {
+        KernelSet::Portable => "portable",
+        KernelSet::Avx2 => "avx2",
+        KernelSet::Avx512 | KernelSet::Jit => "avx512",
+    }
 }
 
 /// Most timed repeats: each takes `--seconds` (up to a minute), so more would never finish.
