@@ -31,14 +31,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let estimator = estimate::build(kind, &problem, 0.1, None)?;
     let mut engine = Engine::new(problem, estimator);
     let theta = engine.problem().family().init();
-    let mut checksum = 0u64;
-    for k in 0..iters {
-        let key = StreamKey::new(0, 4000 + k % 1000, Purpose::Step);
-        engine.evaluate(&theta, key, batch, false)?;
-        for g in engine.mean_gradient() {
-            checksum = checksum.rotate_left(5) ^ g.to_bits();
+    // On a worker of the pool, as `dsgd run` drives its steps.
+    let checksum = estimate::on_a_worker(|| {
+        let mut checksum = 0u64;
+        for k in 0..iters {
+            let key = StreamKey::new(0, 4000 + k % 1000, Purpose::Step);
+            engine.evaluate(&theta, key, batch, false)?;
+            for g in engine.mean_gradient() {
+                checksum = checksum.rotate_left(5) ^ g.to_bits();
+            }
         }
-    }
+        Ok::<u64, dsgd::family::FamilyError>(checksum)
+    })?;
     println!("{checksum:016x}");
     Ok(())
 }

@@ -18,7 +18,7 @@ mod schedule;
 mod score;
 
 pub use adaptive::{Adjustment, AutoEta, GapProbe, START_AMPLITUDE, race};
-pub use engine::{Engine, NonFinite};
+pub use engine::{Engine, NonFinite, on_a_worker};
 pub use lyy18::Lyy18;
 pub use pathwise::Pathwise;
 pub use problem::{Problem, ProblemData, Scratch};

@@ -197,7 +197,7 @@ pub fn run_cancellable(
                 .map_err(|e| RunError::Threads(e.to_string()))?;
             pool.install(|| go(observers))
         }
-        None => go(observers),
+        None => crate::estimate::on_a_worker(|| go(observers)),
     }
 }
 
