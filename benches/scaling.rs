@@ -44,6 +44,7 @@ fn main() {
         warmup_seconds: 0.05,
         repeats: 1,
         repeat_seconds: 0.3,
+        threads: 1,
     };
     const ROUNDS: usize = 5;
     let mut models = Vec::new();

@@ -238,6 +238,37 @@ fn bench_reports_samples_per_second_per_estimator() {
     let v: serde_json::Value = serde_json::from_slice(&xornet.stdout).unwrap();
     // Every estimator but LYY18 (xornet's guards are not affine), RLOO beside Score.
     assert_eq!(v["results"].as_array().unwrap().len(), 5);
+    assert_eq!(v["threads"], 1);
+}
+
+/// `--threads` times the batches on that many workers and says so; zero is refused.
+#[test]
+fn bench_on_two_threads_says_so() {
+    let args = [
+        "bench",
+        "example",
+        "--json",
+        "--batch",
+        "64",
+        "--repeats",
+        "1",
+    ];
+    let out = dsgd(&[&args[..], &["--seconds", "0.01", "--threads", "2"]].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["threads"], 2);
+    assert!(v["results"][0]["samples_per_second"].as_f64().unwrap() > 0.0);
+    let zero = dsgd(&[&args[..], &["--threads", "0"]].concat());
+    assert!(!zero.status.success());
+    let stderr = String::from_utf8_lossy(&zero.stderr);
+    assert!(
+        stderr.contains("--threads") && stderr.contains("at least 1"),
+        "{stderr}"
+    );
 }
 
 /// The run files are written while the sweep goes on, on a thread of their own: a file that

@@ -1,4 +1,4 @@
-//! `dsgd bench`: gradient samples per second per estimator, one thread, after warm-up, median
+//! `dsgd bench`: gradient samples per second per estimator, one thread (or `--threads`), after warm-up, median
 //! of several repeats with the spread (the same measurement as Table 2's cost). The
 //! estimators' repeats are interleaved so that a change in load affects them alike.
 
@@ -14,7 +14,7 @@ use dsgd::experiment::paper::JAX_SAMPLES_PER_SECOND;
 use dsgd::experiment::reproduce::paper_settings;
 use serde::Serialize;
 
-use super::args::{Footprint, check_memory, count};
+use super::args::{Footprint, check_memory, count, threads};
 use super::load::{SourceArgs, load_with_data};
 
 #[derive(Args, Debug)]
@@ -38,6 +38,10 @@ pub struct BenchArgs {
     /// Seconds per repeat (and of warm-up).
     #[arg(long, default_value_t = 0.2, value_parser = seconds)]
     seconds: f64,
+    /// Worker threads the batches run on (one chunk of 16 samples is one thread's work, so
+    /// more than one pays from batches of a few chunks on).
+    #[arg(long, default_value_t = 1, value_parser = threads)]
+    threads: usize,
     /// Eta for DSGD (at iteration 4000) and Fixed.
     #[arg(long, default_value_t = 0.1, value_parser = seconds)]
     eta: f64,
@@ -77,7 +81,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     for &batch in &args.batch {
         check_memory(
             &format!("--batch {batch}"),
-            footprint.run_bytes(batch, 0, 1),
+            footprint.run_bytes(batch, 0, args.threads),
         )?;
     }
     let note = lyy18_refusal(&model);
@@ -97,6 +101,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             warmup_seconds: args.seconds,
             repeats: args.repeats,
             repeat_seconds: args.seconds,
+            threads: args.threads,
         };
         for cost in measure_interleaved(&model, &kinds, args.eta, decay, &config)? {
             // JAX_SAMPLES_PER_SECOND's columns: DSGD, Fixed, Score, Reparam, LYY18.
@@ -112,7 +117,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     let report = BenchReport {
         model: model.name.clone(),
-        threads: 1,
+        threads: args.threads,
         kernels: kernels_name(KernelSet::best()),
         lyy18_note: note,
         results,
@@ -124,8 +129,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     writeln!(
         out,
-        "{}: gradient samples per second, one thread, kernels up to {}, median of {} repeats of {} s (min – max)",
-        report.model, report.kernels, args.repeats, args.seconds
+        "{}: gradient samples per second, {} thread{}, kernels up to {}, median of {} repeats of {} s (min – max)",
+        report.model,
+        report.threads,
+        if report.threads == 1 { "" } else { "s" },
+        report.kernels,
+        args.repeats,
+        args.seconds
     )?;
     if let Some(n) = &report.lyy18_note {
         writeln!(out, "LYY18 skipped: {n}")?;

@@ -49,6 +49,7 @@ impl Default for AdviseConfig {
                 warmup_seconds: 0.02,
                 repeats: 5,
                 repeat_seconds: 0.02,
+                threads: 1,
             },
         }
     }

@@ -1,5 +1,6 @@
-//! The cost of an estimator on a model: gradient samples per second, single-threaded, timed
-//! over whole batches after a warm-up, as the median of several repeats (docs/design.md section 3).
+//! The cost of an estimator on a model: gradient samples per second, single-threaded unless
+//! asked otherwise, timed over whole batches after a warm-up, as the median of several
+//! repeats (docs/design.md section 3).
 //!
 //! Used by `dsgd bench` and by Table 2 of `dsgd reproduce` (cost = 1 / samples per second).
 //! The batches are evaluated at the family's initial `theta`; only the clock is read, nothing
@@ -26,6 +27,8 @@ pub struct CostConfig {
     pub repeats: usize,
     /// Length of one repeat (at least one batch).
     pub repeat_seconds: f64,
+    /// Worker threads the batches run on (the paper's costs: 1).
+    pub threads: usize,
 }
 
 /// About 0.1 s per estimator: the full reproduction times 35 model-estimator pairs on one
@@ -45,6 +48,7 @@ impl Default for CostConfig {
             warmup_seconds: 0.005,
             repeats: 7,
             repeat_seconds: 0.012,
+            threads: 1,
         }
     }
 }
@@ -86,7 +90,7 @@ pub fn measure(
         .ok_or_else(|| RunError::Config("no estimator to time".into()))
 }
 
-/// Times several estimators on `model` on one thread, interleaving their repeats (repeat 1 of
+/// Times several estimators on `model` on `config.threads` threads, interleaving their repeats (repeat 1 of
 /// each, then repeat 2 of each, ...) so that a change in the machine's load during the
 /// measurement affects them alike and their ratios stay fair.
 pub fn measure_interleaved(
@@ -96,13 +100,13 @@ pub fn measure_interleaved(
     decay: Option<f64>,
     config: &CostConfig,
 ) -> Result<Vec<Cost>, RunError> {
-    if config.batch == 0 || config.repeats == 0 {
+    if config.batch == 0 || config.repeats == 0 || config.threads == 0 {
         return Err(RunError::Config(
-            "the timed batch and the number of repeats must be at least 1".into(),
+            "the timed batch, the number of repeats and the threads must be at least 1".into(),
         ));
     }
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
+        .num_threads(config.threads)
         .build()
         .map_err(|e| RunError::Threads(e.to_string()))?;
     pool.install(|| measure_here(model, kinds, eta, decay, config))

@@ -96,6 +96,7 @@ impl ReproduceConfig {
                 warmup_seconds: 0.02,
                 repeats: 5,
                 repeat_seconds: 0.01,
+                threads: 1,
             },
             ..ReproduceConfig::full()
         }
