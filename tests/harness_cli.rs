@@ -317,3 +317,18 @@ fn bad_options_give_one_clear_error() {
         "--seconds",
     );
 }
+
+/// `dsgd bench --eta` takes what `dsgd run --eta` takes: any positive number (it was held to
+/// the range of `--seconds`, at most 60), and a negative one is named as such.
+#[test]
+fn bench_eta_is_any_positive_number() {
+    let args = ["bench", "example", "--json", "--batch", "16", "--repeats", "1"];
+    let out = dsgd(&[&args[..], &["--seconds", "0.01", "--eta", "100"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["results"][0]["eta"], 100.0);
+    let negative = dsgd(&[&args[..], &["--eta", "-1"]].concat());
+    let stderr = String::from_utf8_lossy(&negative.stderr);
+    assert!(!negative.status.success());
+    assert!(stderr.contains("--eta") && stderr.contains("positive"), "{stderr}");
+}

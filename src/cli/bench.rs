@@ -14,7 +14,7 @@ use dsgd::experiment::paper::JAX_SAMPLES_PER_SECOND;
 use dsgd::experiment::reproduce::paper_settings;
 use serde::Serialize;
 
-use super::args::{Footprint, check_memory, count, threads};
+use super::args::{Footprint, check_memory, count, positive, threads};
 use super::load::{SourceArgs, load_with_data};
 
 #[derive(Args, Debug)]
@@ -43,7 +43,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1, value_parser = threads)]
     threads: usize,
     /// Eta for DSGD (at iteration 4000) and Fixed.
-    #[arg(long, default_value_t = 0.1, value_parser = seconds)]
+    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true, value_parser = positive)]
     eta: f64,
 }
 
