@@ -1,8 +1,12 @@
 //! `dsgd reproduce`, `dsgd compare` and `dsgd bench` as a user runs them: the files they
 //! write, their JSON, and one clear line with a non-zero exit on bad input.
 
+mod cli_common;
+
 use std::path::Path;
 use std::process::{Command, Output};
+
+use cli_common::json;
 
 fn dsgd(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dsgd"))
@@ -241,36 +245,6 @@ fn bench_reports_samples_per_second_per_estimator() {
     assert_eq!(v["threads"], 1);
 }
 
-/// `--threads` times the batches on that many workers and says so; zero is refused.
-#[test]
-fn bench_on_two_threads_says_so() {
-    let args = [
-        "bench",
-        "example",
-        "--json",
-        "--batch",
-        "64",
-        "--repeats",
-        "1",
-    ];
-    let out = dsgd(&[&args[..], &["--seconds", "0.01", "--threads", "2"]].concat());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["threads"], 2);
-    assert!(v["results"][0]["samples_per_second"].as_f64().unwrap() > 0.0);
-    let zero = dsgd(&[&args[..], &["--threads", "0"]].concat());
-    assert!(!zero.status.success());
-    let stderr = String::from_utf8_lossy(&zero.stderr);
-    assert!(
-        stderr.contains("--threads") && stderr.contains("at least 1"),
-        "{stderr}"
-    );
-}
-
 /// The run files are written while the sweep goes on, on a thread of their own: a file that
 /// cannot be written still ends the reproduction with one error naming it, and no report.
 #[test]
@@ -318,17 +292,48 @@ fn bad_options_give_one_clear_error() {
     );
 }
 
+/// `dsgd bench example --json` with one short repeat, and `extra` flags.
+fn quick_bench(extra: &[&str]) -> Output {
+    let args = [
+        "bench",
+        "example",
+        "--json",
+        "--repeats",
+        "1",
+        "--seconds",
+        "0.01",
+    ];
+    dsgd(&[&args[..], extra].concat())
+}
+
+/// A refused command, and its one line on stderr.
+fn refused(out: &Output) -> String {
+    assert!(!out.status.success());
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `--threads` times the batches on that many workers and says so; zero is refused.
+#[test]
+fn bench_on_two_threads_says_so() {
+    let v = json(&quick_bench(&["--batch", "64", "--threads", "2"]));
+    assert_eq!(v["threads"], 2);
+    assert!(v["results"][0]["samples_per_second"].as_f64().unwrap() > 0.0);
+    let stderr = refused(&quick_bench(&["--threads", "0"]));
+    assert!(
+        stderr.contains("--threads") && stderr.contains("at least 1"),
+        "{stderr}"
+    );
+}
+
 /// `dsgd bench --eta` takes what `dsgd run --eta` takes: any positive number (it was held to
 /// the range of `--seconds`, at most 60), and a negative one is named as such.
 #[test]
 fn bench_eta_is_any_positive_number() {
-    let args = ["bench", "example", "--json", "--batch", "16", "--repeats", "1"];
-    let out = dsgd(&[&args[..], &["--seconds", "0.01", "--eta", "100"]].concat());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&quick_bench(&["--batch", "16", "--eta", "100"]));
     assert_eq!(v["results"][0]["eta"], 100.0);
-    let negative = dsgd(&[&args[..], &["--eta", "-1"]].concat());
-    let stderr = String::from_utf8_lossy(&negative.stderr);
-    assert!(!negative.status.success());
-    assert!(stderr.contains("--eta") && stderr.contains("positive"), "{stderr}");
+    let stderr = refused(&quick_bench(&["--eta", "-1"]));
+    assert!(
+        stderr.contains("--eta") && stderr.contains("positive"),
+        "{stderr}"
+    );
 }

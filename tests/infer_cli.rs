@@ -1,7 +1,11 @@
 //! `dsgd run` and `dsgd diagnose` through the built binary: results, reproducibility across
 //! thread counts, and one clear line with a non-zero exit for every bad option.
 
+mod cli_common;
+
 use std::process::{Command, Output};
+
+use cli_common::json;
 
 fn dsgd(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dsgd"))
@@ -12,12 +16,7 @@ fn dsgd(args: &[&str]) -> Output {
 }
 
 fn json_without_timing(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut v = json(out);
     v.as_object_mut()
         .unwrap()
         .remove("seconds")
@@ -120,13 +119,7 @@ fn same_json_whatever_kernel_set_the_environment_allows() {
             .env("DSGD_KERNELS", cap)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        v["kernels"].as_str().unwrap().to_string()
+        json(&out)["kernels"].as_str().unwrap().to_string()
     };
     assert_eq!(bench("portable"), "portable");
     assert!(["portable", "avx2"].contains(&bench("avx2").as_str()));
