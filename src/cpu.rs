@@ -1,21 +1,56 @@
 //! What the CPU can run, detected at run time: the one place that asks, so every choice of a
 //! vector code path (the tape's sweeps, the estimators' loops, the vector maths) agrees.
 //!
-//! `is_x86_feature_detected!` caches its answer, so asking costs one relaxed atomic load.
+//! The answers are worked out once per process ([`Features`]), so asking costs one atomic
+//! load; the hot loops ask per chunk.
 //!
-//! `DSGD_KERNELS=portable` or `DSGD_KERNELS=avx2` in the environment caps what is detected,
+//! `DSGD_KERNELS=portable` (baseline x86-64: no AVX2, FMA or AES-NI) or `DSGD_KERNELS=avx2`
+//! (no AVX-512) in the environment caps what is detected,
 //! so that the narrower builds can be timed (or a suspected fault in a wider one ruled out)
 //! on a CPU that runs more; results never depend on it, since every build gives the same
 //! bits. Any other value is ignored, with a warning on stderr.
 
+/// What this process may run, after the cap.
 #[cfg(target_arch = "x86_64")]
-use std::sync::OnceLock;
+#[derive(Clone, Copy)]
+struct Features {
+    avx2_fma: bool,
+    avx512: bool,
+    aes: bool,
+    vaes: bool,
+}
+
+#[cfg(target_arch = "x86_64")]
+fn features() -> Features {
+    use std::arch::is_x86_feature_detected as has;
+    static FEATURES: std::sync::OnceLock<Features> = std::sync::OnceLock::new();
+    *FEATURES.get_or_init(|| {
+        let cap = kernels_cap();
+        let avx2_fma = cap >= 1 && has!("avx2") && has!("fma");
+        // What `#[target_feature(enable = ...)]` of the AVX-512 builds names besides AVX2/FMA:
+        // foundation, double and quad words, vector lengths, bytes and words.
+        let avx512 = cap >= 2
+            && avx2_fma
+            && has!("avx512f")
+            && has!("avx512dq")
+            && has!("avx512vl")
+            && has!("avx512bw");
+        // AES-NI is not in the baseline either: under the portable cap the generator's
+        // rounds are its constant-time software round.
+        let aes = cap >= 1 && has!("aes");
+        Features {
+            avx2_fma,
+            avx512,
+            aes,
+            vaes: aes && avx2_fma && has!("vaes"),
+        }
+    })
+}
 
 /// The widest builds the environment allows: 0 portable, 1 AVX2/FMA, 2 AVX-512.
 #[cfg(target_arch = "x86_64")]
-fn cap() -> u8 {
-    static CAP: OnceLock<u8> = OnceLock::new();
-    *CAP.get_or_init(|| match std::env::var("DSGD_KERNELS") {
+fn kernels_cap() -> u8 {
+    match std::env::var("DSGD_KERNELS") {
         Err(std::env::VarError::NotPresent) => 2,
         Ok(v) if v == "portable" => 0,
         Ok(v) if v == "avx2" => 1,
@@ -26,16 +61,14 @@ fn cap() -> u8 {
             );
             2
         }
-    })
+    }
 }
 
 /// Whether this CPU runs the AVX2/FMA builds of the hot loops.
 pub fn avx2_fma() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        cap() >= 1
-            && std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("fma")
+        features().avx2_fma
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -43,18 +76,11 @@ pub fn avx2_fma() -> bool {
     }
 }
 
-/// Whether this CPU runs the AVX-512 builds (foundation, double and quad words, vector
-/// lengths, bytes and words: what `#[target_feature(enable = ...)]` of those builds names,
-/// besides AVX2/FMA).
+/// Whether this CPU runs the AVX-512 builds (with AVX2/FMA).
 pub fn avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        cap() >= 2
-            && avx2_fma()
-            && std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512dq")
-            && std::arch::is_x86_feature_detected!("avx512vl")
-            && std::arch::is_x86_feature_detected!("avx512bw")
+        features().avx512
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -67,7 +93,7 @@ pub fn avx512() -> bool {
 pub fn aes() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("aes")
+        features().aes
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -79,7 +105,7 @@ pub fn aes() -> bool {
 pub fn vaes() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        aes() && avx2_fma() && std::arch::is_x86_feature_detected!("vaes")
+        features().vaes
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
