@@ -5,10 +5,10 @@
 //! load; the hot loops ask per chunk.
 //!
 //! `DSGD_KERNELS=portable` (baseline x86-64: no AVX2, FMA or AES-NI) or `DSGD_KERNELS=avx2`
-//! (no AVX-512) in the environment caps what is detected,
-//! so that the narrower builds can be timed (or a suspected fault in a wider one ruled out)
-//! on a CPU that runs more; results never depend on it, since every build gives the same
-//! bits. Any other value is ignored, with a warning on stderr.
+//! (no AVX-512) in the environment caps what is detected, so that the narrower builds can be
+//! timed (or a suspected fault in a wider one ruled out) on a CPU that runs more; results
+//! never depend on it, since every build gives the same bits. Any other value is ignored,
+//! with a warning on stderr.
 
 /// What this process may run, after the cap.
 #[cfg(target_arch = "x86_64")]

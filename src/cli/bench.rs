@@ -1,6 +1,7 @@
-//! `dsgd bench`: gradient samples per second per estimator, one thread (or `--threads`), after warm-up, median
-//! of several repeats with the spread (the same measurement as Table 2's cost). The
-//! estimators' repeats are interleaved so that a change in load affects them alike.
+//! `dsgd bench`: gradient samples per second per estimator, one thread (or `--threads`),
+//! after warm-up, median of several repeats with the spread (the same measurement as Table
+//! 2's cost). The estimators' repeats are interleaved so that a change in load affects them
+//! alike.
 
 use std::io::Write;
 use std::process::ExitCode;

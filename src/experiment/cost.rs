@@ -90,9 +90,9 @@ pub fn measure(
         .ok_or_else(|| RunError::Config("no estimator to time".into()))
 }
 
-/// Times several estimators on `model` on `config.threads` threads, interleaving their repeats (repeat 1 of
-/// each, then repeat 2 of each, ...) so that a change in the machine's load during the
-/// measurement affects them alike and their ratios stay fair.
+/// Times several estimators on `model` on `config.threads` threads, interleaving their
+/// repeats (repeat 1 of each, then repeat 2 of each, ...) so that a change in the machine's
+/// load during the measurement affects them alike and their ratios stay fair.
 pub fn measure_interleaved(
     model: &Model,
     kinds: &[EstimatorKind],
