@@ -36,7 +36,7 @@ fn bench_estimators(c: &mut Criterion) {
                     k += 1;
                     let key = StreamKey::new(0, k % 10_000, Purpose::Step);
                     engine
-                        .evaluate(black_box(&theta), key, BATCH, false)
+                        .step(black_box(&theta), key, BATCH)
                         .expect("finite family at the initial theta");
                     black_box(engine.mean_gradient()[0])
                 })

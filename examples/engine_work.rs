@@ -36,7 +36,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut checksum = 0u64;
         for k in 0..iters {
             let key = StreamKey::new(0, 4000 + k % 1000, Purpose::Step);
-            engine.evaluate(&theta, key, batch, false)?;
+            engine.step(&theta, key, batch)?;
             for g in engine.mean_gradient() {
                 checksum = checksum.rotate_left(5) ^ g.to_bits();
             }

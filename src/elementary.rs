@@ -241,6 +241,38 @@ pub fn ln(x: f64) -> f64 {
     if x <= 0.0 { at_most_zero } else { y }
 }
 
+/// A stand-in for [`ln`] where only whether the logarithm is finite matters:
+/// `floor(log2 x) * ln 2`, finite exactly where `ln` is (every `x > 0` below `+inf`, subnormals
+/// too), within `ln 2` below it, and `-inf` at `+-0`, NaN below 0 (`-inf` included), `+inf` at
+/// `+inf`, NaN for NaN, as `ln` gives them.
+///
+/// Why: a training step reads each sample's log-density only to find the ones that are not
+/// finite, and a logarithm whose value nothing else reads (a Poisson term's `ln(rate)`, a
+/// normal density's `ln(scale)`) costs a polynomial and a division per lane. This is the
+/// exponent field and one product, and what `vgetexppd` and `vmulpd` give bit for bit, so the
+/// compiled code and every build of the interpreter agree.
+#[inline(always)]
+pub fn ln_stand_in(x: f64) -> f64 {
+    let bits = x.to_bits();
+    let field = ((bits >> 52) & 0x7ff) as i64;
+    let mantissa = bits & ((1u64 << 52) - 1);
+    // The exponent of a normal number, or of a subnormal's leading one: 63 - lz bits of the
+    // mantissa above 2^-1074.
+    let exponent = if field == 0 {
+        (63 - mantissa.leading_zeros() as i64) - 1074
+    } else {
+        field - 1023
+    };
+    let y = exponent as f64 * std::f64::consts::LN_2;
+    let y = if x < f64::INFINITY { y } else { x + x }; // +inf, and NaN quieted
+    let at_most_zero = if x == 0.0 {
+        f64::NEG_INFINITY
+    } else {
+        f64::NAN
+    };
+    if x <= 0.0 { at_most_zero } else { y }
+}
+
 /// `ln(1 + x)`, accurate for small `x`, within 1 ulp of the correctly rounded result (0.83 ulp from
 /// the true value measured over 10^7 inputs). `-inf` at -1, NaN below it, `x` itself for `|x| <
 /// 2^-1022` and at `+inf`.

@@ -12,7 +12,7 @@
 mod eval_common;
 
 use dsgd::eval::vmath::KernelSet;
-use dsgd::eval::{BatchGradient, CHUNK, Latents, Tape};
+use dsgd::eval::{BatchGradient, CHUNK, Latents, Tape, Values};
 use dsgd::ir::{Builder, Program, Semantics, Var};
 use eval_common::{Lcg, bits};
 
@@ -97,15 +97,28 @@ fn run_affine(
     let latents = Latents::Affine { noise, loc, scale };
     let mut ws = tape.workspace();
     ws.set_kernels(set);
-    let mut g = BatchGradient::new(tape, BATCH);
-    tape.gradient_latents(&mut ws, sem, params, latents, &mut g);
-    let mut out = bits(&g.value);
-    for lane in 0..BATCH {
-        let lat: Vec<f64> = (0..n).map(|i| g.latent(i, lane)).collect();
-        let par: Vec<f64> = (0..params.len()).map(|k| g.param(k, lane)).collect();
-        out.extend(bits(&lat));
-        out.extend(bits(&par));
+    let mut out = Vec::new();
+    // Exact values, then checked ones (their logarithms only the output reads stand-ins):
+    // the same gradient bits.
+    let mut grads = Vec::new();
+    for values in [Values::Exact, Values::Checked] {
+        let mut g = BatchGradient::new(tape, BATCH);
+        tape.gradient_latents(&mut ws, sem, params, latents, &mut g, values);
+        out.extend(bits(&g.value));
+        let mut gb = Vec::new();
+        for lane in 0..BATCH {
+            let lat: Vec<f64> = (0..n).map(|i| g.latent(i, lane)).collect();
+            let par: Vec<f64> = (0..params.len()).map(|k| g.param(k, lane)).collect();
+            gb.extend(bits(&lat));
+            gb.extend(bits(&par));
+        }
+        grads.push(gb);
     }
+    assert!(
+        grads[0] == grads[1],
+        "{set:?} {sem:?}: checked gradients differ"
+    );
+    out.extend(grads.pop().unwrap());
     let mut fwd = vec![0.0; BATCH];
     tape.forward_latents(&mut ws, sem, params, latents, &mut fwd);
     out.extend(bits(&fwd));

@@ -8,7 +8,7 @@
 //!
 //! Not here: whether the plain calls are right (`eval_reference.rs`, `core_props.rs`).
 
-use dsgd::eval::{BatchGradient, CHUNK, Latents, Tape};
+use dsgd::eval::{BatchGradient, CHUNK, Latents, Tape, Values};
 use dsgd::ir::{Branch, Builder, Program, Semantics};
 
 const BATCH: usize = CHUNK + 7;
@@ -227,7 +227,14 @@ fn forcing_right_after_a_crisp_sweep_equals_full_forced_forwards() {
                 // One scratch serves every workspace: it keeps nothing between calls.
                 let mut fs = tape.forced_scratch();
                 let mut grad = BatchGradient::new(&tape, w);
-                tape.gradient_latents(&mut ws, Semantics::Crisp, &params, latents, &mut grad);
+                tape.gradient_latents(
+                    &mut ws,
+                    Semantics::Crisp,
+                    &params,
+                    latents,
+                    &mut grad,
+                    Values::Exact,
+                );
                 let mut changed = false;
                 for (moves, f) in calls {
                     let mut got = vec![0.0; w];
@@ -332,7 +339,7 @@ fn latents_formed_on_load_equal_latents_written_out() {
                     let mut g1 = BatchGradient::new(tape, batch);
                     let mut g2 = BatchGradient::new(tape, batch);
                     tape.gradient(&mut w1, sem, &params, &z, &mut g1);
-                    tape.gradient_latents(&mut w2, sem, &params, on_load, &mut g2);
+                    tape.gradient_latents(&mut w2, sem, &params, on_load, &mut g2, Values::Exact);
                     let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
                     assert_eq!(bits(&g1.value), bits(&g2.value), "{sem:?} {batch}");
                     assert_eq!(bits(&g1.latents), bits(&g2.latents), "{sem:?} {batch}");

@@ -30,12 +30,10 @@ fn noise_drawn_ahead_gives_the_bits_of_noise_drawn_in_turn() {
             let batches = [16, 16, 16, 7, 7, 16, 16];
             for (k, &batch) in batches.iter().enumerate() {
                 let k = k as u64;
-                plain.evaluate(&theta, key(k), batch, false).unwrap();
+                plain.step(&theta, key(k), batch).unwrap();
                 // Iteration 3 asks for a key other than the one drawn ahead.
                 let next = if k == 2 { key(40) } else { key(k + 1) };
-                ahead
-                    .evaluate_then_draw(&theta, key(k), batch, false, next)
-                    .unwrap();
+                ahead.step_then_draw(&theta, key(k), batch, next).unwrap();
                 let bits = |e: &Engine| {
                     e.sample_gradients()
                         .iter()

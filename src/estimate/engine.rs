@@ -11,6 +11,7 @@
 //! allocated. The noise of the next batch can be drawn ahead on another thread
 //! ([`Engine::evaluate_then_draw`]): it is a function of its key alone.
 
+use crate::eval::Values;
 use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
@@ -131,6 +132,25 @@ impl Engine {
         batch: usize,
         want_crisp: bool,
     ) -> Result<(), FamilyError> {
+        self.evaluate_with(theta, key, batch, want_crisp, Values::Exact)
+    }
+
+    /// An optimisation step's [`Engine::evaluate`]: the same gradient samples, bit for bit,
+    /// with `f` values only checked ([`Values::Checked`]: finite exactly where `f` is, which
+    /// is all a step reads them for), and no crisp values. Logarithms that only `f` reads are
+    /// not computed (a third of a textmsg sample).
+    pub fn step(&mut self, theta: &[f64], key: StreamKey, batch: usize) -> Result<(), FamilyError> {
+        self.evaluate_with(theta, key, batch, false, Values::Checked)
+    }
+
+    fn evaluate_with(
+        &mut self,
+        theta: &[f64],
+        key: StreamKey,
+        batch: usize,
+        want_crisp: bool,
+        wanted: Values,
+    ) -> Result<(), FamilyError> {
         let iteration = key.iteration;
         self.state.update(self.problem.family(), theta)?;
         let d = self.problem.dim();
@@ -187,6 +207,7 @@ impl Engine {
                 semantics,
                 key,
                 first,
+                values: wanted,
             };
             estimator.chunk(&cx, sc, grads, values);
             // Each component's lanes summed in lane order: one dependent chain of additions
@@ -249,28 +270,27 @@ impl Engine {
         Ok(())
     }
 
-    /// [`Engine::evaluate`], while another thread (when the pool has one) draws the noise of
+    /// [`Engine::step`], while another thread (when the pool has one) draws the noise of
     /// `next` for a following call with the same batch size: the noise does not depend on
     /// `theta`, so the results are those of drawing it then. Worth it for one chunk of many
     /// latents (the optimisation steps of a model like `cheating`).
-    pub fn evaluate_then_draw(
+    pub fn step_then_draw(
         &mut self,
         theta: &[f64],
         key: StreamKey,
         batch: usize,
-        want_crisp: bool,
         next: StreamKey,
     ) -> Result<(), FamilyError> {
         let n = self.problem.family().latent_count();
         if batch > CHUNK || n * batch < AHEAD_MIN_NORMALS || rayon::current_num_threads() <= 1 {
-            return self.evaluate(theta, key, batch, want_crisp);
+            return self.step(theta, key, batch);
         }
         // As long as a scratch's own noise buffer, which it replaces (see `evaluate`).
         let mut buf = std::mem::take(&mut self.spare_s);
         buf.resize(n * CHUNK, 0.0);
         let problem = Arc::clone(&self.problem);
         let (result, ()) = rayon::join(
-            || self.evaluate(theta, key, batch, want_crisp),
+            || self.step(theta, key, batch),
             || problem.draw_noise(next, 0, batch, &mut buf[..n * batch]),
         );
         self.ahead_s = buf;
@@ -365,7 +385,8 @@ impl Engine {
             .collect()
     }
 
-    /// `f` per sample under the estimator's semantics.
+    /// `f` per sample under the estimator's semantics: after [`Engine::step`], only checked
+    /// ([`Values::Checked`]: finite exactly where `f` is, not `f` itself).
     pub fn values(&self) -> &[f64] {
         &self.values[..self.batch]
     }

@@ -27,6 +27,7 @@ pub use rng::{Channel, Purpose, SampleRng, StreamKey};
 pub use schedule::{K_MATCH, Schedule};
 pub use score::Score;
 
+use crate::eval::Values;
 use std::fmt;
 use std::str::FromStr;
 
@@ -138,6 +139,9 @@ pub struct Context<'a> {
     pub key: StreamKey,
     /// Index of the first lane of the chunk within the batch.
     pub first: usize,
+    /// What the chunk's `f` values must be: exact, or only checked for finiteness (an
+    /// optimisation step's, see [`Values::Checked`]).
+    pub values: Values,
 }
 
 /// One gradient estimator.

@@ -50,7 +50,7 @@ pub(super) fn pathwise_chunk(
     values: &mut [f64],
 ) {
     let p = cx.problem;
-    p.sweep_gradient(cx.state, cx.theta, semantics, scratch);
+    p.sweep_gradient(cx.state, cx.theta, semantics, scratch, cx.values);
     let logp = std::mem::take(&mut scratch.grad.value);
     p.f_values(cx.state, scratch, &logp, values);
     scratch.grad.value = logp;

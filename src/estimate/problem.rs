@@ -1,6 +1,7 @@
 //! A model made ready for estimation: its family, the compiled objective and its analysis,
 //! plus the per-thread scratch memory and the pathwise gradient assembly all estimators share.
 
+use crate::eval::Values;
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -161,14 +162,16 @@ impl ProblemData {
         key.rng(Channel::Noise).fill_lanes(first, w, n, s);
     }
 
-    /// The values and per-sample gradients of the program at the drawn lanes, under
-    /// `semantics`, into `scratch.grad` (rows for the moved latents only).
+    /// The values (exact or checked: see [`Values`]) and per-sample gradients of the program
+    /// at the drawn lanes, under `semantics`, into `scratch.grad` (rows for the moved latents
+    /// only).
     pub(crate) fn sweep_gradient(
         &self,
         state: &FamilyState,
         theta: &[f64],
         semantics: crate::ir::Semantics,
         scratch: &mut Scratch,
+        values: Values,
     ) {
         let w = scratch.w;
         let m = self.family.model_param_count();
@@ -180,6 +183,7 @@ impl ProblemData {
             &theta[..m],
             state.latents(&scratch.s[..n * w]),
             &mut scratch.grad,
+            values,
         );
     }
 

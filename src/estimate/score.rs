@@ -2,6 +2,7 @@
 //! fixed `z`, crisp. Unbiased whatever the discontinuities, but its variance grows with `|f|`.
 
 use super::{Context, Estimator, EstimatorKind, Scratch};
+use crate::eval::Values;
 use crate::ir::Semantics;
 
 /// The score-function (REINFORCE) estimator, without a baseline as in the paper.
@@ -46,7 +47,7 @@ pub(super) fn direct_and_values(
     // Only the model's own parameters need the tape's reverse sweep; without them the
     // direct derivative of log p is zero and a forward pass suffices.
     if m > 0 {
-        p.sweep_gradient(cx.state, cx.theta, Semantics::Crisp, scratch);
+        p.sweep_gradient(cx.state, cx.theta, Semantics::Crisp, scratch, Values::Exact);
         scratch.out[..w].copy_from_slice(&scratch.grad.value[..w]);
     } else {
         p.tape.forward_latents(

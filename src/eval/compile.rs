@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::ir::{Node, NodeId, Program};
 
+use super::checked;
 use super::crisp;
 use super::fuse;
 use super::instr::{NONE, Op, Step};
@@ -153,12 +154,14 @@ impl Tape {
         // The constants' places, for the compiled code (placing moved them to pinned ones).
         let mut compact = placed.compact;
         compact.constants = consts.clone();
+        let checked = checked::build(&compact, [&smooth_plan, &crisp_plan]);
         Tape::new(Compiled {
             id: NEXT_TAPE_ID.fetch_add(1, Ordering::Relaxed),
             len: adj.len(),
             consts,
             uniform_steps,
             compact,
+            checked,
             crisp,
             forced_plan: std::sync::OnceLock::new(),
             adjoints: placed.adjoints,

@@ -10,7 +10,7 @@ use crate::aligned::F64Buf;
 
 use super::input::Latents;
 use super::instr::{CHUNK, NONE};
-use super::tape::Tape;
+use super::tape::{Tape, Values};
 use super::workspace::Workspace;
 use super::{reverse, sweep};
 
@@ -115,7 +115,7 @@ impl Tape {
         self.forward_chunks(
             ws,
             semantics,
-            false,
+            (false, Values::Exact),
             params,
             latents,
             batch,
@@ -137,10 +137,18 @@ impl Tape {
         latents: &[f64],
         grad: &mut BatchGradient,
     ) {
-        self.gradient_latents(ws, semantics, params, Latents::Values(latents), grad);
+        self.gradient_latents(
+            ws,
+            semantics,
+            params,
+            Latents::Values(latents),
+            grad,
+            Values::Exact,
+        );
     }
 
-    /// [`Tape::gradient`] with the latents given as values or as reparameterised noise.
+    /// [`Tape::gradient`] with the latents given as values or as reparameterised noise, and
+    /// the values in `grad.value` exact or only checked (see [`Values`]).
     pub fn gradient_latents(
         &self,
         ws: &mut Workspace,
@@ -148,6 +156,7 @@ impl Tape {
         params: &[f64],
         latents: Latents<'_>,
         grad: &mut BatchGradient,
+        values: Values,
     ) {
         let batch = grad.batch;
         self.check_inputs(ws, params, &latents, batch);
@@ -162,7 +171,7 @@ impl Tape {
         self.forward_chunks(
             ws,
             semantics,
-            true,
+            (true, values),
             params,
             latents,
             batch,
@@ -206,14 +215,15 @@ impl Tape {
 
     /// Prepares the workspace, evaluates what is the same in every lane once, then sweeps
     /// forward chunk by chunk, handing each chunk's first lane and width to `after_chunk`
-    /// (which reads the chunk's values, or, with `reverse`, sweeps it back).
+    /// (which reads the chunk's values, or, with `reverse`, sweeps it back; `values` says
+    /// which the sweep must give).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn forward_chunks(
         &self,
         ws: &mut Workspace,
         semantics: Semantics,
-        reverse: bool,
+        (reverse, values): (bool, Values),
         params: &[f64],
         latents: Latents<'_>,
         batch: usize,
@@ -221,7 +231,7 @@ impl Tape {
     ) {
         self.prepare(ws);
         sweep::uniform_pass(self, ws, semantics, params);
-        let layout = self.forward_layout(ws, semantics, reverse);
+        let layout = self.forward_layout(ws, semantics, reverse, values);
         let mut start = 0;
         while start < batch {
             let w = CHUNK.min(batch - start);

@@ -266,7 +266,12 @@ pub(super) fn fuse_poisson_term(
         if a != r || !only_consts_between {
             continue;
         }
-        steps[i].op = Op::PoissonTerm { r, c, c_left };
+        steps[i].op = Op::PoissonTerm {
+            r,
+            c,
+            c_left,
+            stand_in: false,
+        };
         for k in [l, p] {
             gone[scan.at(k)] = true;
         }

@@ -83,6 +83,15 @@ pub(super) enum Op {
         r: u32,
         c: f64,
         c_left: bool,
+        /// The logarithm is [`ln_stand_in`](crate::elementary::ln_stand_in): only in the
+        /// checked layout (`checked.rs`), where nothing but a finiteness check reads the term.
+        stand_in: bool,
+    },
+    /// [`ln_stand_in`](crate::elementary::ln_stand_in) of `a`: a logarithm whose value only
+    /// the finiteness check of a gradient-only sweep reads. Only in the checked layout
+    /// (`checked.rs`).
+    LnStandIn {
+        a: u32,
     },
     /// `((base + t1) + t2) + ...`, the terms `chains[from..to]` of the tape (see
     /// [`fuse_sum_chains`](super::fuse::fuse_sum_chains)).
@@ -237,7 +246,7 @@ pub(super) struct Plan {
 pub(super) fn operands(op: &Op) -> ([u32; 4], usize) {
     match *op {
         Op::Param { .. } | Op::Latent { .. } => ([0; 4], 0),
-        Op::Unary { a, .. } => ([a, 0, 0, 0], 1),
+        Op::Unary { a, .. } | Op::LnStandIn { a } => ([a, 0, 0, 0], 1),
         Op::Binary { a, b, .. } => ([a, b, 0, 0], 2),
         Op::NormalSquare { x, m, s, .. } => ([x, m, s, 0], 3),
         Op::SquareDiff { x, m, .. } => ([x, m, 0, 0], 2),
@@ -256,10 +265,10 @@ pub(super) fn operands(op: &Op) -> ([u32; 4], usize) {
     }
 }
 
-/// The pattern of the steps that only the crisp forward-only plan (`crisp.rs`) contains, for
-/// the passes over the other plans, which never meet them: one list instead of a copy in
-/// each pass.
-macro_rules! crisp_only_op {
+/// The pattern of the steps that only the crisp forward-only plan (`crisp.rs`) and the checked
+/// layout (`checked.rs`) contain, for the passes over the reverse plans and the uniform steps,
+/// which never meet them: one list instead of a copy in each pass.
+macro_rules! forward_only_op {
     () => {
         Op::Select { .. }
             | Op::SelectLess { .. }
@@ -270,6 +279,7 @@ macro_rules! crisp_only_op {
             | Op::SelectNeg { .. }
             | Op::SquareDiffSub { .. }
             | Op::SquareSub { .. }
+            | Op::LnStandIn { .. }
     };
 }
-pub(super) use crisp_only_op;
+pub(super) use forward_only_op;

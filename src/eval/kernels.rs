@@ -14,7 +14,7 @@
 //!
 //! Not here: which operands carry adjoints, or the order of the instructions (`sweep.rs`).
 
-use crate::elementary::{sigmoid_big_small, sigmoid_pair_order};
+use crate::elementary::{self, sigmoid_big_small, sigmoid_pair_order};
 use crate::ir::{Binary, Unary, binary_derivatives, binary_value, unary_derivative, unary_value};
 
 use super::instr::{CHUNK, Lanes};
@@ -325,9 +325,15 @@ pub fn square_reverse(ad: &Lanes, x: &Lanes, s: Option<&Lanes>, c: f64) -> [Lane
 
 /// `c * ln(r) - r` (or `ln(r) * c - r`), by the same three scalar operations as the unfused
 /// instructions.
+/// With `stand_in`, the logarithm is [`elementary::ln_stand_in`] (the checked layout's: see
+/// `checked.rs`).
 #[inline(always)]
-pub fn poisson_term_forward(r: &Lanes, c: f64, c_left: bool) -> Lanes {
-    let lr = vmath::ln_lanes(r);
+pub fn poisson_term_forward(r: &Lanes, c: f64, c_left: bool, stand_in: bool) -> Lanes {
+    let lr = if stand_in {
+        ln_stand_in_forward(r)
+    } else {
+        vmath::ln_lanes(r)
+    };
     map(|l| {
         let p = if c_left {
             binary_value(Binary::Mul, c, lr[l])
@@ -336,6 +342,12 @@ pub fn poisson_term_forward(r: &Lanes, c: f64, c_left: bool) -> Lanes {
         };
         binary_value(Binary::Sub, p, r[l])
     })
+}
+
+/// [`elementary::ln_stand_in`] of every lane.
+#[inline(always)]
+pub fn ln_stand_in_forward(a: &Lanes) -> Lanes {
+    map(|l| elementary::ln_stand_in(a[l]))
 }
 
 /// Reverse of [`poisson_term_forward`]: `r`'s two contributions in the unfused sweep's order,
@@ -442,7 +454,7 @@ pub fn smooth_weights(g: &Lanes, eta: f64) -> (Lanes, Lanes) {
     // `exp(-|x|)` without `exp`'s clamp from above and its NaN select: the argument is at
     // most 0 (so one scaling by a power of two suffices), and a NaN `x` gets its weights from
     // `sigmoid_pair_order`.
-    let e = map(|l| crate::elementary::exp_of_nonpositive(-x[l].abs()));
+    let e = map(|l| elementary::exp_of_nonpositive(-x[l].abs()));
     // Arithmetic, then selects, in two loops: one loop returning the ordered pair may be
     // compiled lane by lane with branches.
     let mut big = [0.0; CHUNK];

@@ -20,7 +20,7 @@
 
 use crate::ir::{Binary, Unary};
 
-use super::instr::{NONE, Op, Plan, RevStep, Step, crisp_only_op};
+use super::instr::{NONE, Op, Plan, RevStep, Step, forward_only_op};
 
 /// The forward steps of one layout and the places their values need.
 #[derive(Clone, Debug, Default)]
@@ -96,7 +96,7 @@ pub(super) struct Placed {
 /// (`crate::ir::unary_derivative`, `binary_derivatives`, the if-statement's rules) use for
 /// the operands it sends contributions to. Reading a slot not listed here would read another
 /// value's lanes; listing more than needed only costs places.
-fn reverse_reads(rs: &RevStep, smooth: bool) -> ([u32; 3], usize) {
+pub(super) fn reverse_reads(rs: &RevStep, smooth: bool) -> ([u32; 3], usize) {
     let out = rs.step.out;
     let (want_a, want_b) = (rs.to[0].adj != NONE, rs.to[1].adj != NONE);
     match rs.step.op {
@@ -144,7 +144,7 @@ fn reverse_reads(rs: &RevStep, smooth: bool) -> ([u32; 3], usize) {
         Op::PoissonTerm { r, .. } => ([r, 0, 0], 1),
         Op::If { t, e, .. } if smooth => ([t, e, 0], 2),
         Op::If { g, .. } => ([g, 0, 0], 1),
-        crisp_only_op!() => unreachable!("only the crisp forward-only plan selects"),
+        forward_only_op!() => unreachable!("only forward-only layouts have this step"),
     }
 }
 
@@ -164,7 +164,7 @@ pub(super) fn rename(st: &mut Step, place: impl Fn(u32) -> u32) {
     st.out = place(st.out);
     match &mut st.op {
         Op::Param { .. } | Op::Latent { .. } => {}
-        Op::Unary { a, .. } => *a = place(*a),
+        Op::Unary { a, .. } | Op::LnStandIn { a } => *a = place(*a),
         Op::Binary { a, b, .. } => (*a, *b) = (place(*a), place(*b)),
         Op::NormalSquare { x, m, s, .. } => (*x, *m, *s) = (place(*x), place(*m), place(*s)),
         Op::SquareDiff { x, m, .. } => (*x, *m) = (place(*x), place(*m)),

@@ -19,13 +19,15 @@
 //!
 //! The modules, each importing only those listed before it: `instr` (the instruction set),
 //! `input` (the latents a sweep reads: values, or noise reparameterised as it loads them),
-//! `fuse`, `plan`, `layout` and `crisp` (compile-time passes; `crisp` builds the crisp
-//! forward-only plan, with selects folded and guards fused), `forced_plan` (the dependency graph and
+//! `fuse`, `plan`, `layout`, `crisp` and `checked` (compile-time passes; `crisp` builds the
+//! crisp forward-only plan, with selects folded and guards fused, `checked` the layout of
+//! gradient sweeps whose values are only checked for finiteness), `forced_plan` (the dependency graph and
 //! layout of LYY18's forced sweeps, built at the first of them), `vmath` (lane `exp` and `ln`,
 //! and the kernel sets), `kernel_choice` (which build of the forward sweep runs), `workspace`,
 //! `tape` (the compiled tape), `compile` (program to tape), `kernels` (lane rules), `sweep`
 //! (one chunk), `evaluate` (a batch) and `forced` (LYY18's per-sample forcing).
 
+mod checked;
 mod compile;
 mod crisp;
 mod evaluate;
@@ -57,5 +59,5 @@ pub use input::Latents;
 pub use instr::CHUNK;
 pub use jit::Coverage as JitCoverage;
 pub use kernel_choice::CHOICE_SWEEPS as KERNEL_CHOICE_SWEEPS;
-pub use tape::Tape;
+pub use tape::{Tape, Values};
 pub use workspace::Workspace;

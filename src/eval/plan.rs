@@ -11,7 +11,7 @@ use std::collections::hash_map::Entry;
 use crate::ir::Binary;
 
 use super::instr::{
-    FOLD_A, FOLD_B, NO_TARGET, NONE, Op, Plan, RevStep, Step, Target, UNREAD, crisp_only_op,
+    FOLD_A, FOLD_B, NO_TARGET, NONE, Op, Plan, RevStep, Step, Target, UNREAD, forward_only_op,
 };
 
 /// Lets every if-statement whose guard is the same lane-varying slot as an earlier one's
@@ -123,7 +123,7 @@ fn reaches_inputs(steps: &[Step], adj: &[u32], chains: &[(u32, bool)], smooth: b
                         .any(|&(t, _)| r(t))
             }
             Op::If { g, t, e, .. } => (smooth && r(g)) || r(t) || r(e),
-            crisp_only_op!() => unreachable!("only the crisp forward-only plan selects"),
+            forward_only_op!() => unreachable!("only forward-only layouts have this step"),
         };
         reach[step.out as usize] = here;
     }
@@ -283,7 +283,7 @@ pub(super) fn plan(shape: &Shape, smooth: bool) -> Plan {
                 let tt = target(t, true);
                 [tg, tt, target(e, true)]
             }
-            crisp_only_op!() => unreachable!("only the crisp forward-only plan selects"),
+            forward_only_op!() => unreachable!("only forward-only layouts have this step"),
         };
         let chain = matches!(step.op, Op::SumChain { .. });
         if chain || to.iter().any(|t| t.adj != NONE) {

@@ -10,7 +10,7 @@ use crate::ir::{Binary, Semantics, Unary};
 #[cfg(target_arch = "x86_64")]
 use crate::cpu;
 
-use super::instr::{CHUNK, FOLD_A, FOLD_B, Lanes, NONE, Op, Plan, Target, crisp_only_op};
+use super::instr::{CHUNK, FOLD_A, FOLD_B, Lanes, NONE, Op, Plan, Target, forward_only_op};
 #[cfg(target_arch = "x86_64")]
 use super::jit;
 use super::kernels::{self, Wants};
@@ -297,7 +297,7 @@ fn reverse_steps(
                     }
                 }
             }
-            crisp_only_op!() => unreachable!("only the crisp forward-only plan selects"),
+            forward_only_op!() => unreachable!("only forward-only layouts have this step"),
             Op::If {
                 g,
                 t,

@@ -14,7 +14,7 @@ use crate::ir::{Branch, Semantics, binary_value, unary_value};
 use crate::cpu;
 
 use super::input::Latents;
-use super::instr::{CHUNK, Lanes, NONE, Op, Step, UNREAD, crisp_only_op};
+use super::instr::{CHUNK, Lanes, NONE, Op, Step, UNREAD, forward_only_op};
 #[cfg(target_arch = "x86_64")]
 use super::jit;
 use super::kernels;
@@ -60,7 +60,7 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
             | Op::SumChain { .. } => {
                 unreachable!("only lane steps are fused")
             }
-            crisp_only_op!() => unreachable!("only the crisp forward-only plan selects"),
+            forward_only_op!() => unreachable!("only forward-only layouts have this step"),
             Op::If {
                 g,
                 t,
@@ -309,7 +309,13 @@ fn forward_body(
             Op::NormalSquare { x, m, s, c } => kernels::normal_square_forward(v(x), v(m), v(s), c),
             Op::SquareDiff { x, m, c } => kernels::square_diff_forward(v(x), v(m), c),
             Op::Square { x, s, c } => kernels::square_forward(v(x), (s != NONE).then(|| v(s)), c),
-            Op::PoissonTerm { r, c, c_left } => kernels::poisson_term_forward(v(r), c, c_left),
+            Op::PoissonTerm {
+                r,
+                c,
+                c_left,
+                stand_in,
+            } => kernels::poisson_term_forward(v(r), c, c_left, stand_in),
+            Op::LnStandIn { a } => kernels::ln_stand_in_forward(v(a)),
             Op::SumChain { base, from, to } => {
                 let mut acc = *v(base);
                 for &(t, right) in &chains[from as usize..to as usize] {

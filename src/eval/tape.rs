@@ -12,11 +12,25 @@ use crate::ir::Semantics;
 use super::crisp::CrispPlan;
 use super::forced_plan::ForcedPlan;
 use super::input::Latents;
-use super::instr::{CHUNK, Plan, Step};
+use super::instr::{CHUNK, Op, Plan, Step};
 use super::jit::Coverage as JitCoverage;
 use super::layout::Layout;
 use super::workspace::Workspace;
 use crate::aligned::ArrayBuf;
+
+/// What the per-sample values of a gradient sweep must be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Values {
+    /// The output's values.
+    Exact,
+    /// Finite exactly where the output's values are, and equal to them where no logarithm
+    /// only the output reads enters: what a training step reads them for (to find the
+    /// samples whose log-density is not finite). Such logarithms are replaced by a stand-in
+    /// finite where they are (see `checked.rs`), which saves their cost; the gradients keep
+    /// their bits. The two can differ in finiteness only where a sum or product past such a
+    /// logarithm overflows (terms near `1e308`).
+    Checked,
+}
 
 /// A program compiled for batched evaluation of one of its outputs. Cloning it is cheap:
 /// clones share one compiled tape (a large program's steps and plans take tens of
@@ -52,6 +66,10 @@ pub struct Compiled {
     /// The other steps, run for every chunk, with values sharing places where their lives
     /// do not overlap (see `layout.rs`): what the sweeps use.
     pub(super) compact: Layout,
+    /// The compact layout with the logarithms only the output reads replaced by a stand-in
+    /// finite where they are (`checked.rs`), for [`Values::Checked`]; `None` where there is
+    /// no such logarithm.
+    pub(super) checked: Option<Layout>,
     /// The steps a forward-only crisp sweep runs in a workspace in the compact layout
     /// (`crisp.rs`), and the constants only they read.
     pub(super) crisp: CrispPlan,
@@ -119,6 +137,22 @@ impl Tape {
         self.fused_poisson
     }
 
+    /// How many logarithms a gradient sweep with [`Values::Checked`] replaces by their
+    /// stand-in, Poisson terms included (for tests and benchmark reports; see `checked.rs`).
+    pub fn ln_stand_ins(&self) -> usize {
+        self.checked.as_ref().map_or(0, |l| {
+            l.steps
+                .iter()
+                .filter(|st| {
+                    matches!(
+                        st.op,
+                        Op::LnStandIn { .. } | Op::PoissonTerm { stand_in: true, .. }
+                    )
+                })
+                .count()
+        })
+    }
+
     /// Instructions of the reverse sweep under `semantics` (for tests and benchmark
     /// reports): steps whose adjoint can only be zero, or cannot flow on to a latent or
     /// parameter, are left out.
@@ -145,6 +179,17 @@ impl Tape {
             Semantics::Forced { .. } => return None,
         };
         Some(self.compact.compiled(crisp)?.coverage)
+    }
+
+    /// [`Tape::jit_coverage`] of the checked layout's forward sweep (for
+    /// [`Values::Checked`]); `None` where there is no checked layout too.
+    pub fn checked_jit_coverage(&self, semantics: Semantics) -> Option<JitCoverage> {
+        let crisp = match semantics {
+            Semantics::Smoothed { .. } => false,
+            Semantics::Crisp => true,
+            Semantics::Forced { .. } => return None,
+        };
+        Some(self.checked.as_ref()?.compiled(crisp)?.coverage)
     }
 
     /// How many steps of the reverse sweep under `semantics` its machine code runs itself,
@@ -258,15 +303,22 @@ impl Tape {
     /// sweep follows: the crisp forward-only plan where it may (a crisp sweep without one,
     /// in a workspace that is not in the forced layout) and it saves steps, else
     /// [`Tape::layout`]. (Where it saves none, as on influenza, whose selects are the only
-    /// change, its sweep measured no faster than the compact layout's.)
+    /// change, its sweep measured no faster than the compact layout's.) A gradient sweep
+    /// whose values are only checked runs in the checked layout where there is one (not in
+    /// a workspace in the forced layout, whose places LYY18's sweeps read after it).
     pub(super) fn forward_layout(
         &self,
         ws: &Workspace,
         semantics: Semantics,
         reverse: bool,
+        values: Values,
     ) -> &Layout {
         if !reverse && semantics == Semantics::Crisp && !ws.forced_layout && self.crisp_saves() {
             &self.crisp.layout
+        } else if let (true, Values::Checked, false, Some(checked)) =
+            (reverse, values, ws.forced_layout, &self.checked)
+        {
+            checked
         } else {
             self.layout(ws)
         }

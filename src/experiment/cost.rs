@@ -127,12 +127,8 @@ impl Timed {
         let mut n = 0u64;
         loop {
             self.k += 1;
-            self.engine.evaluate(
-                &self.theta,
-                StreamKey::new(0, self.k, Purpose::Step),
-                batch,
-                false,
-            )?;
+            self.engine
+                .step(&self.theta, StreamKey::new(0, self.k, Purpose::Step), batch)?;
             n += 1;
             let t = clock.elapsed().as_secs_f64();
             if t >= seconds && n >= min_batches {

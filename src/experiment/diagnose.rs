@@ -6,6 +6,7 @@
 //! In crisp semantics a component whose difference quotient crosses a branch boundary is
 //! skipped (and counted): the crisp function is discontinuous there.
 
+use crate::eval::Values;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -102,7 +103,7 @@ pub fn diagnose(model: &Model, config: &DiagnoseConfig) -> Result<DiagnoseReport
         taken += 1;
         let s: Vec<f64> = scratch.s[..n].to_vec();
         for (si, &(_, sem)) in sems.iter().enumerate() {
-            problem.sweep_gradient(&state, &theta, sem, &mut scratch);
+            problem.sweep_gradient(&state, &theta, sem, &mut scratch, Values::Exact);
             problem.pathwise_block(&state, &scratch, &mut ad);
             for p in 0..d {
                 let h = 1e-5 * theta[p].abs().max(1.0);

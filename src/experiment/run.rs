@@ -532,11 +532,10 @@ fn steps(
         if cancel.load(Ordering::Relaxed) {
             return seg;
         }
-        let step = engine.evaluate_then_draw(
+        let step = engine.step_then_draw(
             theta,
             StreamKey::new(cfg.seed, k, Purpose::Step),
             cfg.batch,
-            false,
             StreamKey::new(cfg.seed, k + 1, Purpose::Step),
         );
         let stop = cfg.on_nonfinite == OnNonFinite::Stop;

@@ -512,6 +512,34 @@ impl Emitter<'_> {
                 }
                 d
             }
+            Op::LnStandIn { a } => {
+                let x = self.cache.find(a);
+                let d = self.cache.take(&[x]);
+                for h in 0..2 {
+                    let xa = self.reg(x, h, X[4])?;
+                    self.ln_stand_in(X[5], xa)?;
+                    self.a.vmovapd(ZMM[2 * d + h], X[5])?;
+                }
+                d
+            }
+            Op::PoissonTerm {
+                r,
+                c,
+                stand_in: true,
+                ..
+            } => {
+                // As below, with the stand-in for the logarithm, inline.
+                let x = self.cache.find(r);
+                let d = self.cache.take(&[x]);
+                let ci = self.constant(c);
+                for h in 0..2 {
+                    let xa = self.reg(x, h, X[4])?;
+                    self.ln_stand_in(X[5], xa)?;
+                    self.a.vmulpd(X[5], X[5], k(ci))?;
+                    self.a.vsubpd(ZMM[2 * d + h], X[5], xa)?;
+                }
+                d
+            }
             Op::PoissonTerm { r, c, .. } => {
                 // `c ln(r) - r` (the product's operand order cannot change its bits: `c` is
                 // a finite count). The routine leaves `r` where it took it.
@@ -701,6 +729,19 @@ impl Emitter<'_> {
     }
 
     /// The index of a new constant `c` in the table.
+    /// `elementary::ln_stand_in` of `x` into `to` (not `x`): the exponent as a double
+    /// (`vgetexppd`: `-inf` at zero, `+inf` at `+inf`, NaN quieted), times `ln 2`, and NaN
+    /// where `x < 0` (`-inf` included), as the scalar function computes them.
+    fn ln_stand_in(&mut self, to: AsmRegisterZmm, x: AsmRegisterZmm) -> Result<(), IcedError> {
+        let ln2 = self.constant(std::f64::consts::LN_2);
+        let nan = self.constant(f64::NAN);
+        self.a.vgetexppd(to, x)?;
+        self.a.vmulpd(to, to, k(ln2))?;
+        self.a.vcmppd(k1, x, ZERO, LT_OQ)?;
+        self.a
+            .vbroadcastsd(to.k1(), qword_ptr(rbp + 8 * nan as i32))
+    }
+
     fn constant(&mut self, c: f64) -> usize {
         self.consts.push(c);
         self.consts.len() - 1

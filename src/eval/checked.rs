@@ -1,0 +1,90 @@
+//! The checked layout: the compact layout with every logarithm whose value no gradient reads
+//! replaced by [`ln_stand_in`](crate::elementary::ln_stand_in), for the gradient sweeps of
+//! training steps ([`Values::Checked`](super::Values::Checked)).
+//!
+//! Why: a training step needs each sample's gradient, and its log-density only to find the
+//! samples where that is not finite (to skip or stop the step and say where). The reverse
+//! sweep reads the argument of a logarithm, not its value, so a logarithm that feeds only the
+//! output through sums and constant factors (a Poisson term's `ln(rate)`, a normal density's
+//! `ln(scale)`) is computed for nothing but that check: on textmsg, 37 logarithms of the 37
+//! Poisson terms were a third of a gradient sample's time. The stand-in is finite exactly where
+//! the logarithm is and within `ln 2` below it, so the output is finite exactly where the
+//! exact one is, unless a sum or product past a logarithm overflows in one and not the other
+//! (terms near `1e308`).
+//!
+//! A step keeps its exact value when the reverse sweeps read it (its place is pinned and
+//! listed by `layout::reverse_reads`), when it is the guard of an if-statement (the smoothing
+//! weights are kept for the reverse sweep, and a crisp guard chooses the branch), or when it is
+//! an operand of such a step: the gradients keep their bits, and nothing changes but the
+//! output's value.
+
+use crate::ir::Unary;
+
+use super::instr::{NONE, Op, Plan};
+use super::layout::{self, Layout};
+
+/// The checked layout of `compact` with reverse plans `plans` (smoothed, then crisp), or
+/// `None` where it would have no stand-in (the compact layout then serves both).
+pub(super) fn build(compact: &Layout, plans: [&Plan; 2]) -> Option<Layout> {
+    let steps = &compact.steps;
+    let mut read_back = vec![false; compact.values];
+    for (plan, smooth) in plans.into_iter().zip([true, false]) {
+        for rs in &plan.steps {
+            let (reads, k) = layout::reverse_reads(rs, smooth);
+            reads[..k]
+                .iter()
+                .for_each(|&p| read_back[p as usize] = true);
+        }
+    }
+    // The step whose value each operand reads (`NONE`: no step of this layout wrote it, as
+    // for constants, parameters and values the same in every lane).
+    let mut writer = vec![NONE; compact.values];
+    let mut operand_writers: Vec<Vec<u32>> = Vec::with_capacity(steps.len());
+    for (k, st) in steps.iter().enumerate() {
+        let mut w = Vec::new();
+        layout::each_read(st, &compact.chains, |p| w.push(writer[p as usize]));
+        operand_writers.push(w);
+        writer[st.out as usize] = k as u32;
+    }
+    let mut exact = vec![false; steps.len()];
+    for k in (0..steps.len()).rev() {
+        exact[k] |= read_back[steps[k].out as usize];
+        let guard_only = match steps[k].op {
+            Op::If { .. } if !exact[k] => Some(0),
+            _ => None,
+        };
+        if !exact[k] && guard_only.is_none() {
+            continue;
+        }
+        // An if-statement's operands are read guard first (`instr::operands`).
+        let ws = &operand_writers[k];
+        let ws = match guard_only {
+            Some(g) => &ws[g..g + 1],
+            None => &ws[..],
+        };
+        for &w in ws {
+            if w != NONE {
+                exact[w as usize] = true;
+            }
+        }
+    }
+    let mut checked = compact.clone();
+    let mut stand_ins = 0;
+    for (st, &exact) in checked.steps.iter_mut().zip(&exact) {
+        if exact {
+            continue;
+        }
+        match &mut st.op {
+            Op::Unary { op: Unary::Log, a } => {
+                st.op = Op::LnStandIn { a: *a };
+                stand_ins += 1;
+            }
+            Op::PoissonTerm { stand_in, .. } => {
+                *stand_in = true;
+                stand_ins += 1;
+            }
+            _ => {}
+        }
+    }
+    (stand_ins > 0).then_some(checked)
+}
