@@ -12,6 +12,7 @@
 
 use super::pathwise::pathwise_chunk;
 use super::{Channel, Context, EstimateError, Estimator, EstimatorKind, Problem, Scratch};
+use crate::eval::Values;
 use crate::ir::{AffineGuard, Branch, Semantics};
 
 /// The LYY18 estimator for a program whose guards are all affine.
@@ -114,7 +115,7 @@ impl Lyy18 {
         grads: &mut [f64],
         values: &mut [f64],
     ) {
-        pathwise_chunk(cx, Semantics::Crisp, scratch, grads, values);
+        pathwise_chunk(cx, Semantics::Crisp, Values::Exact, scratch, grads, values);
         let big_k = self.guards.len();
         if big_k == 0 {
             return;

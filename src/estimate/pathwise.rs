@@ -2,6 +2,7 @@
 //! gradient of `f(theta, phi_theta(s))` under a schedule's semantics.
 
 use super::{Context, Estimator, EstimatorKind, Schedule, Scratch};
+use crate::eval::Values;
 use crate::ir::Semantics;
 
 /// `grad_theta f(theta, phi_theta(s))` under `schedule.semantics(k)`.
@@ -37,20 +38,22 @@ impl Estimator for Pathwise {
         grads: &mut [f64],
         values: &mut [f64],
     ) {
-        pathwise_chunk(cx, cx.semantics, scratch, grads, values);
+        pathwise_chunk(cx, cx.semantics, cx.values, scratch, grads, values);
     }
 }
 
-/// The pathwise gradient samples under `semantics` (shared with LYY18).
+/// The pathwise gradient samples under `semantics`, with `f` values exact or checked
+/// (shared with LYY18, whose forced sweeps reuse an exact sweep's values).
 pub(super) fn pathwise_chunk(
     cx: &Context<'_>,
     semantics: Semantics,
+    wanted: Values,
     scratch: &mut Scratch,
     grads: &mut [f64],
     values: &mut [f64],
 ) {
     let p = cx.problem;
-    p.sweep_gradient(cx.state, cx.theta, semantics, scratch, cx.values);
+    p.sweep_gradient(cx.state, cx.theta, semantics, scratch, wanted);
     let logp = std::mem::take(&mut scratch.grad.value);
     p.f_values(cx.state, scratch, &logp, values);
     scratch.grad.value = logp;

@@ -186,7 +186,8 @@ pub struct RunReport {
     pub stop_reason: StopReason,
     /// What went wrong, naming the iteration and the term, when the run stopped early.
     pub stop_message: Option<String>,
-    /// Steps skipped because the gradient was not finite (`--on-nonfinite continue`).
+    /// Steps skipped because a sample's log-density or the mean gradient was not finite
+    /// (`--on-nonfinite continue`).
     pub skipped_steps: u64,
     /// Set when a smoothing run ends with a smoothing gap larger than its noise: the answer
     /// is then that of the smoothed problem, not yet of the original one.
