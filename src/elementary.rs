@@ -273,6 +273,25 @@ pub fn ln_stand_in(x: f64) -> f64 {
     if x <= 0.0 { at_most_zero } else { y }
 }
 
+/// A stand-in for [`log1p`] where only whether it is finite matters (see [`ln_stand_in`]):
+/// `ln_stand_in(1 + x)`, finite exactly where `log1p` is (`1 + x` rounds to a positive number
+/// for every `x > -1`), `-inf` at -1, NaN below it, `+inf` at `+inf`, and within about `ln 2`
+/// of it.
+#[inline(always)]
+pub fn log1p_stand_in(x: f64) -> f64 {
+    ln_stand_in(1.0 + x)
+}
+
+/// A stand-in for [`softplus`] where only whether it is finite matters (see [`ln_stand_in`]):
+/// `max(x, 0)`, finite exactly where `softplus` is (0 at `-inf`), `+inf` at `+inf`, NaN for
+/// NaN, within `ln 2` below it. As `vmaxpd` with zero and then `x + x` where `x` is NaN give
+/// it, bit for bit.
+#[inline(always)]
+pub fn softplus_stand_in(x: f64) -> f64 {
+    let pos = if x > 0.0 { x } else { 0.0 };
+    if x.is_nan() { x + x } else { pos }
+}
+
 /// `ln(1 + x)`, accurate for small `x`, within 1 ulp of the correctly rounded result (0.83 ulp from
 /// the true value measured over 10^7 inputs). `-inf` at -1, NaN below it, `x` itself for `|x| <
 /// 2^-1022` and at `+inf`.

@@ -9,12 +9,12 @@ mod eval_common;
 use std::f64::consts::LN_2;
 use std::path::Path;
 
-use dsgd::elementary::{ln, ln_stand_in};
+use dsgd::elementary::{ln, ln_stand_in, log1p, log1p_stand_in, softplus, softplus_stand_in};
 use dsgd::estimate::{self, Engine, EstimatorKind, NonFinite, Problem, Purpose, StreamKey};
 use dsgd::eval::vmath::KernelSet;
 use dsgd::eval::{BatchGradient, CHUNK, Latents, Tape, Values};
 use dsgd::experiment::run::{OnNonFinite, RunConfig, run};
-use dsgd::ir::{Builder, Model, Program, Semantics};
+use dsgd::ir::{Builder, Model, Program, Semantics, Var};
 use dsgd::lang::{CompileOptions, compile_source};
 use eval_common::{Lcg, bits};
 
@@ -54,25 +54,42 @@ fn class(x: f64) -> i8 {
     }
 }
 
+/// Each stand-in beside its function.
+type Function = fn(f64) -> f64;
+const STAND_INS: [(&str, Function, Function); 3] = [
+    ("ln", ln_stand_in, ln),
+    ("log1p", log1p_stand_in, log1p),
+    ("softplus", softplus_stand_in, softplus),
+];
+
 #[test]
-fn the_stand_in_is_finite_exactly_where_ln_is_and_within_ln2_below_it() {
+fn each_stand_in_is_finite_exactly_where_its_function_is_and_within_ln2_of_it() {
     let mut rng = Lcg(11);
     let mut xs = EDGES.to_vec();
-    // Random bit patterns: every exponent, both signs, subnormals, infinities and NaNs.
+    // Random bit patterns (every exponent, both signs, subnormals, infinities and NaNs), and
+    // numbers next to -1, where `log1p` ends.
     xs.extend((0..2_000_000).map(|_| {
         rng.next();
         f64::from_bits(rng.0)
     }));
-    for x in xs {
-        let (s, l) = (ln_stand_in(x), ln(x));
-        assert_eq!(class(s), class(l), "at {x:e}: stand-in {s}, ln {l}");
-        if class(s) == 0 {
-            // `s = e ln 2` for the exponent `e` of `x`, rounded once; `ln` within 1 ulp.
-            let slack = 4.0 * f64::EPSILON * l.abs().max(1.0);
-            assert!(
-                s <= l + slack && s > l - LN_2 - slack,
-                "at {x:e}: {s} against {l}"
+    xs.extend((0..100_000).map(|i| -1.0 + (i as f64 - 50_000.0) * f64::EPSILON));
+    for (name, stand_in, f) in STAND_INS {
+        for &x in &xs {
+            let (s, y) = (stand_in(x), f(x));
+            assert_eq!(
+                class(s),
+                class(y),
+                "{name} at {x:e}: stand-in {s}, exact {y}"
             );
+            if class(s) == 0 {
+                // `ln`, `log1p`: `e ln 2` for the exponent `e` of `x` (of `1 + x` rounded),
+                // rounded once; `softplus`: `max(x, 0)`. The functions are within 2 ulp.
+                let slack = 4.0 * f64::EPSILON * y.abs().max(1.0);
+                assert!(
+                    s <= y + slack && s >= y - LN_2 - slack,
+                    "{name} at {x:e}: {s} against {y}"
+                );
+            }
         }
     }
 }
@@ -129,12 +146,41 @@ fn sweep(
     (g.value.to_vec(), grads)
 }
 
+/// `f(z0) + f(z1 + p) + z2^2` for the function `name`: the output is finite where the two
+/// `f` are, so its finiteness is the stand-ins'.
+fn one_function(name: &str) -> Program {
+    let b = Builder::new();
+    let z: Vec<_> = (0..3).map(|i| b.latent(&format!("z{i}"))).collect();
+    let p = b.param("p");
+    fn apply<'b>(name: &str, x: Var<'b>) -> Var<'b> {
+        match name {
+            "ln" => x.ln(),
+            "log1p" => x.ln_1p(),
+            _ => x.softplus(),
+        }
+    }
+    let f = |x| apply(name, x);
+    let total = b.sum(&[f(z[0]), f(z[1] + p), z[2] * z[2]]);
+    b.finish(&[total]).unwrap()
+}
+
 #[test]
 fn checked_sweeps_keep_the_gradients_bits_and_the_values_finiteness_in_every_build() {
     let tape = Tape::compile(&logarithms(), 0);
     assert_eq!(tape.fused_poisson_terms(), 1);
     assert_eq!(tape.ln_stand_ins(), 3);
-    // Every edge for `z0` (the plain logarithm) and `z1` (under the fused term and `z1 + p`).
+    checked_against_exact(&tape, "logarithms");
+    for (name, _, _) in STAND_INS {
+        let tape = Tape::compile(&one_function(name), 0);
+        assert_eq!(tape.ln_stand_ins(), 2, "{name}");
+        checked_against_exact(&tape, name);
+    }
+}
+
+/// In every build, smoothed and crisp, at every edge: the checked sweep's gradients have the
+/// exact one's bits, its values their finiteness, and every build the same values.
+fn checked_against_exact(tape: &Tape, name: &str) {
+    // Every edge for `z0` and `z1`.
     let batch = 3 * CHUNK + 5;
     let mut rng = Lcg(5);
     let mut latents = Vec::new();
@@ -144,29 +190,24 @@ fn checked_sweeps_keep_the_gradients_bits_and_the_values_finiteness_in_every_bui
     for sem in [Semantics::Smoothed { eta: 0.1 }, Semantics::Crisp] {
         let mut first: Option<Vec<u64>> = None;
         for set in KernelSet::available() {
-            let (exact, exact_grads) = sweep(&tape, set, sem, &latents, Values::Exact);
-            let (checked, grads) = sweep(&tape, set, sem, &latents, Values::Checked);
-            assert!(
-                grads == exact_grads,
-                "{set:?} {sem:?}: the gradients differ"
-            );
+            let (exact, exact_grads) = sweep(tape, set, sem, &latents, Values::Exact);
+            let (checked, grads) = sweep(tape, set, sem, &latents, Values::Checked);
+            let at = format!("{name}, {set:?}, {sem:?}");
+            assert!(grads == exact_grads, "{at}: the gradients differ");
             for (l, (c, e)) in checked.iter().zip(&exact).enumerate() {
-                assert_eq!(
-                    class(*c),
-                    class(*e),
-                    "{set:?} {sem:?} lane {l}: {c} against {e}"
-                );
+                assert_eq!(class(*c), class(*e), "{at}, lane {l}: {c} against {e}");
             }
-            // Some lanes finite, some not: the check has something to find.
-            assert!(exact.iter().any(|v| v.is_finite()) && exact.iter().any(|v| !v.is_finite()));
+            // Finite lanes and others: the check has something to find.
+            assert!(exact.iter().any(|v| v.is_finite()), "{at}: all non-finite");
+            assert!(exact.iter().any(|v| !v.is_finite()), "{at}: all finite");
             if set == KernelSet::Jit {
                 let c = tape.checked_jit_coverage(sem).expect("compiled");
-                assert_eq!(c.called, 0, "{c:?}");
+                assert_eq!(c.called, 0, "{at}: {c:?}");
             }
             let b = bits(&checked);
             match &first {
                 None => first = Some(b),
-                Some(f) => assert!(*f == b, "{set:?} {sem:?}: checked values differ by build"),
+                Some(f) => assert!(*f == b, "{at}: checked values differ by build"),
             }
         }
     }
@@ -228,7 +269,13 @@ fn an_optimisation_step_has_the_gradients_of_an_exact_evaluation() {
     // Half the draws of z are negative: the Exponential's log-density is then NaN while its
     // gradient is finite.
     let nan = compile("let z = sample Normal(0, 1);\nobserve 1 ~ Exponential(z);\n");
-    for model in [&textmsg, &scale, &nan] {
+    // A latent in (0, 1) (the log-Jacobian of its logit transform: softplus terms) as the
+    // scale of a Cauchy (a `log1p` term), and a Logistic (another).
+    let bounded = compile(
+        "let q = sample Beta(2, 2);\nlet m = sample Normal(0, 1);\nobserve 0.3 ~ Cauchy(m, q);\nobserve 1.2 ~ Logistic(m, 1);\n",
+    );
+    assert!(Tape::compile(&bounded.program, 0).ln_stand_ins() >= 4);
+    for model in [&textmsg, &scale, &nan, &bounded] {
         for kind in [
             EstimatorKind::Dsgd,
             EstimatorKind::Fixed,

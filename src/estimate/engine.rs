@@ -137,8 +137,8 @@ impl Engine {
 
     /// An optimisation step's [`Engine::evaluate`]: the same gradient samples, bit for bit,
     /// with `f` values only checked ([`Values::Checked`]: finite exactly where `f` is, which
-    /// is all a step reads them for), and no crisp values. Logarithms that only `f` reads are
-    /// not computed (a third of a textmsg sample).
+    /// is all a step reads them for), and no crisp values. Logarithms (`ln`, `log1p`,
+    /// `softplus`) that only `f` reads are not computed (a third of a textmsg sample).
     pub fn step(&mut self, theta: &[f64], key: StreamKey, batch: usize) -> Result<(), FamilyError> {
         self.evaluate_with(theta, key, batch, false, Values::Checked)
     }

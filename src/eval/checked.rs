@@ -1,16 +1,19 @@
-//! The checked layout: the compact layout with every logarithm whose value no gradient reads
-//! replaced by [`ln_stand_in`](crate::elementary::ln_stand_in), for the gradient sweeps of
-//! training steps ([`Values::Checked`](super::Values::Checked)).
+//! The checked layout: the compact layout with every logarithm (`ln`, `log1p`, `softplus`)
+//! whose value no gradient reads replaced by a stand-in finite exactly where it is
+//! ([`ln_stand_in`](crate::elementary::ln_stand_in), `log1p_stand_in`, `softplus_stand_in`),
+//! for the gradient sweeps of optimisation steps
+//! ([`Values::Checked`](super::Values::Checked)).
 //!
 //! Why: a training step needs each sample's gradient, and its log-density only to find the
 //! samples where that is not finite (to skip or stop the step and say where). The reverse
 //! sweep reads the argument of a logarithm, not its value, so a logarithm that feeds only the
 //! output through sums and constant factors (a Poisson term's `ln(rate)`, a normal density's
-//! `ln(scale)`) is computed for nothing but that check: on textmsg, 37 logarithms of the 37
-//! Poisson terms were a third of a gradient sample's time. The stand-in is finite exactly where
-//! the logarithm is and within `ln 2` below it, so the output is finite exactly where the
-//! exact one is, unless a sum or product past a logarithm overflows in one and not the other
-//! (terms near `1e308`).
+//! `ln(scale)`) is computed for nothing but that check: on textmsg, the logarithms of 36 of
+//! its 37 Poisson terms (one count is 0) were a third of a gradient sample's time (the logit
+//! transform's softplus terms and a Cauchy's `log1p` are the same case). A stand-in is finite
+//! exactly where its function is and within about `ln 2` of it, so the output is finite
+//! exactly where the exact one is, unless a sum or product past a logarithm overflows in one
+//! and not the other (terms near `1e308`).
 //!
 //! A step keeps its exact value when the reverse sweeps read it (its place is pinned and
 //! listed by `layout::reverse_reads`), when it is the guard of an if-statement (the smoothing
@@ -75,8 +78,11 @@ pub(super) fn build(compact: &Layout, plans: [&Plan; 2]) -> Option<Layout> {
             continue;
         }
         match &mut st.op {
-            Op::Unary { op: Unary::Log, a } => {
-                st.op = Op::LnStandIn { a: *a };
+            Op::Unary {
+                op: op @ (Unary::Log | Unary::Log1p | Unary::Softplus),
+                a,
+            } => {
+                st.op = Op::StandIn { op: *op, a: *a };
                 stand_ins += 1;
             }
             Op::PoissonTerm { stand_in, .. } => {

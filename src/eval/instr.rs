@@ -87,10 +87,12 @@ pub(super) enum Op {
         /// checked layout (`checked.rs`), where nothing but a finiteness check reads the term.
         stand_in: bool,
     },
-    /// [`ln_stand_in`](crate::elementary::ln_stand_in) of `a`: a logarithm whose value only
-    /// the finiteness check of a gradient-only sweep reads. Only in the checked layout
-    /// (`checked.rs`).
-    LnStandIn {
+    /// The stand-in of `op` (`Log`, `Log1p` or `Softplus`: `elementary::ln_stand_in`,
+    /// `log1p_stand_in`, `softplus_stand_in`) of `a`: a function whose value only the
+    /// finiteness check of a gradient sweep with checked values reads. Only in the checked
+    /// layout (`checked.rs`).
+    StandIn {
+        op: Unary,
         a: u32,
     },
     /// `((base + t1) + t2) + ...`, the terms `chains[from..to]` of the tape (see
@@ -246,7 +248,7 @@ pub(super) struct Plan {
 pub(super) fn operands(op: &Op) -> ([u32; 4], usize) {
     match *op {
         Op::Param { .. } | Op::Latent { .. } => ([0; 4], 0),
-        Op::Unary { a, .. } | Op::LnStandIn { a } => ([a, 0, 0, 0], 1),
+        Op::Unary { a, .. } | Op::StandIn { a, .. } => ([a, 0, 0, 0], 1),
         Op::Binary { a, b, .. } => ([a, b, 0, 0], 2),
         Op::NormalSquare { x, m, s, .. } => ([x, m, s, 0], 3),
         Op::SquareDiff { x, m, .. } => ([x, m, 0, 0], 2),
@@ -279,7 +281,7 @@ macro_rules! forward_only_op {
             | Op::SelectNeg { .. }
             | Op::SquareDiffSub { .. }
             | Op::SquareSub { .. }
-            | Op::LnStandIn { .. }
+            | Op::StandIn { .. }
     };
 }
 pub(super) use forward_only_op;

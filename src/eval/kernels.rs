@@ -350,6 +350,17 @@ pub fn ln_stand_in_forward(a: &Lanes) -> Lanes {
     map(|l| elementary::ln_stand_in(a[l]))
 }
 
+/// The stand-in of `op` (`Log`, `Log1p` or `Softplus`) of every lane (see `checked.rs`).
+#[inline(always)]
+pub fn stand_in_forward(op: Unary, a: &Lanes) -> Lanes {
+    match op {
+        Unary::Log => ln_stand_in_forward(a),
+        Unary::Log1p => map(|l| elementary::log1p_stand_in(a[l])),
+        Unary::Softplus => map(|l| elementary::softplus_stand_in(a[l])),
+        _ => unreachable!("no stand-in for {op:?}"),
+    }
+}
+
 /// Reverse of [`poisson_term_forward`]: `r`'s two contributions in the unfused sweep's order,
 /// the subtraction's (to be *subtracted*; it is the step's own adjoint) and then the
 /// logarithm's (to be added), every intermediate adjoint computed as the unfused sweep

@@ -164,7 +164,7 @@ pub(super) fn rename(st: &mut Step, place: impl Fn(u32) -> u32) {
     st.out = place(st.out);
     match &mut st.op {
         Op::Param { .. } | Op::Latent { .. } => {}
-        Op::Unary { a, .. } | Op::LnStandIn { a } => *a = place(*a),
+        Op::Unary { a, .. } | Op::StandIn { a, .. } => *a = place(*a),
         Op::Binary { a, b, .. } => (*a, *b) = (place(*a), place(*b)),
         Op::NormalSquare { x, m, s, .. } => (*x, *m, *s) = (place(*x), place(*m), place(*s)),
         Op::SquareDiff { x, m, .. } => (*x, *m) = (place(*x), place(*m)),

@@ -315,7 +315,7 @@ fn forward_body(
                 c_left,
                 stand_in,
             } => kernels::poisson_term_forward(v(r), c, c_left, stand_in),
-            Op::LnStandIn { a } => kernels::ln_stand_in_forward(v(a)),
+            Op::StandIn { op, a } => kernels::stand_in_forward(op, v(a)),
             Op::SumChain { base, from, to } => {
                 let mut acc = *v(base);
                 for &(t, right) in &chains[from as usize..to as usize] {

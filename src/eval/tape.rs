@@ -24,11 +24,11 @@ pub enum Values {
     /// The output's values.
     Exact,
     /// Finite exactly where the output's values are, and equal to them where no logarithm
-    /// only the output reads enters: what a training step reads them for (to find the
-    /// samples whose log-density is not finite). Such logarithms are replaced by a stand-in
-    /// finite where they are (see `checked.rs`), which saves their cost; the gradients keep
-    /// their bits. The two can differ in finiteness only where a sum or product past such a
-    /// logarithm overflows (terms near `1e308`).
+    /// (`ln`, `log1p`, `softplus`) only the output reads enters: what an optimisation step
+    /// reads them for (to find the samples whose log-density is not finite). Such logarithms
+    /// are replaced by a stand-in finite where they are (see `checked.rs`), which saves
+    /// their cost; the gradients keep their bits. The two can differ in finiteness only
+    /// where a sum or product past such a logarithm overflows (terms near `1e308`).
     Checked,
 }
 
@@ -137,8 +137,9 @@ impl Tape {
         self.fused_poisson
     }
 
-    /// How many logarithms a gradient sweep with [`Values::Checked`] replaces by their
-    /// stand-in, Poisson terms included (for tests and benchmark reports; see `checked.rs`).
+    /// How many logarithms (`ln`, `log1p`, `softplus`, Poisson terms) a gradient sweep with
+    /// [`Values::Checked`] replaces by their stand-in (for tests and benchmark reports; see
+    /// `checked.rs`).
     pub fn ln_stand_ins(&self) -> usize {
         self.checked.as_ref().map_or(0, |l| {
             l.steps
@@ -146,7 +147,7 @@ impl Tape {
                 .filter(|st| {
                     matches!(
                         st.op,
-                        Op::LnStandIn { .. } | Op::PoissonTerm { stand_in: true, .. }
+                        Op::StandIn { .. } | Op::PoissonTerm { stand_in: true, .. }
                     )
                 })
                 .count()

@@ -512,12 +512,28 @@ impl Emitter<'_> {
                 }
                 d
             }
-            Op::LnStandIn { a } => {
+            Op::StandIn { op, a } => {
                 let x = self.cache.find(a);
                 let d = self.cache.take(&[x]);
+                let one = (op == Unary::Log1p).then(|| self.constant(1.0));
                 for h in 0..2 {
                     let xa = self.reg(x, h, X[4])?;
-                    self.ln_stand_in(X[5], xa)?;
+                    match op {
+                        Unary::Log => self.ln_stand_in(X[5], xa)?,
+                        Unary::Log1p => {
+                            // `ln_stand_in(1 + x)`.
+                            self.a.vaddpd(X[6], xa, k(one.expect("set above")))?;
+                            self.ln_stand_in(X[5], X[6])?;
+                        }
+                        Unary::Softplus => {
+                            // `max(x, 0)` (zero where `x` is zero or below, the second
+                            // operand where either is NaN), then `x + x` where `x` is NaN.
+                            self.a.vmaxpd(X[5], xa, ZERO)?;
+                            self.a.vcmppd(k1, xa, xa, UNORD_Q)?;
+                            self.a.vaddpd(X[5].k1(), xa, xa)?;
+                        }
+                        _ => unreachable!("no stand-in for {op:?}"),
+                    }
                     self.a.vmovapd(ZMM[2 * d + h], X[5])?;
                 }
                 d
