@@ -78,7 +78,10 @@ pub(super) fn build(compact: &Layout, plans: [&Plan; 2]) -> Option<Layout> {
             }
         }
     }
-    let mut checked = compact.clone();
+    let mut checked = Layout {
+        checked: true,
+        ..compact.clone()
+    };
     let mut stand_ins = 0;
     for (st, &exact) in checked.steps.iter_mut().zip(&exact) {
         if exact {

@@ -327,6 +327,7 @@ fn place(src: &Source, mut steps: Vec<Step>, constant: &[Option<f64>], added: &[
             pinned: src.compact.pinned,
             constants: Vec::new(),
             forward_only: true,
+            checked: false,
             jit: Default::default(),
         },
         consts,

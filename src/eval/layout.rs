@@ -42,6 +42,9 @@ pub(super) struct Layout {
     /// Whether this is the crisp forward-only plan's layout (whose build is chosen apart:
     /// see `Workspace::plan_choice`).
     pub forward_only: bool,
+    /// Whether this is the checked layout (`checked.rs`), whose build is chosen apart too
+    /// (see `Workspace::checked_choice`).
+    pub checked: bool,
     /// The forward sweeps in machine code, compiled at first use.
     pub jit: super::jit::Compiled,
 }
@@ -253,6 +256,7 @@ pub(super) fn place(l: Logical, plans: [&mut Plan; 2]) -> Placed {
         pinned: pinned_count as usize,
         constants: Vec::new(),
         forward_only: false,
+        checked: false,
         jit: Default::default(),
     };
 
@@ -466,6 +470,7 @@ pub(super) fn hold(compact: &Layout, held: &[bool]) -> Layout {
         pinned: compact.pinned,
         constants: compact.constants.clone(),
         forward_only: false,
+        checked: false,
         jit: Default::default(),
     }
 }

@@ -95,20 +95,13 @@ pub(super) fn forward_chunk(layout: &Layout, ws: &mut Workspace, semantics: Sema
         Some(KernelSet::Jit) => forward_jit(layout, ws, semantics, x),
         Some(set) => forward_in(set, steps, chains, ws, semantics, x),
         None if cpu::avx512() => {
-            let mut choice = if layout.forward_only {
-                ws.plan_choice
-            } else {
-                ws.forward_choice
-            };
+            // Taken out while the sweeps borrow the workspace.
+            let mut choice = *ws.choice_for(layout);
             choice.run(semantics, |set| match set {
                 KernelSet::Jit => forward_jit(layout, ws, semantics, x),
                 _ => forward_in(set, steps, chains, ws, semantics, x),
             });
-            if layout.forward_only {
-                ws.plan_choice = choice;
-            } else {
-                ws.forward_choice = choice;
-            }
+            *ws.choice_for(layout) = choice;
         }
         None => forward_in(KernelSet::best(), steps, chains, ws, semantics, x),
     }

@@ -279,6 +279,7 @@ impl Tape {
             kernels: None,
             forward_choice: Default::default(),
             plan_choice: Default::default(),
+            checked_choice: Default::default(),
             forced_layout: false,
             crisp_chunk: false,
             lanes: 0,

@@ -7,6 +7,7 @@ use crate::ir::Semantics;
 
 use super::instr::{CHUNK, Lanes};
 use super::kernel_choice::ForwardChoice;
+use super::layout::Layout;
 use super::vmath::KernelSet;
 use crate::aligned::ArrayBuf;
 
@@ -26,6 +27,10 @@ pub struct Workspace {
     /// semantics as the gradient sweeps' crisp forward half but is a different tape, and
     /// timing both as one compared builds on whichever was shorter.
     pub(super) plan_choice: ForwardChoice,
+    /// The choice for the checked layout (`checked.rs`), made apart for the same reason: a
+    /// run's measurements sweep the compact layout and its steps the checked one, and
+    /// timing both as one compared builds on whichever was cheaper.
+    pub(super) checked_choice: ForwardChoice,
     /// Whether `values` are in the tape's forced layout (the compact one with some more
     /// values in places of their own, which LYY18's incremental forced sweeps read); the
     /// compact layout otherwise.
@@ -48,6 +53,17 @@ impl Workspace {
         self.lanes = batch;
         self.forced.clear();
         self.moved.clear();
+    }
+
+    /// The build choice for sweeps of `layout`: each kind of layout has its own.
+    pub(super) fn choice_for(&mut self, layout: &Layout) -> &mut ForwardChoice {
+        if layout.forward_only {
+            &mut self.plan_choice
+        } else if layout.checked {
+            &mut self.checked_choice
+        } else {
+            &mut self.forward_choice
+        }
     }
 
     /// Chooses the vector code paths the CPU runs (the default) or the portable one. Both
