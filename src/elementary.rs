@@ -233,6 +233,13 @@ pub fn ln(x: f64) -> f64 {
     // written as one if-else had LLVM classify `x` by integer tests of its bits (three times
     // the instructions, and spills) in the lane loops.
     let y = if x < f64::INFINITY { y } else { x }; // +inf and NaN are themselves
+    at_most_zero_as_ln(x, y)
+}
+
+/// `y`, but `-inf` where `x` is `+-0` and NaN where it is below 0: the logarithm's values
+/// there (`ln` and [`ln_stand_in`] select them alike).
+#[inline(always)]
+fn at_most_zero_as_ln(x: f64, y: f64) -> f64 {
     let at_most_zero = if x == 0.0 {
         f64::NEG_INFINITY
     } else {
@@ -265,12 +272,7 @@ pub fn ln_stand_in(x: f64) -> f64 {
     };
     let y = exponent as f64 * std::f64::consts::LN_2;
     let y = if x < f64::INFINITY { y } else { x + x }; // +inf, and NaN quieted
-    let at_most_zero = if x == 0.0 {
-        f64::NEG_INFINITY
-    } else {
-        f64::NAN
-    };
-    if x <= 0.0 { at_most_zero } else { y }
+    at_most_zero_as_ln(x, y)
 }
 
 /// A stand-in for [`log1p`] where only whether it is finite matters (see [`ln_stand_in`]):
