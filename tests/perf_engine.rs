@@ -1,5 +1,5 @@
 //! The engine's speed-ups keep its results: drawing the next batch's noise on another
-//! thread (`Engine::evaluate_then_draw`) gives the bits of drawing it in turn, and the
+//! thread (`Engine::step_then_draw`) gives the bits of drawing it in turn, and the
 //! measurement statistics of `Engine::gradient_spread` are those of plain one-component-at-a-
 //! time sums.
 //!

@@ -9,9 +9,8 @@
 //! with batches of 1,000, temperature ran 1.75x one thread's rate that way and 1.89x this
 //! way.) After the first batch of a given size nothing is
 //! allocated. The noise of the next batch can be drawn ahead on another thread
-//! ([`Engine::evaluate_then_draw`]): it is a function of its key alone.
+//! ([`Engine::step_then_draw`]): it is a function of its key alone.
 
-use crate::eval::Values;
 use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
@@ -19,7 +18,7 @@ use rayon::prelude::*;
 use super::column_sums::{Summand, add_rows};
 use super::{Context, Estimator, Problem, Scratch, StreamKey};
 use crate::aligned::F64Buf;
-use crate::eval::CHUNK;
+use crate::eval::{CHUNK, Values};
 use crate::family::{FamilyError, FamilyState};
 
 /// `f()` run on a thread of the current rayon pool (the global one when called from outside
@@ -61,7 +60,7 @@ pub struct Engine {
     mean: Vec<f64>,
     batch: usize,
     want_crisp: bool,
-    /// Noise drawn ahead (by [`Engine::evaluate_then_draw`]) for this key and batch size.
+    /// Noise drawn ahead (by [`Engine::step_then_draw`]) for this key and batch size.
     ahead: Option<(StreamKey, usize)>,
     ahead_s: Vec<f64>,
     spare_s: Vec<f64>,

@@ -27,12 +27,12 @@ pub use rng::{Channel, Purpose, SampleRng, StreamKey};
 pub use schedule::{K_MATCH, Schedule};
 pub use score::Score;
 
-use crate::eval::Values;
 use std::fmt;
 use std::str::FromStr;
 
 use thiserror::Error;
 
+use crate::eval::Values;
 use crate::family::FamilyState;
 use crate::ir::{NotAffine, Semantics};
 

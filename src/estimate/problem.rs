@@ -1,12 +1,11 @@
 //! A model made ready for estimation: its family, the compiled objective and its analysis,
 //! plus the per-thread scratch memory and the pathwise gradient assembly all estimators share.
 
-use crate::eval::Values;
 use std::ops::Deref;
 use std::sync::Arc;
 
 use super::rng::{Channel, StreamKey};
-use crate::eval::{BatchGradient, CHUNK, ForcedScratch, Tape, Workspace};
+use crate::eval::{BatchGradient, CHUNK, ForcedScratch, Tape, Values, Workspace};
 use crate::family::{Family, FamilyError, FamilyState};
 use crate::ir::{Analysis, Mode, Model, Program, analyse};
 

@@ -59,48 +59,47 @@ pub(super) fn build(compact: &Layout, plans: [&Plan; 2]) -> Option<Layout> {
     let mut exact = vec![false; steps.len()];
     for k in (0..steps.len()).rev() {
         exact[k] |= read_back[steps[k].out as usize];
-        let guard_only = match steps[k].op {
-            Op::If { .. } if !exact[k] => Some(0),
-            _ => None,
-        };
-        if !exact[k] && guard_only.is_none() {
-            continue;
-        }
-        // An if-statement's operands are read guard first (`instr::operands`).
+        // What the step reads must be exact if its value must; an if-statement's guard (its
+        // first operand, `instr::operands`) always.
         let ws = &operand_writers[k];
-        let ws = match guard_only {
-            Some(g) => &ws[g..g + 1],
-            None => &ws[..],
+        let needed = match steps[k].op {
+            _ if exact[k] => &ws[..],
+            Op::If { .. } => &ws[..1],
+            _ => &[],
         };
-        for &w in ws {
+        for &w in needed {
             if w != NONE {
                 exact[w as usize] = true;
             }
         }
     }
+    let stand_in = |k: usize| {
+        !exact[k]
+            && matches!(
+                steps[k].op,
+                Op::Unary {
+                    op: Unary::Log | Unary::Log1p | Unary::Softplus,
+                    ..
+                } | Op::PoissonTerm { .. }
+            )
+    };
+    let stand_ins = (0..steps.len()).filter(|&k| stand_in(k)).count();
+    if stand_ins == 0 || stand_ins * STEPS_PER_STAND_IN < steps.len() {
+        return None;
+    }
     let mut checked = Layout {
         checked: true,
         ..compact.clone()
     };
-    let mut stand_ins = 0;
-    for (st, &exact) in checked.steps.iter_mut().zip(&exact) {
-        if exact {
+    for (k, st) in checked.steps.iter_mut().enumerate() {
+        if !stand_in(k) {
             continue;
         }
         match &mut st.op {
-            Op::Unary {
-                op: op @ (Unary::Log | Unary::Log1p | Unary::Softplus),
-                a,
-            } => {
-                st.op = Op::StandIn { op: *op, a: *a };
-                stand_ins += 1;
-            }
-            Op::PoissonTerm { stand_in, .. } => {
-                *stand_in = true;
-                stand_ins += 1;
-            }
-            _ => {}
+            Op::Unary { op, a } => st.op = Op::StandIn { op: *op, a: *a },
+            Op::PoissonTerm { stand_in, .. } => *stand_in = true,
+            _ => unreachable!("a stand-in is a logarithm or a Poisson term"),
         }
     }
-    (stand_ins > 0 && stand_ins * STEPS_PER_STAND_IN >= steps.len()).then_some(checked)
+    Some(checked)
 }

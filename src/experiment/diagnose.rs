@@ -6,12 +6,12 @@
 //! In crisp semantics a component whose difference quotient crosses a branch boundary is
 //! skipped (and counted): the crisp function is discontinuous there.
 
-use crate::eval::Values;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::estimate::{Channel, Problem, Purpose, StreamKey};
+use crate::eval::Values;
 use crate::family::{Block, FamilyError, FamilyState};
 use crate::ir::{Model, Node, Semantics};
 
