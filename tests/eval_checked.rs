@@ -96,7 +96,7 @@ fn each_stand_in_is_finite_exactly_where_its_function_is_and_within_ln2_of_it() 
 
 /// Logarithms of every kind over 3 latents and a parameter: two only the output reads (one
 /// scaled by a constant), a fused Poisson term `4 ln(r) - r`, one a gradient reads (times a
-/// latent) and one in a guard. Three stand-ins.
+/// latent) and two in guards (one of an indicator). Three stand-ins.
 fn logarithms() -> Program {
     let b = Builder::new();
     let z: Vec<_> = (0..3).map(|i| b.latent(&format!("z{i}"))).collect();
@@ -108,6 +108,12 @@ fn logarithms() -> Program {
         b.constant(4.0) * r.ln() - r,
         z[2] * (z[1] * z[1] + 1.0).ln(),
         b.if_neg((z[2] * z[2] + 2.0).ln() - 1.5, z[0] * p, z[1]),
+        // An indicator: no reverse sweep reads its guard's value, only its weights.
+        b.if_neg(
+            (z[2] * z[2] + 3.0).ln() - 1.2,
+            b.constant(1.0),
+            b.constant(0.0),
+        ),
     ];
     let total = b.sum(&terms);
     b.finish(&[total]).unwrap()
