@@ -32,6 +32,17 @@ pub enum Values {
     Checked,
 }
 
+/// The coverage of `layout`'s compiled forward sweep under `semantics` (none for a forced
+/// one, which is never compiled).
+fn coverage(layout: &Layout, semantics: Semantics) -> Option<JitCoverage> {
+    let crisp = match semantics {
+        Semantics::Smoothed { .. } => false,
+        Semantics::Crisp => true,
+        Semantics::Forced { .. } => return None,
+    };
+    Some(layout.compiled(crisp)?.coverage)
+}
+
 /// A program compiled for batched evaluation of one of its outputs. Cloning it is cheap:
 /// clones share one compiled tape (a large program's steps and plans take tens of
 /// megabytes).
@@ -67,8 +78,8 @@ pub struct Compiled {
     /// do not overlap (see `layout.rs`): what the sweeps use.
     pub(super) compact: Layout,
     /// The compact layout with the logarithms only the output reads replaced by a stand-in
-    /// finite where they are (`checked.rs`), for [`Values::Checked`]; `None` where there is
-    /// no such logarithm.
+    /// finite where they are (`checked.rs`), for [`Values::Checked`]; `None` where there are
+    /// too few such logarithms to pay for a layout of their own.
     pub(super) checked: Option<Layout>,
     /// The steps a forward-only crisp sweep runs in a workspace in the compact layout
     /// (`crisp.rs`), and the constants only they read.
@@ -174,23 +185,13 @@ impl Tape {
     /// interpreter (compiled at the first call); `None` where nothing is compiled (a CPU
     /// without AVX-512, a forced semantics, a tape too long).
     pub fn jit_coverage(&self, semantics: Semantics) -> Option<JitCoverage> {
-        let crisp = match semantics {
-            Semantics::Smoothed { .. } => false,
-            Semantics::Crisp => true,
-            Semantics::Forced { .. } => return None,
-        };
-        Some(self.compact.compiled(crisp)?.coverage)
+        coverage(&self.compact, semantics)
     }
 
     /// [`Tape::jit_coverage`] of the checked layout's forward sweep (for
     /// [`Values::Checked`]); `None` where there is no checked layout too.
     pub fn checked_jit_coverage(&self, semantics: Semantics) -> Option<JitCoverage> {
-        let crisp = match semantics {
-            Semantics::Smoothed { .. } => false,
-            Semantics::Crisp => true,
-            Semantics::Forced { .. } => return None,
-        };
-        Some(self.checked.as_ref()?.compiled(crisp)?.coverage)
+        coverage(self.checked.as_ref()?, semantics)
     }
 
     /// How many steps of the reverse sweep under `semantics` its machine code runs itself,

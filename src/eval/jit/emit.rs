@@ -515,14 +515,13 @@ impl Emitter<'_> {
             Op::StandIn { op, a } => {
                 let x = self.cache.find(a);
                 let d = self.cache.take(&[x]);
-                let one = (op == Unary::Log1p).then(|| self.constant(1.0));
                 for h in 0..2 {
                     let xa = self.reg(x, h, X[4])?;
                     match op {
                         Unary::Log => self.ln_stand_in(X[5], xa)?,
                         Unary::Log1p => {
                             // `ln_stand_in(1 + x)`.
-                            self.a.vaddpd(X[6], xa, k(one.expect("set above")))?;
+                            self.a.vaddpd(X[6], xa, k(routines::C_ONE))?;
                             self.ln_stand_in(X[5], X[6])?;
                         }
                         Unary::Softplus => {
@@ -744,20 +743,18 @@ impl Emitter<'_> {
         Ok(d)
     }
 
-    /// The index of a new constant `c` in the table.
     /// `elementary::ln_stand_in` of `x` into `to` (not `x`): the exponent as a double
     /// (`vgetexppd`: `-inf` at zero, `+inf` at `+inf`, NaN quieted), times `ln 2`, and NaN
     /// where `x < 0` (`-inf` included), as the scalar function computes them.
     fn ln_stand_in(&mut self, to: AsmRegisterZmm, x: AsmRegisterZmm) -> Result<(), IcedError> {
-        let ln2 = self.constant(std::f64::consts::LN_2);
-        let nan = self.constant(f64::NAN);
         self.a.vgetexppd(to, x)?;
-        self.a.vmulpd(to, to, k(ln2))?;
+        self.a.vmulpd(to, to, k(routines::C_LN_2))?;
         self.a.vcmppd(k1, x, ZERO, LT_OQ)?;
         self.a
-            .vbroadcastsd(to.k1(), qword_ptr(rbp + 8 * nan as i32))
+            .vbroadcastsd(to.k1(), qword_ptr(rbp + 8 * routines::C_NAN as i32))
     }
 
+    /// The index of a new constant `c` in the table.
     fn constant(&mut self, c: f64) -> usize {
         self.consts.push(c);
         self.consts.len() - 1

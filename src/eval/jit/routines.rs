@@ -26,7 +26,7 @@ use super::regs::*;
 
 /// The smoothed if-statement's and the logarithm's constants, first in every code's constant
 /// table (integers as the doubles of their bits).
-pub(super) const CONSTS: [f64; 35] = [
+pub(super) const CONSTS: [f64; 36] = [
     EXP_FLOOR,
     INV_LN2,
     ROUND,
@@ -64,6 +64,8 @@ pub(super) const CONSTS: [f64; 35] = [
     ATANH_COEFFS[6],
     // `exp`'s clamp from above.
     710.0,
+    // The logarithms' stand-ins' factor (`emit::ln_stand_in`).
+    std::f64::consts::LN_2,
 ];
 
 /// Indices in [`CONSTS`] (`C_COEFF + i` is `EXP_COEFFS[i]`).
@@ -72,7 +74,7 @@ const C_INV_LN2: usize = 1;
 const C_ROUND: usize = 2;
 const C_LN2_HI: usize = 3;
 const C_LN2_LO: usize = 4;
-const C_ONE: usize = 5;
+pub(super) const C_ONE: usize = 5;
 const C_COEFF: usize = 6;
 const C_LN: usize = 16;
 const C_MIN_POSITIVE: usize = C_LN;
@@ -84,10 +86,11 @@ const C_E_BIAS: usize = C_LN + 5;
 const C_E_BIAS_SUB: usize = C_LN + 6;
 const C_HALF: usize = C_LN + 7;
 const C_INF: usize = C_LN + 8;
-const C_NAN: usize = C_LN + 9;
+pub(super) const C_NAN: usize = C_LN + 9;
 const C_NEG_INF: usize = C_LN + 10;
 const C_ATANH: usize = C_LN + 11;
 const C_EXP_CEIL: usize = C_ATANH + 7;
+pub(super) const C_LN_2: usize = C_EXP_CEIL + 1;
 
 /// A broadcast of constant `i` of the code's table.
 pub(super) fn k(i: usize) -> AsmMemoryOperand {
