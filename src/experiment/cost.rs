@@ -146,12 +146,14 @@ fn measure_here(
     config: &CostConfig,
 ) -> Result<Vec<Cost>, RunError> {
     let mut timed = Vec::with_capacity(kinds.len());
+    // One compiled problem for every estimator, as a run's engines share one: its tape,
+    // and the machine code compiled from it, are made once.
+    let problem = Problem::new(model)?;
     for &kind in kinds {
-        let problem = Problem::new(model)?;
         let estimator = estimate::build(kind, &problem, eta, decay)?;
         let theta = problem.family().init();
         timed.push(Timed {
-            engine: Engine::new(problem, estimator),
+            engine: Engine::new(problem.clone(), estimator),
             theta,
             k: 4000,
         });
