@@ -263,8 +263,8 @@ impl Compiled {
 /// a step, so this bounds it by 5 MB (the forward code's bound, [`MAX_STEPS`], allows about
 /// twice that). Compiling takes about 5 microseconds a step, which the faster sweeps repay
 /// within a few hundred chunks whatever the plan's length. The bound covers the
-/// 10,000-student survey (20,600 steps): its whole DSGD sample ran 1.06-1.07x faster with
-/// the code than with the interpreter, though the code streams from L3 there.
+/// 10,000-student survey (20,600 steps), whose code streams from L3: its DSGD sample ran up
+/// to 1.07x faster compiled on a quiet host, and no slower on a busy one.
 const MAX_REVERSE_STEPS: usize = 50_000;
 
 /// One reverse plan in machine code.
