@@ -423,3 +423,107 @@ fn compiled_sweeps_of_long_programs_give_the_interpreters_bits() {
     assert!(got == want, "{sem:?}: compiled differs");
     assert!(tape.reverse_jit_coverage(sem).is_none());
 }
+
+/// A program that runs a random body of `body` nodes `reps` times, as a model's `for` loop
+/// does once unrolled: each iteration reads two latents of its own, the parameters, the
+/// body's constants and the value the iteration before carried over, and keeps one value
+/// for the output's sum; the output reads a value of the body's middle from the last
+/// iteration too (a value most iterations need not store).
+fn looped_program(rng: &mut Lcg, body: usize, reps: usize) -> Program {
+    let b = Builder::new();
+    let params = [b.param("p0"), b.param("p1")];
+    let template: Vec<(usize, [usize; 3], f64)> = (0..body)
+        .map(|_| {
+            let picks = [rng.below(6), rng.below(6), rng.below(6)];
+            (rng.below(12), picks, rng.next() * 4.0 - 2.0)
+        })
+        .collect();
+    let mut carried = b.latent("z");
+    let mut kept = Vec::new();
+    let mut middle = carried;
+    for r in 0..reps {
+        let mut pool = vec![
+            carried,
+            params[0],
+            params[1],
+            b.latent(&format!("x{r}")),
+            b.latent(&format!("y{r}")),
+        ];
+        for (node, &(kind, picks, c)) in template.iter().enumerate() {
+            let n = pool.len();
+            let [mut x, y, w] = picks.map(|i| pool[n - 1 - i % n]);
+            if node == 0 {
+                x = carried;
+            }
+            let k = b.constant(c);
+            pool.push(match kind {
+                0 => x + y,
+                1 => x - y,
+                2 => x * y,
+                3 => x / (y * y + 0.5),
+                4 => -x,
+                5 => (x * x + 0.1).sqrt(),
+                6 => x + k,
+                7 => k * x,
+                8 => b.if_neg(x - k, y, w),
+                9 => b.if_neg(x + y, w, k),
+                10 => b.if_neg(x, b.constant(1.0), b.constant(0.0)) * y,
+                _ => b.if_neg(x - y, w, k),
+            });
+        }
+        carried = *pool.last().unwrap();
+        kept.push(pool[pool.len() - 2]);
+        middle = pool[5 + body / 2];
+    }
+    kept.extend([carried, middle]);
+    let total = b.sum(&kept);
+    b.finish(&[total])
+        .expect("a generated program is well formed")
+}
+
+#[test]
+fn compiled_loops_over_repeated_blocks_give_the_interpreters_bits() {
+    if !KernelSet::available().contains(&KernelSet::Jit) {
+        return;
+    }
+    let mut rng = Lcg(0x100b);
+    let (mut inline, mut looped) = (0, 0);
+    // Layouts of 2,048 steps or more (smaller ones run no loops).
+    for case in 0..12 {
+        let p = looped_program(&mut rng, 4 + case % 5, [600, 900, 1500][case % 3]);
+        let tape = Tape::compile(&p, 0);
+        let params = [rng.next() - 0.5, rng.next() + 0.5];
+        let zs = noise(&mut rng, tape.latent_count());
+        for sem in SEMANTICS {
+            let want = run(&tape, KernelSet::Portable, sem, &params, &zs);
+            let got = run(&tape, KernelSet::Jit, sem, &params, &zs);
+            assert!(got == want, "case {case}, {sem:?}: compiled differs");
+            if let Some(c) = tape.jit_coverage(sem) {
+                inline += c.inline;
+                looped += c.looped;
+            }
+        }
+    }
+    assert!(looped * 2 > inline, "{inline} inline, {looped} looped");
+    // The survey with 400 students: most of its steps in loops, smoothed and crisp.
+    let source = dsgd::models::builtin_source("cheating").expect("built in");
+    let source = source
+        .replace("const students = 100;", "const students = 400;")
+        .replace("const yes = 35;", "const yes = 140;");
+    let model = dsgd::lang::compile_source(
+        "cheating",
+        &source,
+        std::path::Path::new("."),
+        &Default::default(),
+    )
+    .expect("the survey compiles");
+    let tape = Tape::compile(&model.program, 0);
+    let zs = noise(&mut rng, tape.latent_count());
+    for sem in SEMANTICS {
+        let want = run(&tape, KernelSet::Portable, sem, &[], &zs);
+        let got = run(&tape, KernelSet::Jit, sem, &[], &zs);
+        assert!(got == want, "survey, {sem:?}: compiled differs");
+        let c = tape.jit_coverage(sem).expect("compiled");
+        assert!(c.looped * 10 > c.inline * 7, "survey, {sem:?}: {c:?}");
+    }
+}

@@ -15,7 +15,9 @@
 mod emit;
 mod entry;
 mod indicators;
+mod looping;
 mod regs;
+mod repeat;
 mod reverse;
 mod routines;
 

@@ -8,6 +8,7 @@ use super::instr::{Plan, Step};
 pub struct Coverage {
     pub inline: usize,
     pub called: usize,
+    pub looped: usize,
 }
 
 /// Never made on this target.

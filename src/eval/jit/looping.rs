@@ -1,0 +1,182 @@
+//! The registers a loop over a repeated block advances (`repeat.rs`), and where its moving
+//! operands are: an index that moves by `d` per iteration is addressed as its first
+//! iteration's place plus a register that holds `d` times the iteration number times the
+//! index's size, scaled by 1, 2, 4 or 8 so that one register serves several amounts (the
+//! survey's temporaries move by 2 places where its kept values move by 1).
+//!
+//! The registers are caller-saved ones the forward code leaves free (`rdx`, `r8`-`r11`); the
+//! routines touch no general register and a loop contains no call back, so nothing else
+//! changes them inside it.
+
+use iced_x86::IcedError;
+use iced_x86::code_asm::*;
+
+use super::repeat::{Repeat, Unit};
+
+const FREE: [AsmRegister64; 5] = [rdx, r8, r9, r10, r11];
+
+/// Bytes of a value or weight place, and of a parameter, location or scale.
+const PLACE_BYTES: i64 = 128;
+const WORD_BYTES: i64 = 8;
+
+/// What a register's index counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    /// Value and weight places.
+    Place,
+    /// Parameters, and latents' locations and scales.
+    Word,
+    /// Latents' noise (`r15` bytes apart).
+    Noise,
+}
+
+/// A register advancing by `base` indices of `class` per iteration.
+#[derive(Clone, Copy, Debug)]
+struct Advancing {
+    reg: AsmRegister64,
+    class: Class,
+    base: i64,
+}
+
+/// How a loop finds its moving operands and when it ends.
+#[derive(Clone, Debug)]
+pub(super) struct Looping {
+    regs: Vec<Advancing>,
+    /// Each moving index of the first iteration: its register and the scale applied to it.
+    index: Vec<(Class, Unit, u32, AsmRegister64, i32)>,
+    reps: usize,
+    /// A register counting iterations down, where no advancing register can tell the end.
+    counter: Option<AsmRegister64>,
+}
+
+impl Looping {
+    /// The registers for `repeat`, or `None` where it needs more than are free or an
+    /// advance that does not fit an instruction's 32-bit immediate.
+    pub fn plan(repeat: &Repeat) -> Option<Looping> {
+        let mut wanted: Vec<(Class, Unit, u32, i64)> = Vec::new();
+        for &(unit, x, d) in &repeat.shifts {
+            match unit {
+                Unit::Slot | Unit::Weight => wanted.push((Class::Place, unit, x, d)),
+                Unit::Param => wanted.push((Class::Word, unit, x, d)),
+                Unit::Latent => {
+                    wanted.push((Class::Word, unit, x, d));
+                    wanted.push((Class::Noise, unit, x, d));
+                }
+            }
+        }
+        // Smallest amounts first, so that larger ones can be their multiples.
+        wanted.sort_by_key(|&(.., d)| (d.abs(), d < 0));
+        let mut regs: Vec<Advancing> = Vec::new();
+        let mut index = Vec::new();
+        for (class, unit, x, d) in wanted {
+            let found = regs.iter().find_map(|r| {
+                let m = [1, 2, 4, 8]
+                    .into_iter()
+                    .find(|&m| r.class == class && r.base * m == d)?;
+                Some((r.reg, m as i32))
+            });
+            let (reg, scale) = match found {
+                Some(f) => f,
+                None => {
+                    let reg = *FREE.get(regs.len())?;
+                    regs.push(Advancing {
+                        reg,
+                        class,
+                        base: d,
+                    });
+                    (reg, 1)
+                }
+            };
+            index.push((class, unit, x, reg, scale));
+        }
+        // Every register's last value (and its advance) must fit 32 bits, and one that is
+        // not noise tells the end; otherwise a counter does.
+        let reps = repeat.reps as i64;
+        for r in &regs {
+            if r.class != Class::Noise
+                && i32::try_from(r.base * Self::size(r.class) * reps).is_err()
+            {
+                return None;
+            }
+        }
+        let counter = if regs.iter().any(|r| r.class != Class::Noise) {
+            None
+        } else {
+            Some(*FREE.get(regs.len())?)
+        };
+        Some(Looping {
+            regs,
+            index,
+            reps: repeat.reps,
+            counter,
+        })
+    }
+
+    fn size(class: Class) -> i64 {
+        match class {
+            Class::Place => PLACE_BYTES,
+            Class::Word | Class::Noise => WORD_BYTES,
+        }
+    }
+
+    fn find(&self, class: Class, unit: Unit, x: u32) -> Option<(AsmRegister64, i32)> {
+        self.index
+            .iter()
+            .find(|&&(c, u, v, ..)| c == class && u == unit && v == x)
+            .map(|&(.., reg, scale)| (reg, scale))
+    }
+
+    /// The register (and scale) to add to the address of value place `x` (`Unit::Slot`) or
+    /// weight place `x` (`Unit::Weight`), where it moves.
+    pub fn place(&self, unit: Unit, x: u32) -> Option<(AsmRegister64, i32)> {
+        self.find(Class::Place, unit, x)
+    }
+
+    /// The register (and scale) to add to the address of parameter `x` (`Unit::Param`) or
+    /// latent `x`'s location and scale (`Unit::Latent`), where it moves.
+    pub fn word(&self, unit: Unit, x: u32) -> Option<(AsmRegister64, i32)> {
+        self.find(Class::Word, unit, x)
+    }
+
+    /// The register (and scale) to add to latent `x`'s noise offset, where it moves.
+    pub fn noise(&self, x: u32) -> Option<(AsmRegister64, i32)> {
+        self.find(Class::Noise, Unit::Latent, x)
+    }
+
+    /// Before the loop: every register at the first iteration.
+    pub fn enter(&self, a: &mut CodeAssembler) -> Result<(), IcedError> {
+        for r in &self.regs {
+            a.xor(r.reg, r.reg)?;
+        }
+        if let Some(c) = self.counter {
+            a.mov(c, self.reps as u64)?;
+        }
+        Ok(())
+    }
+
+    /// The end of an iteration: every register advanced, and back to `top` unless that was
+    /// the last. Clobbers `rax`.
+    pub fn back_edge(&self, a: &mut CodeAssembler, top: CodeLabel) -> Result<(), IcedError> {
+        for r in &self.regs {
+            match r.class {
+                Class::Noise => {
+                    a.imul_3(rax, r15, r.base as i32)?;
+                    a.add(r.reg, rax)?;
+                }
+                class => a.add(r.reg, (r.base * Self::size(class)) as i32)?,
+            }
+        }
+        match (
+            self.counter,
+            self.regs.iter().find(|r| r.class != Class::Noise),
+        ) {
+            (Some(c), _) => a.dec(c)?,
+            (None, Some(r)) => {
+                let end = r.base * Self::size(r.class) * self.reps as i64;
+                a.cmp(r.reg, end as i32)?;
+            }
+            (None, None) => unreachable!("a plan has a counter where no register tells the end"),
+        }
+        a.jne(top)
+    }
+}
