@@ -488,6 +488,7 @@ fn compiled_loops_over_repeated_blocks_give_the_interpreters_bits() {
     }
     let mut rng = Lcg(0x100b);
     let (mut inline, mut looped) = (0, 0);
+    let (mut rev_inline, mut rev_looped) = (0, 0);
     // Layouts of 2,048 steps or more (smaller ones run no loops).
     for case in 0..12 {
         let p = looped_program(&mut rng, 4 + case % 5, [600, 900, 1500][case % 3]);
@@ -502,9 +503,17 @@ fn compiled_loops_over_repeated_blocks_give_the_interpreters_bits() {
                 inline += c.inline;
                 looped += c.looped;
             }
+            if let Some(c) = tape.reverse_jit_coverage(sem) {
+                rev_inline += c.inline;
+                rev_looped += c.looped;
+            }
         }
     }
     assert!(looped * 2 > inline, "{inline} inline, {looped} looped");
+    assert!(
+        rev_looped * 2 > rev_inline,
+        "reverse: {rev_inline} inline, {rev_looped} looped"
+    );
     // The survey with 400 students: most of its steps in loops, smoothed and crisp.
     let source = dsgd::models::builtin_source("cheating").expect("built in");
     let source = source
@@ -525,5 +534,11 @@ fn compiled_loops_over_repeated_blocks_give_the_interpreters_bits() {
         assert!(got == want, "survey, {sem:?}: compiled differs");
         let c = tape.jit_coverage(sem).expect("compiled");
         assert!(c.looped * 10 > c.inline * 7, "survey, {sem:?}: {c:?}");
+        // (Crisp, its plan is empty: no guard carries an adjoint.)
+        let c = tape.reverse_jit_coverage(sem).expect("compiled");
+        assert!(
+            c.looped * 10 >= c.inline * 7,
+            "survey, reverse, {sem:?}: {c:?}"
+        );
     }
 }

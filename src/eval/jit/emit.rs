@@ -32,7 +32,7 @@ use crate::ir::{Binary, Unary};
 
 use super::super::instr::{CHUNK, NONE, Op, Step, UNREAD};
 use super::indicators::{Indicator, Indicators};
-use super::looping::Looping;
+use super::looping::{LOOP_FROM_STEPS, Looping};
 use super::regs::*;
 use super::repeat::{self, Repeat, Unit};
 use super::routines::{self, k};
@@ -275,18 +275,10 @@ pub(super) fn forward(
     unreachable!("the second pass returns")
 }
 
-/// Layouts of fewer steps than this run no loops. Their straight-line code (about 90 bytes
-/// a step) stays in the caches, where a loop only adds its back edge and loses the values
-/// the register cache carried from one iteration to the next: on Zen 4 the random walk
-/// (168 steps, 150 of them in loops) ran 0.84x as fast looped, the 100-student survey (1,015
-/// steps) the same, the 1,000-student one (10,000 steps) 1.04x (DSGD) and 1.15x
-/// (Reparam) faster, the 10,000-student one's code shrank from 5.5 to 1.7 MB.
-const LOOP_FROM_STEPS: usize = 2_048;
-
 /// The runs of repeated blocks of `steps` the code runs as loops, with their registers: runs
 /// of steps with an inline form whose if-statements are indicators in every iteration or in
 /// none (`crisp` semantics, or smoothed). None in a layout of fewer than
-/// [`LOOP_FROM_STEPS`] steps.
+/// `looping::LOOP_FROM_STEPS` steps.
 fn loops(steps: &[Step], indicators: &Indicators, crisp: bool) -> Vec<(Repeat, Looping)> {
     if steps.len() < LOOP_FROM_STEPS {
         return Vec::new();
@@ -299,7 +291,17 @@ fn loops(steps: &[Step], indicators: &Indicators, crisp: bool) -> Vec<(Repeat, L
         },
         _ => 0,
     };
-    repeat::find(steps, |step| inline(&step.op), decision)
+    let items: Vec<_> = steps
+        .iter()
+        .map(|step| {
+            if inline(&step.op) {
+                repeat::forward_item(step, decision(step))
+            } else {
+                None
+            }
+        })
+        .collect();
+    repeat::find(&items)
         .into_iter()
         .filter_map(|run| {
             let looping = Looping::plan(&run)?;

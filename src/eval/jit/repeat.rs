@@ -21,29 +21,34 @@ use std::mem::Discriminant;
 
 use crate::ir::{Binary, Unary};
 
-use super::super::instr::{NONE, Op, Step};
+use super::super::instr::{NONE, Op, RevStep, Step};
 
-/// What an index counts: value places, weight places (both 128-byte slots), parameters, or
-/// latents (their noise, location and scale).
+/// What an index counts: value places, weight places, adjoint places (all 128-byte slots),
+/// parameters, or latents (their noise, location and scale).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Unit {
     Slot,
     Weight,
+    Adjoint,
     Param,
     Latent,
 }
 
+/// The most indices a step has: a reverse step's value, its operands' values (up to four),
+/// its weights' place, its own adjoint and five targets.
+const MAX_FIELDS: usize = 12;
+
 /// Indices of one step, in a fixed order per kind of step (the output first).
 #[derive(Clone, Copy, Debug)]
-struct Fields {
-    at: [(Unit, u32); 6],
+pub(super) struct Fields {
+    at: [(Unit, u32); MAX_FIELDS],
     n: usize,
 }
 
 impl Fields {
     fn new(out: u32) -> Self {
         Fields {
-            at: [(Unit::Slot, out); 6],
+            at: [(Unit::Slot, out); MAX_FIELDS],
             n: 1,
         }
     }
@@ -67,21 +72,66 @@ impl Fields {
 /// What must be equal in every iteration: the kind of step, its operation, flags, constant
 /// (as bits), and which of its indices are the "none" marker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Shape {
+pub(super) struct Shape {
     kind: Discriminant<Op>,
     unary: Option<Unary>,
     binary: Option<Binary>,
     flags: [bool; 3],
     constant: u64,
-    /// A caller's decision on the step (see [`find`]'s `decision`).
-    decision: u8,
+    /// A caller's decision on the step, and for a reverse step its flags (see [`Item`]).
+    decision: u64,
     /// Bit `f`: index `f` is [`NONE`].
-    none: u8,
+    none: u16,
 }
 
-/// The shape and indices of `step`, or `None` for a step a loop may not contain: a sum
-/// chain (its terms sit in a side table).
-fn split(step: &Step, decision: u8) -> Option<(Shape, Fields)> {
+/// A step as the search sees it: its shape and its indices.
+pub(super) type Item = (Shape, Fields);
+
+/// Forward step `step` as an [`Item`], `decision` being a caller's choice on it that must be
+/// the same in every iteration (such as whether an if-statement's branches are an
+/// indicator's constants); `None` for a step a loop may not contain: a sum chain (its terms
+/// sit in a side table).
+pub(super) fn forward_item(step: &Step, decision: u8) -> Option<Item> {
+    let (mut shape, f) = split(step, true)?;
+    shape.decision = u64::from(decision);
+    mark_none(&mut shape, &f);
+    Some((shape, f))
+}
+
+/// Reverse step `rs` as an [`Item`] (see [`forward_item`]): besides the forward step's
+/// indices (but the parameter's and latent's, which a reverse step does not read), its own
+/// adjoint and its targets, and in the shape which targets take their first contribution,
+/// the folded guard's operation and whether the step is uniform.
+pub(super) fn reverse_item(rs: &RevStep, decision: u8) -> Option<Item> {
+    let (mut shape, mut f) = split(&rs.step, false)?;
+    f.push(Unit::Adjoint, rs.ad);
+    let mut flags = u64::from(decision);
+    for (b, t) in rs.to.iter().enumerate() {
+        f.push(Unit::Adjoint, t.adj);
+        flags |= u64::from(t.first) << (8 + b);
+    }
+    flags |= u64::from(rs.uniform) << 16;
+    flags |= match rs.folded_guard {
+        None => 0,
+        Some(op) => (op as u64 + 1) << 24,
+    };
+    shape.decision = flags;
+    mark_none(&mut shape, &f);
+    Some((shape, f))
+}
+
+/// Marks in `shape` which indices are the "none" marker.
+fn mark_none(shape: &mut Shape, f: &Fields) {
+    for (b, &(_, v)) in f.list().iter().enumerate() {
+        if v == NONE {
+            shape.none |= 1 << b;
+        }
+    }
+}
+
+/// The shape and indices of `step`, the parameter's or latent's only `with_inputs`; `None`
+/// for a sum chain.
+fn split(step: &Step, with_inputs: bool) -> Option<(Shape, Fields)> {
     let mut f = Fields::new(step.out);
     let mut shape = Shape {
         kind: std::mem::discriminant(&step.op),
@@ -89,12 +139,13 @@ fn split(step: &Step, decision: u8) -> Option<(Shape, Fields)> {
         binary: None,
         flags: [false; 3],
         constant: 0,
-        decision,
+        decision: 0,
         none: 0,
     };
     match step.op {
-        Op::Param { k } => f.push(Unit::Param, k),
-        Op::Latent { i } => f.push(Unit::Latent, i),
+        Op::Param { k } if with_inputs => f.push(Unit::Param, k),
+        Op::Latent { i } if with_inputs => f.push(Unit::Latent, i),
+        Op::Param { .. } | Op::Latent { .. } => {}
         Op::Unary { op, a } | Op::StandIn { op, a } => {
             shape.unary = Some(op);
             f.slots(&[a]);
@@ -160,11 +211,6 @@ fn split(step: &Step, decision: u8) -> Option<(Shape, Fields)> {
         }
         Op::SelectNeg { g, a, e } => f.slots(&[g, a, e]),
     }
-    for (b, &(_, v)) in f.list().iter().enumerate() {
-        if v == NONE {
-            shape.none |= 1 << b;
-        }
-    }
     Some((shape, f))
 }
 
@@ -210,36 +256,20 @@ const MAX_PERIOD: usize = 48;
 const MIN_REPS: usize = 4;
 const MIN_STEPS: usize = 24;
 
-/// The runs of repeated blocks in `steps`, in order and disjoint, found greedily from the
-/// first step on (at each step, the run covering most steps). `may_loop` says which steps a
-/// loop may contain; `decision` is a caller's choice on a step that must be the same in
-/// every iteration (such as whether an if-statement's branches are an indicator's
-/// constants).
-pub(super) fn find(
-    steps: &[Step],
-    may_loop: impl Fn(&Step) -> bool,
-    decision: impl Fn(&Step) -> u8,
-) -> Vec<Repeat> {
-    let split: Vec<Option<(Shape, Fields)>> = steps
-        .iter()
-        .map(|s| {
-            if may_loop(s) {
-                split(s, decision(s))
-            } else {
-                None
-            }
-        })
-        .collect();
+/// The runs of repeated blocks in `items` (the steps, `None` for one a loop may not contain),
+/// in order and disjoint, found greedily from the first step on (at each step, the run
+/// covering most steps).
+pub(super) fn find(split: &[Option<Item>]) -> Vec<Repeat> {
     let mut found = Vec::new();
     let mut k = 0;
-    while k < steps.len() {
+    while k < split.len() {
         let mut best: Option<Repeat> = None;
-        for period in 1..=MAX_PERIOD.min((steps.len() - k) / MIN_REPS) {
+        for period in 1..=MAX_PERIOD.min((split.len() - k) / MIN_REPS) {
             // A multiple of a period that repeats covers no more than it does.
             if best.as_ref().is_some_and(|b| period % b.period == 0) {
                 continue;
             }
-            if let Some(run) = run_at(&split, k, period)
+            if let Some(run) = run_at(split, k, period)
                 && best.as_ref().is_none_or(|b| run.len() > b.len())
             {
                 best = Some(run);
@@ -387,6 +417,19 @@ mod tests {
                 [latent(o, i0 + r), mul(o + 1, o, 1)]
             })
             .collect()
+    }
+
+    /// The runs of `steps` where `may_loop`, with `decision`.
+    fn find(
+        steps: &[Step],
+        may_loop: impl Fn(&Step) -> bool,
+        decision: impl Fn(&Step) -> u8,
+    ) -> Vec<Repeat> {
+        let items: Vec<Option<Item>> = steps
+            .iter()
+            .map(|s| forward_item(s, decision(s)).filter(|_| may_loop(s)))
+            .collect();
+        super::find(&items)
     }
 
     fn all(_: &Step) -> bool {

@@ -19,7 +19,9 @@
 //! Register use: `rbx` the frame, `r12` the values, `r13` the adjoints, `r14` the smoothing
 //! weights, `rbp` the code's constants ([`CONSTS`] first, then the `c` of fused density and
 //! Poisson terms); `zmm0` the step's own adjoint, `zmm1..zmm15` scratch, `zmm16..zmm29`
-//! cached adjoints, `zmm30` `-0.0` and `zmm31` zero in every lane.
+//! cached adjoints, `zmm30` `-0.0` and `zmm31` zero in every lane. A repeated block of
+//! steps (`repeat.rs`) runs as a loop whose iterations each start and end with every adjoint
+//! in memory, `rdx` and `r8`-`r11` advancing its moving places (`looping.rs`).
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::asm_traits::CodeAsmVmulpd;
@@ -30,7 +32,9 @@ use crate::ir::{Binary, Unary};
 use super::super::instr::{CHUNK, FOLD_A, FOLD_B, NONE, Op, Plan, RevStep, Target};
 use super::emit::Coverage;
 use super::indicators::{Indicator, Indicators};
+use super::looping::{LOOP_FROM_STEPS, Looping};
 use super::regs::*;
+use super::repeat::{self, Repeat, Unit};
 use super::routines::k;
 use super::{Parts, entry, frame};
 
@@ -141,18 +145,26 @@ pub(super) fn reverse(
         consts: CONSTS.to_vec(),
         chain_targets: &plan.chain_targets,
         smooth,
+        looping: None,
     };
     let mut bytes = Parts::default();
     let mut coverage = Coverage::default();
     e.prologue()?;
     let steps = &plan.steps;
+    let repeats = loops(steps, &indicators);
+    let mut repeats = repeats.iter().peekable();
     let (mut i, mut part_from) = (0, 0);
     while i < steps.len() {
         if i - part_from >= PART_STEPS {
             e.assemble_part(&mut bytes)?;
             part_from = i;
         }
-        if inline(&steps[i]) {
+        if let Some((run, looping)) = repeats.next_if(|(run, _)| run.start == i) {
+            e.repeat(steps, run, looping)?;
+            coverage.inline += run.len();
+            coverage.looped += run.len();
+            i += run.len();
+        } else if inline(&steps[i]) {
             e.step(&steps[i])?;
             coverage.inline += 1;
             i += 1;
@@ -170,18 +182,6 @@ pub(super) fn reverse(
     Ok((bytes, e.consts, coverage))
 }
 
-fn value(s: u32, h: usize) -> AsmMemoryOperand {
-    zmmword_ptr(r12 + (s as i32 * SLOT_BYTES + h as i32 * HALF_BYTES))
-}
-
-fn adjoint(a: u32, h: usize) -> AsmMemoryOperand {
-    zmmword_ptr(r13 + (a as i32 * SLOT_BYTES + h as i32 * HALF_BYTES))
-}
-
-fn weight(c: u32, h: usize) -> AsmMemoryOperand {
-    zmmword_ptr(r14 + (c as i32 * SLOT_BYTES + h as i32 * HALF_BYTES))
-}
-
 /// Scratch registers.
 const R: [AsmRegisterZmm; 15] = [
     zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14, zmm15,
@@ -197,9 +197,102 @@ struct Emitter<'a> {
     chain_targets: &'a [Target],
     smooth: bool,
     indicators: &'a Indicators,
+    /// Inside a loop over a repeated block: where its moving operands are.
+    looping: Option<Looping>,
+}
+
+/// The runs of repeated blocks of `steps` the code runs as loops, with their registers (see
+/// `emit::loops`): none in a plan of fewer than [`LOOP_FROM_STEPS`] steps.
+fn loops(steps: &[RevStep], indicators: &Indicators) -> Vec<(Repeat, Looping)> {
+    if steps.len() < LOOP_FROM_STEPS {
+        return Vec::new();
+    }
+    let decision = |rs: &RevStep| match rs.step.op {
+        Op::If { t, e, .. } => match indicators.between(t, e) {
+            None => 0,
+            Some(Indicator::Then) => 1,
+            Some(Indicator::Else) => 2,
+        },
+        _ => 0,
+    };
+    let items: Vec<_> = steps
+        .iter()
+        .map(|rs| {
+            if inline(rs) {
+                repeat::reverse_item(rs, decision(rs))
+            } else {
+                None
+            }
+        })
+        .collect();
+    repeat::find(&items)
+        .into_iter()
+        .filter_map(|run| {
+            let looping = Looping::plan(&run)?;
+            Some((run, looping))
+        })
+        .collect()
 }
 
 impl Emitter<'_> {
+    /// The steps of `run` as a loop whose body is its first iteration. Each iteration starts
+    /// and ends with every adjoint in memory (the cache written back at its end, with the
+    /// iteration's addresses), so that all find their adjoints where the first does.
+    fn repeat(
+        &mut self,
+        steps: &[RevStep],
+        run: &Repeat,
+        looping: &Looping,
+    ) -> Result<(), IcedError> {
+        self.flush()?;
+        looping.enter(&mut self.a)?;
+        let mut top = self.a.create_label();
+        self.a.set_label(&mut top)?;
+        self.looping = Some(looping.clone());
+        for rs in &steps[run.start..run.start + run.period] {
+            self.step(rs)?;
+        }
+        self.flush()?;
+        self.looping = None;
+        looping.back_edge(&mut self.a, top)
+    }
+
+    /// Half `h` of place `x` of kind `unit` at `base` (inside a loop, `x` as its first
+    /// iteration has it).
+    /// `after` places after it.
+    fn place(
+        &self,
+        base: AsmRegister64,
+        unit: Unit,
+        x: u32,
+        after: u32,
+        h: usize,
+    ) -> AsmMemoryOperand {
+        let disp = (x + after) as i32 * SLOT_BYTES + h as i32 * HALF_BYTES;
+        match self.looping.as_ref().and_then(|l| l.place(unit, x)) {
+            Some((reg, scale)) => zmmword_ptr(base + reg * scale + disp),
+            None => zmmword_ptr(base + disp),
+        }
+    }
+
+    fn value(&self, s: u32, h: usize) -> AsmMemoryOperand {
+        self.place(r12, Unit::Slot, s, 0, h)
+    }
+
+    fn adjoint(&self, a: u32, h: usize) -> AsmMemoryOperand {
+        self.place(r13, Unit::Adjoint, a, 0, h)
+    }
+
+    fn weight(&self, c: u32, h: usize) -> AsmMemoryOperand {
+        self.place(r14, Unit::Weight, c, 0, h)
+    }
+
+    /// Half `h` of the weight place after `c` (the then weights, where `c` holds the else
+    /// ones): it moves as `c` does.
+    fn weight_after(&self, c: u32, h: usize) -> AsmMemoryOperand {
+        self.place(r14, Unit::Weight, c, 1, h)
+    }
+
     fn prologue(&mut self) -> Result<(), IcedError> {
         entry::enter(
             &mut self.a,
@@ -217,7 +310,7 @@ impl Emitter<'_> {
     fn flush(&mut self) -> Result<(), IcedError> {
         for (i, &r) in ACC.iter().enumerate() {
             if let (Some((adj, h)), true) = (self.cache.holds[i], self.cache.dirty[i]) {
-                self.a.vmovupd(adjoint(adj, h), r)?;
+                self.a.vmovupd(self.adjoint(adj, h), r)?;
             }
         }
         self.cache = AdjCache::new();
@@ -235,7 +328,7 @@ impl Emitter<'_> {
                 .expect("registers"),
         };
         if let (Some((old, oh)), true) = (c.holds[i], c.dirty[i]) {
-            self.a.vmovupd(adjoint(old, oh), ACC[i])?;
+            self.a.vmovupd(self.adjoint(old, oh), ACC[i])?;
         }
         let c = &mut self.cache;
         c.holds[i] = Some((adj, h));
@@ -331,7 +424,7 @@ impl Emitter<'_> {
             None => {
                 let i = self.take(t.adj, h)?;
                 if !t.first {
-                    self.a.vmovupd(ACC[i], adjoint(t.adj, h))?;
+                    self.a.vmovupd(ACC[i], self.adjoint(t.adj, h))?;
                 }
                 i
             }
@@ -360,7 +453,7 @@ impl Emitter<'_> {
             self.own_mask = false;
             match self.cache.find(rs.ad, h) {
                 Some(i) => self.a.vmovapd(OWN, ACC[i])?,
-                None => self.a.vmovupd(OWN, adjoint(rs.ad, h))?,
+                None => self.a.vmovupd(OWN, self.adjoint(rs.ad, h))?,
             }
             self.step_half(rs, h)?;
         }
@@ -392,7 +485,7 @@ impl Emitter<'_> {
                     }
                     Binary::Sub => self.masked(r1, OWN, ZERO)?,
                     Binary::Mul => {
-                        self.a.vmovupd(r2, value(a, h))?;
+                        self.a.vmovupd(r2, self.value(a, h))?;
                         self.a.vaddpd(r0, r2, r2)?;
                         self.masked(r1, OWN, r0)?;
                     }
@@ -414,10 +507,10 @@ impl Emitter<'_> {
                 if want_a {
                     match op {
                         Binary::Add | Binary::Sub => unreachable!("a sum's own arm"),
-                        Binary::Mul => self.masked(r1, OWN, value(b, h))?,
+                        Binary::Mul => self.masked(r1, OWN, self.value(b, h))?,
                         Binary::Div => {
                             self.a.vbroadcastsd(r2, qword_ptr(rbp + 8 * C_ONE as i32))?;
-                            self.a.vdivpd(r0, r2, value(b, h))?;
+                            self.a.vdivpd(r0, r2, self.value(b, h))?;
                             self.masked(r1, OWN, r0)?;
                         }
                         Binary::Pow => unreachable!("no inline form"),
@@ -427,11 +520,11 @@ impl Emitter<'_> {
                 if want_b || !want_a {
                     match op {
                         Binary::Add | Binary::Sub => unreachable!("a sum's own arm"),
-                        Binary::Mul => self.masked(r4, OWN, value(a, h))?,
+                        Binary::Mul => self.masked(r4, OWN, self.value(a, h))?,
                         Binary::Div => {
                             // -v / b
-                            self.a.vxorpd(r2, SIGN, value(out, h))?;
-                            self.a.vdivpd(r3, r2, value(b, h))?;
+                            self.a.vxorpd(r2, SIGN, self.value(out, h))?;
+                            self.a.vdivpd(r3, r2, self.value(b, h))?;
                             self.masked(r4, OWN, r3)?;
                         }
                         Binary::Pow => unreachable!("no inline form"),
@@ -450,7 +543,7 @@ impl Emitter<'_> {
                     self.masked(r2, OWN, k(ci))?;
                     self.a.vaddpd(r2, ZERO, r2)?; // ad_l = 0.0 + masked(ad_p, c)
                     self.a.vbroadcastsd(r3, qword_ptr(rbp + 8 * C_ONE as i32))?;
-                    self.a.vdivpd(r3, r3, value(r, h))?; // 1 / r
+                    self.a.vdivpd(r3, r3, self.value(r, h))?; // 1 / r
                     self.masked(r4, r2, r3)?;
                     self.accumulate(t0, OWN, h, true)?;
                     self.accumulate(Target { first: false, ..t0 }, r4, h, false)?;
@@ -476,23 +569,23 @@ impl Emitter<'_> {
             } if self.smooth => {
                 let want_guard = t0.adj != NONE || rs.folded_guard.is_some();
                 if product {
-                    self.a.vmovupd(r2, weight(cache, h))?;
+                    self.a.vmovupd(r2, self.weight(cache, h))?;
                     self.smooth_guard(r1, r2, t, e, h)?;
                     self.put(t0, r1, h)?;
                 } else {
                     if want_guard {
                         // w = wt * we
-                        self.a.vmovupd(r2, weight(cache + 1, h))?;
-                        self.a.vmulpd(r2, r2, weight(cache, h))?;
+                        self.a.vmovupd(r2, self.weight_after(cache, h))?;
+                        self.a.vmulpd(r2, r2, self.weight(cache, h))?;
                         self.smooth_guard(r1, r2, t, e, h)?;
                         self.put(t0, r1, h)?;
                     }
                     if t1.adj != NONE {
-                        self.smooth_branch(r3, weight(cache + 1, h))?;
+                        self.smooth_branch(r3, self.weight_after(cache, h))?;
                         self.put(t1, r3, h)?;
                     }
                     if t2.adj != NONE {
-                        self.smooth_branch(r3, weight(cache, h))?;
+                        self.smooth_branch(r3, self.weight(cache, h))?;
                         self.put(t2, r3, h)?;
                     }
                 }
@@ -503,7 +596,7 @@ impl Emitter<'_> {
             }
             Op::If { g, .. } => {
                 // `then` takes the adjoint where `g < 0`, `else` elsewhere.
-                self.a.vcmppd(k2, ZERO, value(g, h), GT_OQ)?;
+                self.a.vcmppd(k2, ZERO, self.value(g, h), GT_OQ)?;
                 self.a.knotb(k3, k2)?;
                 self.a.vmovapd(r1.k2().z(), OWN)?;
                 self.a.vmovapd(r2.k3().z(), OWN)?;
@@ -527,39 +620,39 @@ impl Emitter<'_> {
     ) -> Result<(), IcedError> {
         let one = qword_ptr(rbp + 8 * C_ONE as i32);
         let [_, _, _, _, _, s0, s1, ..] = R;
-        let asm = &mut self.a;
         match op {
-            Unary::Exp => asm.vmovupd(r, value(out, h)),
+            Unary::Exp => self.a.vmovupd(r, self.value(out, h)),
             Unary::Log => {
-                asm.vbroadcastsd(s0, one)?;
-                asm.vdivpd(r, s0, value(a, h))
+                self.a.vbroadcastsd(s0, one)?;
+                self.a.vdivpd(r, s0, self.value(a, h))
             }
             Unary::Log1p => {
-                asm.vbroadcastsd(s0, one)?;
-                asm.vaddpd(s1, s0, value(a, h))?;
-                asm.vdivpd(r, s0, s1)
+                self.a.vbroadcastsd(s0, one)?;
+                self.a.vaddpd(s1, s0, self.value(a, h))?;
+                self.a.vdivpd(r, s0, s1)
             }
             Unary::Expm1 => {
-                asm.vmovupd(s0, value(out, h))?;
-                asm.vaddpd(r, s0, k(C_ONE))
+                self.a.vmovupd(s0, self.value(out, h))?;
+                self.a.vaddpd(r, s0, k(C_ONE))
             }
             Unary::Sqrt => {
-                asm.vbroadcastsd(s0, qword_ptr(rbp + 8 * C_HALF as i32))?;
-                asm.vdivpd(r, s0, value(out, h))
+                self.a
+                    .vbroadcastsd(s0, qword_ptr(rbp + 8 * C_HALF as i32))?;
+                self.a.vdivpd(r, s0, self.value(out, h))
             }
             Unary::Sigmoid => {
                 // v * (1 - v)
-                asm.vbroadcastsd(s0, one)?;
-                asm.vsubpd(s0, s0, value(out, h))?;
-                asm.vmovupd(s1, value(out, h))?;
-                asm.vmulpd(r, s1, s0)
+                self.a.vbroadcastsd(s0, one)?;
+                self.a.vsubpd(s0, s0, self.value(out, h))?;
+                self.a.vmovupd(s1, self.value(out, h))?;
+                self.a.vmulpd(r, s1, s0)
             }
             Unary::Tanh => {
                 // 1 - v * v
-                asm.vmovupd(s1, value(out, h))?;
-                asm.vmulpd(s1, s1, s1)?;
-                asm.vbroadcastsd(r, one)?;
-                asm.vsubpd(r, r, s1)
+                self.a.vmovupd(s1, self.value(out, h))?;
+                self.a.vmulpd(s1, s1, s1)?;
+                self.a.vbroadcastsd(r, one)?;
+                self.a.vsubpd(r, r, s1)
             }
             _ => unreachable!("no inline form"),
         }
@@ -574,11 +667,10 @@ impl Emitter<'_> {
         out: u32,
         h: usize,
     ) -> Result<(), IcedError> {
-        let a = &mut self.a;
-        a.vbroadcastsd(p, qword_ptr(rbp + 8 * C_ONE as i32))?;
-        a.vdivpd(p, p, value(b, h))?;
-        a.vxorpd(q, SIGN, value(out, h))?;
-        a.vdivpd(q, q, value(b, h))
+        self.a.vbroadcastsd(p, qword_ptr(rbp + 8 * C_ONE as i32))?;
+        self.a.vdivpd(p, p, self.value(b, h))?;
+        self.a.vxorpd(q, SIGN, self.value(out, h))?;
+        self.a.vdivpd(q, q, self.value(b, h))
     }
 
     /// `kernels::smooth_reverse_guard` into `r`: `ad * (w * (1 / eta)) * (e - t)`, zero where
@@ -597,19 +689,17 @@ impl Emitter<'_> {
             Indicator::Then => C_MINUS_ONE,
             Indicator::Else => C_ONE,
         });
-        let a = &mut self.a;
-        a.vmulpd(p, wr, qword_bcst(rbx + frame::INV_ETA))?;
-        a.vmulpd(p, OWN, p)?;
+        self.a.vmulpd(p, wr, qword_bcst(rbx + frame::INV_ETA))?;
+        self.a.vmulpd(p, OWN, p)?;
         if difference.is_none() {
-            a.vmovupd(d, value(e, h))?;
-            a.vsubpd(d, d, value(t, h))?;
+            self.a.vmovupd(d, self.value(e, h))?;
+            self.a.vsubpd(d, d, self.value(t, h))?;
         }
         self.own_nonzero()?;
-        let a = &mut self.a;
-        a.vcmppd(k1.k6(), wr, ZERO, NEQ_UQ)?;
+        self.a.vcmppd(k1.k6(), wr, ZERO, NEQ_UQ)?;
         match difference {
-            Some(c) => a.vmulpd(r.k1().z(), p, qword_bcst(rbp + 8 * c as i32)),
-            None => a.vmulpd(r.k1().z(), p, d),
+            Some(c) => self.a.vmulpd(r.k1().z(), p, qword_bcst(rbp + 8 * c as i32)),
+            None => self.a.vmulpd(r.k1().z(), p, d),
         }
     }
 
@@ -617,10 +707,9 @@ impl Emitter<'_> {
     fn smooth_branch(&mut self, r: AsmRegisterZmm, w: AsmMemoryOperand) -> Result<(), IcedError> {
         let wr = R[7];
         self.own_nonzero()?;
-        let a = &mut self.a;
-        a.vmovupd(wr, w)?;
-        a.vcmppd(k1.k6(), wr, ZERO, NEQ_UQ)?;
-        a.vmulpd(r.k1().z(), OWN, wr)
+        self.a.vmovupd(wr, w)?;
+        self.a.vcmppd(k1.k6(), wr, ZERO, NEQ_UQ)?;
+        self.a.vmulpd(r.k1().z(), OWN, wr)
     }
 
     /// `fold_guard` (`sweep.rs`) of the guard's contribution `cg`.
@@ -653,13 +742,13 @@ impl Emitter<'_> {
         let [u, udx, adp, adu, p, ucs, ucx, inv_s, ..] = R;
         let ci = self.constant(c);
         // u
-        self.a.vmovupd(u, value(x, h))?;
+        self.a.vmovupd(u, self.value(x, h))?;
         if let Some(m) = m {
-            self.a.vsubpd(u, u, value(m, h))?;
+            self.a.vsubpd(u, u, self.value(m, h))?;
         }
         if let Some(s) = s {
             self.a.vmovapd(udx, u)?;
-            self.a.vdivpd(u, u, value(s, h))?;
+            self.a.vdivpd(u, u, self.value(s, h))?;
         }
         // adp = 0.0 + masked(ad, c); the square's local derivative 2 u.
         self.masked(adp, OWN, k(ci))?;
@@ -687,12 +776,12 @@ impl Emitter<'_> {
         // (dd, ds) = (1 / s, -u / s)
         self.a
             .vbroadcastsd(inv_s, qword_ptr(rbp + 8 * C_ONE as i32))?;
-        self.a.vdivpd(inv_s, inv_s, value(s, h))?;
+        self.a.vdivpd(inv_s, inv_s, self.value(s, h))?;
         let want_s = t0.adj != NONE;
         if m.is_none() {
             // `square_reverse` with `s`: ucs then ucx, both masked from `adu`.
             self.a.vxorpd(udx, u, SIGN)?;
-            self.a.vdivpd(udx, udx, value(s, h))?;
+            self.a.vdivpd(udx, udx, self.value(s, h))?;
             self.masked(ucs, adu, udx)?;
             self.masked(ucx, adu, inv_s)?;
             self.put(t0, ucs, h)?;
@@ -700,7 +789,7 @@ impl Emitter<'_> {
         }
         if want_s {
             self.a.vxorpd(udx, u, SIGN)?;
-            self.a.vdivpd(udx, udx, value(s, h))?;
+            self.a.vdivpd(udx, udx, self.value(s, h))?;
             self.masked(ucs, adu, udx)?;
         }
         self.masked(ucx, adu, inv_s)?;
