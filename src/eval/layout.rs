@@ -195,33 +195,27 @@ pub(super) fn rename(st: &mut Step, place: impl Fn(u32) -> u32) {
     }
 }
 
-/// Places of their own from `next` on, handed out again once given back (the most recently
-/// freed first, as it is the most likely still in cache).
+/// Places of their own from `next` on, handed out again once given back, the lowest free
+/// one first. A loop in the model then gives each iteration's values and adjoints the same
+/// places, or places moving by the same amount, which the compiled code can run as a loop
+/// (`jit/repeat.rs`). Handed out most recently freed first (for the cache), the
+/// 10,000-student survey's places drifted through the free list in no pattern: 83 % of its
+/// forward steps and almost none of its reverse ones could loop, against 93 % and most now.
+/// The small sets of places a sweep keeps reusing stay in cache either way: the built-in
+/// models' DSGD samples ran within 3 % of before.
 struct Places {
-    next: u32,
-    free: Vec<u32>,
-}
-
-impl Places {
-    fn take(&mut self) -> u32 {
-        self.free.pop().unwrap_or_else(|| {
-            self.next += 1;
-            self.next - 1
-        })
-    }
-}
-
-/// Places of their own from `next` on, the lowest free one handed out first. Adjoints are
-/// placed so: a loop in the model then gives each iteration's adjoints the same places (or
-/// places moving by the same amount), which the compiled reverse code can run as a loop
-/// (`jit/repeat.rs`); handed out most recently freed first, the 10,000-student survey's
-/// places drifted through the free list in no pattern.
-struct LowestPlaces {
     next: u32,
     free: std::collections::BinaryHeap<std::cmp::Reverse<u32>>,
 }
 
-impl LowestPlaces {
+impl Places {
+    fn with_free(next: u32, free: Vec<u32>) -> Places {
+        Places {
+            next,
+            free: free.into_iter().map(std::cmp::Reverse).collect(),
+        }
+    }
+
     fn take(&mut self) -> u32 {
         match self.free.pop() {
             Some(std::cmp::Reverse(p)) => p,
@@ -345,9 +339,9 @@ pub(super) fn place(l: Logical, plans: [&mut Plan; 2]) -> Placed {
 
 /// The place of every slot (pinned ones as in `pinned_place`) and the number of places: a
 /// linear scan over the lane steps, in which a slot's place is free again after the last step
-/// that reads it. Places come from `free` (taken from its end) and then from `first` on. A
-/// slot no step writes (fused away) gets place 0; nothing reads it. The compact layout's
-/// scan, and the crisp forward-only plan's (`crisp.rs`).
+/// that reads it. Places come from `free` and those given back (the lowest first), then from
+/// `first` on. A slot no step writes (fused away) gets place 0; nothing reads it. The compact
+/// layout's scan, and the crisp forward-only plan's (`crisp.rs`).
 pub(super) fn scan_places(
     steps: &[Step],
     chains: &[(u32, bool)],
@@ -365,14 +359,14 @@ pub(super) fn scan_places(
         .map(|s| if pinned[s] { pinned_place[s] } else { 0 })
         .collect();
     let mut live = vec![false; n];
-    let mut places = Places { next: first, free };
+    let mut places = Places::with_free(first, free);
     for (i, st) in steps.iter().enumerate() {
         // Operands read here for the last time give their places back first, so the result
         // may take one of them: a step reads all its operands before it writes.
         each_read(st, chains, |o| {
             let o = o as usize;
             if live[o] && last_read[o] == i {
-                places.free.push(place[o]);
+                places.give_back(place[o]);
                 live[o] = false;
             }
         });
@@ -382,7 +376,7 @@ pub(super) fn scan_places(
             // A result nobody reads (none in a compiled tape) frees its place at once.
             live[out] = last_read[out] > i;
             if !live[out] {
-                places.free.push(place[out]);
+                places.give_back(place[out]);
             }
         }
     }
@@ -420,10 +414,7 @@ fn place_adjoints(plan: &mut Plan, pinned: &[u32], first: u32) -> usize {
         });
     }
     let mut place = pinned.to_vec();
-    let mut places = LowestPlaces {
-        next: first,
-        free: Default::default(),
-    };
+    let mut places = Places::with_free(first, Vec::new());
     let mut involved = Vec::new();
     for i in 0..plan.steps.len() {
         involved.clear();
