@@ -46,19 +46,7 @@ fn program(rng: &mut Lcg, len: usize) -> Program {
             rng.below(12)
         };
         let node = match kind {
-            0 => x + y,
-            1 => x - y,
-            2 => x * y,
-            3 => x / (y * y + 0.5),
-            4 => -x,
-            5 => (x * x + 0.1).sqrt(),
-            6 => x + k,
-            7 => k * x,
-            8 => b.if_neg(x - k, y, w),
-            9 => b.if_neg(x + y, w, k),
-            10 => b.if_neg(x, k, y) + b.sum(&[x, y, w, k]),
-            // A guard folded into its if-statement with both operands taking its adjoint.
-            11 => b.if_neg(x - y, w, k),
+            0..12 => cheap_node(&b, kind, x, y, w, k),
             12 => (x * 0.1).tanh().exp(),
             13 => (x * x + 1.0).ln(),
             // No inline form in either sweep.
@@ -73,6 +61,33 @@ fn program(rng: &mut Lcg, len: usize) -> Program {
     let total = b.sum(&out);
     b.finish(&[total])
         .expect("a generated program is well formed")
+}
+
+/// Node `kind` (below 12) of `x`, `y`, `w` and the constant `k`: one the compiled code runs
+/// inline (sums, differences, products, quotients, negations, square roots, if-statements).
+fn cheap_node<'b>(
+    b: &'b Builder,
+    kind: usize,
+    x: Var<'b>,
+    y: Var<'b>,
+    w: Var<'b>,
+    k: Var<'b>,
+) -> Var<'b> {
+    match kind {
+        0 => x + y,
+        1 => x - y,
+        2 => x * y,
+        3 => x / (y * y + 0.5),
+        4 => -x,
+        5 => (x * x + 0.1).sqrt(),
+        6 => x + k,
+        7 => k * x,
+        8 => b.if_neg(x - k, y, w),
+        9 => b.if_neg(x + y, w, k),
+        10 => b.if_neg(x, k, y) + b.sum(&[x, y, w, k]),
+        // A guard folded into its if-statement with both operands taking its adjoint.
+        _ => b.if_neg(x - y, w, k),
+    }
 }
 
 /// Values and gradients of a batch, and a forward-only sweep, in the build `set`.
@@ -456,19 +471,11 @@ fn looped_program(rng: &mut Lcg, body: usize, reps: usize) -> Program {
                 x = carried;
             }
             let k = b.constant(c);
+            // Kind 10's sum would be a sum chain, which no loop contains: an indicator (an
+            // if-statement between 1 and 0) times a value instead.
             pool.push(match kind {
-                0 => x + y,
-                1 => x - y,
-                2 => x * y,
-                3 => x / (y * y + 0.5),
-                4 => -x,
-                5 => (x * x + 0.1).sqrt(),
-                6 => x + k,
-                7 => k * x,
-                8 => b.if_neg(x - k, y, w),
-                9 => b.if_neg(x + y, w, k),
                 10 => b.if_neg(x, b.constant(1.0), b.constant(0.0)) * y,
-                _ => b.if_neg(x - y, w, k),
+                _ => cheap_node(&b, kind, x, y, w, k),
             });
         }
         carried = *pool.last().unwrap();

@@ -32,7 +32,7 @@ use crate::ir::{Binary, Unary};
 
 use super::super::instr::{CHUNK, NONE, Op, Step, UNREAD};
 use super::indicators::{Indicator, Indicators};
-use super::looping::{LOOP_FROM_STEPS, Looping};
+use super::looping::{self, Looping};
 use super::regs::*;
 use super::repeat::{self, Repeat, Unit};
 use super::routines::{self, k};
@@ -278,36 +278,17 @@ pub(super) fn forward(
 /// The runs of repeated blocks of `steps` the code runs as loops, with their registers: runs
 /// of steps with an inline form whose if-statements are indicators in every iteration or in
 /// none (`crisp` semantics, or smoothed). None in a layout of fewer than
-/// `looping::LOOP_FROM_STEPS` steps.
+/// [`looping::LOOP_FROM_STEPS`] steps.
 fn loops(steps: &[Step], indicators: &Indicators, crisp: bool) -> Vec<(Repeat, Looping)> {
-    if steps.len() < LOOP_FROM_STEPS {
-        return Vec::new();
-    }
-    let decision = |step: &Step| match step.op {
-        Op::If { t, e, .. } if !crisp => match indicators.between(t, e) {
-            None => 0,
-            Some(Indicator::Then) => 1,
-            Some(Indicator::Else) => 2,
-        },
-        _ => 0,
-    };
-    let items: Vec<_> = steps
-        .iter()
-        .map(|step| {
-            if inline(&step.op) {
-                repeat::forward_item(step, decision(step))
-            } else {
-                None
-            }
-        })
-        .collect();
-    repeat::find(&items)
-        .into_iter()
-        .filter_map(|run| {
-            let looping = Looping::plan(&run)?;
-            Some((run, looping))
-        })
-        .collect()
+    looping::plan_loops(steps, |step| {
+        let decision = match step.op {
+            Op::If { t, e, .. } if !crisp => indicators.decision(t, e),
+            _ => 0,
+        };
+        inline(&step.op)
+            .then(|| repeat::forward_item(step, decision))
+            .flatten()
+    })
 }
 
 /// Which steps' values the code stores in their places.

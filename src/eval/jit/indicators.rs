@@ -37,6 +37,16 @@ impl Indicators {
         }
     }
 
+    /// [`Self::between`] as a number (none 0, then 1, else 2): a decision every iteration of
+    /// a loop must share (`repeat.rs`).
+    pub(super) fn decision(&self, t: u32, e: u32) -> u8 {
+        match self.between(t, e) {
+            None => 0,
+            Some(Indicator::Then) => 1,
+            Some(Indicator::Else) => 2,
+        }
+    }
+
     /// Whether the branches' places `t` and `e` hold 1 and 0 (or 0 and 1).
     pub(super) fn between(&self, t: u32, e: u32) -> Option<Indicator> {
         if self.one.contains(&t) && self.zero.contains(&e) {

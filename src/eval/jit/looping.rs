@@ -11,7 +11,7 @@
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
 
-use super::repeat::{Repeat, Unit};
+use super::repeat::{self, Item, Repeat, Unit};
 
 const FREE: [AsmRegister64; 5] = [rdx, r8, r9, r10, r11];
 
@@ -37,6 +37,26 @@ enum Class {
     Word,
     /// Latents' noise (`r15` bytes apart).
     Noise,
+}
+
+/// The runs of repeated blocks among `steps` (each made an [`Item`] by `item`, `None` for
+/// one a loop may not contain) that can run as loops, with their registers: none among
+/// fewer than [`LOOP_FROM_STEPS`] steps.
+pub(super) fn plan_loops<S>(
+    steps: &[S],
+    item: impl Fn(&S) -> Option<Item>,
+) -> Vec<(Repeat, Looping)> {
+    if steps.len() < LOOP_FROM_STEPS {
+        return Vec::new();
+    }
+    let items: Vec<Option<Item>> = steps.iter().map(item).collect();
+    repeat::find(&items)
+        .into_iter()
+        .filter_map(|run| {
+            let looping = Looping::plan(&run)?;
+            Some((run, looping))
+        })
+        .collect()
 }
 
 /// A register advancing by `base` indices of `class` per iteration.

@@ -32,7 +32,7 @@ use crate::ir::{Binary, Unary};
 use super::super::instr::{CHUNK, FOLD_A, FOLD_B, NONE, Op, Plan, RevStep, Target};
 use super::emit::Coverage;
 use super::indicators::{Indicator, Indicators};
-use super::looping::{LOOP_FROM_STEPS, Looping};
+use super::looping::{self, Looping};
 use super::regs::*;
 use super::repeat::{self, Repeat, Unit};
 use super::routines::k;
@@ -202,36 +202,17 @@ struct Emitter<'a> {
 }
 
 /// The runs of repeated blocks of `steps` the code runs as loops, with their registers (see
-/// `emit::loops`): none in a plan of fewer than [`LOOP_FROM_STEPS`] steps.
+/// `emit::loops`): none in a plan of fewer than [`looping::LOOP_FROM_STEPS`] steps.
 fn loops(steps: &[RevStep], indicators: &Indicators) -> Vec<(Repeat, Looping)> {
-    if steps.len() < LOOP_FROM_STEPS {
-        return Vec::new();
-    }
-    let decision = |rs: &RevStep| match rs.step.op {
-        Op::If { t, e, .. } => match indicators.between(t, e) {
-            None => 0,
-            Some(Indicator::Then) => 1,
-            Some(Indicator::Else) => 2,
-        },
-        _ => 0,
-    };
-    let items: Vec<_> = steps
-        .iter()
-        .map(|rs| {
-            if inline(rs) {
-                repeat::reverse_item(rs, decision(rs))
-            } else {
-                None
-            }
-        })
-        .collect();
-    repeat::find(&items)
-        .into_iter()
-        .filter_map(|run| {
-            let looping = Looping::plan(&run)?;
-            Some((run, looping))
-        })
-        .collect()
+    looping::plan_loops(steps, |rs| {
+        let decision = match rs.step.op {
+            Op::If { t, e, .. } => indicators.decision(t, e),
+            _ => 0,
+        };
+        inline(rs)
+            .then(|| repeat::reverse_item(rs, decision))
+            .flatten()
+    })
 }
 
 impl Emitter<'_> {
