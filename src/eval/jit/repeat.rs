@@ -259,17 +259,17 @@ const MIN_STEPS: usize = 24;
 /// The runs of repeated blocks in `items` (the steps, `None` for one a loop may not contain),
 /// in order and disjoint, found greedily from the first step on (at each step, the run
 /// covering most steps).
-pub(super) fn find(split: &[Option<Item>]) -> Vec<Repeat> {
+pub(super) fn find(items: &[Option<Item>]) -> Vec<Repeat> {
     let mut found = Vec::new();
     let mut k = 0;
-    while k < split.len() {
+    while k < items.len() {
         let mut best: Option<Repeat> = None;
-        for period in 1..=MAX_PERIOD.min((split.len() - k) / MIN_REPS) {
+        for period in 1..=MAX_PERIOD.min((items.len() - k) / MIN_REPS) {
             // A multiple of a period that repeats covers no more than it does.
             if best.as_ref().is_some_and(|b| period % b.period == 0) {
                 continue;
             }
-            if let Some(run) = run_at(split, k, period)
+            if let Some(run) = run_at(items, k, period)
                 && best.as_ref().is_none_or(|b| run.len() > b.len())
             {
                 best = Some(run);
@@ -288,12 +288,16 @@ pub(super) fn find(split: &[Option<Item>]) -> Vec<Repeat> {
 
 /// The longest run of the block of `period` steps at `start` (at least [`MIN_REPS`]
 /// iterations), or `None`.
-fn run_at(split: &[Option<(Shape, Fields)>], start: usize, period: usize) -> Option<Repeat> {
-    let body = &split[start..start + period];
-    let next = &split[start + period..start + 2 * period];
+fn run_at(items: &[Option<Item>], start: usize, period: usize) -> Option<Repeat> {
+    let body = &items[start..start + period];
+    let next = &items[start + period..start + 2 * period];
     // Most candidates fail here, at their first step: before anything is allocated.
-    let same_shape = |a: &Option<(Shape, Fields)>, b: &Option<(Shape, Fields)>| matches!((a, b), (Some((sa, _)), Some((sb, _))) if sa == sb);
-    if !body.iter().zip(next).all(|(a, b)| same_shape(a, b)) {
+    let shape = |item: &Option<Item>| item.as_ref().map(|&(s, _)| s);
+    if !body
+        .iter()
+        .zip(next)
+        .all(|(a, b)| shape(a).is_some() && shape(a) == shape(b))
+    {
         return None;
     }
     // Each index's shift, from the first iteration to the second.
@@ -315,10 +319,10 @@ fn run_at(split: &[Option<(Shape, Fields)>], start: usize, period: usize) -> Opt
     }
     // Iterations while every step keeps its shape and every index its line.
     let mut reps = 2;
-    'iterations: while start + (reps + 1) * period <= split.len() {
+    'iterations: while start + (reps + 1) * period <= items.len() {
         let at = start + reps * period;
         for (j, (first, d)) in body.iter().zip(&shifts).enumerate() {
-            let (Some((s0, f0)), Some((s, f))) = (first, &split[at + j]) else {
+            let (Some((s0, f0)), Some((s, f))) = (first, &items[at + j]) else {
                 break 'iterations;
             };
             let line = f0
