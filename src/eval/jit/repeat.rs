@@ -286,18 +286,46 @@ pub(super) fn find(items: &[Option<Item>]) -> Vec<Repeat> {
     found
 }
 
+/// Whether the block of `period` steps at `start` repeats at least [`MIN_REPS`] times with
+/// the same shapes and every index on a line: a test that allocates nothing, so that where
+/// every step has one shape (a long product of random operands: every candidate passes the
+/// shape test) the search stays a few comparisons a candidate. Such a program of 118,000
+/// steps compiled its forward code in 4.8 s when candidates allocated first, and takes
+/// 0.16 s now (0.085 s with no search at all).
+fn on_lines(items: &[Option<Item>], start: usize, period: usize) -> bool {
+    if start + MIN_REPS * period > items.len() {
+        return false;
+    }
+    (start..start + period).all(|k| {
+        let Some((s0, f0)) = &items[k] else {
+            return false;
+        };
+        let Some((s1, f1)) = &items[k + period] else {
+            return false;
+        };
+        s1 == s0
+            && (2..MIN_REPS).all(|r| {
+                let Some((s, f)) = &items[k + r * period] else {
+                    return false;
+                };
+                s == s0
+                    && f0.list().iter().zip(f1.list()).zip(f.list()).all(
+                        |((&(_, x0), &(_, x1)), &(_, x))| {
+                            let d = i64::from(x1) - i64::from(x0);
+                            i64::from(x) == i64::from(x0) + r as i64 * d
+                        },
+                    )
+            })
+    })
+}
+
 /// The longest run of the block of `period` steps at `start` (at least [`MIN_REPS`]
 /// iterations), or `None`.
 fn run_at(items: &[Option<Item>], start: usize, period: usize) -> Option<Repeat> {
     let body = &items[start..start + period];
     let next = &items[start + period..start + 2 * period];
     // Most candidates fail here, at their first step: before anything is allocated.
-    let shape = |item: &Option<Item>| item.as_ref().map(|&(s, _)| s);
-    if !body
-        .iter()
-        .zip(next)
-        .all(|(a, b)| shape(a).is_some() && shape(a) == shape(b))
-    {
+    if !on_lines(items, start, period) {
         return None;
     }
     // Each index's shift, from the first iteration to the second.
