@@ -140,6 +140,20 @@ fn run_affine(
     out
 }
 
+/// Asserts that the compiled code gives the portable build's bits on `tape` under `sem`
+/// ([`run`]'s values and gradients); `what` names the case in the message.
+fn assert_compiled_bits(
+    tape: &Tape,
+    sem: Semantics,
+    params: &[f64],
+    zs: &[f64],
+    what: impl std::fmt::Display,
+) {
+    let want = run(tape, KernelSet::Portable, sem, params, zs);
+    let got = run(tape, KernelSet::Jit, sem, params, zs);
+    assert!(got == want, "{what}, {sem:?}: compiled differs");
+}
+
 fn noise(rng: &mut Lcg, latents: usize) -> Vec<f64> {
     (0..latents * BATCH)
         .map(|_| 6.0 * rng.next() - 3.0)
@@ -171,11 +185,12 @@ fn compiled_sweeps_give_the_interpreters_bits_on_random_programs() {
         let params = [rng.next() - 0.5, rng.next() + 0.5];
         let zs = noise(&mut rng, tape.latent_count());
         for sem in SEMANTICS {
-            let want = run(&tape, KernelSet::Portable, sem, &params, &zs);
-            let got = run(&tape, KernelSet::Jit, sem, &params, &zs);
-            assert!(
-                got == want,
-                "case {case} ({len} nodes), {sem:?}: compiled differs"
+            assert_compiled_bits(
+                &tape,
+                sem,
+                &params,
+                &zs,
+                format!("case {case} ({len} nodes)"),
             );
             if let Some(c) = tape.jit_coverage(sem) {
                 compiled += 1;
@@ -417,9 +432,7 @@ fn compiled_sweeps_of_long_programs_give_the_interpreters_bits() {
     let params = [0.3, 0.8];
     let zs = noise(&mut rng, tape.latent_count());
     for sem in SEMANTICS {
-        let want = run(&tape, KernelSet::Portable, sem, &params, &zs);
-        let got = run(&tape, KernelSet::Jit, sem, &params, &zs);
-        assert!(got == want, "{sem:?}: compiled differs");
+        assert_compiled_bits(&tape, sem, &params, &zs, "long program");
     }
     let c = tape.jit_coverage(SEMANTICS[0]).expect("compiled");
     assert!(c.inline + c.called > 3 * 2_048, "{c:?}");
@@ -433,9 +446,7 @@ fn compiled_sweeps_of_long_programs_give_the_interpreters_bits() {
     assert!(tape.reverse_len(SEMANTICS[0]) > 50_000);
     let zs = noise(&mut rng, tape.latent_count());
     let sem = SEMANTICS[0];
-    let want = run(&tape, KernelSet::Portable, sem, &params, &zs);
-    let got = run(&tape, KernelSet::Jit, sem, &params, &zs);
-    assert!(got == want, "{sem:?}: compiled differs");
+    assert_compiled_bits(&tape, sem, &params, &zs, "150,000 nodes");
     assert!(tape.reverse_jit_coverage(sem).is_none());
 }
 
@@ -503,9 +514,7 @@ fn compiled_loops_over_repeated_blocks_give_the_interpreters_bits() {
         let params = [rng.next() - 0.5, rng.next() + 0.5];
         let zs = noise(&mut rng, tape.latent_count());
         for sem in SEMANTICS {
-            let want = run(&tape, KernelSet::Portable, sem, &params, &zs);
-            let got = run(&tape, KernelSet::Jit, sem, &params, &zs);
-            assert!(got == want, "case {case}, {sem:?}: compiled differs");
+            assert_compiled_bits(&tape, sem, &params, &zs, format!("case {case}"));
             if let Some(c) = tape.jit_coverage(sem) {
                 inline += c.inline;
                 looped += c.looped;
@@ -536,9 +545,7 @@ fn compiled_loops_over_repeated_blocks_give_the_interpreters_bits() {
     let tape = Tape::compile(&model.program, 0);
     let zs = noise(&mut rng, tape.latent_count());
     for sem in SEMANTICS {
-        let want = run(&tape, KernelSet::Portable, sem, &[], &zs);
-        let got = run(&tape, KernelSet::Jit, sem, &[], &zs);
-        assert!(got == want, "survey, {sem:?}: compiled differs");
+        assert_compiled_bits(&tape, sem, &[], &zs, "survey");
         let c = tape.jit_coverage(sem).expect("compiled");
         assert!(c.looped * 10 > c.inline * 7, "survey, {sem:?}: {c:?}");
         // (Crisp, its plan is empty: no guard carries an adjoint.)
