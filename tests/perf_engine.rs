@@ -1,4 +1,5 @@
-//! The engine's speed-ups keep its results: drawing the next batch's noise on another
+//! The engine's speed-ups keep its results: the chunks of a batch shared out to any number
+//! of threads give the bits of one thread, drawing the next batch's noise on another
 //! thread (`Engine::step_then_draw`) gives the bits of drawing it in turn, and the
 //! measurement statistics of `Engine::gradient_spread` are those of plain one-component-at-a-
 //! time sums.
@@ -49,6 +50,48 @@ fn noise_drawn_ahead_gives_the_bits_of_noise_drawn_in_turn() {
             }
         }
     });
+}
+
+/// Per-sample gradients, values, crisp values and the mean of batches of many chunks (the
+/// last one short) are the same bits on 1, 2, 3 and 7 threads, batch after batch.
+#[test]
+fn chunks_shared_among_threads_give_one_threads_bits() {
+    let outputs = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut out = Vec::new();
+            for kind in [EstimatorKind::Dsgd, EstimatorKind::Score] {
+                let mut e = engine(kind);
+                let theta = e.problem().family().init();
+                for (k, batch) in [(0, 1000), (1, 37), (2, 1000), (3, 17)] {
+                    e.evaluate(&theta, StreamKey::new(9, k, Purpose::Step), batch, true)
+                        .unwrap();
+                    assert_eq!(e.values().len(), batch);
+                    assert_eq!(e.crisp_values().len(), batch);
+                    let sample = e.sample_gradients();
+                    let batch_f = batch as f64;
+                    // The mean is the samples' mean (to rounding: its sums run in chunks).
+                    for (p, m) in e.mean_gradient().iter().enumerate() {
+                        let plain: f64 = e.component(p).sum::<f64>() / batch_f;
+                        assert!(
+                            (m - plain).abs() <= 1e-9 * plain.abs().max(1.0),
+                            "{m} {plain}"
+                        );
+                    }
+                    out.extend(sample.into_iter().chain(e.values().iter().copied()));
+                    out.extend(e.crisp_values().iter().chain(e.mean_gradient()));
+                }
+            }
+            out.into_iter().map(f64::to_bits).collect::<Vec<_>>()
+        })
+    };
+    let one = outputs(1);
+    for threads in [2, 3, 7] {
+        assert!(one == outputs(threads), "{threads} threads");
+    }
 }
 
 /// The sample variance (ddof 1, two passes) as a plain loop, in sample order.

@@ -1,5 +1,5 @@
-//! The batch driver: draws noise, runs an estimator over fixed-size chunks of lanes (in
-//! parallel when there are several), and averages.
+//! The batch driver: draws noise, runs an estimator over fixed-size chunks of lanes (shared
+//! out to the pool's threads by `share.rs` when there are several), and averages.
 //!
 //! Chunks are [`CHUNK`] lanes whatever the number of threads, each lane's noise comes from
 //! its own stream, and the mean is each chunk's sum (its lanes in lane order, by the thread
@@ -13,9 +13,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use rayon::prelude::*;
-
 use super::column_sums::{Summand, add_rows};
+use super::share::{Rows, for_each_row};
 use super::{Context, Estimator, Problem, Scratch, StreamKey};
 use crate::aligned::F64Buf;
 use crate::eval::{CHUNK, Values};
@@ -164,11 +163,11 @@ impl Engine {
         // Noise drawn ahead for this batch becomes the one chunk's noise by a swap of
         // buffers (no copy: for a large program that is megabytes), the chunk's old buffer
         // the spare for the next draw ahead.
-        let ahead = match self.ahead.take() {
+        let mut ahead = match self.ahead.take() {
             Some((k, b)) if k == key && b == batch && chunks == 1 => {
-                Mutex::new(Some(std::mem::take(&mut self.ahead_s)))
+                Some(std::mem::take(&mut self.ahead_s))
             }
-            _ => Mutex::new(None),
+            _ => None,
         };
         let (problem, estimator, state) = (&*self.problem, self.estimator.as_ref(), &self.state);
         let scratch = &self.scratch;
@@ -178,25 +177,19 @@ impl Engine {
                    grads: &mut [f64],
                    values: &mut [f64],
                    crisp: &mut [f64],
-                   sums: &mut [f64]| {
+                   sums: &mut [f64],
+                   ahead: Option<&mut Vec<f64>>| {
             let slot = rayon::current_thread_index().unwrap_or(0) % scratch.len();
             let mut guard = scratch[slot].lock().unwrap_or_else(|e| e.into_inner());
             let sc = guard.get_or_insert_with(|| problem.scratch());
             let first = c * CHUNK;
             let w = values.len();
-            // The lock is held for the swap only: chunks that draw their own noise (every
-            // chunk when nothing was drawn ahead) must not draw one at a time.
-            let swapped = match ahead.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            match ahead {
                 Some(s) => {
                     std::mem::swap(&mut sc.s, s);
-                    true
+                    sc.w = w;
                 }
-                None => false,
-            };
-            if swapped {
-                sc.w = w;
-            } else {
-                problem.draw(key, first, w, sc);
+                None => problem.draw(key, first, w, sc),
             }
             let cx = Context {
                 problem,
@@ -238,16 +231,23 @@ impl Engine {
                     &mut self.values[r.clone()],
                     &mut self.crisp[r],
                     &mut self.sums[c * stride..c * stride + d],
+                    ahead.as_mut(),
                 );
             }
         } else {
-            self.grads
-                .par_chunks_mut(CHUNK * d)
-                .zip(self.values.par_chunks_mut(CHUNK))
-                .zip(self.crisp.par_chunks_mut(CHUNK))
-                .zip(self.sums.par_chunks_mut(stride))
-                .enumerate()
-                .for_each(|(c, (((g, v), cr), sums))| run(c, g, v, cr, &mut sums[..d]));
+            let rows = Rows::new(
+                [
+                    &mut self.grads,
+                    &mut self.values,
+                    &mut self.crisp,
+                    &mut self.sums,
+                ],
+                [CHUNK * d, CHUNK, CHUNK, stride],
+                chunks,
+            );
+            for_each_row(rows, |c, [g, v, cr, sums]| {
+                run(c, g, v, cr, &mut sums[..d], None)
+            });
         }
         // The chunks' sums added in chunk order: the mean's bits do not depend on which
         // thread made which chunk. (For one chunk this is the lanes' sum in lane order.)
@@ -263,7 +263,7 @@ impl Engine {
         for m in &mut self.mean {
             *m *= inv;
         }
-        if let Some(s) = ahead.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        if let Some(s) = ahead {
             self.spare_s = s;
         }
         Ok(())

@@ -16,6 +16,7 @@ mod rloo;
 mod rng;
 mod schedule;
 mod score;
+mod share;
 
 pub use adaptive::{Adjustment, AutoEta, GapProbe, START_AMPLITUDE, race};
 pub use engine::{Engine, NonFinite, on_a_worker};
