@@ -4,7 +4,8 @@
 //! on every built-in model and on indicators (if-statements between 1 and 0) at the edges;
 //! smoothed and crisp, values and gradients, latents given as
 //! reparameterised noise (what the engine passes, and what the code reads), with a short
-//! last chunk (which the interpreter runs).
+//! last chunk (which the interpreter runs). An ignored test fuzzes the same comparison for a
+//! time budget.
 //!
 //! On a CPU without AVX-512 the set is not available and the test checks only that nothing
 //! is compiled.
@@ -555,4 +556,53 @@ fn compiled_loops_over_repeated_blocks_give_the_interpreters_bits() {
             "survey, reverse, {sem:?}: {c:?}"
         );
     }
+}
+
+/// A time-budget fuzz of the compiled code against the interpreter: random programs (as
+/// above, of 5 to 800 nodes) and random loop bodies repeated enough to loop, from fresh seeds,
+/// until `DSGD_FUZZ_SECONDS` (default 600) have passed. A failure names its seed; rerun
+/// one with `DSGD_FUZZ_SEED`.
+/// `DSGD_FUZZ_SECONDS=600 cargo test --release --test eval_jit -- --ignored --nocapture`
+#[test]
+#[ignore = "a time-budget fuzz; run with --ignored"]
+fn compiled_sweeps_fuzz_for_a_time_budget() {
+    if !KernelSet::available().contains(&KernelSet::Jit) {
+        return;
+    }
+    let seconds: u64 = std::env::var("DSGD_FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(600);
+    let first: u64 = std::env::var("DSGD_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        });
+    let start = std::time::Instant::now();
+    let mut seed = first;
+    let (mut cases, mut looped) = (0u64, 0usize);
+    while cases == 0 || start.elapsed().as_secs() < seconds {
+        let mut rng = Lcg(seed);
+        let p = if rng.next() < 0.25 {
+            let body = 1 + rng.below(40);
+            let reps = 2_100 / body + rng.below(200);
+            looped_program(&mut rng, body, reps)
+        } else {
+            let len = 5 + rng.below(800);
+            program(&mut rng, len)
+        };
+        let tape = Tape::compile(&p, 0);
+        let params = [rng.next() * 4.0 - 2.0, rng.next() * 4.0 - 2.0];
+        let zs = noise(&mut rng, tape.latent_count());
+        for sem in SEMANTICS {
+            assert_compiled_bits(&tape, sem, &params, &zs, format!("seed {seed}"));
+            looped += tape.jit_coverage(sem).map_or(0, |c| c.looped);
+        }
+        cases += 1;
+        seed = seed.wrapping_add(1);
+    }
+    println!("{cases} programs from seed {first} ({looped} looped forward steps)");
 }
