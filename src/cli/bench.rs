@@ -7,12 +7,13 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Args;
-use dsgd::estimate::EstimatorKind;
+use dsgd::estimate::{EstimatorKind, Problem};
 use dsgd::eval::vmath::KernelSet;
 use dsgd::experiment::compare::lyy18_refusal;
 use dsgd::experiment::cost::{Cost, CostConfig, measure_interleaved};
 use dsgd::experiment::paper::JAX_SAMPLES_PER_SECOND;
 use dsgd::experiment::reproduce::paper_settings;
+use dsgd::experiment::run::RunError;
 use serde::Serialize;
 
 use super::args::{Footprint, check_memory, count, positive, threads};
@@ -95,6 +96,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         .into_iter()
         .filter(|&k| k != EstimatorKind::Lyy18 || note.is_none())
         .collect();
+    // Compiled once for every batch size and estimator.
+    let problem = Problem::new(&model).map_err(RunError::from)?;
     let mut results = Vec::new();
     for &batch in &args.batch {
         let config = CostConfig {
@@ -104,7 +107,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             repeat_seconds: args.seconds,
             threads: args.threads,
         };
-        for cost in measure_interleaved(&model, &kinds, args.eta, decay, &config)? {
+        for cost in measure_interleaved(&problem, &kinds, args.eta, decay, &config)? {
             // JAX_SAMPLES_PER_SECOND's columns: DSGD, Fixed, Score, Reparam, LYY18.
             let i = ["dsgd", "fixed", "score", "reparam", "lyy18"]
                 .iter()

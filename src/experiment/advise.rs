@@ -210,7 +210,7 @@ pub fn advise(
             work_ratio_to_score: f64::NAN,
         });
     }
-    let costs = cost::measure_interleaved(model, &applicable, config.eta, None, &config.cost)?;
+    let costs = cost::measure_interleaved(&problem, &applicable, config.eta, None, &config.cost)?;
     for c in &costs {
         if let Some(a) = advice.iter_mut().find(|a| a.estimator == c.estimator) {
             a.seconds_per_sample = c.seconds_per_sample();

@@ -12,7 +12,6 @@ use serde::Serialize;
 
 use super::run::RunError;
 use crate::estimate::{self, Engine, EstimatorKind, Problem, Purpose, StreamKey};
-use crate::ir::Model;
 
 /// How long to time.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -76,25 +75,13 @@ impl Cost {
     }
 }
 
-/// Times `kind` on `model` on one thread. DSGD is timed at iteration 4000, where its eta is
-/// `eta`; the per-iteration cost does not depend on the iteration.
-pub fn measure(
-    model: &Model,
-    kind: EstimatorKind,
-    eta: f64,
-    decay: Option<f64>,
-    config: &CostConfig,
-) -> Result<Cost, RunError> {
-    let mut v = measure_interleaved(model, &[kind], eta, decay, config)?;
-    v.pop()
-        .ok_or_else(|| RunError::Config("no estimator to time".into()))
-}
-
-/// Times several estimators on `model` on `config.threads` threads, interleaving their
+/// Times several estimators on `problem` on `config.threads` threads, interleaving their
 /// repeats (repeat 1 of each, then repeat 2 of each, ...) so that a change in the machine's
-/// load during the measurement affects them alike and their ratios stay fair.
+/// load during the measurement affects them alike and their ratios stay fair. DSGD is timed
+/// at iteration 4000, where its eta is `eta`; the per-iteration cost does not depend on the
+/// iteration.
 pub fn measure_interleaved(
-    model: &Model,
+    problem: &Problem,
     kinds: &[EstimatorKind],
     eta: f64,
     decay: Option<f64>,
@@ -109,7 +96,7 @@ pub fn measure_interleaved(
         .num_threads(config.threads)
         .build()
         .map_err(|e| RunError::Threads(e.to_string()))?;
-    pool.install(|| measure_here(model, kinds, eta, decay, config))
+    pool.install(|| measure_here(problem, kinds, eta, decay, config))
 }
 
 /// An engine being timed, with its own iteration counter.
@@ -139,7 +126,7 @@ impl Timed {
 }
 
 fn measure_here(
-    model: &Model,
+    problem: &Problem,
     kinds: &[EstimatorKind],
     eta: f64,
     decay: Option<f64>,
@@ -148,9 +135,8 @@ fn measure_here(
     let mut timed = Vec::with_capacity(kinds.len());
     // One compiled problem for every estimator, as a run's engines share one: its tape,
     // and the machine code compiled from it, are made once.
-    let problem = Problem::new(model)?;
     for &kind in kinds {
-        let estimator = estimate::build(kind, &problem, eta, decay)?;
+        let estimator = estimate::build(kind, problem, eta, decay)?;
         let theta = problem.family().init();
         timed.push(Timed {
             engine: Engine::new(problem.clone(), estimator),

@@ -25,7 +25,7 @@ use super::report::{RunReport, write_atomic};
 use super::run::{RunConfig, RunError};
 use super::sweep::{self, Job};
 use super::tables;
-use crate::estimate::EstimatorKind;
+use crate::estimate::{EstimatorKind, Problem};
 use crate::ir::Model;
 
 /// Why a reproduction failed.
@@ -101,17 +101,21 @@ fn time_costs(
                 .into_iter()
                 .filter(|&k| k != EstimatorKind::Lyy18 || lyy18)
                 .collect();
-            cost::measure_interleaved(
-                model,
-                &kinds,
-                config.variance_eta,
-                Some(eta_decay(config, name, model)),
-                &config.cost,
-            )
-            .map_err(|source| ReproduceError::Run {
-                what: format!("timing {name}"),
-                source,
-            })
+            Problem::new(model)
+                .map_err(RunError::from)
+                .and_then(|problem| {
+                    cost::measure_interleaved(
+                        &problem,
+                        &kinds,
+                        config.variance_eta,
+                        Some(eta_decay(config, name, model)),
+                        &config.cost,
+                    )
+                })
+                .map_err(|source| ReproduceError::Run {
+                    what: format!("timing {name}"),
+                    source,
+                })
         })
         .collect()
 }
