@@ -560,8 +560,8 @@ fn compiled_loops_over_repeated_blocks_give_the_interpreters_bits() {
 
 /// A time-budget fuzz of the compiled code against the interpreter: random programs (as
 /// above, of 5 to 800 nodes) and random loop bodies repeated enough to loop, from fresh seeds,
-/// until `DSGD_FUZZ_SECONDS` (default 600) have passed. A failure names its seed; rerun
-/// one with `DSGD_FUZZ_SEED`.
+/// until `DSGD_FUZZ_SECONDS` (default 600) have passed. A failure, or a case that runs for
+/// a minute, names its seed; rerun one with `DSGD_FUZZ_SEED`.
 /// `DSGD_FUZZ_SECONDS=600 cargo test --release --test eval_jit -- --ignored --nocapture`
 #[test]
 #[ignore = "a time-budget fuzz; run with --ignored"]
@@ -594,15 +594,102 @@ fn compiled_sweeps_fuzz_for_a_time_budget() {
             let len = 5 + rng.below(800);
             program(&mut rng, len)
         };
-        let tape = Tape::compile(&p, 0);
         let params = [rng.next() * 4.0 - 2.0, rng.next() * 4.0 - 2.0];
-        let zs = noise(&mut rng, tape.latent_count());
-        for sem in SEMANTICS {
-            assert_compiled_bits(&tape, sem, &params, &zs, format!("seed {seed}"));
-            looped += tape.jit_coverage(sem).map_or(0, |c| c.looped);
-        }
+        looped += within_a_minute(format!("seed {seed}"), move || {
+            let tape = Tape::compile(&p, 0);
+            let zs = noise(&mut rng, tape.latent_count());
+            let mut looped = 0;
+            for sem in SEMANTICS {
+                assert_compiled_bits(&tape, sem, &params, &zs, format!("seed {seed}"));
+                looped += tape.jit_coverage(sem).map_or(0, |c| c.looped);
+            }
+            looped
+        });
         cases += 1;
         seed = seed.wrapping_add(1);
     }
     println!("{cases} programs from seed {first} ({looped} looped forward steps)");
+}
+
+/// A sum of more recent values than the compiled code has registers (every register then
+/// holds one of its terms) compiles and gives the interpreter's bits, forward and reverse;
+/// so does an if-statement on such a sum. (The forward code's choice of a register for the
+/// sum looked for one holding no term, and looped for ever.)
+#[test]
+fn sums_of_more_terms_than_registers_give_the_interpreters_bits() {
+    if !KernelSet::available().contains(&KernelSet::Jit) {
+        return;
+    }
+    let mut rng = Lcg(0x5a5a);
+    for terms in [9, 10, 11, 16, 40] {
+        let b = Builder::new();
+        let z: Vec<Var<'_>> = (0..4).map(|i| b.latent(&format!("z{i}"))).collect();
+        let p = b.param("p");
+        // One step each, so that the last ten steps' values are all terms.
+        let fresh: Vec<Var<'_>> = (0..terms)
+            .map(|k| b.constant(0.5 + k as f64) * z[k % 4])
+            .collect();
+        let guarded = b.if_neg(b.sum(&fresh[1..]), fresh[1], fresh[terms - 1]);
+        let total = b.sum(&fresh);
+        let out = b.sum(&[total * p, guarded * p]);
+        let prog = b.finish(&[out]).expect("a well-formed program");
+        let tape = Tape::compile(&prog, 0);
+        let zs = noise(&mut rng, tape.latent_count());
+        within_a_minute(format!("{terms} terms"), move || {
+            for sem in SEMANTICS {
+                assert_compiled_bits(&tape, sem, &[0.7], &zs, format!("{terms} terms"));
+            }
+            assert!(
+                tape.jit_coverage(Semantics::Crisp).is_some(),
+                "{terms} terms"
+            );
+        });
+    }
+    // The same from a model's source: a sum of twelve scaled latents as an if-statement's
+    // guard.
+    let terms: Vec<String> = (0..12).map(|k| format!("{}.5 * z{}", k, k % 4)).collect();
+    let source = format!(
+        "param p = 1.0;\n{}\nlet s = {};\nmaximize if s < 0 {{ -s }} else {{ s }};",
+        (0..4)
+            .map(|i| format!("let z{i} = sample Normal(p, 1);"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        terms.join(" + ")
+    );
+    let model = dsgd::lang::compile_source(
+        "sum.dsgd",
+        &source,
+        std::path::Path::new("."),
+        &Default::default(),
+    )
+    .expect("the model compiles");
+    let tape = Tape::compile(&model.program, 0);
+    let zs = noise(&mut rng, tape.latent_count());
+    within_a_minute("the model".into(), move || {
+        for sem in SEMANTICS {
+            assert_compiled_bits(&tape, sem, &[1.0], &zs, "the model");
+        }
+    });
+}
+
+/// `check()` on a thread, failing if it does not finish within a minute (a hang then fails
+/// the test instead of stalling it) and with its panic if it panics.
+fn within_a_minute<R: Send + 'static>(
+    what: String,
+    check: impl FnOnce() -> R + Send + 'static,
+) -> R {
+    let (done, finished) = std::sync::mpsc::channel();
+    let check = std::thread::spawn(move || {
+        let r = check();
+        let _ = done.send(());
+        r
+    });
+    let outcome = finished.recv_timeout(std::time::Duration::from_secs(60));
+    assert!(
+        !matches!(outcome, Err(std::sync::mpsc::RecvTimeoutError::Timeout)),
+        "{what}: no result in 60 s"
+    );
+    check
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }

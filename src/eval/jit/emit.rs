@@ -125,18 +125,27 @@ impl Cache {
         }
     }
 
-    /// A pair for a new value, none of `keep` (the pairs of the step's operands).
-    fn take(&mut self, keep: &[Operand]) -> usize {
-        loop {
+    /// A pair for a new value, none of `keep` (the pairs of the step's operands), if one is:
+    /// a sum chain's terms may fill every pair.
+    fn free(&mut self, keep: &[Operand]) -> Option<usize> {
+        for _ in 0..PAIRS {
             let p = self.next;
             self.next = (self.next + 1) % PAIRS;
             if !keep
                 .iter()
                 .any(|o| matches!(o, Operand::Pair(q) if *q == p))
             {
-                return p;
+                return Some(p);
             }
         }
+        None
+    }
+
+    /// [`Cache::free`] for a step of at most four operands, which leaves one.
+    fn take(&mut self, keep: &[Operand]) -> usize {
+        debug_assert!(keep.len() < PAIRS);
+        self.free(keep)
+            .expect("a step of few operands leaves a pair free")
     }
 
     /// Records that pair `p` now holds `slot` (the only pair that does).
@@ -546,11 +555,25 @@ impl Emitter<'_> {
                 let terms = self.terms(from, to);
                 let mut keep = terms.clone();
                 keep.push(x);
-                let d = self.cache.take(&keep);
-                for h in 0..2 {
-                    self.chain(ZMM[2 * d + h], x, from, to, &terms, h)?;
+                match self.cache.free(&keep) {
+                    Some(d) => {
+                        for h in 0..2 {
+                            self.chain(ZMM[2 * d + h], x, from, to, &terms, h)?;
+                        }
+                        d
+                    }
+                    // Every pair holds an operand: each half is summed in a scratch
+                    // register and then written over its half of a pair, whose term
+                    // that half of the sum has read.
+                    None => {
+                        let d = self.cache.take(&[]);
+                        for h in 0..2 {
+                            self.chain(X[4], x, from, to, &terms, h)?;
+                            self.a.vmovapd(ZMM[2 * d + h], X[4])?;
+                        }
+                        d
+                    }
                 }
-                d
             }
             Op::If {
                 g,
@@ -723,7 +746,13 @@ impl Emitter<'_> {
                 let (y, z) = (self.cache.find(t), self.cache.find(e));
                 let mut keep = terms.clone();
                 keep.extend([x, y, z]);
-                let d = self.cache.take(&keep);
+                // The sum goes through a scratch register, so with every pair holding an
+                // operand only the branches' pairs must survive (each half's guard is
+                // summed before the blend writes that half).
+                let d = match self.cache.free(&keep) {
+                    Some(d) => d,
+                    None => self.cache.take(&[y, z]),
+                };
                 for h in 0..2 {
                     self.chain(X[4], x, from, to, &terms, h)?;
                     self.a.vcmppd(k1, X[4], ZERO, LT_OQ)?;
