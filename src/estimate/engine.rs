@@ -11,11 +11,11 @@
 //! allocated. The noise of the next batch can be drawn ahead on another thread
 //! ([`Engine::step_then_draw`]): it is a function of its key alone.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::column_sums::{Summand, add_rows};
 use super::share::{Rows, for_each_row};
-use super::{Context, Estimator, Problem, Scratch, StreamKey};
+use super::{Context, Estimator, Problem, StreamKey};
 use crate::aligned::F64Buf;
 use crate::eval::{CHUNK, Values};
 use crate::family::{FamilyError, FamilyState};
@@ -44,10 +44,6 @@ pub struct Engine {
     problem: Arc<Problem>,
     estimator: Box<dyn Estimator>,
     state: FamilyState,
-    /// One per thread of the pool, made at its first chunk: a batch of one chunk runs on one
-    /// thread, and for a large program a scratch is megabytes (7.7 MB each for the
-    /// 10,000-student survey).
-    scratch: Vec<Mutex<Option<Scratch>>>,
     /// The batch's gradient samples, values and crisp values, on cache-line boundaries
     /// (`crate::aligned`: the threads' chunks then share no line).
     grads: F64Buf,
@@ -79,16 +75,13 @@ pub enum NonFinite {
 }
 
 impl Engine {
-    /// An engine with room for one scratch per thread of the current rayon pool.
+    /// An engine; its chunks run on the problem's per-thread scratches.
     pub fn new(problem: Problem, estimator: Box<dyn Estimator>) -> Engine {
-        let threads = rayon::current_num_threads().max(1);
-        let scratch = (0..threads).map(|_| Mutex::new(None)).collect();
         Engine {
             state: problem.family().state(),
             mean: vec![0.0; problem.dim()],
             problem: Arc::new(problem),
             estimator,
-            scratch,
             grads: F64Buf::default(),
             values: F64Buf::default(),
             crisp: F64Buf::default(),
@@ -170,7 +163,6 @@ impl Engine {
             _ => None,
         };
         let (problem, estimator, state) = (&*self.problem, self.estimator.as_ref(), &self.state);
-        let scratch = &self.scratch;
         let semantics = estimator.semantics(iteration);
         let crisp_differs = semantics != crate::ir::Semantics::Crisp;
         let run = |c: usize,
@@ -179,48 +171,47 @@ impl Engine {
                    crisp: &mut [f64],
                    sums: &mut [f64],
                    ahead: Option<&mut Vec<f64>>| {
-            let slot = rayon::current_thread_index().unwrap_or(0) % scratch.len();
-            let mut guard = scratch[slot].lock().unwrap_or_else(|e| e.into_inner());
-            let sc = guard.get_or_insert_with(|| problem.scratch());
-            let first = c * CHUNK;
-            let w = values.len();
-            match ahead {
-                Some(s) => {
-                    std::mem::swap(&mut sc.s, s);
-                    sc.w = w;
+            problem.with_scratch(|sc| {
+                let first = c * CHUNK;
+                let w = values.len();
+                match ahead {
+                    Some(s) => {
+                        std::mem::swap(&mut sc.s, s);
+                        sc.w = w;
+                    }
+                    None => problem.draw(key, first, w, sc),
                 }
-                None => problem.draw(key, first, w, sc),
-            }
-            let cx = Context {
-                problem,
-                state,
-                theta,
-                iteration,
-                semantics,
-                key,
-                first,
-                values: wanted,
-            };
-            estimator.chunk(&cx, sc, grads, values);
-            // Each component's lanes summed in lane order: one dependent chain of additions
-            // per component, the chains of different components overlapping in the CPU.
-            if w == CHUNK {
-                // A full chunk's lanes as an array: the fold becomes straight-line code.
-                for (m, lanes) in sums.iter_mut().zip(grads.as_chunks::<CHUNK>().0) {
-                    *m = lanes.iter().fold(0.0, |acc, g| acc + g);
-                }
-            } else {
-                for (m, lanes) in sums.iter_mut().zip(grads.chunks_exact(w)) {
-                    *m = lanes.iter().fold(0.0, |acc, g| acc + g);
-                }
-            }
-            if want_crisp {
-                if crisp_differs {
-                    problem.crisp_values(state, theta, sc, crisp);
+                let cx = Context {
+                    problem,
+                    state,
+                    theta,
+                    iteration,
+                    semantics,
+                    key,
+                    first,
+                    values: wanted,
+                };
+                estimator.chunk(&cx, sc, grads, values);
+                // Each component's lanes summed in lane order: one dependent chain of additions
+                // per component, the chains of different components overlapping in the CPU.
+                if w == CHUNK {
+                    // A full chunk's lanes as an array: the fold becomes straight-line code.
+                    for (m, lanes) in sums.iter_mut().zip(grads.as_chunks::<CHUNK>().0) {
+                        *m = lanes.iter().fold(0.0, |acc, g| acc + g);
+                    }
                 } else {
-                    crisp.copy_from_slice(values);
+                    for (m, lanes) in sums.iter_mut().zip(grads.chunks_exact(w)) {
+                        *m = lanes.iter().fold(0.0, |acc, g| acc + g);
+                    }
                 }
-            }
+                if want_crisp {
+                    if crisp_differs {
+                        problem.crisp_values(state, theta, sc, crisp);
+                    } else {
+                        crisp.copy_from_slice(values);
+                    }
+                }
+            })
         };
         if chunks <= 1 || d == 0 || rayon::current_num_threads() <= 1 {
             for c in 0..chunks {
@@ -419,7 +410,59 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use super::on_a_worker;
+    use super::*;
+    use crate::estimate::{EstimatorKind, Purpose, build};
+
+    /// Engines of one problem run on its threads' scratches, one per thread however many
+    /// engines there are, and give the bits of engines on problems of their own, batch
+    /// after batch and in any order.
+    #[test]
+    fn engines_of_one_problem_share_its_scratches_and_keep_their_bits() {
+        let model = crate::models::builtin("cheating").unwrap().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let kinds = [
+                EstimatorKind::Dsgd,
+                EstimatorKind::Score,
+                EstimatorKind::Lyy18,
+            ];
+            let engine = |problem: &Problem, kind| {
+                Engine::new(problem.clone(), build(kind, problem, 0.1, None).unwrap())
+            };
+            let shared = Problem::new(&model).unwrap();
+            let mut together: Vec<Engine> = kinds.iter().map(|&k| engine(&shared, k)).collect();
+            let mut apart: Vec<Engine> = kinds
+                .iter()
+                .map(|&k| engine(&Problem::new(&model).unwrap(), k))
+                .collect();
+            let theta = shared.family().init();
+            let bits = |e: &Engine| {
+                let mut out = e.sample_gradients();
+                out.extend(e.values().iter().chain(e.crisp_values()));
+                out.into_iter().map(f64::to_bits).collect::<Vec<_>>()
+            };
+            for (k, batch) in [(0, 16), (1, 1000), (2, 37)] {
+                // Each engine its own streams: a scratch must not carry one engine's noise
+                // or values into another's batch.
+                let key = |i: usize| StreamKey::new(3 + i as u64, k, Purpose::Step);
+                // The shared engines in turn, the others in reverse order.
+                for (i, e) in together.iter_mut().enumerate() {
+                    e.evaluate(&theta, key(i), batch, true).unwrap();
+                }
+                for (i, e) in apart.iter_mut().enumerate().rev() {
+                    e.evaluate(&theta, key(i), batch, true).unwrap();
+                }
+                for (a, b) in together.iter().zip(&apart) {
+                    assert!(bits(a) == bits(b), "{} batch {batch}", a.estimator().kind());
+                }
+            }
+            assert!((1..=2).contains(&shared.scratches_made()));
+            assert!(apart.iter().all(|e| e.problem().scratches_made() <= 2));
+        });
+    }
 
     /// From outside any pool the closure runs on a worker; on a worker, on that worker.
     #[test]

@@ -2,12 +2,18 @@
 //! plus the per-thread scratch memory and the pathwise gradient assembly all estimators share.
 
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::rng::{Channel, StreamKey};
 use crate::eval::{BatchGradient, CHUNK, ForcedScratch, Tape, Values, Workspace};
 use crate::family::{Family, FamilyError, FamilyState};
 use crate::ir::{Analysis, Mode, Model, Program, analyse};
+
+/// Scratch slots per problem: one per thread of the current pool, and at least one per core.
+fn scratch_slots() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    rayon::current_num_threads().max(cores).max(1)
+}
 
 /// One chunk's lanes of one row.
 type Lanes = [f64; CHUNK];
@@ -45,6 +51,9 @@ pub struct ProblemData {
     pub(crate) moved: Vec<u32>,
     /// The pathwise gradient's assembly plan ([`PathwisePlan`]).
     pathwise: PathwisePlan,
+    /// One scratch per thread index, made at that thread's first chunk and shared by every
+    /// engine of the problem ([`ProblemData::with_scratch`]).
+    scratches: Vec<Mutex<Option<Scratch>>>,
 }
 
 /// Which gradient components the pathwise assembly writes first and which it never
@@ -96,6 +105,7 @@ impl Problem {
             moved: family.moved_latents(),
             pathwise: PathwisePlan::new(&family, &family.moved_latents()),
             family,
+            scratches: (0..scratch_slots()).map(|_| Mutex::new(None)).collect(),
         })))
     }
 }
@@ -129,6 +139,34 @@ impl ProblemData {
     /// The dimension of `theta`.
     pub fn dim(&self) -> usize {
         self.family.dim()
+    }
+
+    /// `f` run with the scratch of the calling thread (by its index in its rayon pool; 0
+    /// outside any pool), made at its first use.
+    ///
+    /// Why shared by the problem's engines and not one set per engine: a scratch is the
+    /// program's values for a chunk, megabytes for a large program (7.7 MB for the
+    /// 10,000-student survey), and a run has a step engine and a measurement engine, a
+    /// race several candidates, `dsgd bench` and `dsgd advise` one engine per estimator.
+    /// A thread runs one chunk at a time and a chunk calls no other engine, so a thread never
+    /// waits for its own slot; two threads share a slot only in a pool of more threads than
+    /// the machine has cores, which then wait for each other anyway. What a scratch holds
+    /// between chunks changes no result (which thread runs which chunk never does).
+    pub(crate) fn with_scratch<R>(&self, f: impl FnOnce(&mut Scratch) -> R) -> R {
+        let slot = rayon::current_thread_index().unwrap_or(0) % self.scratches.len();
+        let mut guard = self.scratches[slot]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        f(guard.get_or_insert_with(|| self.scratch()))
+    }
+
+    /// How many threads' scratches have been made (for tests).
+    #[cfg(test)]
+    pub(crate) fn scratches_made(&self) -> usize {
+        self.scratches
+            .iter()
+            .filter(|s| s.lock().is_ok_and(|s| s.is_some()))
+            .count()
     }
 
     /// Scratch memory for one thread.
