@@ -11,8 +11,6 @@
 //! allocated. The noise of the next batch can be drawn ahead on another thread
 //! ([`Engine::step_then_draw`]): it is a function of its key alone.
 
-use std::sync::Arc;
-
 use super::column_sums::{Summand, add_rows};
 use super::share::{Rows, for_each_row};
 use super::{Context, Estimator, Problem, StreamKey};
@@ -41,7 +39,7 @@ pub fn on_a_worker<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 /// An estimator bound to a problem, with the buffers for its batches.
 #[derive(Debug)]
 pub struct Engine {
-    problem: Arc<Problem>,
+    problem: Problem,
     estimator: Box<dyn Estimator>,
     state: FamilyState,
     /// The batch's gradient samples, values and crisp values, on cache-line boundaries
@@ -80,7 +78,7 @@ impl Engine {
         Engine {
             state: problem.family().state(),
             mean: vec![0.0; problem.dim()],
-            problem: Arc::new(problem),
+            problem,
             estimator,
             grads: F64Buf::default(),
             values: F64Buf::default(),
@@ -162,7 +160,7 @@ impl Engine {
             }
             _ => None,
         };
-        let (problem, estimator, state) = (&*self.problem, self.estimator.as_ref(), &self.state);
+        let (problem, estimator, state) = (&self.problem, self.estimator.as_ref(), &self.state);
         let semantics = estimator.semantics(iteration);
         let crisp_differs = semantics != crate::ir::Semantics::Crisp;
         let run = |c: usize,
@@ -278,7 +276,7 @@ impl Engine {
         // As long as a scratch's own noise buffer, which it replaces (see `evaluate`).
         let mut buf = std::mem::take(&mut self.spare_s);
         buf.resize(n * CHUNK, 0.0);
-        let problem = Arc::clone(&self.problem);
+        let problem = self.problem.clone();
         let (result, ()) = rayon::join(
             || self.step(theta, key, batch),
             || problem.draw_noise(next, 0, batch, &mut buf[..n * batch]),
