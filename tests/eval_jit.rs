@@ -536,14 +536,7 @@ fn compiled_loops_over_repeated_blocks_give_the_interpreters_bits() {
     let source = source
         .replace("const students = 100;", "const students = 400;")
         .replace("const yes = 35;", "const yes = 140;");
-    let model = dsgd::lang::compile_source(
-        "cheating",
-        &source,
-        std::path::Path::new("."),
-        &Default::default(),
-    )
-    .expect("the survey compiles");
-    let tape = Tape::compile(&model.program, 0);
+    let tape = tape_of_source("cheating", &source);
     let zs = noise(&mut rng, tape.latent_count());
     for sem in SEMANTICS {
         assert_compiled_bits(&tape, sem, &[], &zs, "survey");
@@ -656,20 +649,21 @@ fn sums_of_more_terms_than_registers_give_the_interpreters_bits() {
             .join("\n"),
         terms.join(" + ")
     );
-    let model = dsgd::lang::compile_source(
-        "sum.dsgd",
-        &source,
-        std::path::Path::new("."),
-        &Default::default(),
-    )
-    .expect("the model compiles");
-    let tape = Tape::compile(&model.program, 0);
+    let tape = tape_of_source("sum.dsgd", &source);
     let zs = noise(&mut rng, tape.latent_count());
     within_a_minute("the model".into(), move || {
         for sem in SEMANTICS {
             assert_compiled_bits(&tape, sem, &[1.0], &zs, "the model");
         }
     });
+}
+
+/// The tape of a model's source `source` (the file name `name`, for messages).
+fn tape_of_source(name: &str, source: &str) -> Tape {
+    let model =
+        dsgd::lang::compile_source(name, source, std::path::Path::new("."), &Default::default())
+            .unwrap_or_else(|e| panic!("{name} compiles: {e}"));
+    Tape::compile(&model.program, 0)
 }
 
 /// `check()` on a thread, failing if it does not finish within a minute (a hang then fails
