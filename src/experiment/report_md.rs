@@ -301,7 +301,7 @@ fn notes(rep: &Reproduction, band: &[BandCell]) -> String {
         );
     }
     if rep.models.iter().any(|m| m.comparison.model == "xornet") {
-        // Measured once outside dsgd (session of 2026-11-26): the paper's reference JAX code
+        // Measured once outside dsgd (on 2026-11-26): the paper's reference JAX code
         // run locally at these settings, many seeds, against ours.
         let _ = writeln!(
             s,
