@@ -30,7 +30,7 @@ use iced_x86::code_asm::*;
 
 use crate::ir::{Binary, Unary};
 
-use super::super::instr::{CHUNK, NONE, Op, Step, UNREAD};
+use super::super::instr::{CHUNK, NONE, Op, Step, UNREAD, each_read};
 use super::indicators::{Indicator, Indicators};
 use super::looping::{self, Looping};
 use super::regs::*;
@@ -475,7 +475,7 @@ impl Emitter<'_> {
         let chains = self.chains;
         if let Stores::Finding { writer, needed } = &mut self.stores {
             for st in called {
-                super::super::layout::each_read(st, chains, |s| {
+                each_read(st, chains, |s| {
                     if let Some(&w) = writer.get(s as usize)
                         && w != NONE
                     {
