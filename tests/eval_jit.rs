@@ -14,7 +14,7 @@ mod eval_common;
 
 use dsgd::eval::vmath::KernelSet;
 use dsgd::eval::{BatchGradient, CHUNK, Latents, Tape, Values};
-use dsgd::ir::{Builder, Program, Semantics, Var};
+use dsgd::ir::{Binary, Builder, Compiled, Domain, Program, Semantics, Unary, Var};
 use eval_common::{Lcg, bits};
 
 const BATCH: usize = 3 * CHUNK + 5;
@@ -221,6 +221,79 @@ fn compiled_sweeps_give_the_interpreters_bits_on_random_programs() {
         inline > 10_000 && called > 50,
         "{inline} inline, {called} called"
     );
+}
+
+/// `x` (a latent, within 3 of 0) mapped onto `domain` by steps the compiled code runs inline.
+fn onto<'b>(domain: Domain, x: Var<'b>) -> Var<'b> {
+    match domain {
+        Domain::Real => x * 0.5,
+        Domain::Positive | Domain::NonZero => x * x + 0.1,
+        Domain::AboveMinusOne => x * x - 0.5,
+        Domain::OpenUnit => 1.0 / (x * x + 1.5),
+    }
+}
+
+/// A program of `node` (read twice, so no pass fuses it away) among 80 steps the compiled
+/// code runs inline: a layout with one call back in it is compiled.
+fn with_padding(b: &Builder, node: Var<'_>, z: Var<'_>, w: Var<'_>) -> Program {
+    let mut t = w;
+    for i in 0..40 {
+        t = t * (1.0 + i as f64 * 0.01) - z;
+    }
+    let out = b.sum(&[node, node * w, t]);
+    b.finish(&[out]).expect("well formed")
+}
+
+#[test]
+fn every_primitive_runs_where_its_descriptor_says_with_the_interpreters_bits() {
+    if !KernelSet::available().contains(&KernelSet::Jit) {
+        return;
+    }
+    let mut rng = Lcg(41);
+    let mut check = |p: &Program, what: String, forward: Compiled, reverse: Compiled| {
+        let tape = Tape::compile(p, 0);
+        let zs = noise(&mut rng, tape.latent_count());
+        for sem in SEMANTICS {
+            assert_compiled_bits(&tape, sem, &[], &zs, &what);
+            let c = tape.jit_coverage(sem).expect("compiled");
+            assert_eq!(
+                c.called > 0,
+                forward == Compiled::CallBack,
+                "{what} {sem:?}: {c:?}"
+            );
+            let c = tape.reverse_jit_coverage(sem).expect("compiled");
+            assert_eq!(
+                c.called > 0,
+                reverse == Compiled::CallBack,
+                "{what} {sem:?}: {c:?}"
+            );
+        }
+    };
+    for &op in Unary::ALL {
+        let b = Builder::new();
+        let (z, w) = (b.latent("z"), b.latent("w"));
+        let node = b.unary(op, onto(op.info().domain, z));
+        let info = op.info();
+        check(
+            &with_padding(&b, node, z, w),
+            op.to_string(),
+            info.forward,
+            info.reverse,
+        );
+    }
+    for &op in Binary::ALL {
+        let b = Builder::new();
+        let (z, w) = (b.latent("z"), b.latent("w"));
+        let [da, db] = op.info().domain;
+        let node = b.binary(op, onto(da, z), onto(db, w));
+        let info = op.info();
+        check(
+            &with_padding(&b, node, z, w),
+            op.to_string(),
+            info.forward,
+            info.reverse,
+        );
+    }
 }
 
 #[test]

@@ -21,8 +21,6 @@
 //! an operand of such a step: the gradients keep their bits, and nothing changes but the
 //! output's value.
 
-use crate::ir::Unary;
-
 use super::instr::{NONE, Op, Plan, each_read, reverse_reads};
 use super::layout::{Layout, LayoutKind};
 
@@ -75,13 +73,11 @@ pub(super) fn build(compact: &Layout, plans: [&Plan; 2]) -> Option<Layout> {
     }
     let stand_in = |k: usize| {
         !exact[k]
-            && matches!(
-                steps[k].op,
-                Op::Unary {
-                    op: Unary::Log | Unary::Log1p | Unary::Softplus,
-                    ..
-                } | Op::PoissonTerm { .. }
-            )
+            && match steps[k].op {
+                Op::Unary { op, .. } => op.info().stand_in,
+                Op::PoissonTerm { .. } => true,
+                _ => false,
+            }
     };
     let stand_ins = (0..steps.len()).filter(|&k| stand_in(k)).count();
     if stand_ins == 0 || stand_ins * STEPS_PER_STAND_IN < steps.len() {

@@ -5,7 +5,7 @@
 //! and the compiled sweeps (`jit`); depends on nothing in `eval` itself, so none of them
 //! imports another through it.
 
-use crate::ir::{Binary, Unary};
+use crate::ir::{Binary, Reads, Unary};
 
 /// Lanes processed together, as one fixed-width array per node: the lane loops compile to
 /// straight-line vector code. The batch result does not depend on how the batch is split
@@ -289,9 +289,10 @@ macro_rules! forward_only_op {
 pub(super) use forward_only_op;
 
 /// The slots the reverse sweep reads the value of at step `rs`: those its local derivatives
-/// (`crate::ir::unary_derivative`, `binary_derivatives`, the if-statement's rules) use for
-/// the operands it sends contributions to. Reading a slot not listed here would read another
-/// value's lanes; listing more than needed only costs places.
+/// use for the operands it sends contributions to (a primitive's as its descriptor declares,
+/// `crate::ir::Unary::info`; the fused steps' and the if-statement's rules here). Reading a
+/// slot not listed here would read another value's lanes; listing more than needed only
+/// costs places.
 pub(super) fn reverse_reads(rs: &RevStep, smooth: bool) -> ([u32; 3], usize) {
     let out = rs.step.out;
     let (want_a, want_b) = (rs.to[0].adj != NONE, rs.to[1].adj != NONE);
@@ -299,40 +300,28 @@ pub(super) fn reverse_reads(rs: &RevStep, smooth: bool) -> ([u32; 3], usize) {
         Op::Param { .. } | Op::Latent { .. } | Op::SumChain { .. } => ([0; 3], 0),
         // Uniform operands are pinned anyway.
         Op::Unary { a, .. } if rs.uniform => ([a, out, 0], 2),
-        Op::Unary { op, a } => match op {
-            Unary::Neg | Unary::Powi(0) => ([0; 3], 0),
-            Unary::Exp
-            | Unary::Expm1
-            | Unary::Sqrt
-            | Unary::Sigmoid
-            | Unary::Tanh
-            | Unary::Probit => ([out, 0, 0], 1),
-            Unary::Log
-            | Unary::Log1p
-            | Unary::Softplus
-            | Unary::Sin
-            | Unary::Cos
-            | Unary::Lgamma
-            | Unary::NormalCdf
-            | Unary::Powi(_) => ([a, 0, 0], 1),
-        },
+        Op::Unary { op, a } => read_slots(op.info().reads, [a, a, out]),
         // Both partials of `op(a, a)` at once.
-        Op::Binary { op, a, b } if a == b => match op {
-            Binary::Add | Binary::Sub => ([0; 3], 0),
-            Binary::Mul => ([a, 0, 0], 1),
-            Binary::Div | Binary::Pow => ([a, out, 0], 2),
-        },
-        Op::Binary { op, a, b } => match (op, want_a, want_b) {
-            (Binary::Add | Binary::Sub, _, _) => ([0; 3], 0),
-            // d(ab)/da = b, d(ab)/db = a.
-            (Binary::Mul, true, true) => ([a, b, 0], 2),
-            (Binary::Mul, true, false) => ([b, 0, 0], 1),
-            (Binary::Mul, false, _) => ([a, 0, 0], 1),
-            // d(a/b)/da = 1/b, d(a/b)/db = -v/b.
-            (Binary::Div, true, false) => ([b, 0, 0], 1),
-            (Binary::Div, _, _) => ([b, out, 0], 2),
-            (Binary::Pow, _, _) => ([a, b, out], 3),
-        },
+        Op::Binary { op, a, b } if a == b => {
+            let [da, db] = op.info().reads;
+            let r = da.and(db);
+            let r = Reads {
+                a: r.a || r.b,
+                b: false,
+                ..r
+            };
+            read_slots(r, [a, b, out])
+        }
+        Op::Binary { op, a, b } => {
+            // The sweeps compute the partial in `b` unless only `a` takes a contribution.
+            let [da, db] = op.info().reads;
+            let r = match (want_a, want_b) {
+                (true, false) => da,
+                (true, true) => da.and(db),
+                (false, _) => db,
+            };
+            read_slots(r, [a, b, out])
+        }
         Op::NormalSquare { x, m, s, .. } => ([x, m, s], 3),
         Op::SquareDiff { x, m, .. } => ([x, m, 0], 2),
         Op::Square { x, s, .. } if s == NONE => ([x, 0, 0], 1),
@@ -342,6 +331,19 @@ pub(super) fn reverse_reads(rs: &RevStep, smooth: bool) -> ([u32; 3], usize) {
         Op::If { g, .. } => ([g, 0, 0], 1),
         forward_only_op!() => unreachable!("only forward-only layouts have this step"),
     }
+}
+
+/// The slots of `[a, b, value]` that `r` reads.
+fn read_slots(r: Reads, [a, b, value]: [u32; 3]) -> ([u32; 3], usize) {
+    let mut slots = [0; 3];
+    let mut k = 0;
+    for (read, slot) in [(r.a, a), (r.b, b), (r.value, value)] {
+        if read {
+            slots[k] = slot;
+            k += 1;
+        }
+    }
+    (slots, k)
 }
 
 /// Calls `f` on every slot step `st` reads in the forward sweep (a sum chain's terms too).

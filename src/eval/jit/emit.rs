@@ -28,7 +28,7 @@ use std::cell::RefCell;
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
 
-use crate::ir::{Binary, Unary};
+use crate::ir::{Binary, Compiled, Unary};
 
 use super::super::instr::{CHUNK, NONE, Op, Step, UNREAD, each_read};
 use super::indicators::{Indicator, Indicators};
@@ -172,15 +172,30 @@ pub(super) fn call_backs(steps: &[Step]) -> usize {
 }
 
 /// Whether `op` has an inline form (under smoothed and crisp semantics alike: forced sweeps
-/// and per-lane forcing are never compiled). Every step has one but the elementary functions
-/// other than `exp`, `ln` and `sqrt`, and powers.
+/// and per-lane forcing are never compiled): a primitive where its descriptor says so
+/// (`exp`, `ln`, `sqrt`, negation and the arithmetic), every other step.
 fn inline(op: &Op) -> bool {
     match *op {
-        Op::Binary { op, .. } => op != Binary::Pow,
-        Op::Unary { op, .. } => {
-            matches!(op, Unary::Neg | Unary::Sqrt | Unary::Log | Unary::Exp)
-        }
-        _ => true,
+        Op::Binary { op, .. } => op.info().forward == Compiled::Inline,
+        Op::Unary { op, .. } => op.info().forward == Compiled::Inline,
+        Op::Param { .. }
+        | Op::Latent { .. }
+        | Op::NormalSquare { .. }
+        | Op::SquareDiff { .. }
+        | Op::Square { .. }
+        | Op::PoissonTerm { .. }
+        | Op::StandIn { .. }
+        | Op::SumChain { .. }
+        | Op::If { .. }
+        | Op::Select { .. }
+        | Op::SelectLess { .. }
+        | Op::SelectSum { .. }
+        | Op::SelectChain { .. }
+        | Op::SelectLatent { .. }
+        | Op::SquareDiffSub { .. }
+        | Op::SquareSub { .. }
+        | Op::SelectNeg { .. }
+        | Op::SelectLessLatent { .. } => true,
     }
 }
 
@@ -535,7 +550,22 @@ impl Emitter<'_> {
                         }
                         (Unary::Sqrt, Operand::Pair(p)) => self.a.vsqrtpd(r, ZMM[2 * p + h])?,
                         (Unary::Sqrt, Operand::Slot(s)) => self.a.vsqrtpd(r, self.slot_at(s, h))?,
-                        _ => unreachable!("no inline form"),
+                        (
+                            Unary::Exp
+                            | Unary::Log
+                            | Unary::Log1p
+                            | Unary::Expm1
+                            | Unary::Softplus
+                            | Unary::Sigmoid
+                            | Unary::Tanh
+                            | Unary::Sin
+                            | Unary::Cos
+                            | Unary::Lgamma
+                            | Unary::Probit
+                            | Unary::NormalCdf
+                            | Unary::Powi(_),
+                            _,
+                        ) => unreachable!("no inline form of {op} here"),
                     }
                 }
                 d
@@ -659,7 +689,18 @@ impl Emitter<'_> {
                             self.a.vcmppd(k1, xa, xa, UNORD_Q)?;
                             self.a.vaddpd(X[5].k1(), xa, xa)?;
                         }
-                        _ => unreachable!("no stand-in for {op:?}"),
+                        Unary::Neg
+                        | Unary::Exp
+                        | Unary::Expm1
+                        | Unary::Sqrt
+                        | Unary::Sigmoid
+                        | Unary::Tanh
+                        | Unary::Sin
+                        | Unary::Cos
+                        | Unary::Lgamma
+                        | Unary::Probit
+                        | Unary::NormalCdf
+                        | Unary::Powi(_) => unreachable!("no stand-in for {op:?}"),
                     }
                     self.a.vmovapd(ZMM[2 * d + h], X[5])?;
                 }

@@ -27,9 +27,11 @@ use iced_x86::IcedError;
 use iced_x86::code_asm::asm_traits::CodeAsmVmulpd;
 use iced_x86::code_asm::*;
 
-use crate::ir::{Binary, Unary};
+use crate::ir::{Binary, Compiled, Unary};
 
-use super::super::instr::{CHUNK, FOLD_A, FOLD_B, NONE, Op, Plan, RevStep, Target};
+use super::super::instr::{
+    CHUNK, FOLD_A, FOLD_B, NONE, Op, Plan, RevStep, Target, forward_only_op,
+};
 use super::emit::Coverage;
 use super::indicators::{Indicator, Indicators};
 use super::looping::{self, Looping};
@@ -94,25 +96,21 @@ impl AdjCache {
 }
 
 /// Whether reverse step `rs` has an inline form under smoothed (`smooth`) or crisp semantics
-/// (forced sweeps are never compiled).
+/// (forced sweeps are never compiled): a primitive where its descriptor says so (and its
+/// operand is not uniform), every other step.
 pub(super) fn inline(rs: &RevStep) -> bool {
     match rs.step.op {
-        Op::Unary { op, .. } => {
-            !rs.uniform
-                && matches!(
-                    op,
-                    Unary::Neg
-                        | Unary::Exp
-                        | Unary::Log
-                        | Unary::Sqrt
-                        | Unary::Expm1
-                        | Unary::Sigmoid
-                        | Unary::Tanh
-                        | Unary::Log1p
-                )
-        }
-        Op::Binary { op, .. } => op != Binary::Pow,
-        _ => true,
+        Op::Unary { op, .. } => !rs.uniform && op.info().reverse == Compiled::Inline,
+        Op::Binary { op, .. } => op.info().reverse == Compiled::Inline,
+        Op::Param { .. }
+        | Op::Latent { .. }
+        | Op::NormalSquare { .. }
+        | Op::SquareDiff { .. }
+        | Op::Square { .. }
+        | Op::PoissonTerm { .. }
+        | Op::SumChain { .. }
+        | Op::If { .. } => true,
+        forward_only_op!() => unreachable!("only forward-only layouts have this step"),
     }
 }
 
@@ -635,7 +633,14 @@ impl Emitter<'_> {
                 self.a.vbroadcastsd(r, one)?;
                 self.a.vsubpd(r, r, s1)
             }
-            _ => unreachable!("no inline form"),
+            Unary::Neg
+            | Unary::Softplus
+            | Unary::Sin
+            | Unary::Cos
+            | Unary::Lgamma
+            | Unary::Probit
+            | Unary::NormalCdf
+            | Unary::Powi(_) => unreachable!("no inline form of {op} here"),
         }
     }
 
