@@ -504,72 +504,13 @@ impl Emitter<'_> {
         }
     }
 
+    /// Step `index` of the layout: its value into a register pair (which the cache then says
+    /// holds it), and into its place where something reads it from memory.
     fn step(&mut self, index: usize, step: &Step) -> Result<(), IcedError> {
-        let out = step.out;
         let d = match step.op {
-            Op::Param { k } => {
-                let d = self.cache.take(&[]);
-                let at = match self.moving(|l| l.word(Unit::Param, k)) {
-                    Some((reg, scale)) => qword_ptr(r13 + reg * scale + 8 * k as i32),
-                    None => qword_ptr(r13 + 8 * k as i32),
-                };
-                for h in 0..2 {
-                    self.a.vbroadcastsd(ZMM[2 * d + h], at)?;
-                }
-                d
-            }
-            Op::Latent { i } => {
-                let d = self.cache.take(&[]);
-                self.latent_factors(i)?;
-                for h in 0..2 {
-                    self.latent(ZMM[2 * d + h], h)?;
-                }
-                d
-            }
-            Op::Unary {
-                op: op @ (Unary::Log | Unary::Exp),
-                a,
-            } => {
-                let x = self.cache.find(a);
-                self.elementary(if op == Unary::Log { LN } else { EXP }, x)?;
-                let d = self.cache.take(&[]);
-                for h in 0..2 {
-                    self.a.vmovapd(ZMM[2 * d + h], set(h).x[1])?;
-                }
-                d
-            }
-            Op::Unary { op, a } => {
-                let x = self.cache.find(a);
-                let d = self.cache.take(&[x]);
-                for h in 0..2 {
-                    let r = ZMM[2 * d + h];
-                    match (op, x) {
-                        (Unary::Neg, Operand::Pair(p)) => self.a.vxorpd(r, ZMM[2 * p + h], SIGN)?,
-                        (Unary::Neg, Operand::Slot(s)) => {
-                            self.a.vxorpd(r, SIGN, self.slot_at(s, h))?
-                        }
-                        (Unary::Sqrt, Operand::Pair(p)) => self.a.vsqrtpd(r, ZMM[2 * p + h])?,
-                        (Unary::Sqrt, Operand::Slot(s)) => self.a.vsqrtpd(r, self.slot_at(s, h))?,
-                        (
-                            Unary::Exp
-                            | Unary::Log
-                            | Unary::Log1p
-                            | Unary::Expm1
-                            | Unary::Softplus
-                            | Unary::Sigmoid
-                            | Unary::Tanh
-                            | Unary::Sin
-                            | Unary::Cos
-                            | Unary::Lgamma
-                            | Unary::Probit
-                            | Unary::NormalCdf
-                            | Unary::Powi(_),
-                            _,
-                        ) => unreachable!("no inline form of {op} here"),
-                    }
-                }
-                d
-            }
+            Op::Param { k } => self.param(k)?,
+            Op::Latent { i } => self.latent_value(i)?,
+            Op::Unary { op, a } => self.unary(op, a)?,
             Op::Binary { op, a, b } => {
                 let (x, y) = (self.cache.find(a), self.cache.find(b));
                 let d = self.cache.take(&[x, y]);
@@ -580,31 +521,7 @@ impl Emitter<'_> {
                 }
                 d
             }
-            Op::SumChain { base, from, to } => {
-                let x = self.cache.find(base);
-                let terms = self.terms(from, to);
-                let mut keep = terms.clone();
-                keep.push(x);
-                match self.cache.free(&keep) {
-                    Some(d) => {
-                        for h in 0..2 {
-                            self.chain(ZMM[2 * d + h], x, from, to, &terms, h)?;
-                        }
-                        d
-                    }
-                    // Every pair holds an operand: each half is summed in a scratch
-                    // register and then written over its half of a pair, whose term
-                    // that half of the sum has read.
-                    None => {
-                        let d = self.cache.take(&[]);
-                        for h in 0..2 {
-                            self.chain(X[4], x, from, to, &terms, h)?;
-                            self.a.vmovapd(ZMM[2 * d + h], X[4])?;
-                        }
-                        d
-                    }
-                }
-            }
+            Op::SumChain { base, from, to } => self.sum_chain(base, from, to)?,
             Op::If {
                 g,
                 t,
@@ -613,197 +530,36 @@ impl Emitter<'_> {
                 product,
                 reuse,
                 ..
-            } if !self.crisp => {
-                if !reuse {
-                    // Both halves' weights in one call, which loses the routines' pairs.
-                    self.smooth_weights(self.cache.find(g))?;
-                    self.cache.lose_routine_pairs();
-                }
-                let (y, z) = (self.cache.find(t), self.cache.find(e));
-                let d = self.cache.take(&[y, z]);
-                let keep = cache != UNREAD;
-                if reuse || keep {
-                    self.a.mov(rcx, qword_ptr(rbx + frame::WEIGHTS))?;
-                }
-                for h in 0..2 {
-                    let (we, wt) = if reuse {
-                        self.a.vmovupd(X[1], self.weight_at(cache, 0, h))?;
-                        self.a.vmovupd(X[2], self.weight_at(cache, 1, h))?;
-                        (X[1], X[2])
-                    } else {
-                        let (we, wt) = (set(h).x[1], set(h).x[2]);
-                        if keep {
-                            self.keep_weights(cache, product, h, we, wt)?;
-                        }
-                        (we, wt)
-                    };
-                    match self.indicators.between(t, e) {
-                        Some(which) => self.indicator(d, h, which, we, wt)?,
-                        None => self.smooth_forward(d, h, y, z, we, wt)?,
-                    }
-                }
-                d
-            }
-            Op::If { g, t, e, .. } | Op::Select { g, t, e } => {
-                let (x, y, z) = (self.cache.find(g), self.cache.find(t), self.cache.find(e));
-                let d = self.cache.take(&[x, y, z]);
-                for h in 0..2 {
-                    self.negative(x, h)?;
-                    self.blend(d, h, y, z)?;
-                }
-                d
-            }
-            Op::SelectLess { a, b, t, e } | Op::SelectSum { a, b, t, e } => {
-                let op = if matches!(step.op, Op::SelectLess { .. }) {
-                    Binary::Sub
-                } else {
-                    Binary::Add
-                };
-                let (p, q) = (self.cache.find(a), self.cache.find(b));
-                let (y, z) = (self.cache.find(t), self.cache.find(e));
-                let d = self.cache.take(&[p, q, y, z]);
-                for h in 0..2 {
-                    let pa = self.reg(p, h, X[4])?;
-                    self.binary(op, X[4], pa, q, h)?;
-                    self.a.vcmppd(k1, X[4], ZERO, LT_OQ)?;
-                    self.blend(d, h, y, z)?;
-                }
-                d
-            }
-            Op::StandIn { op, a } => {
-                let x = self.cache.find(a);
-                let d = self.cache.take(&[x]);
-                for h in 0..2 {
-                    let xa = self.reg(x, h, X[4])?;
-                    match op {
-                        Unary::Log => self.ln_stand_in(X[5], xa)?,
-                        Unary::Log1p => {
-                            // `ln_stand_in(1 + x)`.
-                            self.a.vaddpd(X[6], xa, k(routines::C_ONE))?;
-                            self.ln_stand_in(X[5], X[6])?;
-                        }
-                        Unary::Softplus => {
-                            // `max(x, 0)` (zero where `x` is zero or below, the second
-                            // operand where either is NaN), then `x + x` where `x` is NaN.
-                            self.a.vmaxpd(X[5], xa, ZERO)?;
-                            self.a.vcmppd(k1, xa, xa, UNORD_Q)?;
-                            self.a.vaddpd(X[5].k1(), xa, xa)?;
-                        }
-                        Unary::Neg
-                        | Unary::Exp
-                        | Unary::Expm1
-                        | Unary::Sqrt
-                        | Unary::Sigmoid
-                        | Unary::Tanh
-                        | Unary::Sin
-                        | Unary::Cos
-                        | Unary::Lgamma
-                        | Unary::Probit
-                        | Unary::NormalCdf
-                        | Unary::Powi(_) => unreachable!("no stand-in for {op:?}"),
-                    }
-                    self.a.vmovapd(ZMM[2 * d + h], X[5])?;
-                }
-                d
-            }
-            Op::PoissonTerm {
-                r,
-                c,
-                stand_in: true,
-                ..
-            } => {
-                // As below, with the stand-in for the logarithm, inline.
-                let x = self.cache.find(r);
-                let d = self.cache.take(&[x]);
-                let ci = self.constant(c);
-                for h in 0..2 {
-                    let xa = self.reg(x, h, X[4])?;
-                    self.ln_stand_in(X[5], xa)?;
-                    self.a.vmulpd(X[5], X[5], k(ci))?;
-                    self.a.vsubpd(ZMM[2 * d + h], X[5], xa)?;
-                }
-                d
-            }
-            Op::PoissonTerm { r, c, .. } => {
-                // `c ln(r) - r` (the product's operand order cannot change its bits: `c` is
-                // a finite count). The routine leaves `r` where it took it.
-                self.elementary(LN, self.cache.find(r))?;
-                let d = self.cache.take(&[]);
-                let ci = self.constant(c);
-                for h in 0..2 {
-                    // Through a scratch register: `d` may be the pair that held `r`.
-                    self.a.vmulpd(X[4], set(h).x[1], k(ci))?;
-                    self.a.vsubpd(ZMM[2 * d + h], X[4], set(h).x[0])?;
-                }
-                d
-            }
+            } if !self.crisp => self.smoothed_if(g, t, e, cache, product, reuse)?,
+            Op::If { g, t, e, .. } | Op::Select { g, t, e } => self.select(g, t, e)?,
+            Op::SelectLess { a, b, t, e } => self.select_by(Binary::Sub, a, b, t, e)?,
+            Op::SelectSum { a, b, t, e } => self.select_by(Binary::Add, a, b, t, e)?,
+            Op::StandIn { op, a } => self.stand_in(op, a)?,
+            Op::PoissonTerm { r, c, stand_in, .. } => self.poisson_term(r, c, stand_in)?,
             Op::NormalSquare { x, m, s, c } => self.square(x, Some(m), Some(s), c, None)?,
             Op::SquareDiff { x, m, c } => self.square(x, Some(m), None, c, None)?,
             Op::Square { x, s, c } => self.square(x, None, (s != NONE).then_some(s), c, None)?,
             Op::SquareDiffSub { x, m, k, c } => self.square(x, Some(m), None, c, Some(k))?,
             Op::SquareSub { x, k, c } => self.square(x, None, None, c, Some(k))?,
-            Op::SelectNeg { g, a, e } => {
-                let (x, y, z) = (self.cache.find(g), self.cache.find(a), self.cache.find(e));
-                let d = self.cache.take(&[x, y, z]);
-                for h in 0..2 {
-                    self.negative(x, h)?;
-                    match y {
-                        Operand::Pair(p) => self.a.vxorpd(X[4], ZMM[2 * p + h], SIGN)?,
-                        Operand::Slot(s) => self.a.vxorpd(X[4], SIGN, self.slot_at(s, h))?,
-                    }
-                    let r = ZMM[2 * d + h];
-                    let ea = self.reg(z, h, r)?;
-                    self.a.vblendmpd(r.k1(), ea, X[4])?;
-                }
-                d
-            }
-            Op::SelectLatent { i, t, e } | Op::SelectLessLatent { i, t, e, .. } => {
-                let b = match step.op {
-                    Op::SelectLessLatent { b, .. } => Some(self.cache.find(b)),
-                    _ => None,
-                };
-                let (y, z) = (self.cache.find(t), self.cache.find(e));
-                let d = self.cache.take(&[y, z, b.unwrap_or(Operand::Slot(NONE))]);
-                self.latent_factors(i)?;
-                for h in 0..2 {
-                    self.latent(X[4], h)?;
-                    if let Some(b) = b {
-                        self.binary(Binary::Sub, X[4], X[4], b, h)?;
-                    }
-                    self.a.vcmppd(k1, X[4], ZERO, LT_OQ)?;
-                    self.blend(d, h, y, z)?;
-                }
-                d
-            }
+            Op::SelectNeg { g, a, e } => self.select_neg(g, a, e)?,
+            Op::SelectLatent { i, t, e } => self.select_latent(i, None, t, e)?,
+            Op::SelectLessLatent { i, b, t, e } => self.select_latent(i, Some(b), t, e)?,
             Op::SelectChain {
                 base,
                 from,
                 to,
                 t,
                 e,
-            } => {
-                let x = self.cache.find(base);
-                let terms = self.terms(from, to);
-                let (y, z) = (self.cache.find(t), self.cache.find(e));
-                let mut keep = terms.clone();
-                keep.extend([x, y, z]);
-                // The sum goes through a scratch register, so with every pair holding an
-                // operand only the branches' pairs must survive (each half's guard is
-                // summed before the blend writes that half).
-                let d = match self.cache.free(&keep) {
-                    Some(d) => d,
-                    None => self.cache.take(&[y, z]),
-                };
-                for h in 0..2 {
-                    self.chain(X[4], x, from, to, &terms, h)?;
-                    self.a.vcmppd(k1, X[4], ZERO, LT_OQ)?;
-                    self.blend(d, h, y, z)?;
-                }
-                d
-            }
+            } => self.select_chain(base, from, to, t, e)?,
         };
-        self.cache.set(d, out);
+        self.cache.set(d, step.out);
         self.note_reads()?;
+        self.store(index, step.out, d)
+    }
+
+    /// Stores pair `d`, the value of step `index`, in its place `out` where something reads
+    /// it from memory (first pass: always, noting who wrote the place).
+    fn store(&mut self, index: usize, out: u32, d: usize) -> Result<(), IcedError> {
         let store = match &mut self.stores {
             Stores::Finding { writer, .. } => {
                 let p = out as usize;
@@ -821,6 +577,311 @@ impl Emitter<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Parameter `k` broadcast into a new pair.
+    fn param(&mut self, k: u32) -> Result<usize, IcedError> {
+        let d = self.cache.take(&[]);
+        let at = match self.moving(|l| l.word(Unit::Param, k)) {
+            Some((reg, scale)) => qword_ptr(r13 + reg * scale + 8 * k as i32),
+            None => qword_ptr(r13 + 8 * k as i32),
+        };
+        for h in 0..2 {
+            self.a.vbroadcastsd(ZMM[2 * d + h], at)?;
+        }
+        Ok(d)
+    }
+
+    /// Latent `i` (its noise reparameterised) into a new pair.
+    fn latent_value(&mut self, i: u32) -> Result<usize, IcedError> {
+        let d = self.cache.take(&[]);
+        self.latent_factors(i)?;
+        for h in 0..2 {
+            self.latent(ZMM[2 * d + h], h)?;
+        }
+        Ok(d)
+    }
+
+    /// `op(a)` into a new pair: a routine's call (`exp`, `ln`) or an instruction.
+    fn unary(&mut self, op: Unary, a: u32) -> Result<usize, IcedError> {
+        let x = self.cache.find(a);
+        match op {
+            Unary::Log => self.by_routine(LN, x),
+            Unary::Exp => self.by_routine(EXP, x),
+            Unary::Neg | Unary::Sqrt => self.by_instruction(op == Unary::Neg, x),
+            Unary::Log1p
+            | Unary::Expm1
+            | Unary::Softplus
+            | Unary::Sigmoid
+            | Unary::Tanh
+            | Unary::Sin
+            | Unary::Cos
+            | Unary::Lgamma
+            | Unary::Probit
+            | Unary::NormalCdf
+            | Unary::Powi(_) => unreachable!("no inline form of {op} here"),
+        }
+    }
+
+    /// Routine `routine` (`LN` or `EXP`) of `x` into a new pair.
+    fn by_routine(&mut self, routine: usize, x: Operand) -> Result<usize, IcedError> {
+        self.elementary(routine, x)?;
+        let d = self.cache.take(&[]);
+        for h in 0..2 {
+            self.a.vmovapd(ZMM[2 * d + h], set(h).x[1])?;
+        }
+        Ok(d)
+    }
+
+    /// `-x` (`neg`) or `sqrt(x)` into a new pair.
+    fn by_instruction(&mut self, neg: bool, x: Operand) -> Result<usize, IcedError> {
+        let d = self.cache.take(&[x]);
+        for h in 0..2 {
+            let r = ZMM[2 * d + h];
+            match (neg, x) {
+                (true, Operand::Pair(p)) => self.a.vxorpd(r, ZMM[2 * p + h], SIGN)?,
+                (true, Operand::Slot(s)) => self.a.vxorpd(r, SIGN, self.slot_at(s, h))?,
+                (false, Operand::Pair(p)) => self.a.vsqrtpd(r, ZMM[2 * p + h])?,
+                (false, Operand::Slot(s)) => self.a.vsqrtpd(r, self.slot_at(s, h))?,
+            }
+        }
+        Ok(d)
+    }
+
+    /// The sum chain `((base + t1) + t2) + ...` of the terms `from..to` into a new pair.
+    fn sum_chain(&mut self, base: u32, from: u32, to: u32) -> Result<usize, IcedError> {
+        let x = self.cache.find(base);
+        let terms = self.terms(from, to);
+        let mut keep = terms.clone();
+        keep.push(x);
+        Ok(match self.cache.free(&keep) {
+            Some(d) => {
+                for h in 0..2 {
+                    self.chain(ZMM[2 * d + h], x, from, to, &terms, h)?;
+                }
+                d
+            }
+            // Every pair holds an operand: each half is summed in a scratch register and
+            // then written over its half of a pair, whose term that half of the sum has read.
+            None => {
+                let d = self.cache.take(&[]);
+                for h in 0..2 {
+                    self.chain(X[4], x, from, to, &terms, h)?;
+                    self.a.vmovapd(ZMM[2 * d + h], X[4])?;
+                }
+                d
+            }
+        })
+    }
+
+    /// A smoothed if-statement into a new pair: its weights computed (or read back, with
+    /// `reuse`), kept at `cache` where read later, and the branches weighted.
+    fn smoothed_if(
+        &mut self,
+        g: u32,
+        t: u32,
+        e: u32,
+        cache: u32,
+        product: bool,
+        reuse: bool,
+    ) -> Result<usize, IcedError> {
+        if !reuse {
+            // Both halves' weights in one call, which loses the routines' pairs.
+            self.smooth_weights(self.cache.find(g))?;
+            self.cache.lose_routine_pairs();
+        }
+        let (y, z) = (self.cache.find(t), self.cache.find(e));
+        let d = self.cache.take(&[y, z]);
+        let keep = cache != UNREAD;
+        if reuse || keep {
+            self.a.mov(rcx, qword_ptr(rbx + frame::WEIGHTS))?;
+        }
+        for h in 0..2 {
+            let (we, wt) = if reuse {
+                self.a.vmovupd(X[1], self.weight_at(cache, 0, h))?;
+                self.a.vmovupd(X[2], self.weight_at(cache, 1, h))?;
+                (X[1], X[2])
+            } else {
+                let (we, wt) = (set(h).x[1], set(h).x[2]);
+                if keep {
+                    self.keep_weights(cache, product, h, we, wt)?;
+                }
+                (we, wt)
+            };
+            match self.indicators.between(t, e) {
+                Some(which) => self.indicator(d, h, which, we, wt)?,
+                None => self.smooth_forward(d, h, y, z, we, wt)?,
+            }
+        }
+        Ok(d)
+    }
+
+    /// `t` where `g < 0`, else `e`, into a new pair (a crisp if-statement).
+    fn select(&mut self, g: u32, t: u32, e: u32) -> Result<usize, IcedError> {
+        let (x, y, z) = (self.cache.find(g), self.cache.find(t), self.cache.find(e));
+        let d = self.cache.take(&[x, y, z]);
+        for h in 0..2 {
+            self.negative(x, h)?;
+            self.blend(d, h, y, z)?;
+        }
+        Ok(d)
+    }
+
+    /// `t` where `a op b < 0` (`op` a sum or difference), else `e`, into a new pair.
+    fn select_by(
+        &mut self,
+        op: Binary,
+        a: u32,
+        b: u32,
+        t: u32,
+        e: u32,
+    ) -> Result<usize, IcedError> {
+        let (p, q) = (self.cache.find(a), self.cache.find(b));
+        let (y, z) = (self.cache.find(t), self.cache.find(e));
+        let d = self.cache.take(&[p, q, y, z]);
+        for h in 0..2 {
+            let pa = self.reg(p, h, X[4])?;
+            self.binary(op, X[4], pa, q, h)?;
+            self.a.vcmppd(k1, X[4], ZERO, LT_OQ)?;
+            self.blend(d, h, y, z)?;
+        }
+        Ok(d)
+    }
+
+    /// The stand-in of `op(a)` (`checked.rs`) into a new pair, inline.
+    fn stand_in(&mut self, op: Unary, a: u32) -> Result<usize, IcedError> {
+        let x = self.cache.find(a);
+        let d = self.cache.take(&[x]);
+        for h in 0..2 {
+            let xa = self.reg(x, h, X[4])?;
+            match op {
+                Unary::Log => self.ln_stand_in(X[5], xa)?,
+                Unary::Log1p => {
+                    // `ln_stand_in(1 + x)`.
+                    self.a.vaddpd(X[6], xa, k(routines::C_ONE))?;
+                    self.ln_stand_in(X[5], X[6])?;
+                }
+                Unary::Softplus => {
+                    // `max(x, 0)` (zero where `x` is zero or below, the second operand where
+                    // either is NaN), then `x + x` where `x` is NaN.
+                    self.a.vmaxpd(X[5], xa, ZERO)?;
+                    self.a.vcmppd(k1, xa, xa, UNORD_Q)?;
+                    self.a.vaddpd(X[5].k1(), xa, xa)?;
+                }
+                Unary::Neg
+                | Unary::Exp
+                | Unary::Expm1
+                | Unary::Sqrt
+                | Unary::Sigmoid
+                | Unary::Tanh
+                | Unary::Sin
+                | Unary::Cos
+                | Unary::Lgamma
+                | Unary::Probit
+                | Unary::NormalCdf
+                | Unary::Powi(_) => unreachable!("no stand-in for {op:?}"),
+            }
+            self.a.vmovapd(ZMM[2 * d + h], X[5])?;
+        }
+        Ok(d)
+    }
+
+    /// The Poisson term `c ln(r) - r` into a new pair (the product's operand order cannot
+    /// change its bits: `c` is a finite count): the logarithm by the routine, or its stand-in
+    /// inline.
+    fn poisson_term(&mut self, r: u32, c: f64, stand_in: bool) -> Result<usize, IcedError> {
+        let x = self.cache.find(r);
+        if stand_in {
+            let d = self.cache.take(&[x]);
+            let ci = self.constant(c);
+            for h in 0..2 {
+                let xa = self.reg(x, h, X[4])?;
+                self.ln_stand_in(X[5], xa)?;
+                self.a.vmulpd(X[5], X[5], k(ci))?;
+                self.a.vsubpd(ZMM[2 * d + h], X[5], xa)?;
+            }
+            return Ok(d);
+        }
+        // The routine leaves `r` where it took it.
+        self.elementary(LN, x)?;
+        let d = self.cache.take(&[]);
+        let ci = self.constant(c);
+        for h in 0..2 {
+            // Through a scratch register: `d` may be the pair that held `r`.
+            self.a.vmulpd(X[4], set(h).x[1], k(ci))?;
+            self.a.vsubpd(ZMM[2 * d + h], X[4], set(h).x[0])?;
+        }
+        Ok(d)
+    }
+
+    /// `-a` where `g < 0`, else `e`, into a new pair.
+    fn select_neg(&mut self, g: u32, a: u32, e: u32) -> Result<usize, IcedError> {
+        let (x, y, z) = (self.cache.find(g), self.cache.find(a), self.cache.find(e));
+        let d = self.cache.take(&[x, y, z]);
+        for h in 0..2 {
+            self.negative(x, h)?;
+            match y {
+                Operand::Pair(p) => self.a.vxorpd(X[4], ZMM[2 * p + h], SIGN)?,
+                Operand::Slot(s) => self.a.vxorpd(X[4], SIGN, self.slot_at(s, h))?,
+            }
+            let r = ZMM[2 * d + h];
+            let ea = self.reg(z, h, r)?;
+            self.a.vblendmpd(r.k1(), ea, X[4])?;
+        }
+        Ok(d)
+    }
+
+    /// `t` where latent `i` (minus `b`, where given) is negative, else `e`, into a new pair.
+    fn select_latent(
+        &mut self,
+        i: u32,
+        b: Option<u32>,
+        t: u32,
+        e: u32,
+    ) -> Result<usize, IcedError> {
+        let b = b.map(|b| self.cache.find(b));
+        let (y, z) = (self.cache.find(t), self.cache.find(e));
+        let d = self.cache.take(&[y, z, b.unwrap_or(Operand::Slot(NONE))]);
+        self.latent_factors(i)?;
+        for h in 0..2 {
+            self.latent(X[4], h)?;
+            if let Some(b) = b {
+                self.binary(Binary::Sub, X[4], X[4], b, h)?;
+            }
+            self.a.vcmppd(k1, X[4], ZERO, LT_OQ)?;
+            self.blend(d, h, y, z)?;
+        }
+        Ok(d)
+    }
+
+    /// `t` where the sum chain of `base` and the terms `from..to` is negative, else `e`, into
+    /// a new pair.
+    fn select_chain(
+        &mut self,
+        base: u32,
+        from: u32,
+        to: u32,
+        t: u32,
+        e: u32,
+    ) -> Result<usize, IcedError> {
+        let x = self.cache.find(base);
+        let terms = self.terms(from, to);
+        let (y, z) = (self.cache.find(t), self.cache.find(e));
+        let mut keep = terms.clone();
+        keep.extend([x, y, z]);
+        // The sum goes through a scratch register, so with every pair holding an operand only
+        // the branches' pairs must survive (each half's guard is summed before the blend
+        // writes that half).
+        let d = match self.cache.free(&keep) {
+            Some(d) => d,
+            None => self.cache.take(&[y, z]),
+        };
+        for h in 0..2 {
+            self.chain(X[4], x, from, to, &terms, h)?;
+            self.a.vcmppd(k1, X[4], ZERO, LT_OQ)?;
+            self.blend(d, h, y, z)?;
+        }
+        Ok(d)
     }
 
     /// The operands of the sum-chain terms `from..to`.
