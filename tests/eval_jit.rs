@@ -9,8 +9,17 @@
 //!
 //! On a CPU without AVX-512 the set is not available and the test checks only that nothing
 //! is compiled.
+//!
+//! The workspaces' buffers lie between inaccessible pages (`guard_pages`, this binary's
+//! allocator): compiled code that reads or writes past one faults here.
 
 mod eval_common;
+#[cfg(unix)]
+mod guard_pages;
+
+#[cfg(unix)]
+#[global_allocator]
+static GUARD_PAGES: guard_pages::GuardPages = guard_pages::GuardPages;
 
 use dsgd::eval::vmath::KernelSet;
 use dsgd::eval::{BatchGradient, CHUNK, Latents, Tape, Values};
@@ -759,4 +768,56 @@ fn within_a_minute<R: Send + 'static>(
     check
         .join()
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// The guard pages are there: a read just past the end of a workspace-like buffer, or just
+/// before its start, faults. Each probe runs in a child process (this test again, told which
+/// end to probe), whose death by `SIGSEGV` is the pass.
+#[cfg(unix)]
+#[test]
+fn reading_just_outside_a_buffer_faults() {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(side) = std::env::var_os("DSGD_GUARD_PAGE_PROBE") {
+        probe_outside(side == "end");
+    }
+    for side in ["end", "start"] {
+        let out = std::process::Command::new(std::env::current_exe().expect("this test"))
+            .args([
+                "reading_just_outside_a_buffer_faults",
+                "--exact",
+                "--test-threads=1",
+            ])
+            .env("DSGD_GUARD_PAGE_PROBE", side)
+            .output()
+            .expect("the test binary runs");
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGSEGV),
+            "{side}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
+/// Reads the number just past the end (or just before the start) of a buffer of three lane
+/// arrays that lies against a guard page there; never returns.
+#[cfg(unix)]
+fn probe_outside(end: bool) -> ! {
+    let mut kept = Vec::new();
+    for _ in 0..8 {
+        let buf = dsgd::aligned::ArrayBuf::<CHUNK>::zeroed(3);
+        let (p, bytes) = (buf.as_ptr().cast::<f64>(), std::mem::size_of_val(&buf[..]));
+        // SAFETY: none: this reads outside the buffer on purpose, where the guard page makes
+        // it fault (the test passes when this process dies of it).
+        unsafe {
+            if end && (p as usize + bytes).is_multiple_of(4096) {
+                std::ptr::read_volatile(p.add(3 * CHUNK));
+            }
+            if !end && (p as usize).is_multiple_of(4096) {
+                std::ptr::read_volatile(p.sub(1));
+            }
+        }
+        kept.push(buf);
+    }
+    std::process::exit(0)
 }
