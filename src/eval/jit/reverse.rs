@@ -30,7 +30,7 @@ use iced_x86::code_asm::*;
 use crate::ir::{Binary, Compiled, Unary};
 
 use super::super::instr::{
-    CHUNK, FOLD_A, FOLD_B, NONE, Op, Plan, RevStep, Target, forward_only_op,
+    CHUNK, FOLD_A, FOLD_B, NONE, Op, Plan, RevStep, Target, forward_only_op, reverse_reads,
 };
 use super::emit::Coverage;
 use super::indicators::{Indicator, Indicators};
@@ -144,6 +144,7 @@ pub(super) fn reverse(
         chain_targets: &plan.chain_targets,
         smooth,
         looping: None,
+        reads: ([0; 3], 0),
     };
     let mut bytes = Parts::default();
     let mut coverage = Coverage::default();
@@ -197,6 +198,9 @@ struct Emitter<'a> {
     indicators: &'a Indicators,
     /// Inside a loop over a repeated block: where its moving operands are.
     looping: Option<Looping>,
+    /// The value places the step being emitted may read (`instr::reverse_reads`: those the
+    /// layout kept for it; any other holds another value by then).
+    reads: ([u32; 3], usize),
 }
 
 /// The runs of repeated blocks of `steps` the code runs as loops, with their registers (see
@@ -254,7 +258,13 @@ impl Emitter<'_> {
         }
     }
 
+    /// Half `h` of value place `s`, which the step being emitted must be one to read.
     fn value(&self, s: u32, h: usize) -> AsmMemoryOperand {
+        let (reads, k) = self.reads;
+        assert!(
+            reads[..k].contains(&s),
+            "a reverse step reads value place {s}, which instr::reverse_reads does not keep"
+        );
         self.place(r12, Unit::Slot, s, 0, h)
     }
 
@@ -428,6 +438,7 @@ impl Emitter<'_> {
     }
 
     fn step(&mut self, rs: &RevStep) -> Result<(), IcedError> {
+        self.reads = reverse_reads(rs, self.smooth);
         for h in 0..2 {
             self.own_mask = false;
             match self.cache.find(rs.ad, h) {
