@@ -23,7 +23,7 @@ static GUARD_PAGES: guard_pages::GuardPages = guard_pages::GuardPages;
 
 use dsgd::eval::vmath::KernelSet;
 use dsgd::eval::{BatchGradient, CHUNK, Latents, Tape, Values};
-use dsgd::ir::{Binary, Builder, Compiled, Domain, Program, Semantics, Unary, Var};
+use dsgd::ir::{Binary, Builder, CompiledForm, Domain, Program, Semantics, Unary, Var};
 use eval_common::{Lcg, bits};
 
 const BATCH: usize = 3 * CHUNK + 5;
@@ -259,7 +259,7 @@ fn every_primitive_runs_where_its_descriptor_says_with_the_interpreters_bits() {
         return;
     }
     let mut rng = Lcg(41);
-    let mut check = |p: &Program, what: String, forward: Compiled, reverse: Compiled| {
+    let mut check = |p: &Program, what: String, forward: CompiledForm, reverse: CompiledForm| {
         let tape = Tape::compile(p, 0);
         let zs = noise(&mut rng, tape.latent_count());
         for sem in SEMANTICS {
@@ -267,13 +267,13 @@ fn every_primitive_runs_where_its_descriptor_says_with_the_interpreters_bits() {
             let c = tape.jit_coverage(sem).expect("compiled");
             assert_eq!(
                 c.called > 0,
-                forward == Compiled::CallBack,
+                forward == CompiledForm::CallBack,
                 "{what} {sem:?}: {c:?}"
             );
             let c = tape.reverse_jit_coverage(sem).expect("compiled");
             assert_eq!(
                 c.called > 0,
-                reverse == Compiled::CallBack,
+                reverse == CompiledForm::CallBack,
                 "{what} {sem:?}: {c:?}"
             );
         }

@@ -34,7 +34,7 @@ pub(crate) use hash::FastBuild;
 pub use model::{LatentKind, LatentSpec, Mode, Model, ParamSpec};
 pub use node::{Branch, Node, NodeId};
 pub use ops::{binary_derivatives, binary_value, unary_derivative, unary_value};
-pub use primitive::{Binary, BinaryInfo, Compiled, Domain, Reads, Unary, UnaryInfo};
+pub use primitive::{Binary, BinaryInfo, CompiledForm, Domain, Reads, Unary, UnaryInfo};
 pub use program::{Program, Semantics};
 pub use source::{SourceText, Span};
 pub use term::{Term, TermKind, TermNode};

@@ -115,7 +115,7 @@ impl Reads {
 
 /// How the compiled sweeps (`eval::jit`, AVX-512) run a primitive.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub enum Compiled {
+pub enum CompiledForm {
     /// In the machine code itself (instructions, or a routine emitted once and called).
     Inline,
     /// By a call back into the interpreter (a layout with many such steps is not compiled).
@@ -147,8 +147,8 @@ pub struct UnaryInfo {
     /// What its derivative reads (of `a` and the value).
     pub reads: Reads,
     /// How the compiled forward and reverse sweeps run it.
-    pub forward: Compiled,
-    pub reverse: Compiled,
+    pub forward: CompiledForm,
+    pub reverse: CompiledForm,
     /// Whether a gradient sweep whose values are only checked for finiteness may compute
     /// a stand-in instead, finite where it is (`elementary::ln_stand_in` and the like;
     /// `eval/checked.rs`).
@@ -166,8 +166,8 @@ pub struct BinaryInfo {
     /// What the partial derivative in `a` reads, and that in `b`.
     pub reads: [Reads; 2],
     /// How the compiled forward and reverse sweeps run it.
-    pub forward: Compiled,
-    pub reverse: Compiled,
+    pub forward: CompiledForm,
+    pub reverse: CompiledForm,
     /// Where each operand may be.
     pub domain: [Domain; 2],
 }
@@ -175,11 +175,11 @@ pub struct BinaryInfo {
 impl Unary {
     /// This primitive's row.
     pub const fn info(self) -> UnaryInfo {
-        use Compiled::{CallBack, Inline};
+        use CompiledForm::{CallBack, Inline};
         const fn row(
             name: &'static str,
             reads: Reads,
-            (forward, reverse): (Compiled, Compiled),
+            (forward, reverse): (CompiledForm, CompiledForm),
             domain: Domain,
         ) -> UnaryInfo {
             UnaryInfo {
@@ -245,12 +245,12 @@ impl Unary {
 impl Binary {
     /// This primitive's row.
     pub const fn info(self) -> BinaryInfo {
-        use Compiled::{CallBack, Inline};
+        use CompiledForm::{CallBack, Inline};
         const fn row(
             name: &'static str,
             symbol: Option<&'static str>,
             reads: [Reads; 2],
-            compiled: Compiled,
+            compiled: CompiledForm,
             domain: [Domain; 2],
         ) -> BinaryInfo {
             BinaryInfo {

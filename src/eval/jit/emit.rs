@@ -28,7 +28,7 @@ use std::cell::RefCell;
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
 
-use crate::ir::{Binary, Compiled, Unary};
+use crate::ir::{Binary, CompiledForm, Unary};
 
 use super::super::instr::{CHUNK, NONE, Op, Step, UNREAD, each_read};
 use super::indicators::{Indicator, Indicators};
@@ -176,8 +176,8 @@ pub(super) fn call_backs(steps: &[Step]) -> usize {
 /// (`exp`, `ln`, `sqrt`, negation and the arithmetic), every other step.
 fn inline(op: &Op) -> bool {
     match *op {
-        Op::Binary { op, .. } => op.info().forward == Compiled::Inline,
-        Op::Unary { op, .. } => op.info().forward == Compiled::Inline,
+        Op::Binary { op, .. } => op.info().forward == CompiledForm::Inline,
+        Op::Unary { op, .. } => op.info().forward == CompiledForm::Inline,
         Op::Param { .. }
         | Op::Latent { .. }
         | Op::NormalSquare { .. }

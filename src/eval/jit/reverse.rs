@@ -27,7 +27,7 @@ use iced_x86::IcedError;
 use iced_x86::code_asm::asm_traits::CodeAsmVmulpd;
 use iced_x86::code_asm::*;
 
-use crate::ir::{Binary, Compiled, Unary};
+use crate::ir::{Binary, CompiledForm, Unary};
 
 use super::super::instr::{
     CHUNK, FOLD_A, FOLD_B, NONE, Op, Plan, RevStep, Target, forward_only_op, reverse_reads,
@@ -100,8 +100,8 @@ impl AdjCache {
 /// operand is not uniform), every other step.
 pub(super) fn inline(rs: &RevStep) -> bool {
     match rs.step.op {
-        Op::Unary { op, .. } => !rs.uniform && op.info().reverse == Compiled::Inline,
-        Op::Binary { op, .. } => op.info().reverse == Compiled::Inline,
+        Op::Unary { op, .. } => !rs.uniform && op.info().reverse == CompiledForm::Inline,
+        Op::Binary { op, .. } => op.info().reverse == CompiledForm::Inline,
         Op::Param { .. }
         | Op::Latent { .. }
         | Op::NormalSquare { .. }
