@@ -51,6 +51,8 @@
 //! change in any release.
 
 #![warn(missing_docs)]
+// Every `unsafe` block says why it is sound, next to it.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod fit;
 

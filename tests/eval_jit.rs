@@ -9,12 +9,21 @@
 //!
 //! On a CPU without AVX-512 the set is not available and the test checks only that nothing
 //! is compiled.
+//!
+//! The workspaces' buffers lie between inaccessible pages (`guard_pages`, this binary's
+//! allocator): compiled code that reads or writes past one faults here.
 
 mod eval_common;
+#[cfg(unix)]
+mod guard_pages;
+
+#[cfg(unix)]
+#[global_allocator]
+static GUARD_PAGES: guard_pages::GuardPages = guard_pages::GuardPages;
 
 use dsgd::eval::vmath::KernelSet;
 use dsgd::eval::{BatchGradient, CHUNK, Latents, Tape, Values};
-use dsgd::ir::{Builder, Program, Semantics, Var};
+use dsgd::ir::{Binary, Builder, CompiledForm, Domain, Program, Semantics, Unary, Var};
 use eval_common::{Lcg, bits};
 
 const BATCH: usize = 3 * CHUNK + 5;
@@ -221,6 +230,79 @@ fn compiled_sweeps_give_the_interpreters_bits_on_random_programs() {
         inline > 10_000 && called > 50,
         "{inline} inline, {called} called"
     );
+}
+
+/// `x` (a latent, within 3 of 0) mapped onto `domain` by steps the compiled code runs inline.
+fn onto<'b>(domain: Domain, x: Var<'b>) -> Var<'b> {
+    match domain {
+        Domain::Real => x * 0.5,
+        Domain::Positive | Domain::NonZero => x * x + 0.1,
+        Domain::AboveMinusOne => x * x - 0.5,
+        Domain::OpenUnit => 1.0 / (x * x + 1.5),
+    }
+}
+
+/// A program of `node` (read twice, so no pass fuses it away) among 80 steps the compiled
+/// code runs inline: a layout with one call back in it is compiled.
+fn with_padding(b: &Builder, node: Var<'_>, z: Var<'_>, w: Var<'_>) -> Program {
+    let mut t = w;
+    for i in 0..40 {
+        t = t * (1.0 + i as f64 * 0.01) - z;
+    }
+    let out = b.sum(&[node, node * w, t]);
+    b.finish(&[out]).expect("well formed")
+}
+
+#[test]
+fn every_primitive_runs_where_its_descriptor_says_with_the_interpreters_bits() {
+    if !KernelSet::available().contains(&KernelSet::Jit) {
+        return;
+    }
+    let mut rng = Lcg(41);
+    let mut check = |p: &Program, what: String, forward: CompiledForm, reverse: CompiledForm| {
+        let tape = Tape::compile(p, 0);
+        let zs = noise(&mut rng, tape.latent_count());
+        for sem in SEMANTICS {
+            assert_compiled_bits(&tape, sem, &[], &zs, &what);
+            let c = tape.jit_coverage(sem).expect("compiled");
+            assert_eq!(
+                c.called > 0,
+                forward == CompiledForm::CallBack,
+                "{what} {sem:?}: {c:?}"
+            );
+            let c = tape.reverse_jit_coverage(sem).expect("compiled");
+            assert_eq!(
+                c.called > 0,
+                reverse == CompiledForm::CallBack,
+                "{what} {sem:?}: {c:?}"
+            );
+        }
+    };
+    for &op in Unary::ALL {
+        let b = Builder::new();
+        let (z, w) = (b.latent("z"), b.latent("w"));
+        let node = b.unary(op, onto(op.info().domain, z));
+        let info = op.info();
+        check(
+            &with_padding(&b, node, z, w),
+            op.to_string(),
+            info.forward,
+            info.reverse,
+        );
+    }
+    for &op in Binary::ALL {
+        let b = Builder::new();
+        let (z, w) = (b.latent("z"), b.latent("w"));
+        let [da, db] = op.info().domain;
+        let node = b.binary(op, onto(da, z), onto(db, w));
+        let info = op.info();
+        check(
+            &with_padding(&b, node, z, w),
+            op.to_string(),
+            info.forward,
+            info.reverse,
+        );
+    }
 }
 
 #[test]
@@ -686,4 +768,56 @@ fn within_a_minute<R: Send + 'static>(
     check
         .join()
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// The guard pages are there: a read just past the end of a workspace-like buffer, or just
+/// before its start, faults. Each probe runs in a child process (this test again, told which
+/// end to probe), whose death by `SIGSEGV` is the pass.
+#[cfg(unix)]
+#[test]
+fn reading_just_outside_a_buffer_faults() {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(side) = std::env::var_os("DSGD_GUARD_PAGE_PROBE") {
+        probe_outside(side == "end");
+    }
+    for side in ["end", "start"] {
+        let out = std::process::Command::new(std::env::current_exe().expect("this test"))
+            .args([
+                "reading_just_outside_a_buffer_faults",
+                "--exact",
+                "--test-threads=1",
+            ])
+            .env("DSGD_GUARD_PAGE_PROBE", side)
+            .output()
+            .expect("the test binary runs");
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGSEGV),
+            "{side}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
+/// Reads the number just past the end (or just before the start) of a buffer of three lane
+/// arrays that lies against a guard page there; never returns.
+#[cfg(unix)]
+fn probe_outside(end: bool) -> ! {
+    let mut kept = Vec::new();
+    for _ in 0..8 {
+        let buf = dsgd::aligned::ArrayBuf::<CHUNK>::zeroed(3);
+        let (p, bytes) = (buf.as_ptr().cast::<f64>(), std::mem::size_of_val(&buf[..]));
+        // SAFETY: none: this reads outside the buffer on purpose, where the guard page makes
+        // it fault (the test passes when this process dies of it).
+        unsafe {
+            if end && (p as usize + bytes).is_multiple_of(4096) {
+                std::ptr::read_volatile(p.add(3 * CHUNK));
+            }
+            if !end && (p as usize).is_multiple_of(4096) {
+                std::ptr::read_volatile(p.sub(1));
+            }
+        }
+        kept.push(buf);
+    }
+    std::process::exit(0)
 }

@@ -13,8 +13,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use dsgd::experiment::culprit::describe;
-use dsgd::ir::Semantics;
 use dsgd::ir::blame::find_culprit;
+use dsgd::ir::{Arity, Function, Semantics};
 use dsgd::lang::{
     CompileOptions, DataSet, FsResolver, compile_file, compile_source, compile_with_data,
 };
@@ -28,6 +28,14 @@ fn opts() -> CompileOptions {
         max_call_depth: 100,
         ..CompileOptions::default()
     }
+}
+
+/// Every built-in function of one argument (the IR's table of them).
+fn one_argument_functions() -> Vec<&'static str> {
+    Function::all()
+        .filter(|f| f.arity == Arity::One)
+        .map(|f| f.name)
+        .collect()
 }
 
 /// A random expression over the latents `z`, `w`, the array `xs`, constants and the loop
@@ -50,23 +58,7 @@ fn expr(depth: u32) -> BoxedStrategy<String> {
             (inner.clone(), "[-+*/^]", inner.clone())
                 .prop_map(|(a, o, b)| format!("({a} {o} {b})")),
             (
-                prop::sample::select(vec![
-                    "exp",
-                    "log",
-                    "sqrt",
-                    "sin",
-                    "abs",
-                    "relu",
-                    "step",
-                    "softplus",
-                    "sigmoid",
-                    "lgamma",
-                    "probit",
-                    "tanh",
-                    "log1p",
-                    "expm1",
-                    "normal_cdf"
-                ]),
+                prop::sample::select(one_argument_functions()),
                 inner.clone()
             )
                 .prop_map(|(f, a)| format!("{f}({a})")),

@@ -166,7 +166,8 @@ impl Group16 {
     #[inline]
     pub unsafe fn new(keys: &Keys, lane: [u32; 16], a: u32, b: u32) -> Group16 {
         use std::arch::x86_64::*;
-        // SAFETY (both closures): unaligned 16-byte loads of 16-byte arrays.
+        // SAFETY: an unaligned 16-byte load of a 16-byte array (SSE2, which every x86-64
+        // CPU has).
         let load = |s: &[u8; 16]| unsafe { _mm_loadu_si128(s.as_ptr().cast()) };
         let k0 = load(&keys.round[0]);
         let state = |l: usize| {
@@ -507,6 +508,7 @@ mod tests {
         // SAFETY: the CPU has AVX2 and AES-NI (checked above), VAES where used.
         let mut runs = vec![unsafe { pairs_aesni(&c, &keys) }];
         if crate::cpu::vaes() {
+            // SAFETY: the CPU has AVX2, AES-NI (checked above) and VAES (just checked).
             runs.push(unsafe { pairs_vaes(&c, &keys) });
         }
         for got in runs {
@@ -531,13 +533,18 @@ mod tests {
         // SAFETY: the CPU has AVX2 and AES-NI (checked above), VAES where used.
         let group = unsafe { Group16::new(&keys, lanes, a, b) };
         for head in [0u32, 1, 77, 1 << 30, u32::MAX] {
+            // SAFETY: the CPU has AVX2 and AES-NI (checked above).
             let mut runs = vec![unsafe { group.words_aesni(head) }];
             if crate::cpu::vaes() {
+                // SAFETY: and VAES (just checked).
                 runs.push(unsafe { group.words_vaes(head) });
             }
             for (first, second) in runs {
                 let mut got = [[0u64; 16]; 2];
                 for q in 0..4 {
+                    // SAFETY: unaligned stores of four 64-bit words into `got[i][4 q..]`,
+                    // which holds at least four (`q < 4`, sixteen words a row); AVX, which the
+                    // CPU has (AVX2, checked above).
                     unsafe {
                         _mm256_storeu_si256(got[0][4 * q..].as_mut_ptr().cast(), first[q]);
                         _mm256_storeu_si256(got[1][4 * q..].as_mut_ptr().cast(), second[q]);

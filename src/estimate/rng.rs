@@ -365,8 +365,8 @@ impl SampleRng {
         let gw = GROUP.min(w - g0);
         let lanes: [u32; GROUP] = std::array::from_fn(|l| (lane0 + l as u64) as u32);
         let [_, _, a, b] = self.counter(0, lane0);
-        // SAFETY (every block below): the CPU has AVX2 (this function's features), AES-NI and
-        // VAES where `VAES` (the caller's promise).
+        // SAFETY: the CPU has AVX2 (this function's promise, from its callers' target
+        // features).
         let group = unsafe { ars::Group16::new(&self.keys, lanes, a, b) };
         let blocks = n.div_ceil(2);
         // The blocks with rejected words, `block << 32 | mask`, written for every block and
@@ -378,6 +378,8 @@ impl SampleRng {
         // odd ones in `odd`: the loop is unrolled by two so that each buffer has a fixed
         // place on the stack.
         let (mut even, mut odd) = (normal::Staged32::default(), normal::Staged32::default());
+        // SAFETY: the CPU has AVX2 and AES-NI, and VAES where `VAES` (this function's
+        // promise), and this function inlines into its callers, which enable them.
         unsafe { stage::<VAES>(&group, 0, &mut even) };
         const { assert!(REDO_BLOCKS.is_multiple_of(2)) };
         for from in (0..blocks).step_by(REDO_BLOCKS) {
@@ -385,23 +387,28 @@ impl SampleRng {
             let mut count = 0;
             for block in (from..to).step_by(2) {
                 if block + 1 < blocks {
+                    // SAFETY: as for the first block's `stage`.
                     unsafe { stage::<VAES>(&group, block + 1, &mut odd) };
                 }
+                // SAFETY: the CPU has AVX2, which this function's callers enable.
                 let mask = unsafe { fast_block(t, &even, block, w, n, g0, gw, s) };
                 rejected[count] = (block as u64) << 32 | u64::from(mask);
                 count += usize::from(mask != 0);
                 if block + 1 < to {
                     if block + 2 < blocks {
+                        // SAFETY: as for the first block's `stage`.
                         unsafe { stage::<VAES>(&group, block + 2, &mut even) };
                     }
+                    // SAFETY: as for the even block's `fast_block`.
                     let mask = unsafe { fast_block(t, &odd, block + 1, w, n, g0, gw, s) };
                     rejected[count] = (block as u64 + 1) << 32 | u64::from(mask);
                     count += usize::from(mask != 0);
                 }
             }
             if count != 0 {
-                // SAFETY: the CPU has AVX2, FMA and AES-NI (the caller's promise).
                 let (rejected, at) = (&rejected[..count], (first, g0, gw, w, n));
+                // SAFETY: the CPU has AVX2, FMA and AES-NI, and VAES where `VAES` (this
+                // function's promise).
                 unsafe { self.redo_rejected::<VAES>(t, at, rejected, pending, s) };
             }
         }

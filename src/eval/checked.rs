@@ -16,15 +16,13 @@
 //! and not the other (terms near `1e308`).
 //!
 //! A step keeps its exact value when the reverse sweeps read it (its place is pinned and
-//! listed by `layout::reverse_reads`), when it is the guard of an if-statement (the smoothing
+//! listed by `instr::reverse_reads`), when it is the guard of an if-statement (the smoothing
 //! weights are kept for the reverse sweep, and a crisp guard chooses the branch), or when it is
 //! an operand of such a step: the gradients keep their bits, and nothing changes but the
 //! output's value.
 
-use crate::ir::Unary;
-
-use super::instr::{NONE, Op, Plan};
-use super::layout::{self, Layout};
+use super::instr::{NONE, Op, Plan, each_read, reverse_reads};
+use super::layout::{Layout, LayoutKind};
 
 /// Lane steps per stand-in above which a tape gets no checked layout. The layout costs a
 /// second compiled forward sweep (compile time, and code of about 40 bytes a step) and a copy
@@ -40,7 +38,7 @@ pub(super) fn build(compact: &Layout, plans: [&Plan; 2]) -> Option<Layout> {
     let mut read_back = vec![false; compact.values];
     for (plan, smooth) in plans.into_iter().zip([true, false]) {
         for rs in &plan.steps {
-            let (reads, k) = layout::reverse_reads(rs, smooth);
+            let (reads, k) = reverse_reads(rs, smooth);
             reads[..k]
                 .iter()
                 .for_each(|&p| read_back[p as usize] = true);
@@ -52,7 +50,7 @@ pub(super) fn build(compact: &Layout, plans: [&Plan; 2]) -> Option<Layout> {
     let mut operand_writers: Vec<Vec<u32>> = Vec::with_capacity(steps.len());
     for (k, st) in steps.iter().enumerate() {
         let mut w = Vec::new();
-        layout::each_read(st, &compact.chains, |p| w.push(writer[p as usize]));
+        each_read(st, &compact.chains, |p| w.push(writer[p as usize]));
         operand_writers.push(w);
         writer[st.out as usize] = k as u32;
     }
@@ -75,20 +73,18 @@ pub(super) fn build(compact: &Layout, plans: [&Plan; 2]) -> Option<Layout> {
     }
     let stand_in = |k: usize| {
         !exact[k]
-            && matches!(
-                steps[k].op,
-                Op::Unary {
-                    op: Unary::Log | Unary::Log1p | Unary::Softplus,
-                    ..
-                } | Op::PoissonTerm { .. }
-            )
+            && match steps[k].op {
+                Op::Unary { op, .. } => op.info().stand_in,
+                Op::PoissonTerm { .. } => true,
+                _ => false,
+            }
     };
     let stand_ins = (0..steps.len()).filter(|&k| stand_in(k)).count();
     if stand_ins == 0 || stand_ins * STEPS_PER_STAND_IN < steps.len() {
         return None;
     }
     let mut checked = Layout {
-        checked: true,
+        kind: LayoutKind::Checked,
         ..compact.clone()
     };
     for (k, st) in checked.steps.iter_mut().enumerate() {

@@ -172,6 +172,7 @@ impl Tape {
             output: placed.output,
             smooth_plan,
             crisp_plan,
+            forward_jit: Default::default(),
             reverse_jit: Default::default(),
             latent_count: latent_slots.len(),
             param_slots,

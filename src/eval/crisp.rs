@@ -28,8 +28,8 @@ use std::collections::HashMap;
 
 use crate::ir::{Binary, Unary, binary_value, unary_value};
 
-use super::instr::{Op, Step};
-use super::layout::{self, Layout, each_read};
+use super::instr::{Op, Step, each_read};
+use super::layout::{self, Layout, LayoutKind};
 
 /// The crisp forward-only plan of a tape.
 #[derive(Clone, Debug, Default)]
@@ -326,9 +326,7 @@ fn place(src: &Source, mut steps: Vec<Step>, constant: &[Option<f64>], added: &[
             values: base as usize + added.len(),
             pinned: src.compact.pinned,
             constants: Vec::new(),
-            forward_only: true,
-            checked: false,
-            jit: Default::default(),
+            kind: LayoutKind::ForwardOnly,
         },
         consts,
     }

@@ -243,7 +243,7 @@ impl Tape {
                 w,
                 force: None,
             };
-            sweep::forward_chunk(layout, ws, semantics, &input);
+            sweep::forward_chunk(self, layout, ws, semantics, &input);
             after_chunk(ws, start, w);
             start += w;
         }

@@ -273,7 +273,7 @@ impl Tape {
                 w,
                 force: Some(&force),
             };
-            sweep::forward_chunk(self.layout(ws), ws, Semantics::Crisp, &input);
+            sweep::forward_chunk(self, self.layout(ws), ws, Semantics::Crisp, &input);
             out[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
             start += w;
         }

@@ -21,7 +21,7 @@
 //!
 //! Not here: the forced sweeps themselves (`forced.rs`), the layouts' places (`layout.rs`).
 
-use super::instr::{NONE, Op};
+use super::instr::{NONE, Op, each_read};
 use super::layout::{self, Layout};
 
 /// The most steps a step of a forced sweep may need to recompute for its operands (see the
@@ -71,7 +71,7 @@ impl ForcedPlan {
         let mut latent_step = vec![NONE; latent_count];
         deps_at.push(0);
         for (i, st) in compact.steps.iter().enumerate() {
-            layout::each_read(st, &compact.chains, |p| {
+            each_read(st, &compact.chains, |p| {
                 let w = writer[p as usize];
                 if w != NONE {
                     deps.push(w);

@@ -1,9 +1,11 @@
 //! The tape's instruction set: the forward steps and reverse steps the compiler emits and the
-//! sweeps follow, the lane width, and the reverse plans. Shared by the compiler (`compile.rs`,
-//! `fuse.rs`, `plan.rs`) and the runtime (`sweep.rs`, `kernels.rs`); depends on nothing in
-//! `eval` itself, so neither side imports the other through it.
+//! sweeps follow, the lane width, the reverse plans, and which slots each instruction reads
+//! (forward, [`each_read`], and reverse, [`reverse_reads`]). Shared by the compiler
+//! (`compile.rs`, `fuse.rs`, `plan.rs`, `layout.rs`), the runtime (`sweep.rs`, `kernels.rs`)
+//! and the compiled sweeps (`jit`); depends on nothing in `eval` itself, so none of them
+//! imports another through it.
 
-use crate::ir::{Binary, Unary};
+use crate::ir::{Binary, Reads, Unary};
 
 /// Lanes processed together, as one fixed-width array per node: the lane loops compile to
 /// straight-line vector code. The batch result does not depend on how the batch is split
@@ -244,7 +246,7 @@ pub(super) struct Plan {
 }
 
 /// The slots an instruction reads (a sum chain's terms are in the tape's side table; only
-/// its base is listed, see `layout::each_read`).
+/// its base is listed, see [`each_read`]).
 pub(super) fn operands(op: &Op) -> ([u32; 4], usize) {
     match *op {
         Op::Param { .. } | Op::Latent { .. } => ([0; 4], 0),
@@ -285,3 +287,72 @@ macro_rules! forward_only_op {
     };
 }
 pub(super) use forward_only_op;
+
+/// The slots the reverse sweep reads the value of at step `rs`: those its local derivatives
+/// use for the operands it sends contributions to (a primitive's as its descriptor declares,
+/// `crate::ir::Unary::info`; the fused steps' and the if-statement's rules here). Reading a
+/// slot not listed here would read another value's lanes; listing more than needed only
+/// costs places.
+pub(super) fn reverse_reads(rs: &RevStep, smooth: bool) -> ([u32; 3], usize) {
+    let out = rs.step.out;
+    let (want_a, want_b) = (rs.to[0].adj != NONE, rs.to[1].adj != NONE);
+    match rs.step.op {
+        Op::Param { .. } | Op::Latent { .. } | Op::SumChain { .. } => ([0; 3], 0),
+        // Uniform operands are pinned anyway.
+        Op::Unary { a, .. } if rs.uniform => ([a, out, 0], 2),
+        Op::Unary { op, a } => read_slots(op.info().reads, [a, a, out]),
+        // Both partials of `op(a, a)` at once.
+        Op::Binary { op, a, b } if a == b => {
+            let [da, db] = op.info().reads;
+            let r = da.and(db);
+            let r = Reads {
+                a: r.a || r.b,
+                b: false,
+                ..r
+            };
+            read_slots(r, [a, b, out])
+        }
+        Op::Binary { op, a, b } => {
+            // The sweeps compute the partial in `b` unless only `a` takes a contribution.
+            let [da, db] = op.info().reads;
+            let r = match (want_a, want_b) {
+                (true, false) => da,
+                (true, true) => da.and(db),
+                (false, _) => db,
+            };
+            read_slots(r, [a, b, out])
+        }
+        Op::NormalSquare { x, m, s, .. } => ([x, m, s], 3),
+        Op::SquareDiff { x, m, .. } => ([x, m, 0], 2),
+        Op::Square { x, s, .. } if s == NONE => ([x, 0, 0], 1),
+        Op::Square { x, s, .. } => ([x, s, 0], 2),
+        Op::PoissonTerm { r, .. } => ([r, 0, 0], 1),
+        Op::If { t, e, .. } if smooth => ([t, e, 0], 2),
+        Op::If { g, .. } => ([g, 0, 0], 1),
+        forward_only_op!() => unreachable!("only forward-only layouts have this step"),
+    }
+}
+
+/// The slots of `[a, b, value]` that `r` reads.
+fn read_slots(r: Reads, [a, b, value]: [u32; 3]) -> ([u32; 3], usize) {
+    let mut slots = [0; 3];
+    let mut k = 0;
+    for (read, slot) in [(r.a, a), (r.b, b), (r.value, value)] {
+        if read {
+            slots[k] = slot;
+            k += 1;
+        }
+    }
+    (slots, k)
+}
+
+/// Calls `f` on every slot step `st` reads in the forward sweep (a sum chain's terms too).
+pub(super) fn each_read(st: &Step, chains: &[(u32, bool)], mut f: impl FnMut(u32)) {
+    let (ops, k) = operands(&st.op);
+    ops[..k].iter().for_each(|&o| f(o));
+    if let Op::SumChain { from, to, .. } | Op::SelectChain { from, to, .. } = st.op {
+        chains[from as usize..to as usize]
+            .iter()
+            .for_each(|&(t, _)| f(t));
+    }
+}

@@ -350,14 +350,26 @@ pub fn ln_stand_in_forward(a: &Lanes) -> Lanes {
     map(|l| elementary::ln_stand_in(a[l]))
 }
 
-/// The stand-in of `op` (`Log`, `Log1p` or `Softplus`) of every lane (see `checked.rs`).
+/// The stand-in of `op` (one whose descriptor says it has one: `Log`, `Log1p` or `Softplus`)
+/// of every lane (see `checked.rs`).
 #[inline(always)]
 pub fn stand_in_forward(op: Unary, a: &Lanes) -> Lanes {
     match op {
         Unary::Log => ln_stand_in_forward(a),
         Unary::Log1p => map(|l| elementary::log1p_stand_in(a[l])),
         Unary::Softplus => map(|l| elementary::softplus_stand_in(a[l])),
-        _ => unreachable!("no stand-in for {op:?}"),
+        Unary::Neg
+        | Unary::Exp
+        | Unary::Expm1
+        | Unary::Sqrt
+        | Unary::Sigmoid
+        | Unary::Tanh
+        | Unary::Sin
+        | Unary::Cos
+        | Unary::Lgamma
+        | Unary::Probit
+        | Unary::NormalCdf
+        | Unary::Powi(_) => unreachable!("no stand-in for {op:?}"),
     }
 }
 

@@ -18,9 +18,7 @@
 //!
 //! Not here: the plans (`plan.rs`) and how a workspace picks its layout (`tape.rs`).
 
-use crate::ir::{Binary, Unary};
-
-use super::instr::{NONE, Op, Plan, RevStep, Step, forward_only_op};
+use super::instr::{NONE, Op, Plan, Step, each_read, reverse_reads};
 
 /// The forward steps of one layout and the places their values need.
 #[derive(Clone, Debug, Default)]
@@ -39,28 +37,29 @@ pub(super) struct Layout {
     /// into every workspace before a sweep (`Tape::prepare`): what the compiled code may
     /// take as known. Empty where nobody said (nothing is then taken as known).
     pub constants: Vec<(u32, f64)>,
-    /// Whether this is the crisp forward-only plan's layout (whose build is chosen apart:
-    /// see `Workspace::plan_choice`).
-    pub forward_only: bool,
-    /// Whether this is the checked layout (`checked.rs`), whose build is chosen apart too
-    /// (see `Workspace::checked_choice`).
-    pub checked: bool,
-    /// The forward sweeps in machine code, compiled at first use.
-    pub jit: super::jit::Compiled,
+    /// Which of its tape's layouts this is.
+    pub kind: LayoutKind,
 }
 
-impl Layout {
-    /// This layout's forward sweep in machine code under crisp (or smoothed) semantics,
-    /// compiled at the first call; `None` where none can be (see `jit::ForwardCode`).
-    pub fn compiled(&self, crisp: bool) -> Option<&super::jit::ForwardCode> {
-        self.jit.get(
-            &self.steps,
-            &self.chains,
-            &self.constants,
-            self.pinned,
-            crisp,
-        )
-    }
+/// Which of a tape's layouts: a tape has at most one of each, and a workspace keeps a build
+/// choice (`Workspace::choice_for`), and the tape compiled code (`Tape::forward_code`), per
+/// kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) enum LayoutKind {
+    /// The compact layout (`place`).
+    #[default]
+    Compact,
+    /// The forced sweeps' layout ([`hold`]).
+    Held,
+    /// The crisp forward-only plan's (`crisp.rs`).
+    ForwardOnly,
+    /// The checked layout (`checked.rs`).
+    Checked,
+}
+
+impl LayoutKind {
+    /// How many kinds there are.
+    pub const COUNT: usize = 4;
 }
 
 /// A compiled tape's slots before placing: every slot numbered in topological order.
@@ -93,73 +92,6 @@ pub(super) struct Placed {
     pub param_adj: Vec<u32>,
     /// The place of each pinned slot (alike in every layout), `u32::MAX` for the others.
     pub pinned_place: Vec<u32>,
-}
-
-/// The slots the reverse sweep reads the value of at step `rs`: those its local derivatives
-/// (`crate::ir::unary_derivative`, `binary_derivatives`, the if-statement's rules) use for
-/// the operands it sends contributions to. Reading a slot not listed here would read another
-/// value's lanes; listing more than needed only costs places.
-pub(super) fn reverse_reads(rs: &RevStep, smooth: bool) -> ([u32; 3], usize) {
-    let out = rs.step.out;
-    let (want_a, want_b) = (rs.to[0].adj != NONE, rs.to[1].adj != NONE);
-    match rs.step.op {
-        Op::Param { .. } | Op::Latent { .. } | Op::SumChain { .. } => ([0; 3], 0),
-        // Uniform operands are pinned anyway.
-        Op::Unary { a, .. } if rs.uniform => ([a, out, 0], 2),
-        Op::Unary { op, a } => match op {
-            Unary::Neg | Unary::Powi(0) => ([0; 3], 0),
-            Unary::Exp
-            | Unary::Expm1
-            | Unary::Sqrt
-            | Unary::Sigmoid
-            | Unary::Tanh
-            | Unary::Probit => ([out, 0, 0], 1),
-            Unary::Log
-            | Unary::Log1p
-            | Unary::Softplus
-            | Unary::Sin
-            | Unary::Cos
-            | Unary::Lgamma
-            | Unary::NormalCdf
-            | Unary::Powi(_) => ([a, 0, 0], 1),
-        },
-        // Both partials of `op(a, a)` at once.
-        Op::Binary { op, a, b } if a == b => match op {
-            Binary::Add | Binary::Sub => ([0; 3], 0),
-            Binary::Mul => ([a, 0, 0], 1),
-            Binary::Div | Binary::Pow => ([a, out, 0], 2),
-        },
-        Op::Binary { op, a, b } => match (op, want_a, want_b) {
-            (Binary::Add | Binary::Sub, _, _) => ([0; 3], 0),
-            // d(ab)/da = b, d(ab)/db = a.
-            (Binary::Mul, true, true) => ([a, b, 0], 2),
-            (Binary::Mul, true, false) => ([b, 0, 0], 1),
-            (Binary::Mul, false, _) => ([a, 0, 0], 1),
-            // d(a/b)/da = 1/b, d(a/b)/db = -v/b.
-            (Binary::Div, true, false) => ([b, 0, 0], 1),
-            (Binary::Div, _, _) => ([b, out, 0], 2),
-            (Binary::Pow, _, _) => ([a, b, out], 3),
-        },
-        Op::NormalSquare { x, m, s, .. } => ([x, m, s], 3),
-        Op::SquareDiff { x, m, .. } => ([x, m, 0], 2),
-        Op::Square { x, s, .. } if s == NONE => ([x, 0, 0], 1),
-        Op::Square { x, s, .. } => ([x, s, 0], 2),
-        Op::PoissonTerm { r, .. } => ([r, 0, 0], 1),
-        Op::If { t, e, .. } if smooth => ([t, e, 0], 2),
-        Op::If { g, .. } => ([g, 0, 0], 1),
-        forward_only_op!() => unreachable!("only forward-only layouts have this step"),
-    }
-}
-
-/// Calls `f` on every slot step `st` reads in the forward sweep (a sum chain's terms too).
-pub(super) fn each_read(st: &Step, chains: &[(u32, bool)], mut f: impl FnMut(u32)) {
-    let (ops, k) = super::instr::operands(&st.op);
-    ops[..k].iter().for_each(|&o| f(o));
-    if let Op::SumChain { from, to, .. } | Op::SelectChain { from, to, .. } = st.op {
-        chains[from as usize..to as usize]
-            .iter()
-            .for_each(|&(t, _)| f(t));
-    }
 }
 
 /// Rewrites every slot step `st` names (written or read) through `place`.
@@ -275,9 +207,7 @@ pub(super) fn place(l: Logical, plans: [&mut Plan; 2]) -> Placed {
         values: compact_values,
         pinned: pinned_count as usize,
         constants: Vec::new(),
-        forward_only: false,
-        checked: false,
-        jit: Default::default(),
+        kind: LayoutKind::Compact,
     };
 
     // Adjoints: those of the latents and parameters (read after the sweep) and of the output
@@ -486,8 +416,6 @@ pub(super) fn hold(compact: &Layout, held: &[bool]) -> Layout {
         values: next as usize,
         pinned: compact.pinned,
         constants: compact.constants.clone(),
-        forward_only: false,
-        checked: false,
-        jit: Default::default(),
+        kind: LayoutKind::Held,
     }
 }

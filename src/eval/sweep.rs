@@ -89,16 +89,22 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
 
 /// Values of every lane-dependent slot of `layout` for one chunk (and the smoothing weights
 /// of every if-statement).
-pub(super) fn forward_chunk(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &Input) {
+pub(super) fn forward_chunk(
+    tape: &Tape,
+    layout: &Layout,
+    ws: &mut Workspace,
+    semantics: Semantics,
+    x: &Input,
+) {
     let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
     match ws.kernels {
-        Some(KernelSet::Jit) => forward_jit(layout, ws, semantics, x),
+        Some(KernelSet::Jit) => forward_jit(tape, layout, ws, semantics, x),
         Some(set) => forward_in(set, steps, chains, ws, semantics, x),
         None if cpu::avx512() => {
             // Taken out while the sweeps borrow the workspace.
             let mut choice = *ws.choice_for(layout);
             choice.run(semantics, |set| match set {
-                KernelSet::Jit => forward_jit(layout, ws, semantics, x),
+                KernelSet::Jit => forward_jit(tape, layout, ws, semantics, x),
                 _ => forward_in(set, steps, chains, ws, semantics, x),
             });
             *ws.choice_for(layout) = choice;
@@ -111,7 +117,7 @@ pub(super) fn forward_chunk(layout: &Layout, ws: &mut Workspace, semantics: Sema
 /// reparameterised noise, smoothed or crisp semantics, no per-lane forcing), in the
 /// interpreter's AVX-512 build otherwise.
 #[cfg(target_arch = "x86_64")]
-fn forward_jit(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &Input) {
+fn forward_jit(tape: &Tape, layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &Input) {
     let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
     let crisp = match semantics {
         Semantics::Smoothed { .. } => false,
@@ -124,7 +130,7 @@ fn forward_jit(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &In
     let Latents::Affine { noise, loc, scale } = x.latents else {
         return forward_in(KernelSet::Avx512, steps, chains, ws, semantics, x);
     };
-    let code = match layout.compiled(crisp) {
+    let code = match tape.forward_code(layout, crisp) {
         Some(code)
             if x.force.is_none()
                 && x.w == CHUNK
@@ -208,7 +214,7 @@ unsafe extern "sysv64" fn call_back(frame: *mut jit::Frame, from: u32, to: u32) 
 
 /// [`forward_jit`] where no machine code is compiled (targets other than x86-64).
 #[cfg(not(target_arch = "x86_64"))]
-fn forward_jit(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &Input) {
+fn forward_jit(_: &Tape, layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &Input) {
     let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
     forward_in(KernelSet::Avx512, steps, chains, ws, semantics, x);
 }

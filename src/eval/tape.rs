@@ -13,8 +13,8 @@ use super::crisp::CrispPlan;
 use super::forced_plan::ForcedPlan;
 use super::input::Latents;
 use super::instr::{CHUNK, Op, Plan, Step};
-use super::jit::Coverage as JitCoverage;
-use super::layout::Layout;
+use super::jit::{Coverage as JitCoverage, ForwardCode};
+use super::layout::{Layout, LayoutKind};
 use super::workspace::Workspace;
 use crate::aligned::ArrayBuf;
 
@@ -30,17 +30,6 @@ pub enum Values {
     /// their cost; the gradients keep their bits. The two can differ in finiteness only
     /// where a sum or product past such a logarithm overflows (terms near `1e308`).
     Checked,
-}
-
-/// The coverage of `layout`'s compiled forward sweep under `semantics` (none for a forced
-/// one, which is never compiled).
-fn coverage(layout: &Layout, semantics: Semantics) -> Option<JitCoverage> {
-    let crisp = match semantics {
-        Semantics::Smoothed { .. } => false,
-        Semantics::Crisp => true,
-        Semantics::Forced { .. } => return None,
-    };
-    Some(layout.compiled(crisp)?.coverage)
 }
 
 /// A program compiled for batched evaluation of one of its outputs. Cloning it is cheap:
@@ -99,6 +88,9 @@ pub struct Compiled {
     pub(super) output: u32,
     pub(super) smooth_plan: Plan,
     pub(super) crisp_plan: Plan,
+    /// The forward sweep of each of its layouts (by [`LayoutKind`]) in machine code,
+    /// compiled at first use (`jit/emit.rs`).
+    pub(super) forward_jit: [super::jit::Compiled; LayoutKind::COUNT],
     /// The reverse plans in machine code, compiled at first use (`jit/reverse.rs`).
     pub(super) reverse_jit: super::jit::CompiledReverse,
     pub(super) latent_count: usize,
@@ -185,13 +177,41 @@ impl Tape {
     /// interpreter (compiled at the first call); `None` where nothing is compiled (a CPU
     /// without AVX-512, a forced semantics, a tape too long).
     pub fn jit_coverage(&self, semantics: Semantics) -> Option<JitCoverage> {
-        coverage(&self.compact, semantics)
+        self.coverage(&self.compact, semantics)
     }
 
     /// [`Tape::jit_coverage`] of the checked layout's forward sweep (for
     /// [`Values::Checked`]); `None` where there is no checked layout too.
     pub fn checked_jit_coverage(&self, semantics: Semantics) -> Option<JitCoverage> {
-        coverage(self.checked.as_ref()?, semantics)
+        self.coverage(self.checked.as_ref()?, semantics)
+    }
+
+    /// The coverage of `layout`'s compiled forward sweep under `semantics` (none for a forced
+    /// one, which is never compiled).
+    fn coverage(&self, layout: &Layout, semantics: Semantics) -> Option<JitCoverage> {
+        let crisp = match semantics {
+            Semantics::Smoothed { .. } => false,
+            Semantics::Crisp => true,
+            Semantics::Forced { .. } => return None,
+        };
+        Some(self.forward_code(layout, crisp)?.coverage)
+    }
+
+    /// `layout`'s (one of this tape's) forward sweep in machine code under crisp (or
+    /// smoothed) semantics, compiled at the first call; `None` where none can be (see
+    /// `jit::ForwardCode`).
+    pub(super) fn forward_code(&self, layout: &Layout, crisp: bool) -> Option<&ForwardCode> {
+        let code = self.forward_jit[layout.kind as usize].get(
+            &layout.steps,
+            &layout.chains,
+            &layout.constants,
+            layout.pinned,
+            crisp,
+        )?;
+        // A tape has one layout of each kind: code compiled for another would give wrong
+        // values (though never touch memory outside the workspace: its bounds are checked).
+        assert_eq!(code.steps, layout.steps.len(), "code of another layout");
+        Some(code)
     }
 
     /// How many steps of the reverse sweep under `semantics` its machine code runs itself,

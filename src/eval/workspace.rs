@@ -7,7 +7,7 @@ use crate::ir::Semantics;
 
 use super::instr::{CHUNK, Lanes};
 use super::kernel_choice::ForwardChoice;
-use super::layout::Layout;
+use super::layout::{Layout, LayoutKind};
 use super::vmath::KernelSet;
 use crate::aligned::ArrayBuf;
 
@@ -57,12 +57,10 @@ impl Workspace {
 
     /// The build choice for sweeps of `layout`: each kind of layout has its own.
     pub(super) fn choice_for(&mut self, layout: &Layout) -> &mut ForwardChoice {
-        if layout.forward_only {
-            &mut self.plan_choice
-        } else if layout.checked {
-            &mut self.checked_choice
-        } else {
-            &mut self.forward_choice
+        match layout.kind {
+            LayoutKind::Compact | LayoutKind::Held => &mut self.forward_choice,
+            LayoutKind::ForwardOnly => &mut self.plan_choice,
+            LayoutKind::Checked => &mut self.checked_choice,
         }
     }
 

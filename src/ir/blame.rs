@@ -9,7 +9,7 @@
 //! a latent or parameter carry adjoints) remembers where each adjoint first became
 //! non-finite, and which term (the first in source order) each node's adjoint came through.
 
-use super::node::{Binary, Branch, Node, NodeId};
+use super::node::{Branch, Node, NodeId};
 use super::ops::{binary_derivatives, unary_derivative};
 use super::program::{Program, Semantics};
 use super::term::TermNode;
@@ -179,16 +179,6 @@ pub fn short_number(x: f64) -> String {
     }
 }
 
-fn binary_symbol(op: Binary) -> Option<&'static str> {
-    match op {
-        Binary::Add => Some("+"),
-        Binary::Sub => Some("-"),
-        Binary::Mul => Some("*"),
-        Binary::Div => Some("/"),
-        Binary::Pow => None,
-    }
-}
-
 /// `log(-0.5) is NaN`, `1 / 0 is inf`, or what a non-finite constant means.
 fn describe_value(program: &Program, vals: &[f64], at: NodeId) -> String {
     let v = num(vals[at.index()]);
@@ -201,7 +191,7 @@ fn describe_value(program: &Program, vals: &[f64], at: NodeId) -> String {
         Node::Param(k) => format!("parameter {} is {v}", program.param_names()[k as usize]),
         Node::Latent(i) => format!("latent {} is {v}", program.latent_names()[i as usize]),
         Node::Unary(op, a) => format!("{op}({}) is {v}", val(a)),
-        Node::Binary(op, a, b) => match binary_symbol(op) {
+        Node::Binary(op, a, b) => match op.info().symbol {
             Some(s) => format!("{} {s} {} is {v}", val(a), val(b)),
             None => format!("pow({}, {}) is {v}", val(a), val(b)),
         },
@@ -327,7 +317,7 @@ fn describe_derivative(
         Node::Binary(op, a, b) => {
             let (da, db) =
                 binary_derivatives(op, vals[a.index()], vals[b.index()], vals[at.index()]);
-            let what = match binary_symbol(op) {
+            let what = match op.info().symbol {
                 Some(s) => format!("{} {s} {}", val(a), val(b)),
                 None => format!("pow({}, {})", val(a), val(b)),
             };

@@ -584,59 +584,6 @@ impl Builder {
         self.if_neg(x, self.constant(0.0), self.constant(1.0))
     }
 
-    /// Applies a built-in function by its language name, checking the number of arguments.
-    pub fn apply<'b>(&'b self, name: &str, args: &[Var<'b>]) -> Result<Var<'b>, IrError> {
-        let unary = |op| -> Result<Var<'b>, IrError> {
-            check_arity(name, "1", args.len() == 1, args.len())?;
-            Ok(self.unary(op, args[0]))
-        };
-        match name {
-            "exp" => unary(Unary::Exp),
-            "log" => unary(Unary::Log),
-            "log1p" => unary(Unary::Log1p),
-            "expm1" => unary(Unary::Expm1),
-            "sqrt" => unary(Unary::Sqrt),
-            "softplus" => unary(Unary::Softplus),
-            "sigmoid" => unary(Unary::Sigmoid),
-            "tanh" => unary(Unary::Tanh),
-            "sin" => unary(Unary::Sin),
-            "cos" => unary(Unary::Cos),
-            "lgamma" => unary(Unary::Lgamma),
-            "probit" => unary(Unary::Probit),
-            "normal_cdf" => unary(Unary::NormalCdf),
-            "abs" | "relu" | "step" => {
-                check_arity(name, "1", args.len() == 1, args.len())?;
-                Ok(match name {
-                    "abs" => self.abs(args[0]),
-                    "relu" => self.relu(args[0]),
-                    _ => self.step(args[0]),
-                })
-            }
-            "max" | "min" => {
-                check_arity(name, "2", args.len() == 2, args.len())?;
-                Ok(if name == "max" {
-                    self.max(args[0], args[1])
-                } else {
-                    self.min(args[0], args[1])
-                })
-            }
-            "pow" => {
-                check_arity(name, "2", args.len() == 2, args.len())?;
-                Ok(self.pow(args[0], args[1]))
-            }
-            "sum" | "mean" => {
-                check_arity(name, "at least 1", !args.is_empty(), args.len())?;
-                let total = self.sum(args);
-                Ok(if name == "sum" {
-                    total
-                } else {
-                    total / args.len() as f64
-                })
-            }
-            _ => Err(IrError::UnknownFunction(name.to_string())),
-        }
-    }
-
     /// The sum of `terms` (0 for none), added left to right.
     pub fn sum<'b>(&'b self, terms: &[Var<'b>]) -> Var<'b> {
         let mut total = self.constant(0.0);

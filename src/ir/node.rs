@@ -8,6 +8,8 @@
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
+pub use super::primitive::{Binary, Unary};
+
 /// A handle to a node of one program or builder. Printed as `%7`, the same in IR dumps,
 /// error messages and tests.
 #[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -25,40 +27,6 @@ impl fmt::Display for NodeId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "%{}", self.0)
     }
-}
-
-/// Operations of one argument.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
-pub enum Unary {
-    Neg,
-    Exp,
-    Log,
-    Log1p,
-    Expm1,
-    Sqrt,
-    Softplus,
-    Sigmoid,
-    Tanh,
-    Sin,
-    Cos,
-    Lgamma,
-    /// The normal quantile `Phi^{-1}`.
-    Probit,
-    /// The standard normal CDF `Phi`.
-    NormalCdf,
-    /// `x^n` for a compile-time integer `n` (defined for negative `x`, unlike `Pow`).
-    Powi(i32),
-}
-
-/// Operations of two arguments.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
-pub enum Binary {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    /// `x^y = exp(y ln x)`, for `x > 0` (use `Powi` for integer exponents).
-    Pow,
 }
 
 /// Which branch of an if-statement. `Then` is taken when the guard is negative.
@@ -180,41 +148,6 @@ impl Hash for Node {
                 ..
             } => (guard, then_, else_).hash(state),
         }
-    }
-}
-
-impl fmt::Display for Unary {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = match self {
-            Unary::Neg => "neg",
-            Unary::Exp => "exp",
-            Unary::Log => "log",
-            Unary::Log1p => "log1p",
-            Unary::Expm1 => "expm1",
-            Unary::Sqrt => "sqrt",
-            Unary::Softplus => "softplus",
-            Unary::Sigmoid => "sigmoid",
-            Unary::Tanh => "tanh",
-            Unary::Sin => "sin",
-            Unary::Cos => "cos",
-            Unary::Lgamma => "lgamma",
-            Unary::Probit => "probit",
-            Unary::NormalCdf => "normal_cdf",
-            Unary::Powi(n) => return write!(f, "powi{n}"),
-        };
-        f.write_str(name)
-    }
-}
-
-impl fmt::Display for Binary {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Binary::Add => "add",
-            Binary::Sub => "sub",
-            Binary::Mul => "mul",
-            Binary::Div => "div",
-            Binary::Pow => "pow",
-        })
     }
 }
 

@@ -22,28 +22,28 @@
 //! pairs 5 to 9 (it borrows `zmm30` and `zmm31` and sets them again). Inside a loop over a
 //! repeated block (`repeat.rs`), `rdx` and `r8`-`r11` advance the moving operands'
 //! addresses (`looping.rs`).
-
-use std::cell::RefCell;
+//!
+//! Here: the two passes over a layout, the calls back, and what every step shares (places,
+//! the store of its value). The code of each kind of step is in `emit/steps.rs`, the register
+//! cache in `emit/cache.rs`.
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
 
-use crate::ir::{Binary, Unary};
+use crate::ir::{Binary, CompiledForm};
 
-use super::super::instr::{CHUNK, NONE, Op, Step, UNREAD};
-use super::indicators::{Indicator, Indicators};
+use super::super::instr::{CHUNK, NONE, Op, Step, each_read};
+use super::indicators::Indicators;
 use super::looping::{self, Looping};
 use super::regs::*;
 use super::repeat::{self, Repeat, Unit};
-use super::routines::{self, k};
+use super::routines;
 use super::{Parts, entry, frame};
 
-/// Register pairs that cache values.
-const PAIRS: usize = 10;
+mod cache;
+mod steps;
 
-/// The cache pairs whose registers (`zmm10..zmm19`) the routines use as scratch: a call to
-/// one loses them.
-const ROUTINE_PAIRS: std::ops::Range<usize> = 5..10;
+use cache::{Cache, Operand};
 
 /// The routines' registers for half `h` of a chunk.
 fn set(h: usize) -> routines::Set {
@@ -67,98 +67,6 @@ pub struct Coverage {
     pub looped: usize,
 }
 
-/// Where a value is: in register pair `p`, or only in its slot.
-#[derive(Clone, Copy)]
-enum Operand {
-    Pair(usize),
-    Slot(u32),
-}
-
-/// Which slot each register pair holds, and the next pair to reuse; and the slots looked
-/// up and not found since the emitter last asked ([`Cache::take_missed`]), which the code
-/// reads from memory.
-struct Cache {
-    holds: [u32; PAIRS],
-    next: usize,
-    missed: RefCell<Vec<u32>>,
-}
-
-impl Cache {
-    fn new() -> Self {
-        Cache {
-            holds: [NONE; PAIRS],
-            next: 0,
-            missed: RefCell::new(Vec::new()),
-        }
-    }
-
-    /// The slots looked up and not found since the last call.
-    fn take_missed(&self) -> Vec<u32> {
-        std::mem::take(&mut *self.missed.borrow_mut())
-    }
-
-    fn clear(&mut self) {
-        self.holds = [NONE; PAIRS];
-    }
-
-    /// Empty, and taking pairs from the first: the state each iteration of a loop starts
-    /// in, so that all of them, run in one body, find their values where the first does.
-    fn reset(&mut self) {
-        self.clear();
-        self.next = 0;
-    }
-
-    /// Forgets the pairs a routine uses as scratch ([`ROUTINE_PAIRS`]).
-    fn lose_routine_pairs(&mut self) {
-        for p in ROUTINE_PAIRS {
-            self.holds[p] = NONE;
-        }
-    }
-
-    fn find(&self, slot: u32) -> Operand {
-        match self.holds.iter().position(|&s| s == slot) {
-            Some(p) => Operand::Pair(p),
-            None => {
-                self.missed.borrow_mut().push(slot);
-                Operand::Slot(slot)
-            }
-        }
-    }
-
-    /// A pair for a new value, none of `keep` (the pairs of the step's operands), if one is:
-    /// a sum chain's terms may fill every pair.
-    fn free(&mut self, keep: &[Operand]) -> Option<usize> {
-        for _ in 0..PAIRS {
-            let p = self.next;
-            self.next = (self.next + 1) % PAIRS;
-            if !keep
-                .iter()
-                .any(|o| matches!(o, Operand::Pair(q) if *q == p))
-            {
-                return Some(p);
-            }
-        }
-        None
-    }
-
-    /// [`Cache::free`] for a step of at most four operands, which leaves one.
-    fn take(&mut self, keep: &[Operand]) -> usize {
-        debug_assert!(keep.len() < PAIRS);
-        self.free(keep)
-            .expect("a step of few operands leaves a pair free")
-    }
-
-    /// Records that pair `p` now holds `slot` (the only pair that does).
-    fn set(&mut self, p: usize, slot: u32) {
-        for s in &mut self.holds {
-            if *s == slot {
-                *s = NONE;
-            }
-        }
-        self.holds[p] = slot;
-    }
-}
-
 /// Runs of consecutive steps without an inline form: the calls back the code would make.
 pub(super) fn call_backs(steps: &[Step]) -> usize {
     let mut runs = 0;
@@ -172,15 +80,30 @@ pub(super) fn call_backs(steps: &[Step]) -> usize {
 }
 
 /// Whether `op` has an inline form (under smoothed and crisp semantics alike: forced sweeps
-/// and per-lane forcing are never compiled). Every step has one but the elementary functions
-/// other than `exp`, `ln` and `sqrt`, and powers.
+/// and per-lane forcing are never compiled): a primitive where its descriptor says so
+/// (`exp`, `ln`, `sqrt`, negation and the arithmetic), every other step.
 fn inline(op: &Op) -> bool {
     match *op {
-        Op::Binary { op, .. } => op != Binary::Pow,
-        Op::Unary { op, .. } => {
-            matches!(op, Unary::Neg | Unary::Sqrt | Unary::Log | Unary::Exp)
-        }
-        _ => true,
+        Op::Binary { op, .. } => op.info().forward == CompiledForm::Inline,
+        Op::Unary { op, .. } => op.info().forward == CompiledForm::Inline,
+        Op::Param { .. }
+        | Op::Latent { .. }
+        | Op::NormalSquare { .. }
+        | Op::SquareDiff { .. }
+        | Op::Square { .. }
+        | Op::PoissonTerm { .. }
+        | Op::StandIn { .. }
+        | Op::SumChain { .. }
+        | Op::If { .. }
+        | Op::Select { .. }
+        | Op::SelectLess { .. }
+        | Op::SelectSum { .. }
+        | Op::SelectChain { .. }
+        | Op::SelectLatent { .. }
+        | Op::SquareDiffSub { .. }
+        | Op::SquareSub { .. }
+        | Op::SelectNeg { .. }
+        | Op::SelectLessLatent { .. } => true,
     }
 }
 
@@ -475,7 +398,7 @@ impl Emitter<'_> {
         let chains = self.chains;
         if let Stores::Finding { writer, needed } = &mut self.stores {
             for st in called {
-                super::super::layout::each_read(st, chains, |s| {
+                each_read(st, chains, |s| {
                     if let Some(&w) = writer.get(s as usize)
                         && w != NONE
                     {
@@ -489,57 +412,13 @@ impl Emitter<'_> {
         }
     }
 
+    /// Step `index` of the layout: its value into a register pair (which the cache then says
+    /// holds it), and into its place where something reads it from memory.
     fn step(&mut self, index: usize, step: &Step) -> Result<(), IcedError> {
-        let out = step.out;
         let d = match step.op {
-            Op::Param { k } => {
-                let d = self.cache.take(&[]);
-                let at = match self.moving(|l| l.word(Unit::Param, k)) {
-                    Some((reg, scale)) => qword_ptr(r13 + reg * scale + 8 * k as i32),
-                    None => qword_ptr(r13 + 8 * k as i32),
-                };
-                for h in 0..2 {
-                    self.a.vbroadcastsd(ZMM[2 * d + h], at)?;
-                }
-                d
-            }
-            Op::Latent { i } => {
-                let d = self.cache.take(&[]);
-                self.latent_factors(i)?;
-                for h in 0..2 {
-                    self.latent(ZMM[2 * d + h], h)?;
-                }
-                d
-            }
-            Op::Unary {
-                op: op @ (Unary::Log | Unary::Exp),
-                a,
-            } => {
-                let x = self.cache.find(a);
-                self.elementary(if op == Unary::Log { LN } else { EXP }, x)?;
-                let d = self.cache.take(&[]);
-                for h in 0..2 {
-                    self.a.vmovapd(ZMM[2 * d + h], set(h).x[1])?;
-                }
-                d
-            }
-            Op::Unary { op, a } => {
-                let x = self.cache.find(a);
-                let d = self.cache.take(&[x]);
-                for h in 0..2 {
-                    let r = ZMM[2 * d + h];
-                    match (op, x) {
-                        (Unary::Neg, Operand::Pair(p)) => self.a.vxorpd(r, ZMM[2 * p + h], SIGN)?,
-                        (Unary::Neg, Operand::Slot(s)) => {
-                            self.a.vxorpd(r, SIGN, self.slot_at(s, h))?
-                        }
-                        (Unary::Sqrt, Operand::Pair(p)) => self.a.vsqrtpd(r, ZMM[2 * p + h])?,
-                        (Unary::Sqrt, Operand::Slot(s)) => self.a.vsqrtpd(r, self.slot_at(s, h))?,
-                        _ => unreachable!("no inline form"),
-                    }
-                }
-                d
-            }
+            Op::Param { k } => self.param(k)?,
+            Op::Latent { i } => self.latent_value(i)?,
+            Op::Unary { op, a } => self.unary(op, a)?,
             Op::Binary { op, a, b } => {
                 let (x, y) = (self.cache.find(a), self.cache.find(b));
                 let d = self.cache.take(&[x, y]);
@@ -550,31 +429,7 @@ impl Emitter<'_> {
                 }
                 d
             }
-            Op::SumChain { base, from, to } => {
-                let x = self.cache.find(base);
-                let terms = self.terms(from, to);
-                let mut keep = terms.clone();
-                keep.push(x);
-                match self.cache.free(&keep) {
-                    Some(d) => {
-                        for h in 0..2 {
-                            self.chain(ZMM[2 * d + h], x, from, to, &terms, h)?;
-                        }
-                        d
-                    }
-                    // Every pair holds an operand: each half is summed in a scratch
-                    // register and then written over its half of a pair, whose term
-                    // that half of the sum has read.
-                    None => {
-                        let d = self.cache.take(&[]);
-                        for h in 0..2 {
-                            self.chain(X[4], x, from, to, &terms, h)?;
-                            self.a.vmovapd(ZMM[2 * d + h], X[4])?;
-                        }
-                        d
-                    }
-                }
-            }
+            Op::SumChain { base, from, to } => self.sum_chain(base, from, to)?,
             Op::If {
                 g,
                 t,
@@ -583,186 +438,36 @@ impl Emitter<'_> {
                 product,
                 reuse,
                 ..
-            } if !self.crisp => {
-                if !reuse {
-                    // Both halves' weights in one call, which loses the routines' pairs.
-                    self.smooth_weights(self.cache.find(g))?;
-                    self.cache.lose_routine_pairs();
-                }
-                let (y, z) = (self.cache.find(t), self.cache.find(e));
-                let d = self.cache.take(&[y, z]);
-                let keep = cache != UNREAD;
-                if reuse || keep {
-                    self.a.mov(rcx, qword_ptr(rbx + frame::WEIGHTS))?;
-                }
-                for h in 0..2 {
-                    let (we, wt) = if reuse {
-                        self.a.vmovupd(X[1], self.weight_at(cache, 0, h))?;
-                        self.a.vmovupd(X[2], self.weight_at(cache, 1, h))?;
-                        (X[1], X[2])
-                    } else {
-                        let (we, wt) = (set(h).x[1], set(h).x[2]);
-                        if keep {
-                            self.keep_weights(cache, product, h, we, wt)?;
-                        }
-                        (we, wt)
-                    };
-                    match self.indicators.between(t, e) {
-                        Some(which) => self.indicator(d, h, which, we, wt)?,
-                        None => self.smooth_forward(d, h, y, z, we, wt)?,
-                    }
-                }
-                d
-            }
-            Op::If { g, t, e, .. } | Op::Select { g, t, e } => {
-                let (x, y, z) = (self.cache.find(g), self.cache.find(t), self.cache.find(e));
-                let d = self.cache.take(&[x, y, z]);
-                for h in 0..2 {
-                    self.negative(x, h)?;
-                    self.blend(d, h, y, z)?;
-                }
-                d
-            }
-            Op::SelectLess { a, b, t, e } | Op::SelectSum { a, b, t, e } => {
-                let op = if matches!(step.op, Op::SelectLess { .. }) {
-                    Binary::Sub
-                } else {
-                    Binary::Add
-                };
-                let (p, q) = (self.cache.find(a), self.cache.find(b));
-                let (y, z) = (self.cache.find(t), self.cache.find(e));
-                let d = self.cache.take(&[p, q, y, z]);
-                for h in 0..2 {
-                    let pa = self.reg(p, h, X[4])?;
-                    self.binary(op, X[4], pa, q, h)?;
-                    self.a.vcmppd(k1, X[4], ZERO, LT_OQ)?;
-                    self.blend(d, h, y, z)?;
-                }
-                d
-            }
-            Op::StandIn { op, a } => {
-                let x = self.cache.find(a);
-                let d = self.cache.take(&[x]);
-                for h in 0..2 {
-                    let xa = self.reg(x, h, X[4])?;
-                    match op {
-                        Unary::Log => self.ln_stand_in(X[5], xa)?,
-                        Unary::Log1p => {
-                            // `ln_stand_in(1 + x)`.
-                            self.a.vaddpd(X[6], xa, k(routines::C_ONE))?;
-                            self.ln_stand_in(X[5], X[6])?;
-                        }
-                        Unary::Softplus => {
-                            // `max(x, 0)` (zero where `x` is zero or below, the second
-                            // operand where either is NaN), then `x + x` where `x` is NaN.
-                            self.a.vmaxpd(X[5], xa, ZERO)?;
-                            self.a.vcmppd(k1, xa, xa, UNORD_Q)?;
-                            self.a.vaddpd(X[5].k1(), xa, xa)?;
-                        }
-                        _ => unreachable!("no stand-in for {op:?}"),
-                    }
-                    self.a.vmovapd(ZMM[2 * d + h], X[5])?;
-                }
-                d
-            }
-            Op::PoissonTerm {
-                r,
-                c,
-                stand_in: true,
-                ..
-            } => {
-                // As below, with the stand-in for the logarithm, inline.
-                let x = self.cache.find(r);
-                let d = self.cache.take(&[x]);
-                let ci = self.constant(c);
-                for h in 0..2 {
-                    let xa = self.reg(x, h, X[4])?;
-                    self.ln_stand_in(X[5], xa)?;
-                    self.a.vmulpd(X[5], X[5], k(ci))?;
-                    self.a.vsubpd(ZMM[2 * d + h], X[5], xa)?;
-                }
-                d
-            }
-            Op::PoissonTerm { r, c, .. } => {
-                // `c ln(r) - r` (the product's operand order cannot change its bits: `c` is
-                // a finite count). The routine leaves `r` where it took it.
-                self.elementary(LN, self.cache.find(r))?;
-                let d = self.cache.take(&[]);
-                let ci = self.constant(c);
-                for h in 0..2 {
-                    // Through a scratch register: `d` may be the pair that held `r`.
-                    self.a.vmulpd(X[4], set(h).x[1], k(ci))?;
-                    self.a.vsubpd(ZMM[2 * d + h], X[4], set(h).x[0])?;
-                }
-                d
-            }
+            } if !self.crisp => self.smoothed_if(g, t, e, cache, product, reuse)?,
+            Op::If { g, t, e, .. } | Op::Select { g, t, e } => self.select(g, t, e)?,
+            Op::SelectLess { a, b, t, e } => self.select_by(Binary::Sub, a, b, t, e)?,
+            Op::SelectSum { a, b, t, e } => self.select_by(Binary::Add, a, b, t, e)?,
+            Op::StandIn { op, a } => self.stand_in(op, a)?,
+            Op::PoissonTerm { r, c, stand_in, .. } => self.poisson_term(r, c, stand_in)?,
             Op::NormalSquare { x, m, s, c } => self.square(x, Some(m), Some(s), c, None)?,
             Op::SquareDiff { x, m, c } => self.square(x, Some(m), None, c, None)?,
             Op::Square { x, s, c } => self.square(x, None, (s != NONE).then_some(s), c, None)?,
             Op::SquareDiffSub { x, m, k, c } => self.square(x, Some(m), None, c, Some(k))?,
             Op::SquareSub { x, k, c } => self.square(x, None, None, c, Some(k))?,
-            Op::SelectNeg { g, a, e } => {
-                let (x, y, z) = (self.cache.find(g), self.cache.find(a), self.cache.find(e));
-                let d = self.cache.take(&[x, y, z]);
-                for h in 0..2 {
-                    self.negative(x, h)?;
-                    match y {
-                        Operand::Pair(p) => self.a.vxorpd(X[4], ZMM[2 * p + h], SIGN)?,
-                        Operand::Slot(s) => self.a.vxorpd(X[4], SIGN, self.slot_at(s, h))?,
-                    }
-                    let r = ZMM[2 * d + h];
-                    let ea = self.reg(z, h, r)?;
-                    self.a.vblendmpd(r.k1(), ea, X[4])?;
-                }
-                d
-            }
-            Op::SelectLatent { i, t, e } | Op::SelectLessLatent { i, t, e, .. } => {
-                let b = match step.op {
-                    Op::SelectLessLatent { b, .. } => Some(self.cache.find(b)),
-                    _ => None,
-                };
-                let (y, z) = (self.cache.find(t), self.cache.find(e));
-                let d = self.cache.take(&[y, z, b.unwrap_or(Operand::Slot(NONE))]);
-                self.latent_factors(i)?;
-                for h in 0..2 {
-                    self.latent(X[4], h)?;
-                    if let Some(b) = b {
-                        self.binary(Binary::Sub, X[4], X[4], b, h)?;
-                    }
-                    self.a.vcmppd(k1, X[4], ZERO, LT_OQ)?;
-                    self.blend(d, h, y, z)?;
-                }
-                d
-            }
+            Op::SelectNeg { g, a, e } => self.select_neg(g, a, e)?,
+            Op::SelectLatent { i, t, e } => self.select_latent(i, None, t, e)?,
+            Op::SelectLessLatent { i, b, t, e } => self.select_latent(i, Some(b), t, e)?,
             Op::SelectChain {
                 base,
                 from,
                 to,
                 t,
                 e,
-            } => {
-                let x = self.cache.find(base);
-                let terms = self.terms(from, to);
-                let (y, z) = (self.cache.find(t), self.cache.find(e));
-                let mut keep = terms.clone();
-                keep.extend([x, y, z]);
-                // The sum goes through a scratch register, so with every pair holding an
-                // operand only the branches' pairs must survive (each half's guard is
-                // summed before the blend writes that half).
-                let d = match self.cache.free(&keep) {
-                    Some(d) => d,
-                    None => self.cache.take(&[y, z]),
-                };
-                for h in 0..2 {
-                    self.chain(X[4], x, from, to, &terms, h)?;
-                    self.a.vcmppd(k1, X[4], ZERO, LT_OQ)?;
-                    self.blend(d, h, y, z)?;
-                }
-                d
-            }
+            } => self.select_chain(base, from, to, t, e)?,
         };
-        self.cache.set(d, out);
+        self.cache.set(d, step.out);
         self.note_reads()?;
+        self.store(index, step.out, d)
+    }
+
+    /// Stores pair `d`, the value of step `index`, in its place `out` where something reads
+    /// it from memory (first pass: always, noting who wrote the place).
+    fn store(&mut self, index: usize, out: u32, d: usize) -> Result<(), IcedError> {
         let store = match &mut self.stores {
             Stores::Finding { writer, .. } => {
                 let p = out as usize;
@@ -780,129 +485,6 @@ impl Emitter<'_> {
             }
         }
         Ok(())
-    }
-
-    /// The operands of the sum-chain terms `from..to`.
-    fn terms(&self, from: u32, to: u32) -> Vec<Operand> {
-        self.chains[from as usize..to as usize]
-            .iter()
-            .map(|&(t, _)| self.cache.find(t))
-            .collect()
-    }
-
-    /// Half `h` of the sum chain `((base + t1) + t2) + ...` of the terms `from..` (operands
-    /// `terms`) into `r`, which holds none of them; each addition in its own operand order,
-    /// as `kernels::sum_step`.
-    fn chain(
-        &mut self,
-        r: AsmRegisterZmm,
-        base: Operand,
-        from: u32,
-        to: u32,
-        terms: &[Operand],
-        h: usize,
-    ) -> Result<(), IcedError> {
-        let mut acc = self.reg(base, h, r)?;
-        for (&(_, right), &t) in self.chains[from as usize..to as usize].iter().zip(terms) {
-            if right {
-                // `t + acc`: the term is the first operand.
-                let ta = self.reg(t, h, X[5])?;
-                self.a.vaddpd(r, ta, acc)?;
-            } else {
-                self.binary(Binary::Add, r, acc, t, h)?;
-            }
-            acc = r;
-        }
-        if acc != r {
-            self.a.vmovapd(r, acc)?;
-        }
-        Ok(())
-    }
-
-    /// Broadcasts latent `i`'s scale into `X[0]` and location into `X[1]`, and puts its
-    /// noise's offset in `rax`.
-    /// Inside a loop, a moving latent's are its first iteration's plus the loop's registers.
-    fn latent_factors(&mut self, i: u32) -> Result<(), IcedError> {
-        let word = self.moving(|l| l.word(Unit::Latent, i));
-        let noise = self.moving(|l| l.noise(i));
-        let a = &mut self.a;
-        if !self.latent_pointers {
-            a.mov(SCALE_AT, qword_ptr(rbx + frame::SCALE))?;
-            a.mov(LOC_AT, qword_ptr(rbx + frame::LOC))?;
-            self.latent_pointers = true;
-        }
-        a.imul_3(rax, r15, i as i32)?;
-        match noise {
-            Some((reg, 1)) => a.add(rax, reg)?,
-            Some((reg, scale)) => a.lea(rax, qword_ptr(rax + reg * scale))?,
-            None => {}
-        }
-        let disp = 8 * i as i32;
-        match word {
-            Some((reg, scale)) => {
-                a.vbroadcastsd(X[0], qword_ptr(SCALE_AT + reg * scale + disp))?;
-                a.vbroadcastsd(X[1], qword_ptr(LOC_AT + reg * scale + disp))
-            }
-            None => {
-                a.vbroadcastsd(X[0], qword_ptr(SCALE_AT + disp))?;
-                a.vbroadcastsd(X[1], qword_ptr(LOC_AT + disp))
-            }
-        }
-    }
-
-    /// Half `h` of the latent whose factors [`Self::latent_factors`] loaded, into `r`:
-    /// `loc + scale * s`, multiplied then added (never fused), as `Latents::load`.
-    fn latent(&mut self, r: AsmRegisterZmm, h: usize) -> Result<(), IcedError> {
-        let noise = zmmword_ptr(r14 + rax + (h as i32 * HALF_BYTES));
-        self.a.vmulpd(r, X[0], noise)?;
-        self.a.vaddpd(r, X[1], r)
-    }
-
-    /// A fused density term, `c * u^2` with `u = (x - m) / s` (either part left out where
-    /// absent), minus `k` where given: each operation as the unfused instruction's (the
-    /// square as `u * u`, what `powi(2)` computes). Returns the result's pair.
-    fn square(
-        &mut self,
-        x: u32,
-        m: Option<u32>,
-        s: Option<u32>,
-        c: f64,
-        k: Option<u32>,
-    ) -> Result<usize, IcedError> {
-        let none = Operand::Slot(NONE);
-        let find = |o: Option<u32>| o.map_or(none, |o| self.cache.find(o));
-        let (xo, mo, so, ko) = (self.cache.find(x), find(m), find(s), find(k));
-        let d = self.cache.take(&[xo, mo, so, ko]);
-        let ci = self.constant(c) as i32;
-        for h in 0..2 {
-            let r = ZMM[2 * d + h];
-            let mut u = self.reg(xo, h, r)?;
-            if m.is_some() {
-                self.binary(Binary::Sub, r, u, mo, h)?;
-                u = r;
-            }
-            if s.is_some() {
-                self.binary(Binary::Div, r, u, so, h)?;
-                u = r;
-            }
-            self.a.vmulpd(r, u, u)?;
-            self.a.vmulpd(r, r, qword_bcst(rbp + 8 * ci))?;
-            if k.is_some() {
-                self.binary(Binary::Sub, r, r, ko, h)?;
-            }
-        }
-        Ok(d)
-    }
-
-    /// `elementary::ln_stand_in` of `x` into `to` (not `x`): the exponent as a double
-    /// (`vgetexppd`: `-inf` at zero, `+inf` at `+inf`, NaN quieted), times `ln 2`, and NaN
-    /// where `x < 0` (`-inf` included), as the scalar function computes them.
-    fn ln_stand_in(&mut self, to: AsmRegisterZmm, x: AsmRegisterZmm) -> Result<(), IcedError> {
-        self.a.vgetexppd(to, x)?;
-        self.a.vmulpd(to, to, k(routines::C_LN_2))?;
-        self.a.vcmppd(k1, x, ZERO, LT_OQ)?;
-        self.a
-            .vbroadcastsd(to.k1(), qword_ptr(rbp + 8 * routines::C_NAN as i32))
     }
 
     /// The index of a new constant `c` in the table.
@@ -943,132 +525,5 @@ impl Emitter<'_> {
         let at = bytes.len() as u64;
         bytes.push(part.assemble(at)?);
         Ok(())
-    }
-
-    /// `kernels::smooth_weights` of both halves of the guard `g`: the else weights into
-    /// `x[1]` and the then weights into `x[2]` of each set.
-    fn smooth_weights(&mut self, g: Operand) -> Result<(), IcedError> {
-        // x = g * (1 / eta), then the shared routine.
-        for h in 0..2 {
-            let x = set(h).x[0];
-            match g {
-                Operand::Pair(p) => {
-                    self.a
-                        .vmulpd(x, ZMM[2 * p + h], qword_bcst(rbx + frame::INV_ETA))?
-                }
-                Operand::Slot(s) => {
-                    self.a.vmovupd(x, self.slot_at(s, h))?;
-                    self.a.vmulpd(x, x, qword_bcst(rbx + frame::INV_ETA))?;
-                }
-            }
-        }
-        self.a.call(self.routine_at[WEIGHTS])
-    }
-
-    /// `keep_weights` of half `h` (the weights' places at `rcx`), from the else and then
-    /// weights in `we` and `wt`.
-    fn keep_weights(
-        &mut self,
-        cache: u32,
-        product: bool,
-        h: usize,
-        we: AsmRegisterZmm,
-        wt: AsmRegisterZmm,
-    ) -> Result<(), IcedError> {
-        if product {
-            self.a.vmulpd(X[3], wt, we)?; // wt * we
-            self.a.vmovupd(self.weight_at(cache, 0, h), X[3])
-        } else {
-            self.a.vmovupd(self.weight_at(cache, 0, h), we)?;
-            self.a.vmovupd(self.weight_at(cache, 1, h), wt)
-        }
-    }
-
-    /// `kernels::smooth_forward` of half `h` into pair `d` where the branches are the
-    /// constants 1 and 0 (`which`): `masked(w1, 1) + masked(w0, 0)` is `w1` itself. Weights
-    /// are never `-0.0` (`0 + 0` keeps `+0.0`), `w1 * 1` is `w1`, and where the guard is NaN
-    /// both weights are the same NaN, which the sum returns.
-    fn indicator(
-        &mut self,
-        d: usize,
-        h: usize,
-        which: Indicator,
-        we: AsmRegisterZmm,
-        wt: AsmRegisterZmm,
-    ) -> Result<(), IcedError> {
-        let w = match which {
-            Indicator::Then => wt,
-            Indicator::Else => we,
-        };
-        self.a.vmovapd(ZMM[2 * d + h], w)
-    }
-
-    /// `kernels::smooth_forward` of half `h` into pair `d`, with the else and then weights in
-    /// `we` and `wt`: `wt t + we e`, a product whose weight is zero replaced by zero.
-    fn smooth_forward(
-        &mut self,
-        d: usize,
-        h: usize,
-        t: Operand,
-        e: Operand,
-        we: AsmRegisterZmm,
-        wt: AsmRegisterZmm,
-    ) -> Result<(), IcedError> {
-        let r = ZMM[2 * d + h];
-        self.a.vcmppd(k4, wt, ZERO, NEQ_UQ)?;
-        match t {
-            Operand::Pair(p) => self.a.vmulpd(r.k4().z(), wt, ZMM[2 * p + h])?,
-            Operand::Slot(s) => self.a.vmulpd(r.k4().z(), wt, self.slot_at(s, h))?,
-        }
-        self.a.vcmppd(k5, we, ZERO, NEQ_UQ)?;
-        match e {
-            Operand::Pair(p) => self.a.vmulpd(X[4].k5().z(), we, ZMM[2 * p + h])?,
-            Operand::Slot(s) => self.a.vmulpd(X[4].k5().z(), we, self.slot_at(s, h))?,
-        }
-        self.a.vaddpd(r, r, X[4])
-    }
-
-    /// `r = x op y` on half `h`.
-    fn binary(
-        &mut self,
-        op: Binary,
-        r: AsmRegisterZmm,
-        x: AsmRegisterZmm,
-        y: Operand,
-        h: usize,
-    ) -> Result<(), IcedError> {
-        macro_rules! emit {
-            ($f:ident) => {
-                match y {
-                    Operand::Pair(p) => self.a.$f(r, x, ZMM[2 * p + h]),
-                    Operand::Slot(s) => self.a.$f(r, x, self.slot_at(s, h)),
-                }
-            };
-        }
-        match op {
-            Binary::Add => emit!(vaddpd),
-            Binary::Sub => emit!(vsubpd),
-            Binary::Mul => emit!(vmulpd),
-            Binary::Div => emit!(vdivpd),
-            Binary::Pow => unreachable!("no inline form"),
-        }
-    }
-
-    /// `k1` = half `h` of the guard `g < 0`.
-    fn negative(&mut self, g: Operand, h: usize) -> Result<(), IcedError> {
-        match g {
-            Operand::Pair(p) => self.a.vcmppd(k1, ZMM[2 * p + h], ZERO, LT_OQ),
-            Operand::Slot(s) => self.a.vcmppd(k1, ZERO, self.slot_at(s, h), GT_OQ),
-        }
-    }
-
-    /// Half `h` of pair `d` = `t` where `k1`, else `e`.
-    fn blend(&mut self, d: usize, h: usize, t: Operand, e: Operand) -> Result<(), IcedError> {
-        let r = ZMM[2 * d + h];
-        let ea = self.reg(e, h, r)?;
-        match t {
-            Operand::Pair(p) => self.a.vblendmpd(r.k1(), ea, ZMM[2 * p + h]),
-            Operand::Slot(s) => self.a.vblendmpd(r.k1(), ea, self.slot_at(s, h)),
-        }
     }
 }

@@ -140,6 +140,8 @@ pub(super) struct ForwardCode {
     pub latents: usize,
     /// Weight places it touches (all below this).
     pub weights: usize,
+    /// The lane steps it was compiled from.
+    pub steps: usize,
     pub coverage: Coverage,
 }
 
@@ -212,6 +214,7 @@ impl ForwardCode {
             params,
             latents,
             weights,
+            steps: steps.len(),
             coverage,
         })
     }
@@ -236,13 +239,6 @@ impl ForwardCode {
 /// A layout's compiled forward sweeps, made at first use: smoothed and crisp.
 #[derive(Default, Debug)]
 pub(super) struct Compiled([OnceLock<Option<ForwardCode>>; 2]);
-
-impl Clone for Compiled {
-    /// A clone compiles again when used (code is not shared between layouts).
-    fn clone(&self) -> Self {
-        Compiled::default()
-    }
-}
 
 impl Compiled {
     /// The code for `steps` under crisp (or smoothed) semantics, compiled at the first call;

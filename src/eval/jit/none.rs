@@ -13,6 +13,7 @@ pub struct Coverage {
 
 /// Never made on this target.
 pub(super) struct ForwardCode {
+    pub steps: usize,
     pub coverage: Coverage,
 }
 

@@ -27,9 +27,11 @@ use iced_x86::IcedError;
 use iced_x86::code_asm::asm_traits::CodeAsmVmulpd;
 use iced_x86::code_asm::*;
 
-use crate::ir::{Binary, Unary};
+use crate::ir::{Binary, CompiledForm, Unary};
 
-use super::super::instr::{CHUNK, FOLD_A, FOLD_B, NONE, Op, Plan, RevStep, Target};
+use super::super::instr::{
+    CHUNK, FOLD_A, FOLD_B, NONE, Op, Plan, RevStep, Target, forward_only_op, reverse_reads,
+};
 use super::emit::Coverage;
 use super::indicators::{Indicator, Indicators};
 use super::looping::{self, Looping};
@@ -94,25 +96,21 @@ impl AdjCache {
 }
 
 /// Whether reverse step `rs` has an inline form under smoothed (`smooth`) or crisp semantics
-/// (forced sweeps are never compiled).
+/// (forced sweeps are never compiled): a primitive where its descriptor says so (and its
+/// operand is not uniform), every other step.
 pub(super) fn inline(rs: &RevStep) -> bool {
     match rs.step.op {
-        Op::Unary { op, .. } => {
-            !rs.uniform
-                && matches!(
-                    op,
-                    Unary::Neg
-                        | Unary::Exp
-                        | Unary::Log
-                        | Unary::Sqrt
-                        | Unary::Expm1
-                        | Unary::Sigmoid
-                        | Unary::Tanh
-                        | Unary::Log1p
-                )
-        }
-        Op::Binary { op, .. } => op != Binary::Pow,
-        _ => true,
+        Op::Unary { op, .. } => !rs.uniform && op.info().reverse == CompiledForm::Inline,
+        Op::Binary { op, .. } => op.info().reverse == CompiledForm::Inline,
+        Op::Param { .. }
+        | Op::Latent { .. }
+        | Op::NormalSquare { .. }
+        | Op::SquareDiff { .. }
+        | Op::Square { .. }
+        | Op::PoissonTerm { .. }
+        | Op::SumChain { .. }
+        | Op::If { .. } => true,
+        forward_only_op!() => unreachable!("only forward-only layouts have this step"),
     }
 }
 
@@ -146,6 +144,7 @@ pub(super) fn reverse(
         chain_targets: &plan.chain_targets,
         smooth,
         looping: None,
+        reads: ([0; 3], 0),
     };
     let mut bytes = Parts::default();
     let mut coverage = Coverage::default();
@@ -199,6 +198,9 @@ struct Emitter<'a> {
     indicators: &'a Indicators,
     /// Inside a loop over a repeated block: where its moving operands are.
     looping: Option<Looping>,
+    /// The value places the step being emitted may read (`instr::reverse_reads`: those the
+    /// layout kept for it; any other holds another value by then).
+    reads: ([u32; 3], usize),
 }
 
 /// The runs of repeated blocks of `steps` the code runs as loops, with their registers (see
@@ -256,7 +258,13 @@ impl Emitter<'_> {
         }
     }
 
+    /// Half `h` of value place `s`, which the step being emitted must be one to read.
     fn value(&self, s: u32, h: usize) -> AsmMemoryOperand {
+        let (reads, k) = self.reads;
+        assert!(
+            reads[..k].contains(&s),
+            "a reverse step reads value place {s}, which instr::reverse_reads does not keep"
+        );
         self.place(r12, Unit::Slot, s, 0, h)
     }
 
@@ -430,6 +438,7 @@ impl Emitter<'_> {
     }
 
     fn step(&mut self, rs: &RevStep) -> Result<(), IcedError> {
+        self.reads = reverse_reads(rs, self.smooth);
         for h in 0..2 {
             self.own_mask = false;
             match self.cache.find(rs.ad, h) {
@@ -635,7 +644,14 @@ impl Emitter<'_> {
                 self.a.vbroadcastsd(r, one)?;
                 self.a.vsubpd(r, r, s1)
             }
-            _ => unreachable!("no inline form"),
+            Unary::Neg
+            | Unary::Softplus
+            | Unary::Sin
+            | Unary::Cos
+            | Unary::Lgamma
+            | Unary::Probit
+            | Unary::NormalCdf
+            | Unary::Powi(_) => unreachable!("no inline form of {op} here"),
         }
     }
 

@@ -140,30 +140,9 @@ pub(crate) const NODE_LIMIT_NOTE: &str =
 pub(crate) const STEP_LIMIT_NOTE: &str =
     "raise the limit with `--max-steps N` on the command line (`CompileOptions::step_limit`)";
 
-/// Names of the built-in functions (besides `len` and `csv`).
-pub(crate) const BUILTINS: &[&str] = &[
-    "exp",
-    "log",
-    "log1p",
-    "expm1",
-    "sqrt",
-    "softplus",
-    "sigmoid",
-    "tanh",
-    "sin",
-    "cos",
-    "lgamma",
-    "probit",
-    "normal_cdf",
-    "mean",
-    "sum",
-    "abs",
-    "max",
-    "min",
-    "relu",
-    "step",
-    "pow",
-];
+/// Names of the built-in functions (besides `len` and `csv`): those of the IR's table.
+pub(crate) static BUILTINS: std::sync::LazyLock<Vec<&'static str>> =
+    std::sync::LazyLock::new(|| crate::ir::Function::all().map(|f| f.name).collect());
 
 impl<'b, 'r> Lowerer<'b, 'r> {
     fn collect_functions(&mut self, program: &ast::Program) -> Result<(), Diag> {
