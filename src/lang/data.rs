@@ -41,6 +41,9 @@ pub struct FsResolver {
 /// a column of it is parsed (about a microsecond of work, as a lowering step).
 pub(crate) const BYTES_PER_STEP: usize = 256;
 
+/// The longest path opened, in bytes (Linux's `PATH_MAX`): a longer one names no file.
+const MAX_PATH_BYTES: usize = 4096;
+
 /// The longest path quoted in a message, in characters.
 const SHOWN_PATH_CHARS: usize = 200;
 
@@ -80,6 +83,12 @@ impl FsResolver {
     /// Opens `path` (relative to the model) under the policy: inside an allowed directory
     /// unless reading anywhere is allowed.
     fn open(&self, path: &str) -> Result<File, String> {
+        if path.len() > MAX_PATH_BYTES {
+            return Err(format!(
+                "the path is {} bytes long, longer than any file's ({MAX_PATH_BYTES} at most)",
+                path.len()
+            ));
+        }
         let full = self.base().join(path);
         let confined = !self.allow_outside;
         if confined {
