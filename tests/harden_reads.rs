@@ -376,6 +376,109 @@ fn concurrent_writers_leave_one_writers_pair() {
 }
 
 #[test]
+fn a_directory_with_the_users_files_keeps_them_and_a_link_stays_a_link() {
+    use dsgd::experiment::outfiles::write_together;
+    let root = tempdir("foreign");
+    let dir = root.join("out");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    std::os::unix::fs::symlink(&dir, root.join("link")).unwrap();
+    for (k, target) in [dir.clone(), root.join("link")].iter().enumerate() {
+        let tag = format!("{k}");
+        write_together(
+            target,
+            &[
+                ("run.json", tag.as_bytes()),
+                ("trajectory.csv", tag.as_bytes()),
+            ],
+        )
+        .unwrap();
+        assert_eq!(std::fs::read_to_string(dir.join("run.json")).unwrap(), tag);
+        assert_eq!(
+            std::fs::read_to_string(dir.join("trajectory.csv")).unwrap(),
+            tag
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+            "mine"
+        );
+    }
+    assert!(
+        std::fs::symlink_metadata(root.join("link"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    // Into a link to a directory of nothing but a run's files: the link is not replaced.
+    std::fs::remove_file(dir.join("notes.txt")).unwrap();
+    write_together(
+        &root.join("link"),
+        &[("run.json", b"2"), ("trajectory.csv", b"2")],
+    )
+    .unwrap();
+    assert_eq!(std::fs::read_to_string(dir.join("run.json")).unwrap(), "2");
+    assert!(
+        std::fs::symlink_metadata(root.join("link"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
+/// A reader that opens the directory once and reads both files through it never sees two
+/// runs' files, while writers replace a directory that holds only a run's files.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_reader_of_a_run_directory_sees_one_runs_pair() {
+    use dsgd::experiment::outfiles::write_together;
+    let dir = tempdir("reader").join("out");
+    write_together(&dir, &[("run.json", b"init"), ("trajectory.csv", b"init")]).unwrap();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (mut seen, mut mixed) = (0, Vec::new());
+    std::thread::scope(|s| {
+        for w in 0..2 {
+            let (dir, done) = (&dir, &done);
+            s.spawn(move || {
+                for k in 0..200 {
+                    let tag = format!("{w}-{k}");
+                    write_together(
+                        dir,
+                        &[
+                            ("run.json", tag.as_bytes()),
+                            ("trajectory.csv", tag.as_bytes()),
+                        ],
+                    )
+                    .unwrap();
+                }
+                done.store(true, std::sync::atomic::Ordering::Relaxed);
+            });
+        }
+        while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            let Ok(handle) = std::fs::File::open(&dir) else {
+                continue;
+            };
+            use std::os::fd::AsRawFd;
+            let at = format!("/proc/self/fd/{}", handle.as_raw_fd());
+            let a = std::fs::read_to_string(format!("{at}/run.json"));
+            let b = std::fs::read_to_string(format!("{at}/trajectory.csv"));
+            if let (Ok(a), Ok(b)) = (a, b) {
+                seen += 1;
+                if a != b {
+                    mixed.push((a, b));
+                }
+            }
+        }
+    });
+    assert!(seen > 0);
+    assert!(
+        mixed.is_empty(),
+        "{} mixed of {seen}: {:?}",
+        mixed.len(),
+        &mixed[..1]
+    );
+}
+
+#[test]
 fn an_interrupted_writers_temporary_files_are_removed_by_the_next_write() {
     use dsgd::experiment::outfiles::write_together;
     let dir = tempdir("leftover");
@@ -390,6 +493,20 @@ fn an_interrupted_writers_temporary_files_are_removed_by_the_next_write() {
     assert!(!dead.exists());
     assert!(live.exists());
     assert_eq!(std::fs::read_to_string(dir.join("run.json")).unwrap(), "{}");
+    // An interrupted writer's staging directory beside the output directory goes too; one
+    // holding something else stays.
+    let out = dir.join("out");
+    write_together(&out, &[("run.json", b"1"), ("trajectory.csv", b"1")]).unwrap();
+    let dead_stage = dir.join(".out.tmp-0000000000000004");
+    let odd_stage = dir.join(".out.tmp-0000000000000005");
+    for stage in [&dead_stage, &odd_stage] {
+        std::fs::create_dir_all(stage).unwrap();
+        std::fs::write(stage.join("run.json"), "half").unwrap();
+    }
+    std::fs::write(odd_stage.join("keep.txt"), "x").unwrap();
+    write_together(&out, &[("run.json", b"2"), ("trajectory.csv", b"2")]).unwrap();
+    assert!(!dead_stage.exists());
+    assert!(odd_stage.join("keep.txt").exists());
     // The same for `sample --out`.
     let stale = dir.join(".draws.csv.tmp-0000000000000003");
     std::fs::write(&stale, "half").unwrap();
