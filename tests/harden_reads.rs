@@ -337,6 +337,61 @@ fn out_naming_a_file_is_refused_before_the_run() {
 }
 
 #[test]
+fn a_run_that_cannot_write_its_files_leaves_the_old_pair() {
+    // A file-size limit stands in for a full disk: the second run's first write fails.
+    let dir = tempdir("full");
+    let run = |seed: &str, limit: Option<&str>| {
+        let bin = env!("CARGO_BIN_EXE_dsgd");
+        let args = [
+            "run", "example", "--iters", "200", "--seed", seed, "--out", "out",
+        ];
+        let mut cmd = match limit {
+            None => Command::new(bin),
+            Some(blocks) => {
+                let mut c = Command::new("sh");
+                c.arg("-c")
+                    .arg(format!(
+                        "trap '' XFSZ; ulimit -f {blocks}; exec \"$0\" \"$@\""
+                    ))
+                    .arg(bin);
+                c
+            }
+        };
+        cmd.args(args).current_dir(&dir).output().expect("runs")
+    };
+    for existing in [true, false] {
+        let _ = std::fs::remove_dir_all(dir.join("out"));
+        assert!(run("1", None).status.success());
+        if !existing {
+            // Beside the pair, a file of the user's: the files are written in place.
+            std::fs::write(dir.join("out/notes.txt"), "mine").unwrap();
+        }
+        let before = (
+            std::fs::read(dir.join("out/run.json")).unwrap(),
+            std::fs::read(dir.join("out/trajectory.csv")).unwrap(),
+        );
+        let o = run("2", Some("1"));
+        if o.status.success() {
+            // No file-size limits here: nothing to check.
+            return;
+        }
+        assert!(stderr(&o).contains("writing results"), "{}", stderr(&o));
+        let after = (
+            std::fs::read(dir.join("out/run.json")).unwrap(),
+            std::fs::read(dir.join("out/trajectory.csv")).unwrap(),
+        );
+        assert!(before == after, "the old pair was changed");
+        let left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .chain(std::fs::read_dir(dir.join("out")).unwrap())
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".tmp-"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}
+
+#[test]
 fn concurrent_writers_leave_one_writers_pair() {
     use dsgd::experiment::outfiles::write_together;
     for fresh in [true, false] {

@@ -199,7 +199,11 @@ fn exchange_dir(dir: &Path, files: &[(&str, &[u8])]) -> std::io::Result<bool> {
     }
     let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(std::io::Error::other);
     let to = c(dir)?;
-    let (staging, _staging_lock) = staged(dir, files)?;
+    // Where the parent cannot take a staging directory (not writable, full), the files are
+    // written in place instead (which fails, leaving the old pair, if the disk is full).
+    let Ok((staging, _staging_lock)) = staged(dir, files) else {
+        return Ok(false);
+    };
     let from = c(&staging)?;
     // SAFETY: both paths are NUL-terminated strings that outlive the call.
     let rc = unsafe {
