@@ -71,7 +71,12 @@ impl FsResolver {
         std::iter::once(self.base()).chain(self.data_dirs.iter().map(PathBuf::as_path))
     }
 
-    /// Why `path` may not be read: it names a place outside every allowed directory.
+    /// The allowed directories with every link resolved.
+    fn canonical_roots(&self) -> Vec<PathBuf> {
+        self.roots().filter_map(|d| d.canonicalize().ok()).collect()
+    }
+
+    /// Why a path may not be read: it names a place outside every allowed directory.
     fn outside(&self, how: &str) -> String {
         format!(
             "it {how} the model's directory `{}`; a model reads only data beside it unless \
@@ -102,6 +107,14 @@ impl FsResolver {
             if !inside {
                 return Err(self.outside("is outside"));
             }
+            // Where a link leads outside, nothing is opened there (opening a device can do
+            // something); the check after opening is the one that holds under a race.
+            if full
+                .canonicalize()
+                .is_ok_and(|real| !self.canonical_roots().iter().any(|r| real.starts_with(r)))
+            {
+                return Err(self.outside("leads outside"));
+            }
         }
         let file = match open_input(&full, Links::Follow) {
             Ok(f) => f,
@@ -126,8 +139,7 @@ impl FsResolver {
         let Ok(real) = full.canonicalize() else {
             return false;
         };
-        let roots: Vec<PathBuf> = self.roots().filter_map(|d| d.canonicalize().ok()).collect();
-        if !roots.iter().any(|r| real.starts_with(r)) {
+        if !self.canonical_roots().iter().any(|r| real.starts_with(r)) {
             return false;
         }
         match (file.metadata(), std::fs::metadata(&real)) {
