@@ -431,6 +431,19 @@ fn concurrent_writers_leave_one_writers_pair() {
 }
 
 #[test]
+fn a_replaced_run_directory_keeps_its_permissions() {
+    use dsgd::experiment::outfiles::write_together;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir("mode").join("out");
+    write_together(&dir, &[("run.json", b"1"), ("trajectory.csv", b"1")]).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    write_together(&dir, &[("run.json", b"2"), ("trajectory.csv", b"2")]).unwrap();
+    assert_eq!(std::fs::read_to_string(dir.join("run.json")).unwrap(), "2");
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+}
+
+#[test]
 fn a_directory_with_the_users_files_keeps_them_and_a_link_stays_a_link() {
     use dsgd::experiment::outfiles::write_together;
     let root = tempdir("foreign");

@@ -204,6 +204,11 @@ fn exchange_dir(dir: &Path, files: &[(&str, &[u8])]) -> std::io::Result<bool> {
     let Ok((staging, _staging_lock)) = staged(dir, files) else {
         return Ok(false);
     };
+    // The new directory keeps the old one's permissions (a private one stays private).
+    if let Err(e) = fs::metadata(dir).and_then(|m| fs::set_permissions(&staging, m.permissions())) {
+        remove_staged(&staging, files);
+        return Err(e);
+    }
     let from = c(&staging)?;
     // SAFETY: both paths are NUL-terminated strings that outlive the call.
     let rc = unsafe {
