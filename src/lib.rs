@@ -71,6 +71,8 @@ pub mod experiment;
 #[doc(hidden)]
 pub mod family;
 #[doc(hidden)]
+pub mod input;
+#[doc(hidden)]
 pub mod ir;
 #[doc(hidden)]
 pub mod lang;

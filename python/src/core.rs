@@ -193,11 +193,18 @@ pub fn compile_text(
 
 /// Compiles the model file at `path` (data files relative to its directory).
 pub fn compile_file(path: &Path, data: Data) -> Result<Compiled, CoreError> {
-    let source = std::fs::read_to_string(path).map_err(|e| {
-        let msg = format!("cannot read model file `{}`: {e}", path.display());
-        match e.kind() {
-            std::io::ErrorKind::NotFound => CoreError::NotFound(msg),
-            _ => CoreError::Io(msg),
+    // A regular file of at most the model-file cap (never /dev/zero or a FIFO).
+    let source = dsgd::input::read_text(
+        path,
+        dsgd::input::Links::Follow,
+        dsgd::lang::MAX_SOURCE_BYTES,
+    )
+    .map_err(|e| {
+        let msg = format!("cannot read model file: {e}");
+        if e.is_not_found() {
+            CoreError::NotFound(msg)
+        } else {
+            CoreError::Io(msg)
         }
     })?;
     let base = path.parent().unwrap_or(Path::new("."));

@@ -81,7 +81,7 @@ pub fn load_with_data(
     data: Option<&Path>,
 ) -> anyhow::Result<Loaded> {
     let data = match data {
-        Some(path) => read_data(path, args.max_data_bytes)?,
+        Some(path) => read_data(path, args.max_data_bytes, args.max_nodes)?,
         None => DataSet::default(),
     };
     if let Some(name) = spec.strip_prefix(BUILTIN_PREFIX) {
@@ -140,17 +140,8 @@ fn load_builtin(spec: &str, data: &DataSet) -> anyhow::Result<Loaded> {
     )
 }
 
-/// The JSON data file given with `--data`, refused if larger than `max_bytes`.
-fn read_data(path: &Path, max_bytes: u64) -> anyhow::Result<DataSet> {
-    if let Ok(meta) = std::fs::metadata(path)
-        && meta.is_file()
-        && meta.len() > max_bytes
-    {
-        bail!(
-            "data file `{}` is {} bytes, more than --max-data-bytes ({max_bytes})",
-            path.display(),
-            meta.len()
-        );
-    }
-    Ok(DataSet::from_json_file(path)?)
+/// The JSON data file given with `--data`: a regular file of at most `max_bytes`, holding
+/// at most as many values as the node limit allows.
+fn read_data(path: &Path, max_bytes: u64, max_values: usize) -> anyhow::Result<DataSet> {
+    Ok(DataSet::from_json_file(path, max_bytes, max_values)?)
 }

@@ -268,6 +268,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     for warning in args.ignored_flags() {
         eprintln!("warning: {warning}");
     }
+    if let Some(dir) = &args.out {
+        // Before the run, not after every iteration has run.
+        dsgd::experiment::outfiles::check_out_dir(dir)?;
+    }
     let loaded = load_with_data(&args.model, &args.source, args.data.as_deref())?;
     args.check_memory(&loaded.model)?;
     let recommended = if loaded.builtin {

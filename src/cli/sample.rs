@@ -28,6 +28,10 @@ pub struct SampleArgs {
 /// The most values (draws x latents) one call makes, so memory stays bounded (~1 GB of CSV).
 const MAX_CELLS: u64 = 50_000_000;
 
+/// The largest `run.json` read (a run of 10,000 latents logging 300 measurements writes about
+/// 150 MB).
+const MAX_RUN_BYTES: u64 = 1 << 30;
+
 /// The part of `run.json` that sampling reads.
 #[derive(serde::Deserialize)]
 struct FittedRun {
@@ -35,9 +39,17 @@ struct FittedRun {
 }
 
 pub fn run(args: SampleArgs) -> anyhow::Result<ExitCode> {
+    if let Some(path) = &args.out
+        && path.is_dir()
+    {
+        bail!(
+            "`{}` is a directory: --out names the CSV file to write",
+            path.display()
+        );
+    }
     let shown = args.run.display();
-    let text =
-        std::fs::read_to_string(&args.run).with_context(|| format!("cannot read `{shown}`"))?;
+    let text = dsgd::input::read_text(&args.run, dsgd::input::Links::Follow, MAX_RUN_BYTES)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let fitted: FittedRun = serde_json::from_str(&text).map_err(|e| {
         let full = e.to_string();
         let what = full
@@ -65,6 +77,8 @@ pub fn run(args: SampleArgs) -> anyhow::Result<ExitCode> {
     let csv = draws.to_csv()?;
     match &args.out {
         Some(path) => {
+            // Temporary files of an interrupted earlier write go first.
+            let _ = dsgd::experiment::outfiles::remove_dead_temps(path);
             write_atomic(path, csv.as_bytes())
                 .with_context(|| format!("writing draws to {}", path.display()))?;
             eprintln!("wrote {} draws to {}", args.n, path.display());

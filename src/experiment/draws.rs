@@ -45,6 +45,24 @@ pub enum DrawError {
         /// Its scale.
         scale: f64,
     },
+    /// A draw fell outside the latent's support or is not finite: the fitted family (a
+    /// tampered or corrupt report) cannot be drawn from.
+    #[error(
+        "latent `{latent}`: draw {draw} is {value}, outside its support [{low}, {high}] (the \
+         fitted family is not one a run writes)"
+    )]
+    OutOfSupport {
+        /// The latent.
+        latent: String,
+        /// Which draw.
+        draw: usize,
+        /// Its value.
+        value: f64,
+        /// The support's lower end.
+        low: f64,
+        /// The support's upper end.
+        high: f64,
+    },
 }
 
 /// The purpose tag of the draws' streams (apart from every run's).
@@ -79,16 +97,26 @@ pub fn draw(latents: &[LatentSummary], n: usize, seed: u64) -> Result<Draws, Dra
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut rng = StreamKey::new(seed, 0, Purpose::Other(DRAWS_TAG)).rng(Channel::Noise);
-    let rows = (0..n)
-        .map(|k| {
-            rng.lane(k);
-            latents
-                .iter()
-                .zip(&maps)
-                .map(|(l, t)| t.to_constrained(l.guide_loc + l.guide_scale * rng.normal()))
-                .collect()
-        })
-        .collect();
+    let mut rows = Vec::with_capacity(n);
+    for k in 0..n {
+        rng.lane(k);
+        let mut row = Vec::with_capacity(latents.len());
+        for (l, t) in latents.iter().zip(&maps) {
+            let z = t.to_constrained(l.guide_loc + l.guide_scale * rng.normal());
+            let (low, high) = t.support();
+            if !(z.is_finite() && low <= z && z <= high) {
+                return Err(DrawError::OutOfSupport {
+                    latent: l.name.clone(),
+                    draw: k,
+                    value: z,
+                    low,
+                    high,
+                });
+            }
+            row.push(z);
+        }
+        rows.push(row);
+    }
     Ok(Draws {
         names: latents.iter().map(|l| l.name.clone()).collect(),
         rows,
@@ -99,7 +127,7 @@ impl Draws {
     /// The draws as CSV: a header of latent names, then one line per draw.
     pub fn to_csv(&self) -> Result<String, csv::Error> {
         let mut w = csv::Writer::from_writer(Vec::new());
-        w.write_record(&self.names)?;
+        w.write_record(self.names.iter().map(|n| csv_safe(n)))?;
         for row in &self.rows {
             w.write_record(row.iter().map(|x| x.to_string()))?;
         }
@@ -107,6 +135,22 @@ impl Draws {
             .into_inner()
             .map_err(|e| csv::Error::from(e.into_error()))?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+}
+
+/// A name as a CSV header cell that no spreadsheet runs and no reader misparses: control
+/// characters (a NUL, a line break) become `?`, and a name a spreadsheet would take for a
+/// formula (`=HYPERLINK(..)`, `+`, `-`, `@` first) starts with `'`. A model's latent names
+/// never need either; a tampered report's might.
+pub fn csv_safe(name: &str) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if clean.starts_with(['=', '+', '-', '@']) {
+        format!("'{clean}")
+    } else {
+        clean
     }
 }
 
@@ -189,5 +233,42 @@ mod tests {
         ));
         let l = summarise_latent("a", 0.0, 0.0, &Identity);
         assert!(matches!(draw(&[l], 1, 0), Err(DrawError::BadFamily { .. })));
+    }
+
+    #[test]
+    fn a_tampered_family_whose_draws_overflow_is_refused() {
+        // Finite location and scale whose draws are infinite.
+        let l = summarise_latent("a", 1e308, 1e308, &Identity);
+        assert!(matches!(
+            draw(&[l], 100, 0),
+            Err(DrawError::OutOfSupport { .. })
+        ));
+        let t = Transform::Exp { lower: 1.0 };
+        let l = summarise_latent("s", 800.0, 1.0, &t);
+        assert!(matches!(
+            draw(&[l], 10, 0),
+            Err(DrawError::OutOfSupport { .. })
+        ));
+    }
+
+    #[test]
+    fn names_go_into_the_header_csv_safe() {
+        let d = Draws {
+            names: vec![
+                "=HYPERLINK(\"http://x\")".into(),
+                "a\0b\nc".into(),
+                "t[3]".into(),
+            ],
+            rows: vec![vec![1.0, 2.0, 3.0]],
+        };
+        let csv = d.to_csv().unwrap();
+        let header = csv.lines().next().unwrap();
+        assert!(header.starts_with("\"'=HYPERLINK("), "{header}");
+        assert!(
+            header.contains("a?b?c") && header.ends_with(",t[3]"),
+            "{header}"
+        );
+        assert!(!csv.contains('\0'));
+        assert_eq!(csv.lines().count(), 2);
     }
 }

@@ -16,6 +16,7 @@ pub mod fidelity_md;
 pub mod figure1a;
 pub mod observe;
 pub mod outdir;
+pub mod outfiles;
 pub mod paper;
 pub mod plot;
 pub mod precise;

@@ -74,8 +74,7 @@ impl OutDir {
                     break;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let pid = std::fs::read_to_string(&lock).unwrap_or_default();
-                    let pid = pid.trim().to_string();
+                    let pid = lock_holder(&lock);
                     if !stale_once && holder_is_gone(&pid) {
                         // A crashed run's lock: take it over, once.
                         stale_once = true;
@@ -149,6 +148,21 @@ impl Drop for OutDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.lock);
     }
+}
+
+/// The process id written in a lock file, or `""` when it holds none: read without following
+/// a link, only from a regular file, at most a few bytes, and never quoted back unless it is
+/// a number (a lock planted as a link to `/etc/passwd`, `/dev/zero` or a FIFO is read as
+/// no process).
+fn lock_holder(lock: &Path) -> String {
+    use crate::input::{Links, read_file};
+    let Ok(bytes) = read_file(lock, Links::Refuse, 32) else {
+        return String::new();
+    };
+    std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(|t| t.trim().parse::<u32>().ok())
+        .map_or(String::new(), |pid| pid.to_string())
 }
 
 /// Whether the process named in a lock file has certainly ended (Linux: no `/proc/PID`).

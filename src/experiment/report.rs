@@ -262,15 +262,18 @@ impl RunReport {
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
-    /// Writes `run.json` and `trajectory.csv` into `dir` (created if needed), each atomically.
+    /// Writes `run.json` and `trajectory.csv` into `dir` (created if needed) as a pair: never
+    /// one beside the other's counterpart from another run (see [`super::outfiles`]).
     pub fn write_to(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-        std::fs::create_dir_all(dir)?;
         let csv = self.trajectory_csv().map_err(std::io::Error::other)?;
-        let json = dir.join("run.json");
-        let traj = dir.join("trajectory.csv");
-        write_atomic(&json, self.to_json().as_bytes())?;
-        write_atomic(&traj, csv.as_bytes())?;
-        Ok(vec![json, traj])
+        let json = self.to_json();
+        super::outfiles::write_together(
+            dir,
+            &[
+                ("run.json", json.as_bytes()),
+                ("trajectory.csv", csv.as_bytes()),
+            ],
+        )
     }
 }
 
@@ -282,7 +285,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let result = (|| {
         f.write_all(bytes)?;
         f.sync_all()?;
-        drop(f);
+        // Renamed while open: the temporary file's lock marks it live until it is in place.
         std::fs::rename(&tmp, path)
     })();
     if result.is_err() {
@@ -320,7 +323,12 @@ pub fn create_temp_beside(target: &Path) -> std::io::Result<(PathBuf, std::fs::F
             .create_new(true)
             .open(&tmp)
         {
-            Ok(f) => return Ok((tmp, f)),
+            Ok(f) => {
+                // Locked while its writer lives, so that a later writer can tell an
+                // interrupted writer's leftover (unlocked) from a live one's.
+                f.try_lock().map_err(std::io::Error::other)?;
+                return Ok((tmp, f));
+            }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
             Err(e) => return Err(e),
         }

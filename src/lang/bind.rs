@@ -133,48 +133,284 @@ impl DataSet {
         self.insert(name, value)
     }
 
-    /// Reads a JSON object of numbers and (nested) arrays of numbers.
+    /// Reads a JSON object of numbers and (nested) arrays of numbers, at most
+    /// [`DEFAULT_MAX_VALUES`] values.
     pub fn from_json_str(text: &str, origin: &str) -> Result<DataSet, DataError> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-            let at = format!("{origin}:{}:{}", e.line(), e.column());
-            let rest = offset_of(text, e.line(), e.column()).map_or("", |o| &text[o..]);
-            let rest = rest.trim_start_matches('-');
-            if ["NaN", "Infinity", "inf", "nan"]
-                .iter()
-                .any(|w| rest.starts_with(w))
-            {
-                DataError(format!(
-                    "{at}: NaN and infinities are not data (JSON has no such numbers)"
-                ))
-            } else {
-                DataError(format!("{at}: not valid JSON: {e}"))
-            }
-        })?;
-        DataSet::from_json_value(&value, origin)
+        DataSet::from_json_str_within(text, origin, DEFAULT_MAX_VALUES)
     }
 
-    /// Reads the JSON file at `path`.
-    pub fn from_json_file(path: &Path) -> Result<DataSet, DataError> {
-        let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| DataError(format!("cannot read data file `{origin}`: {e}")))?;
-        DataSet::from_json_str(&text, &origin)
-    }
-
-    /// Binds the members of a JSON object: each a number or a (nested) array of numbers.
-    pub fn from_json_value(value: &serde_json::Value, origin: &str) -> Result<DataSet, DataError> {
-        let serde_json::Value::Object(members) = value else {
-            return Err(DataError(format!(
-                "{origin}: the data must be a JSON object of names and values, like {{\"y\": [1, 2]}}, not {}",
-                json_kind(value)
-            )));
+    /// Reads a JSON object of numbers and (nested) arrays of numbers, refusing it as soon as
+    /// it holds more than `max_values` values (numbers and arrays) or gives a name twice.
+    ///
+    /// The text is read as a stream: values are counted and checked as they are read, never
+    /// held as a JSON tree, so a refusal comes after at most `max_values` values.
+    pub fn from_json_str_within(
+        text: &str,
+        origin: &str,
+        max_values: usize,
+    ) -> Result<DataSet, DataError> {
+        use serde::de::DeserializeSeed;
+        let mut reader = JsonReader {
+            origin,
+            max_values,
+            count: 0,
         };
+        let mut de = serde_json::Deserializer::from_str(text);
+        let values = Members(&mut reader)
+            .deserialize(&mut de)
+            .and_then(|v| de.end().map(|()| v))
+            .map_err(|e| json_error(&e, text, origin))?;
         let mut set = DataSet::new(origin);
-        for (name, v) in members {
-            let value = from_json(v, origin, name, &mut String::new())?;
-            set.insert(name, value)?;
+        for (name, value) in values {
+            set.insert(&name, value)?;
         }
         Ok(set)
+    }
+
+    /// Reads the JSON file at `path`: a regular file of at most `max_bytes` bytes holding at
+    /// most `max_values` values.
+    pub fn from_json_file(
+        path: &Path,
+        max_bytes: u64,
+        max_values: usize,
+    ) -> Result<DataSet, DataError> {
+        use crate::input::{InputError, Links, read_text};
+        let origin = path.display().to_string();
+        let text = read_text(path, Links::Follow, max_bytes).map_err(|e| match e {
+            InputError::TooLarge { cap, .. } => DataError(format!(
+                "data file `{origin}` is larger than {cap} bytes (raise the limit with \
+                 `--max-data-bytes`)"
+            )),
+            InputError::NotRegular { .. } => {
+                DataError(format!("data file `{origin}` is not a regular file"))
+            }
+            InputError::Io { source, .. } => {
+                DataError(format!("cannot read data file `{origin}`: {source}"))
+            }
+        })?;
+        DataSet::from_json_str_within(&text, &origin, max_values)
+    }
+}
+
+/// Default of the most values (numbers and arrays) a JSON data set may hold: the default
+/// node limit, since every number becomes a node.
+pub const DEFAULT_MAX_VALUES: usize = super::DEFAULT_NODE_LIMIT;
+
+/// The longest name quoted in a message, in characters.
+const SHOWN_NAME_CHARS: usize = 60;
+
+/// `{origin}:{line}:{column}: what`, with NaN and infinities explained.
+fn json_error(e: &serde_json::Error, text: &str, origin: &str) -> DataError {
+    let at = format!("{origin}:{}:{}", e.line(), e.column());
+    if e.is_syntax() || e.is_eof() {
+        let rest = offset_of(text, e.line(), e.column()).map_or("", |o| &text[o..]);
+        let rest = rest.trim_start_matches('-');
+        if ["NaN", "Infinity", "inf", "nan"]
+            .iter()
+            .any(|w| rest.starts_with(w))
+        {
+            return DataError(format!(
+                "{at}: NaN and infinities are not data (JSON has no such numbers)"
+            ));
+        }
+        return DataError(format!("{at}: not valid JSON: {}", without_position(e)));
+    }
+    DataError(format!("{at}: {}", without_position(e)))
+}
+
+/// serde_json's message without its ` at line L column C`.
+fn without_position(e: &serde_json::Error) -> String {
+    let full = e.to_string();
+    match full.rsplit_once(" at line ") {
+        Some((what, _)) => what.to_string(),
+        None => full,
+    }
+}
+
+/// The state of one streaming read: where the text came from and how many values it held.
+struct JsonReader<'a> {
+    origin: &'a str,
+    max_values: usize,
+    count: usize,
+}
+
+impl JsonReader<'_> {
+    /// Counts one value, refusing one too many.
+    fn count<E: serde::de::Error>(&mut self) -> Result<(), E> {
+        self.count += 1;
+        if self.count > self.max_values {
+            return Err(E::custom(format!(
+                "the data hold more than {} values (numbers and arrays), more than the node \
+                 limit (raise it with `--max-nodes`)",
+                self.max_values
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The top level: an object of names and values, each name once.
+struct Members<'s, 'a>(&'s mut JsonReader<'a>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Members<'_, '_> {
+    type Value = Vec<(String, DataValue)>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Members<'_, '_> {
+    type Value = Vec<(String, DataValue)>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(
+            f,
+            "a JSON object of names and values, like {{\"y\": [1, 2]}} ({})",
+            self.0.origin
+        )
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        use serde::de::Error;
+        let mut names = std::collections::BTreeSet::new();
+        let mut out = Vec::new();
+        while let Some(name) = map.next_key::<String>()? {
+            if names.contains(&name) {
+                return Err(A::Error::custom(format!(
+                    "`{}` is given twice (each name once)",
+                    clip(&name)
+                )));
+            }
+            let mut path = String::new();
+            let value = map.next_value_seed(Value {
+                reader: &mut *self.0,
+                name: &name,
+                path: &mut path,
+            })?;
+            names.insert(name.clone());
+            out.push((name, value));
+        }
+        Ok(out)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
+        Err(not_an_object("an array"))
+    }
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Err(not_an_object("a string"))
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Err(not_an_object("a number"))
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Err(not_an_object("a number"))
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Err(not_an_object("a number"))
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Err(not_an_object("a boolean"))
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Err(not_an_object("null"))
+    }
+}
+
+fn not_an_object<E: serde::de::Error>(kind: &str) -> E {
+    E::custom(format!(
+        "the data must be a JSON object of names and values, like {{\"y\": [1, 2]}}, not {kind}"
+    ))
+}
+
+/// A name quoted in a message, cut to [`SHOWN_NAME_CHARS`] characters.
+fn clip(name: &str) -> String {
+    crate::lang::diagnostic::clip(name, SHOWN_NAME_CHARS)
+}
+
+/// One value of member `name` at index path `path` (`[2][0]`).
+struct Value<'s, 'a, 'n> {
+    reader: &'s mut JsonReader<'a>,
+    name: &'n str,
+    path: &'s mut String,
+}
+
+impl Value<'_, '_, '_> {
+    fn not_data<E: serde::de::Error>(&self, kind: &str) -> E {
+        E::custom(format!(
+            "`{}{}` is {kind}, not a number or an array of numbers",
+            clip(self.name),
+            self.path
+        ))
+    }
+
+    fn number<E: serde::de::Error>(self, x: f64) -> Result<DataValue, E> {
+        self.reader.count()?;
+        if !x.is_finite() {
+            return Err(E::custom(format!(
+                "`{}{}` = {x} is not a finite 64-bit number",
+                clip(self.name),
+                self.path
+            )));
+        }
+        Ok(DataValue::Num(x))
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Value<'_, '_, '_> {
+    type Value = DataValue;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<DataValue, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Value<'_, '_, '_> {
+    type Value = DataValue;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a number or an array of numbers")
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, x: f64) -> Result<DataValue, E> {
+        self.number(x)
+    }
+    fn visit_u64<E: serde::de::Error>(self, x: u64) -> Result<DataValue, E> {
+        self.number(x as f64)
+    }
+    fn visit_i64<E: serde::de::Error>(self, x: i64) -> Result<DataValue, E> {
+        self.number(x as f64)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<DataValue, A::Error> {
+        self.reader.count()?;
+        let mut items = Vec::new();
+        loop {
+            let len = self.path.len();
+            self.path.push_str(&format!("[{}]", items.len()));
+            let item = seq.next_element_seed(Value {
+                reader: &mut *self.reader,
+                name: self.name,
+                path: &mut *self.path,
+            })?;
+            self.path.truncate(len);
+            match item {
+                Some(v) => items.push(v),
+                None => break,
+            }
+        }
+        Ok(DataValue::Array(items))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<DataValue, E> {
+        Err(self.not_data("a string"))
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<DataValue, E> {
+        Err(self.not_data("a boolean"))
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<DataValue, E> {
+        Err(self.not_data("null"))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<DataValue, A::Error> {
+        Err(self.not_data("an object"))
     }
 }
 
@@ -183,47 +419,6 @@ fn build_empty(shape: &[usize]) -> DataValue {
     match shape.split_first() {
         None => DataValue::Array(Vec::new()),
         Some((&n, rest)) => DataValue::Array((0..n).map(|_| build_empty(rest)).collect()),
-    }
-}
-
-fn from_json(
-    v: &serde_json::Value,
-    origin: &str,
-    name: &str,
-    path: &mut String,
-) -> Result<DataValue, DataError> {
-    match v {
-        serde_json::Value::Number(n) => match n.as_f64() {
-            Some(x) if x.is_finite() => Ok(DataValue::Num(x)),
-            _ => Err(DataError(format!(
-                "{origin}: `{name}{path}` = {n} is not a finite 64-bit number"
-            ))),
-        },
-        serde_json::Value::Array(items) => {
-            let mut out = Vec::with_capacity(items.len());
-            for (i, item) in items.iter().enumerate() {
-                let len = path.len();
-                path.push_str(&format!("[{i}]"));
-                out.push(from_json(item, origin, name, path)?);
-                path.truncate(len);
-            }
-            Ok(DataValue::Array(out))
-        }
-        other => Err(DataError(format!(
-            "{origin}: `{name}{path}` is {}, not a number or an array of numbers",
-            json_kind(other)
-        ))),
-    }
-}
-
-fn json_kind(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
     }
 }
 
@@ -269,6 +464,39 @@ mod tests {
         assert!(e(r#"{"y": 1e999}"#).contains("d.json:1:"));
         assert!(e("[1, 2]").contains("a JSON object"));
         assert!(e(r#"{"y": {"a": 1}}"#).contains("`y` is an object"));
+    }
+
+    #[test]
+    fn a_name_given_twice_is_refused_with_the_name() {
+        let e = DataSet::from_json_str(r#"{"y": [1], "n": 2, "y": [3]}"#, "d.json")
+            .unwrap_err()
+            .0;
+        assert!(e.contains("`y` is given twice"), "{e}");
+        assert!(e.starts_with("d.json:1:"), "{e}");
+        // A long name is cut in the message.
+        let long = "k".repeat(10_000);
+        let e = DataSet::from_json_str(&format!(r#"{{"{long}": 1, "{long}": 2}}"#), "d.json")
+            .unwrap_err()
+            .0;
+        assert!(e.contains("given twice") && e.len() < 300, "{e}");
+    }
+
+    #[test]
+    fn values_are_counted_as_they_are_read() {
+        // Numbers and arrays both count: 3 numbers and 2 arrays here.
+        let text = r#"{"y": [[1, 2], 3]}"#;
+        assert!(DataSet::from_json_str_within(text, "d.json", 5).is_ok());
+        let e = DataSet::from_json_str_within(text, "d.json", 4)
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("more than 4 values") && e.contains("--max-nodes"),
+            "{e}"
+        );
+        // Deep nesting is refused by the reader's depth limit, not by the stack.
+        let deep = format!(r#"{{"y": {}{}}}"#, "[".repeat(100_000), "]".repeat(100_000));
+        let e = DataSet::from_json_str(&deep, "d.json").unwrap_err().0;
+        assert!(e.starts_with("d.json:1:"), "{e}");
     }
 
     #[test]

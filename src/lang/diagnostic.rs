@@ -130,6 +130,15 @@ pub fn clip_line(line: &str, column: usize, width: usize) -> (String, usize, usi
     (text, at - from + lead + 1, width)
 }
 
+/// Text quoted in a message (a name, a path), cut to its first `max_chars` characters with
+/// `...` and the length where it is longer: a 60 MB string must not be printed back whole.
+pub fn clip(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        None => text.to_string(),
+        Some((at, _)) => format!("{}... ({} bytes)", &text[..at], text.len()),
+    }
+}
+
 /// A failed compilation. `Display` renders the whole diagnostic.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CompileError {

@@ -165,6 +165,13 @@ fn span(start: usize, end: usize) -> Span {
 
 /// Splits `src` into tokens, ending with [`Tok::Eof`]. The first malformed token is an error.
 pub fn lex(src: &str) -> Result<Vec<Token>, Diag> {
+    lex_within(src, usize::MAX)
+}
+
+/// [`lex`], refusing a text of more than `max_tokens` tokens as soon as it meets one more
+/// (a token takes 40 bytes: a 64 MB file of one-character tokens must not become 2.6 GB of
+/// them before the limits of the lowering can refuse it).
+pub fn lex_within(src: &str, max_tokens: usize) -> Result<Vec<Token>, Diag> {
     if src.len() > u32::MAX as usize / 2 {
         return Err(Diag::new(
             span(0, 0),
@@ -176,6 +183,17 @@ pub fn lex(src: &str) -> Result<Vec<Token>, Diag> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
+        if out.len() >= max_tokens {
+            return Err(Diag::new(
+                span(i, i + 1),
+                format!(
+                    "the model has more than {max_tokens} tokens, more than the step limit \
+                     lets compile"
+                ),
+                "a shorter model",
+            )
+            .with_note(super::lower::STEP_LIMIT_NOTE));
+        }
         let c = bytes[i];
         if c.is_ascii_whitespace() {
             i += 1;

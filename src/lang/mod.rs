@@ -69,6 +69,9 @@ impl Default for CompileOptions {
 /// default limits accept, and small enough to hold in memory.
 pub const MAX_SOURCE_BYTES: u64 = 64 << 20;
 
+/// Tokens a model may have per step of [`CompileOptions::step_limit`].
+const TOKENS_PER_STEP: usize = 2;
+
 /// Stack of the compiler thread: enough for `max_call_depth` inlined calls of the default
 /// and the parser's nesting limit. Only touched pages cost memory.
 const STACK_BYTES: usize = 512 << 20;
@@ -91,27 +94,24 @@ pub fn compile_file_with_data(
     compile_with_data(&name, &source, &resolver, data, opts)
 }
 
-/// The text of a model file: at most [`MAX_SOURCE_BYTES`], and UTF-8 (an invalid byte is
-/// reported with its offset, line and column).
+/// The text of a model file: a regular file (not a device or FIFO), at most
+/// [`MAX_SOURCE_BYTES`], and UTF-8 (an invalid byte is reported with its offset, line and
+/// column).
 pub fn read_source(path: &Path) -> Result<String, CompileError> {
-    use std::io::Read;
+    use crate::input::{InputError, Links, read_file};
     let name = path.display().to_string();
-    let cannot = |e: std::io::Error| {
-        CompileError::without_location(&name, format!("cannot read `{name}`: {e}"))
-    };
-    let file = std::fs::File::open(path).map_err(cannot)?;
-    let mut bytes = Vec::new();
-    file.take(MAX_SOURCE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cannot)?;
-    if bytes.len() as u64 > MAX_SOURCE_BYTES {
-        return Err(CompileError::without_location(
-            &name,
-            format!(
+    let bytes = read_file(path, Links::Follow, MAX_SOURCE_BYTES).map_err(|e| {
+        let message = match e {
+            InputError::TooLarge { .. } => format!(
                 "`{name}` is larger than {MAX_SOURCE_BYTES} bytes, the most a model file may be"
             ),
-        ));
-    }
+            InputError::NotRegular { .. } => {
+                format!("cannot read `{name}`: it is not a regular file")
+            }
+            InputError::Io { source, .. } => format!("cannot read `{name}`: {source}"),
+        };
+        CompileError::without_location(&name, message)
+    })?;
     source_text(&name, bytes)
 }
 
@@ -184,7 +184,10 @@ pub fn compile_with_data(
     }
     let run = || -> Result<Model, CompileError> {
         let to_error = |d| CompileError::from_diag(name, source, d);
-        let tokens = lexer::lex(source).map_err(to_error)?;
+        // Every token costs the lowering a step or more unless it is in code never run: a
+        // text of many times more tokens than steps cannot compile.
+        let max_tokens = opts.step_limit.saturating_mul(TOKENS_PER_STEP);
+        let tokens = lexer::lex_within(source, max_tokens).map_err(to_error)?;
         let program = parser::parse(&tokens).map_err(to_error)?;
         // The tokens take about as much memory as the syntax tree: free them before the
         // lowering, whose memory peaks with both the tree and the program being built.

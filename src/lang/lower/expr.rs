@@ -474,6 +474,9 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                         ));
                     }
                 };
+                // The sum reads every element: its work is the array's length, however
+                // often it is called (a sum in a loop must not escape the step limit).
+                self.tick(span, items.len())?;
                 let mut xs = Vec::with_capacity(items.len());
                 for it in items.iter() {
                     xs.push(self.num(it.clone(), args[0].span)?);
@@ -534,19 +537,43 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 args.len(),
             ));
         };
-        let max_rows = self
-            .opts
-            .step_limit
-            .saturating_sub(self.steps)
-            .min(self.opts.node_limit.saturating_sub(self.b.node_count()));
-        let values = data::read_column(self.resolver, path, column, max_rows).map_err(|msg| {
+        let to_diag = |msg: data::DataError| {
             let arg = if msg.missing_column {
                 args[1].span
             } else {
                 args[0].span
             };
             Diag::new(arg, msg.message, msg.expected)
-        })?;
+        };
+        // A file is read once per compilation and a column parsed once, however often the
+        // model names them; reading and parsing count their bytes against the step limit.
+        let text = match self.data_files.get(path) {
+            Some(text) => text.clone(),
+            None => {
+                let text: Rc<str> = data::read_data_file(self.resolver, path)
+                    .map_err(to_diag)?
+                    .into();
+                self.tick(args[0].span, text.len() / data::BYTES_PER_STEP)?;
+                self.data_files.insert(path.to_string(), text.clone());
+                text
+            }
+        };
+        let key = (path.to_string(), column.to_string());
+        let values = match self.data_columns.get(&key) {
+            Some(values) => values.clone(),
+            None => {
+                self.tick(args[1].span, text.len() / data::BYTES_PER_STEP)?;
+                let max_rows = self
+                    .opts
+                    .step_limit
+                    .saturating_sub(self.steps)
+                    .min(self.opts.node_limit.saturating_sub(self.b.node_count()));
+                let values =
+                    Rc::new(data::parse_column(&text, path, column, max_rows).map_err(to_diag)?);
+                self.data_columns.insert(key, values.clone());
+                values
+            }
+        };
         if let Some(k) = values.iter().position(|x| !x.is_finite()) {
             return Err(Diag::new(
                 args[0].span,
@@ -560,10 +587,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         }
         self.tick(span, values.len())?;
         let b = self.b;
-        let items: Vec<Value<'b>> = values
-            .into_iter()
-            .map(|x| Value::Num(b.constant(x)))
-            .collect();
+        let items: Vec<Value<'b>> = values.iter().map(|&x| Value::Num(b.constant(x))).collect();
         let size = items.len() as u64;
         Ok(Value::Array(Rc::new(items), Shape { depth: 1, size }))
     }
@@ -655,6 +679,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         a: &[Var<'b>],
         args: &[Expr],
     ) -> Result<(), Diag> {
+        // Over the node limit, the builder hands out stand-ins: report the limit, not
+        // what the stand-ins look like.
+        let first = args.first().map_or(Span::default(), |e| e.span);
+        self.check_node_limit(first)?;
         let consts: Vec<Option<f64>> = a.iter().map(|v| v.as_const()).collect();
         d.check_arguments(&consts).map_err(|p| {
             let at = p

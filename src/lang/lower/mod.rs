@@ -11,7 +11,7 @@ mod expr;
 mod stmt;
 mod value;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use super::CompileOptions;
@@ -75,6 +75,10 @@ pub(crate) struct Lowerer<'b, 'r> {
     /// The value `z = T(u)` of each constrained latent, by its node, with `u` and `T`: a
     /// comparison of `z` with a constant becomes one of `u`, so its guard stays affine.
     constrained: Map<NodeId, (Var<'b>, Transform)>,
+    /// The data files read so far, by the path the model wrote: each is read once.
+    data_files: BTreeMap<String, Rc<str>>,
+    /// The columns parsed so far, by (path, column).
+    data_columns: BTreeMap<(String, String), Rc<Vec<f64>>>,
 }
 
 /// Lowers a parsed program to a model.
@@ -105,6 +109,8 @@ pub(crate) fn lower(
         name_hint: None,
         used_names: Map::default(),
         constrained: Map::default(),
+        data_files: BTreeMap::new(),
+        data_columns: BTreeMap::new(),
     };
     l.collect_functions(program)?;
     for s in &program.stmts {
@@ -168,9 +174,8 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         Ok(())
     }
 
-    /// Counts one step of work and stops when a limit is reached.
-    fn tick(&mut self, span: Span, cost: usize) -> Result<(), Diag> {
-        self.steps = self.steps.saturating_add(cost);
+    /// Stops when the builder has gone over the node limit (its nodes are then stand-ins).
+    fn check_node_limit(&self, span: Span) -> Result<(), Diag> {
         if self.b.overflowed() {
             return Err(Diag::new(
                 span,
@@ -182,6 +187,13 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             )
             .with_note(NODE_LIMIT_NOTE));
         }
+        Ok(())
+    }
+
+    /// Counts one step of work and stops when a limit is reached.
+    fn tick(&mut self, span: Span, cost: usize) -> Result<(), Diag> {
+        self.steps = self.steps.saturating_add(cost);
+        self.check_node_limit(span)?;
         if self.steps > self.opts.step_limit {
             return Err(Diag::new(
                 span,
