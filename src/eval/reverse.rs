@@ -11,7 +11,7 @@ use crate::ir::{Binary, Semantics, Unary};
 use crate::cpu;
 
 use super::instr::{CHUNK, FOLD_A, FOLD_B, Lanes, NONE, Op, Plan, Target, forward_only_op};
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
 use super::jit;
 use super::kernels::{self, Wants};
 use super::sweep::forced;
@@ -31,7 +31,7 @@ pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantic
     if tape.out_adj != NONE {
         ws.adjoints[tape.out_adj as usize] = [1.0; CHUNK];
     }
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(feature = "jit", target_arch = "x86_64"))]
     if matches!(ws.kernels, None | Some(KernelSet::Jit))
         && reverse_jit(tape, plan, smooth, ws, semantics)
     {
@@ -76,7 +76,7 @@ fn plan_of(tape: &Tape, semantics: Semantics) -> (&Plan, bool) {
 /// The reverse sweep in the plan's machine code, if it is compiled and fits the workspace
 /// (smoothed or crisp semantics; a forced if-statement needs the interpreter). Returns
 /// whether it ran.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
 fn reverse_jit(
     tape: &Tape,
     plan: &Plan,
@@ -132,7 +132,7 @@ fn reverse_jit(
 }
 
 /// What the reverse code's calls back into the interpreter need.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
 struct ReverseEnv<'a> {
     plan: &'a Plan,
     semantics: Semantics,
@@ -149,7 +149,7 @@ struct ReverseEnv<'a> {
 /// # Safety
 /// `frame.env` must point to the [`ReverseEnv`] of the running sweep, whose pointers no
 /// reference aliases while the compiled code runs.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
 unsafe extern "sysv64" fn reverse_call_back(frame: *mut jit::Frame, from: u32, to: u32) {
     // SAFETY: the caller's contract; the slices are the workspace's buffers, which only this
     // call touches until it returns. The CPU has AVX-512, so AVX2 and FMA.

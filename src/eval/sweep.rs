@@ -15,7 +15,7 @@ use crate::cpu;
 
 use super::input::Latents;
 use super::instr::{CHUNK, Lanes, NONE, Op, Step, UNREAD, forward_only_op};
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
 use super::jit;
 use super::kernels;
 use super::layout::Layout;
@@ -110,7 +110,7 @@ pub(super) fn forward_chunk(layout: &Layout, ws: &mut Workspace, semantics: Sema
 /// The forward sweep in the layout's machine code where it can run (AVX-512, a full chunk of
 /// reparameterised noise, smoothed or crisp semantics, no per-lane forcing), in the
 /// interpreter's AVX-512 build otherwise.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
 fn forward_jit(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &Input) {
     let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
     let crisp = match semantics {
@@ -176,7 +176,7 @@ fn forward_jit(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &In
 }
 
 /// What the compiled code's calls back into the interpreter need.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
 struct CallBackEnv<'a> {
     steps: &'a [Step],
     chains: &'a [(u32, bool)],
@@ -193,7 +193,7 @@ struct CallBackEnv<'a> {
 /// # Safety
 /// `frame.env` must point to the [`CallBackEnv`] of the running sweep, whose pointers no
 /// reference aliases while the compiled code runs.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
 unsafe extern "sysv64" fn call_back(frame: *mut jit::Frame, from: u32, to: u32) {
     // SAFETY: the caller's contract; the slices are the workspace's buffers, which only this
     // call touches until it returns.
@@ -206,8 +206,9 @@ unsafe extern "sysv64" fn call_back(frame: *mut jit::Frame, from: u32, to: u32) 
     }
 }
 
-/// [`forward_jit`] where no machine code is compiled (targets other than x86-64).
-#[cfg(not(target_arch = "x86_64"))]
+/// [`forward_jit`] where no machine code is compiled (built without the `jit` feature, or
+/// for a target other than x86-64).
+#[cfg(not(all(feature = "jit", target_arch = "x86_64")))]
 fn forward_jit(layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &Input) {
     let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
     forward_in(KernelSet::Avx512, steps, chains, ws, semantics, x);

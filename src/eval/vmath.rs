@@ -24,7 +24,8 @@ pub enum KernelSet {
     /// other routines run their AVX2 build in this set.
     Avx512,
     /// [`KernelSet::Avx512`] with the forward sweep compiled to machine code per tape
-    /// (`eval/jit`), where it can run; the interpreter's AVX-512 build elsewhere.
+    /// (`eval/jit`), where it can run; the interpreter's AVX-512 build elsewhere, and in a
+    /// crate built without the `jit` feature (which [`KernelSet::available`] then omits).
     Jit,
 }
 
@@ -48,7 +49,9 @@ impl KernelSet {
         }
         if crate::cpu::avx512() {
             sets.push(KernelSet::Avx512);
-            sets.push(KernelSet::Jit);
+            if cfg!(all(feature = "jit", target_arch = "x86_64")) {
+                sets.push(KernelSet::Jit);
+            }
         }
         sets
     }
