@@ -1,6 +1,7 @@
 //! The reverse sweep over one chunk of lanes: the adjoints of every active slot from the
 //! values and smoothing weights the forward sweep left, in the interpreter's AVX2 build (its
-//! AVX-512 build was slower on every model measured) or, on a CPU with AVX-512, in the
+//! AVX-512 build was slower on every model measured; the portable one with FMA where the CPU
+//! has it) or, on a CPU with AVX-512, in the
 //! plan's machine code (`jit/reverse.rs`), which gives the same bits.
 //!
 //! Not here: the plans the sweep follows (`plan.rs`) and the forward sweep (`sweep.rs`).
@@ -43,6 +44,21 @@ pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantic
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
         unsafe {
             reverse_steps_avx2(
+                plan,
+                steps,
+                &mut ws.adjoints,
+                &ws.values,
+                &ws.weights,
+                semantics,
+            )
+        };
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if cpu::fma() {
+        // SAFETY: the CPU has FMA (checked just above).
+        unsafe {
+            reverse_steps_fma(
                 plan,
                 steps,
                 &mut ws.adjoints,
@@ -172,6 +188,20 @@ unsafe extern "sysv64" fn reverse_call_back(frame: *mut jit::Frame, from: u32, t
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 fn reverse_steps_avx2(
+    plan: &Plan,
+    steps: std::ops::Range<usize>,
+    adj: &mut [Lanes],
+    vals: &[Lanes],
+    weights: &[Lanes],
+    semantics: Semantics,
+) {
+    reverse_steps(plan, steps, adj, vals, weights, semantics);
+}
+
+/// The portable build with FMA (see `sweep::forward_fma`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+fn reverse_steps_fma(
     plan: &Plan,
     steps: std::ops::Range<usize>,
     adj: &mut [Lanes],

@@ -1,5 +1,6 @@
 //! The forward and reverse sweeps over one chunk of lanes, and the choice between the vector
-//! (AVX2/FMA, and AVX-512 for the forward sweep) and portable builds of them.
+//! (AVX2/FMA, and AVX-512 for the forward sweep) and portable builds of them (with FMA where
+//! the CPU has it, see `crate::cpu`).
 //!
 //! Every build is the same Rust code compiled again: Rust never contracts `a * b + c` into a
 //! fused multiply-add on its own, so enabling FMA or AVX-512 changes the instructions LLVM
@@ -252,9 +253,28 @@ fn forward_in(
             unsafe { forward_avx2(steps, chains, ws, semantics, x) };
             return;
         }
+        _ if cpu::fma() => {
+            // SAFETY: the CPU has FMA (checked just above).
+            unsafe { forward_fma(steps, chains, ws, semantics, x) };
+            return;
+        }
         _ => {}
     }
     let _ = set;
+    forward_body(steps, chains, &mut ws.values, &mut ws.weights, semantics, x);
+}
+
+/// The portable build with FMA (128-bit, as on aarch64): its `mul_add`s are instructions
+/// where the baseline build calls the runtime's `fma`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+fn forward_fma(
+    steps: &[Step],
+    chains: &[(u32, bool)],
+    ws: &mut Workspace,
+    semantics: Semantics,
+    x: &Input,
+) {
     forward_body(steps, chains, &mut ws.values, &mut ws.weights, semantics, x);
 }
 
