@@ -139,6 +139,33 @@ mod tests {
         }
     }
 
+    /// A batch uses at most as many threads as it has rows, and a batch of one row runs on
+    /// the calling thread alone: a pool's idle threads take no part (nor wake up) in it.
+    #[test]
+    fn no_more_threads_than_rows_and_one_row_stays_on_the_caller() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(8)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let caller = rayon::current_thread_index();
+            for rows in [1usize, 2, 3] {
+                let ran = std::sync::Mutex::new(std::collections::HashSet::new());
+                let mut a = vec![0.0; rows];
+                for_each_row(Rows::new([&mut a], [1], rows), |_, _| {
+                    // Long enough that an idle thread given a share would take a row.
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    ran.lock().unwrap().insert(rayon::current_thread_index());
+                });
+                let ran = ran.into_inner().unwrap();
+                assert!(ran.len() <= rows, "{rows} rows on {} threads", ran.len());
+                if rows == 1 {
+                    assert_eq!(ran, [caller].into(), "one row ran off the caller");
+                }
+            }
+        });
+    }
+
     /// Runs shrink to single rows and cover `0..n` in order without gaps.
     #[test]
     fn runs_shrink_to_single_rows_and_cover_the_range() {
