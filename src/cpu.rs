@@ -6,8 +6,9 @@
 //!
 //! The builds, narrowest first: baseline x86-64 (SSE2; every `f64::mul_add` a call to the
 //! runtime's `fma`, which is software on a CPU without FMA), portable (the same 128-bit code
-//! with FMA, where `mul_add` is one instruction: the build of x86-64 CPUs with FMA but not
-//! AVX2, and the width of aarch64's NEON, which always has it), AVX2/FMA and AVX-512.
+//! with FMA, where `mul_add` is one instruction, and the generator's rounds in AES-NI: the
+//! build of x86-64 CPUs with FMA but not AVX2, and the width of aarch64's NEON, which always
+//! has FMA), AVX2/FMA and AVX-512.
 //! `DSGD_KERNELS=baseline`, `portable` or `avx2` in the environment caps what is detected, so
 //! that the narrower builds can be timed (or a suspected fault in a wider one ruled out) on a
 //! CPU that runs more; results never depend on it, since every build gives the same bits. Any
@@ -40,9 +41,10 @@ fn features() -> Features {
             && has!("avx512dq")
             && has!("avx512vl")
             && has!("avx512bw");
-        // AES-NI is not in the baseline either: under the portable cap the generator's
-        // rounds are its constant-time software round.
-        let aes = cap >= AVX2 && has!("aes");
+        // AES-NI is not in the baseline either (under its cap the generator's rounds are the
+        // `aes` crate's, a call per round); the portable build has it, as aarch64 CPUs have
+        // their AES instructions: every x86-64 CPU with FMA has AES-NI and SSE4.1.
+        let aes = cap >= PORTABLE && has!("aes") && has!("sse4.1");
         Features {
             fma,
             avx2_fma,

@@ -655,12 +655,12 @@ impl SampleRng {
     }
 
     /// Each lane's block under this generator's key, as the two words the normals read
-    /// ([`ars::words64`]): all lanes' rounds side by side in AES-NI where the caller is an
-    /// AVX2 build and the CPU has it (the same numbers), else one block at a time.
+    /// ([`ars::words64`]): all lanes' rounds side by side in AES-NI where the CPU has it (the
+    /// same numbers), else one block at a time.
     #[inline(always)]
     fn block_words<const G: usize, const AVX2: bool>(&self, c: &[[u32; G]; 4]) -> [[u64; G]; 2] {
         #[cfg(target_arch = "x86_64")]
-        if AVX2 && crate::cpu::aes() {
+        if crate::cpu::aes() {
             // SAFETY: the CPU has AES-NI (checked just above).
             return unsafe { ars::blocks_aesni(c, &self.keys) };
         }
