@@ -158,7 +158,7 @@ fn exp_reduced(x: f64) -> (f64, u64) {
     (p, kb)
 }
 
-/// `2^54`: [`ln_core`] scales a subnormal argument by it first.
+/// `2^54`: [`ln_core`] and [`ln_stand_in`] scale a subnormal argument by it first.
 pub(crate) const SUBNORMAL_SCALE: f64 = 18_014_398_509_481_984.0;
 
 /// [`ln_core`]'s bias of the exponent's bits: the bits of `m / sqrt(1/2)` biased so that its
@@ -261,13 +261,13 @@ fn at_most_zero_as_ln(x: f64, y: f64) -> f64 {
 #[inline(always)]
 pub fn ln_stand_in(x: f64) -> f64 {
     let field = |v: f64| ((v.to_bits() >> 52) & 0x7ff) as i32;
-    // The exponent of a normal number; a subnormal's is that of its product with 2^64 (exact,
-    // and a normal number) less 64. (Not from the mantissa's leading zeros: no vector
+    // The exponent of a normal number; a subnormal's is that of its product with 2^54 (exact,
+    // and a normal number) less 54. (Not from the mantissa's leading zeros: no vector
     // instruction counts them below AVX-512, and LLVM's stand-in sequence was a sixth of
     // textmsg's forward sweep in the AVX2 build. Nor through `i64`: no conversion of it to
     // `f64` below AVX-512 either.) At zero it is wrong, and `at_most_zero_as_ln` replaces it.
     let exponent = if field(x) == 0 {
-        field(x * TWO_TO_64) - (1023 + 64)
+        field(x * SUBNORMAL_SCALE) - (1023 + 54)
     } else {
         field(x) - 1023
     };
@@ -275,9 +275,6 @@ pub fn ln_stand_in(x: f64) -> f64 {
     let y = if x < f64::INFINITY { y } else { x + x }; // +inf, and NaN quieted
     at_most_zero_as_ln(x, y)
 }
-
-/// 2^64, which scales every subnormal number to a normal one, exactly.
-const TWO_TO_64: f64 = 18_446_744_073_709_551_616.0;
 
 /// A stand-in for [`log1p`] where only whether it is finite matters (see [`ln_stand_in`]):
 /// `ln_stand_in(1 + x)`, finite exactly where `log1p` is (`1 + x` rounds to a positive number
