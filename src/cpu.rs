@@ -4,16 +4,21 @@
 //! The answers are worked out once per process ([`Features`]), so asking costs one atomic
 //! load; the hot loops ask per chunk.
 //!
-//! `DSGD_KERNELS=portable` (baseline x86-64: no AVX2, FMA or AES-NI) or `DSGD_KERNELS=avx2`
-//! (no AVX-512) in the environment caps what is detected, so that the narrower builds can be
-//! timed (or a suspected fault in a wider one ruled out) on a CPU that runs more; results
-//! never depend on it, since every build gives the same bits. Any other value is ignored,
-//! with a warning on stderr.
+//! The builds, narrowest first: baseline x86-64 (SSE2; every `f64::mul_add` a call to the
+//! runtime's `fma`, which is software on a CPU without FMA), portable (the same 128-bit code
+//! with FMA, where `mul_add` is one instruction, and the generator's rounds in AES-NI: the
+//! build of x86-64 CPUs with FMA but not AVX2, and the width of aarch64's NEON, which always
+//! has FMA), AVX2/FMA and AVX-512.
+//! `DSGD_KERNELS=baseline`, `portable` or `avx2` in the environment caps what is detected, so
+//! that the narrower builds can be timed (or a suspected fault in a wider one ruled out) on a
+//! CPU that runs more; results never depend on it, since every build gives the same bits. Any
+//! other value is ignored, with a warning on stderr.
 
 /// What this process may run, after the cap.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
 struct Features {
+    fma: bool,
     avx2_fma: bool,
     avx512: bool,
     aes: bool,
@@ -26,19 +31,22 @@ fn features() -> Features {
     static FEATURES: std::sync::OnceLock<Features> = std::sync::OnceLock::new();
     *FEATURES.get_or_init(|| {
         let cap = kernels_cap();
-        let avx2_fma = cap >= 1 && has!("avx2") && has!("fma");
+        let fma = cap >= PORTABLE && has!("fma");
+        let avx2_fma = cap >= AVX2 && fma && has!("avx2");
         // What `#[target_feature(enable = ...)]` of the AVX-512 builds names besides AVX2/FMA:
         // foundation, double and quad words, vector lengths, bytes and words.
-        let avx512 = cap >= 2
+        let avx512 = cap >= AVX512
             && avx2_fma
             && has!("avx512f")
             && has!("avx512dq")
             && has!("avx512vl")
             && has!("avx512bw");
-        // AES-NI is not in the baseline either: under the portable cap the generator's
-        // rounds are its constant-time software round.
-        let aes = cap >= 1 && has!("aes");
+        // AES-NI is not in the baseline either (under its cap the generator's rounds are the
+        // `aes` crate's, a call per round); the portable build has it, as aarch64 CPUs have
+        // their AES instructions: every x86-64 CPU with FMA has AES-NI and SSE4.1.
+        let aes = cap >= PORTABLE && has!("aes") && has!("sse4.1");
         Features {
+            fma,
             avx2_fma,
             avx512,
             aes,
@@ -47,20 +55,44 @@ fn features() -> Features {
     })
 }
 
-/// The widest builds the environment allows: 0 portable, 1 AVX2/FMA, 2 AVX-512.
+/// The caps `DSGD_KERNELS` sets, narrowest first.
+#[cfg(target_arch = "x86_64")]
+const BASELINE: u8 = 0;
+#[cfg(target_arch = "x86_64")]
+const PORTABLE: u8 = 1;
+#[cfg(target_arch = "x86_64")]
+const AVX2: u8 = 2;
+#[cfg(target_arch = "x86_64")]
+const AVX512: u8 = 3;
+
+/// The widest builds the environment allows.
 #[cfg(target_arch = "x86_64")]
 fn kernels_cap() -> u8 {
     match std::env::var("DSGD_KERNELS") {
-        Err(std::env::VarError::NotPresent) => 2,
-        Ok(v) if v == "portable" => 0,
-        Ok(v) if v == "avx2" => 1,
-        Ok(v) if v == "avx512" => 2,
+        Err(std::env::VarError::NotPresent) => AVX512,
+        Ok(v) if v == "baseline" => BASELINE,
+        Ok(v) if v == "portable" => PORTABLE,
+        Ok(v) if v == "avx2" => AVX2,
+        Ok(v) if v == "avx512" => AVX512,
         other => {
             eprintln!(
-                "warning: DSGD_KERNELS={other:?} ignored (expected portable, avx2 or avx512)"
+                "warning: DSGD_KERNELS={other:?} ignored (expected baseline, portable, avx2 or avx512)"
             );
-            2
+            AVX512
         }
+    }
+}
+
+/// Whether this CPU runs the portable builds of the hot loops with FMA (x86-64 with FMA, and
+/// not capped to the baseline): their `mul_add`s are then instructions, not calls.
+pub fn fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        features().fma
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
     }
 }
 

@@ -7,8 +7,8 @@
 //! last chunk (which the interpreter runs). An ignored test fuzzes the same comparison for a
 //! time budget.
 //!
-//! On a CPU without AVX-512 the set is not available and the test checks only that nothing
-//! is compiled.
+//! On a CPU without AVX-512, or in a crate built without the `jit` feature, the set is not
+//! available and each test checks only that nothing is compiled.
 //!
 //! The workspaces' buffers lie between inaccessible pages (`guard_pages`, this binary's
 //! allocator): compiled code that reads or writes past one faults here.

@@ -71,7 +71,7 @@ struct BenchReport {
     model: String,
     threads: usize,
     /// The widest builds of the sweeps this CPU (and `DSGD_KERNELS`) let the engine choose
-    /// from: `portable`, `avx2` or `avx512` (which includes the compiled sweeps).
+    /// from: `baseline`, `portable`, `avx2` or `avx512` (which includes the compiled sweeps).
     kernels: &'static str,
     lyy18_note: Option<String>,
     results: Vec<Entry>,
@@ -169,6 +169,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
 
 fn kernels_name(set: KernelSet) -> &'static str {
     match set {
+        // The portable build without FMA (x86-64 CPUs without it, or `DSGD_KERNELS=baseline`).
+        KernelSet::Portable if cfg!(target_arch = "x86_64") && !dsgd::cpu::fma() => "baseline",
         KernelSet::Portable => "portable",
         KernelSet::Avx2 => "avx2",
         KernelSet::Avx512 | KernelSet::Jit => "avx512",

@@ -170,6 +170,7 @@ mod tests {
             .collect()
     }
 
+    #[cfg(target_arch = "x86_64")]
     #[test]
     fn the_vector_build_gives_the_bits_of_the_portable_one() {
         if !crate::cpu::avx2_fma() {

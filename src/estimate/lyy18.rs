@@ -87,6 +87,12 @@ impl Estimator for Lyy18 {
             unsafe { self.chunk_fma(cx, scratch, grads, values) };
             return;
         }
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::fma() {
+            // SAFETY: the CPU has FMA (checked just above).
+            unsafe { self.chunk_portable_fma(cx, scratch, grads, values) };
+            return;
+        }
         self.chunk_body(cx, scratch, grads, values);
     }
 }
@@ -98,6 +104,19 @@ impl Lyy18 {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     fn chunk_fma(
+        &self,
+        cx: &Context<'_>,
+        scratch: &mut Scratch,
+        grads: &mut [f64],
+        values: &mut [f64],
+    ) {
+        self.chunk_body(cx, scratch, grads, values);
+    }
+
+    /// [`Lyy18::chunk_fma`] in the portable build (128-bit, with FMA).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "fma")]
+    fn chunk_portable_fma(
         &self,
         cx: &Context<'_>,
         scratch: &mut Scratch,

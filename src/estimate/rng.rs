@@ -186,23 +186,24 @@ impl SampleRng {
     }
 
     /// The `k`-th normal of lane `lane`, whose word `w` the fast path rejected, in the FMA
-    /// build where `AVX2` (the caller has checked the CPU has AVX2 and FMA; the
-    /// elementary functions' `mul_add`s are then instructions instead of calls to libm's
-    /// `fma`, with the same bits).
+    /// build where `AVX2` or the CPU has FMA (the caller has checked the CPU has AVX2 and FMA
+    /// if `AVX2`; the elementary functions' `mul_add`s are then instructions instead of calls
+    /// to the runtime's `fma`, with the same bits).
     #[inline(always)]
     fn slow_normal_in<const AVX2: bool>(&self, t: &Ziggurat, lane: u64, k: u64, w: u64) -> f64 {
         #[cfg(target_arch = "x86_64")]
-        if AVX2 {
-            // SAFETY: `AVX2` is set only by callers that checked the CPU has AVX2 and FMA.
+        if AVX2 || crate::cpu::fma() {
+            // SAFETY: `AVX2` is set only by callers that checked the CPU has AVX2 and FMA,
+            // and `cpu::fma` says the CPU has FMA.
             return unsafe { self.slow_normal_fma(t, lane, k, w, None) };
         }
         self.slow_normal(t, lane, k, w)
     }
 
     /// [`SampleRng::slow_normal_body`] in the FMA build, out of line: its callers' loops
-    /// need it rarely.
+    /// need it rarely. (Scalar code: FMA is all it gains from the vector builds' features.)
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "fma")]
     #[cold]
     #[inline(never)]
     fn slow_normal_fma(
@@ -661,12 +662,12 @@ impl SampleRng {
     }
 
     /// Each lane's block under this generator's key, as the two words the normals read
-    /// ([`ars::words64`]): all lanes' rounds side by side in AES-NI where the caller is an
-    /// AVX2 build and the CPU has it (the same numbers), else one block at a time.
+    /// ([`ars::words64`]): all lanes' rounds side by side in AES-NI where the CPU has it (the
+    /// same numbers), else one block at a time.
     #[inline(always)]
     fn block_words<const G: usize, const AVX2: bool>(&self, c: &[[u32; G]; 4]) -> [[u64; G]; 2] {
         #[cfg(target_arch = "x86_64")]
-        if AVX2 && crate::cpu::aes() {
+        if crate::cpu::aes() {
             // SAFETY: the CPU has AES-NI (checked just above).
             return unsafe { ars::blocks_aesni(c, &self.keys) };
         }

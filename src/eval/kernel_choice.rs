@@ -40,8 +40,13 @@ const ROUNDS: u32 = 4;
 const BLOCK: u32 = 4;
 
 /// The builds timed, in turn: the interpreter's AVX2 and AVX-512 builds, and the sweep
-/// compiled to machine code (`jit`).
+/// compiled to machine code (`jit`) where the crate is built with it.
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
 pub(super) const BUILDS: [KernelSet; 3] = [KernelSet::Avx2, KernelSet::Avx512, KernelSet::Jit];
+/// The builds timed, in turn: the interpreter's AVX2 and AVX-512 builds (the crate is built
+/// without the machine-code generator).
+#[cfg(not(all(feature = "jit", target_arch = "x86_64")))]
+pub(super) const BUILDS: [KernelSet; 2] = [KernelSet::Avx2, KernelSet::Avx512];
 
 /// Sweeps of one semantics a workspace runs before its choice is made: a timing of the
 /// engine's steady state (`experiment::cost`) warms up for at least this many chunks, so

@@ -36,9 +36,9 @@ mod forced_plan;
 mod fuse;
 mod input;
 mod instr;
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
 mod jit;
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(not(all(feature = "jit", target_arch = "x86_64")))]
 #[path = "jit/none.rs"]
 mod jit;
 mod kernel_choice;

@@ -1,6 +1,7 @@
 //! The reverse sweep over one chunk of lanes: the adjoints of every active slot from the
 //! values and smoothing weights the forward sweep left, in the interpreter's AVX2 build (its
-//! AVX-512 build was slower on every model measured) or, on a CPU with AVX-512, in the
+//! AVX-512 build was slower on every model measured; the portable one with FMA where the CPU
+//! has it) or, on a CPU with AVX-512, in the
 //! plan's machine code (`jit/reverse.rs`), which gives the same bits.
 //!
 //! Not here: the plans the sweep follows (`plan.rs`) and the forward sweep (`sweep.rs`).
@@ -11,7 +12,7 @@ use crate::ir::{Binary, Semantics, Unary};
 use crate::cpu;
 
 use super::instr::{CHUNK, FOLD_A, FOLD_B, Lanes, NONE, Op, Plan, Target, forward_only_op};
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
 use super::jit;
 use super::kernels::{self, Wants};
 use super::sweep::forced;
@@ -31,7 +32,7 @@ pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantic
     if tape.out_adj != NONE {
         ws.adjoints[tape.out_adj as usize] = [1.0; CHUNK];
     }
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(feature = "jit", target_arch = "x86_64"))]
     if matches!(ws.kernels, None | Some(KernelSet::Jit))
         && reverse_jit(tape, plan, smooth, ws, semantics)
     {
@@ -43,6 +44,21 @@ pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantic
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
         unsafe {
             reverse_steps_avx2(
+                plan,
+                steps,
+                &mut ws.adjoints,
+                &ws.values,
+                &ws.weights,
+                semantics,
+            )
+        };
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if cpu::fma() {
+        // SAFETY: the CPU has FMA (checked just above).
+        unsafe {
+            reverse_steps_fma(
                 plan,
                 steps,
                 &mut ws.adjoints,
@@ -76,7 +92,7 @@ fn plan_of(tape: &Tape, semantics: Semantics) -> (&Plan, bool) {
 /// The reverse sweep in the plan's machine code, if it is compiled and fits the workspace
 /// (smoothed or crisp semantics; a forced if-statement needs the interpreter). Returns
 /// whether it ran.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
 fn reverse_jit(
     tape: &Tape,
     plan: &Plan,
@@ -132,7 +148,7 @@ fn reverse_jit(
 }
 
 /// What the reverse code's calls back into the interpreter need.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
 struct ReverseEnv<'a> {
     plan: &'a Plan,
     semantics: Semantics,
@@ -149,7 +165,7 @@ struct ReverseEnv<'a> {
 /// # Safety
 /// `frame.env` must point to the [`ReverseEnv`] of the running sweep, whose pointers no
 /// reference aliases while the compiled code runs.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
 unsafe extern "sysv64" fn reverse_call_back(frame: *mut jit::Frame, from: u32, to: u32) {
     // SAFETY: the caller's contract; the slices are the workspace's buffers, which only this
     // call touches until it returns. The CPU has AVX-512, so AVX2 and FMA.
@@ -172,6 +188,20 @@ unsafe extern "sysv64" fn reverse_call_back(frame: *mut jit::Frame, from: u32, t
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 fn reverse_steps_avx2(
+    plan: &Plan,
+    steps: std::ops::Range<usize>,
+    adj: &mut [Lanes],
+    vals: &[Lanes],
+    weights: &[Lanes],
+    semantics: Semantics,
+) {
+    reverse_steps(plan, steps, adj, vals, weights, semantics);
+}
+
+/// The portable build with FMA (see `sweep::forward_fma`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+fn reverse_steps_fma(
     plan: &Plan,
     steps: std::ops::Range<usize>,
     adj: &mut [Lanes],

@@ -1,5 +1,6 @@
 //! The forward and reverse sweeps over one chunk of lanes, and the choice between the vector
-//! (AVX2/FMA, and AVX-512 for the forward sweep) and portable builds of them.
+//! (AVX2/FMA, and AVX-512 for the forward sweep) and portable builds of them (with FMA where
+//! the CPU has it, see `crate::cpu`).
 //!
 //! Every build is the same Rust code compiled again: Rust never contracts `a * b + c` into a
 //! fused multiply-add on its own, so enabling FMA or AVX-512 changes the instructions LLVM
@@ -15,7 +16,7 @@ use crate::cpu;
 
 use super::input::Latents;
 use super::instr::{CHUNK, Lanes, NONE, Op, Step, UNREAD, forward_only_op};
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
 use super::jit;
 use super::kernels;
 use super::layout::Layout;
@@ -116,7 +117,7 @@ pub(super) fn forward_chunk(
 /// The forward sweep in the layout's machine code where it can run (AVX-512, a full chunk of
 /// reparameterised noise, smoothed or crisp semantics, no per-lane forcing), in the
 /// interpreter's AVX-512 build otherwise.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
 fn forward_jit(tape: &Tape, layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &Input) {
     let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
     let crisp = match semantics {
@@ -182,7 +183,7 @@ fn forward_jit(tape: &Tape, layout: &Layout, ws: &mut Workspace, semantics: Sema
 }
 
 /// What the compiled code's calls back into the interpreter need.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
 struct CallBackEnv<'a> {
     steps: &'a [Step],
     chains: &'a [(u32, bool)],
@@ -199,7 +200,7 @@ struct CallBackEnv<'a> {
 /// # Safety
 /// `frame.env` must point to the [`CallBackEnv`] of the running sweep, whose pointers no
 /// reference aliases while the compiled code runs.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
 unsafe extern "sysv64" fn call_back(frame: *mut jit::Frame, from: u32, to: u32) {
     // SAFETY: the caller's contract; the slices are the workspace's buffers, which only this
     // call touches until it returns.
@@ -212,8 +213,9 @@ unsafe extern "sysv64" fn call_back(frame: *mut jit::Frame, from: u32, to: u32) 
     }
 }
 
-/// [`forward_jit`] where no machine code is compiled (targets other than x86-64).
-#[cfg(not(target_arch = "x86_64"))]
+/// [`forward_jit`] where no machine code is compiled (built without the `jit` feature, or
+/// for a target other than x86-64).
+#[cfg(not(all(feature = "jit", target_arch = "x86_64")))]
 fn forward_jit(_: &Tape, layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &Input) {
     let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
     forward_in(KernelSet::Avx512, steps, chains, ws, semantics, x);
@@ -257,9 +259,28 @@ fn forward_in(
             unsafe { forward_avx2(steps, chains, ws, semantics, x) };
             return;
         }
+        _ if cpu::fma() => {
+            // SAFETY: the CPU has FMA (checked just above).
+            unsafe { forward_fma(steps, chains, ws, semantics, x) };
+            return;
+        }
         _ => {}
     }
     let _ = set;
+    forward_body(steps, chains, &mut ws.values, &mut ws.weights, semantics, x);
+}
+
+/// The portable build with FMA (128-bit, as on aarch64): its `mul_add`s are instructions
+/// where the baseline build calls the runtime's `fma`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+fn forward_fma(
+    steps: &[Step],
+    chains: &[(u32, bool)],
+    ws: &mut Workspace,
+    semantics: Semantics,
+    x: &Input,
+) {
     forward_body(steps, chains, &mut ws.values, &mut ws.weights, semantics, x);
 }
 

@@ -15,7 +15,9 @@ use super::instr::{CHUNK, Lanes};
 /// same operations in the same order in each, so the choice never shows in a result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KernelSet {
-    /// Baseline x86-64 (SSE2) or any other target: fused multiply-adds are libm's `fma`.
+    /// 128-bit: on x86-64 SSE2 with FMA where the CPU has it (`crate::cpu::fma`; else the
+    /// baseline build, whose fused multiply-adds are calls to the runtime's `fma`), and any
+    /// other target's baseline (aarch64: NEON, with FMA).
     Portable,
     /// AVX2 and FMA, four lanes per instruction.
     Avx2,
@@ -24,7 +26,8 @@ pub enum KernelSet {
     /// other routines run their AVX2 build in this set.
     Avx512,
     /// [`KernelSet::Avx512`] with the forward sweep compiled to machine code per tape
-    /// (`eval/jit`), where it can run; the interpreter's AVX-512 build elsewhere.
+    /// (`eval/jit`), where it can run; the interpreter's AVX-512 build elsewhere, and in a
+    /// crate built without the `jit` feature (which [`KernelSet::available`] then omits).
     Jit,
 }
 
@@ -48,7 +51,9 @@ impl KernelSet {
         }
         if crate::cpu::avx512() {
             sets.push(KernelSet::Avx512);
-            sets.push(KernelSet::Jit);
+            if cfg!(all(feature = "jit", target_arch = "x86_64")) {
+                sets.push(KernelSet::Jit);
+            }
         }
         sets
     }
@@ -90,6 +95,11 @@ pub fn exp_lanes_on(set: KernelSet, a: &Lanes) -> Lanes {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
         return unsafe { exp_avx2(a) };
     }
+    #[cfg(target_arch = "x86_64")]
+    if crate::cpu::fma() {
+        // SAFETY: the CPU has FMA (checked just above).
+        return unsafe { exp_fma(a) };
+    }
     let _ = set;
     exp_lanes(a)
 }
@@ -106,7 +116,24 @@ pub fn ln_lanes_on(set: KernelSet, a: &Lanes) -> Lanes {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
         return unsafe { ln_avx2(a) };
     }
+    #[cfg(target_arch = "x86_64")]
+    if crate::cpu::fma() {
+        // SAFETY: the CPU has FMA (checked just above).
+        return unsafe { ln_fma(a) };
+    }
     let _ = set;
+    ln_lanes(a)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+fn exp_fma(a: &Lanes) -> Lanes {
+    exp_lanes(a)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+fn ln_fma(a: &Lanes) -> Lanes {
     ln_lanes(a)
 }
 

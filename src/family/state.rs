@@ -134,6 +134,11 @@ impl FamilyState {
             // SAFETY: the CPU has AVX2 and FMA (checked just above).
             return unsafe { self.update_avx2(family, theta) };
         }
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::fma() {
+            // SAFETY: the CPU has FMA (checked just above).
+            return unsafe { self.update_fma(family, theta) };
+        }
         self.update_body(family, theta)
     }
 
@@ -143,6 +148,13 @@ impl FamilyState {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     fn update_avx2(&mut self, family: &Family, theta: &[f64]) -> Result<(), FamilyError> {
+        self.update_body(family, theta)
+    }
+
+    /// [`FamilyState::update_avx2`] in the portable build (128-bit, with FMA).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "fma")]
+    fn update_fma(&mut self, family: &Family, theta: &[f64]) -> Result<(), FamilyError> {
         self.update_body(family, theta)
     }
 

@@ -1,5 +1,6 @@
-//! On targets other than x86-64 no machine code is compiled (the code is AVX-512): the
-//! stand-ins the rest of `eval` names, which never hold any.
+//! Where no machine code is compiled (the crate built without its `jit` feature, or for a
+//! target other than x86-64: the code is AVX-512): the stand-ins the rest of `eval` names,
+//! which never hold any.
 
 use super::instr::{Plan, Step};
 
