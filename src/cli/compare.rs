@@ -15,7 +15,7 @@ use dsgd::experiment::reproduce::{ReproduceConfig, paper_settings};
 use dsgd::experiment::tables;
 use dsgd::optim::{AdamConfig, OptimizerConfig};
 
-use super::args::{Footprint, check_memory, count, default_threads, non_negative, positive};
+use super::args::{UsageError, count, eta, eta_decay, positive};
 use super::load::{SourceArgs, load_with_data};
 use super::progress::SweepProgress;
 
@@ -29,7 +29,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "FILE.json")]
     pub data: Option<std::path::PathBuf>,
     /// Accuracy coefficients for DSGD and Fixed.
-    #[arg(long, num_args = 1.., allow_negative_numbers = true, value_parser = positive, default_values_t = ETAS.to_vec())]
+    #[arg(long, num_args = 1.., allow_negative_numbers = true, value_parser = eta, default_values_t = ETAS.to_vec())]
     etas: Vec<f64>,
     /// Seeds per cell (0..N).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
@@ -41,7 +41,7 @@ pub struct CompareArgs {
     #[arg(long, allow_negative_numbers = true, value_parser = positive)]
     lr: Option<f64>,
     /// DSGD's decay [default: the paper's, 0.2 for xornet, else 1 / (2 * nesting depth)].
-    #[arg(long, allow_negative_numbers = true, value_parser = non_negative)]
+    #[arg(long, allow_negative_numbers = true, value_parser = eta_decay)]
     eta_decay: Option<f64>,
     /// Measure every N iterations.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
@@ -60,19 +60,6 @@ pub struct CompareArgs {
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let loaded = load_with_data(&args.model, &args.source, args.data.as_deref())?;
     let model = &loaded.model;
-    // Runs go in parallel, one per thread, and every run's report is kept until the end.
-    let footprint = Footprint::of(model);
-    let runs = u128::from(args.seeds) * (2 * args.etas.len() as u128 + 5);
-    let threads = default_threads();
-    let base_batch = ReproduceConfig::full().batch;
-    check_memory(
-        &format!(
-            "--seeds {} with --log-samples {} ({runs} runs)",
-            args.seeds, args.log_samples
-        ),
-        threads as u128 * footprint.run_bytes(base_batch, args.log_samples, 1)
-            + runs * footprint.report_bytes(args.iters, args.log_every),
-    )?;
     // A built-in model brings its recommended settings; a user's file the general defaults.
     let (paper_lr, paper_decay) = if loaded.builtin {
         paper_settings(&model.name)
@@ -89,6 +76,10 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         ..AdamConfig::default()
     });
     base.eta_decay = args.eta_decay.or(paper_decay);
+    base.validate().map_err(UsageError::from)?;
+    // Runs go in parallel, one per thread, and every run's report is kept until the end.
+    base.check_comparison(model, args.seeds, args.etas.len())
+        .map_err(UsageError::from)?;
     let progress = SweepProgress::new(&model.name);
     let result = run_comparison(model, &args.etas, args.seeds, &base, &|d, t| {
         progress.update(d, t)

@@ -25,7 +25,7 @@ pub use pathwise::Pathwise;
 pub use problem::{Problem, ProblemData, Scratch};
 pub use rloo::Rloo;
 pub use rng::{Channel, Purpose, SampleRng, StreamKey};
-pub use schedule::{K_MATCH, Schedule};
+pub use schedule::{ITERATION_AT_ETA, K_MATCH, Schedule, decay_or_default};
 pub use score::Score;
 
 use std::fmt;
@@ -169,7 +169,7 @@ pub fn build(
     if kind.uses_eta() && !(eta > 0.0 && eta.is_finite()) {
         return Err(EstimateError::BadEta(eta));
     }
-    let decay = decay.unwrap_or_else(|| problem.analysis().default_eta_decay());
+    let decay = decay_or_default(decay, problem.analysis());
     if !(decay >= 0.0 && decay.is_finite()) {
         return Err(EstimateError::BadDecay(decay));
     }
