@@ -103,11 +103,11 @@ fn a_trajectory_that_cannot_fit_is_refused_up_front_naming_its_flags() {
 fn an_absurd_eta_decay_is_refused() {
     refused(
         &["run", "example", "--eta-decay", "1e308"],
-        "must be at most 10",
+        "and at most 10",
     );
     refused(
         &["compare", "example", "--eta-decay", "1e308"],
-        "must be at most 10",
+        "and at most 10",
     );
     // Within the cap, but eta_0 = 1e300 * 4000^10 overflows.
     refused(

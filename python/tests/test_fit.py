@@ -129,7 +129,7 @@ def test_a_non_finite_run_reports_its_status_and_message():
         (dict(optimizer="rmsprop"), "optimizer must be one of adam, sgd, got `rmsprop`"),
         (dict(on_nonfinite="ignore"), "on_nonfinite must be stop or continue"),
         (dict(lr=0.0), "lr must be positive"),
-        (dict(eta_decay=1e308), "eta_decay must be at most 10"),
+        (dict(eta_decay=1e308), "eta_decay must be at least 0 and at most 10"),
         (dict(threads=5000), "threads must be at most"),
         (dict(eta="big"), "eta must be a number"),
         (dict(threads=0), "threads must be a whole number of at least 1"),

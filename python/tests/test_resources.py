@@ -33,7 +33,7 @@ def test_values_beyond_a_machine_word_or_the_thread_cap_are_value_errors(example
         example.fit(batch=2**70)
     with pytest.raises(ValueError, match="threads must be at most"):
         example.fit(threads=5000)
-    with pytest.raises(ValueError, match="eta_decay must be at most 10"):
+    with pytest.raises(ValueError, match="eta_decay must be at least 0 and at most 10"):
         example.fit(eta_decay=1e308)
 
 

@@ -2,7 +2,7 @@
 //! number with the same words: each parses the text and asks the library's checks
 //! (`dsgd::settings`), which the Python package asks too.
 
-use dsgd::settings::{self, EtaSetting, SettingError, Style};
+use dsgd::settings::{self, SettingError, Style};
 
 /// The reason of a refused value, for clap to print after the flag's name.
 fn why(e: SettingError) -> String {
@@ -26,11 +26,6 @@ pub fn non_negative(s: &str) -> Result<f64, String> {
 /// `--eta` as a number.
 pub fn eta(s: &str) -> Result<f64, String> {
     settings::eta(number(s)?).map_err(why)
-}
-
-/// `--eta` as a number or `auto`.
-pub fn eta_or_auto(s: &str) -> Result<EtaSetting, String> {
-    s.parse().map_err(why)
 }
 
 /// `--eta-decay`: at least 0 and at most `settings::MAX_ETA_DECAY`.

@@ -17,7 +17,7 @@ use dsgd::settings::{
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::args::{UsageError, count, eta_decay, eta_or_auto, non_negative, positive, threads};
+use super::args::{UsageError, count, eta_decay, non_negative, positive, threads};
 use super::load::{Loaded, SourceArgs, load_with_data};
 
 #[derive(Args, Debug)]
@@ -35,7 +35,7 @@ pub struct RunArgs {
     /// Smoothing accuracy: DSGD reaches it at iteration 4000; Fixed uses it throughout
     /// [default: 0.1]. `auto` (DSGD only) chooses it from the run's measurements
     /// (docs/adaptive-eta.md).
-    #[arg(long, allow_negative_numbers = true, value_parser = eta_or_auto)]
+    #[arg(long, allow_negative_numbers = true, value_parser = eta)]
     eta: Option<EtaSetting>,
     /// DSGD's decay in eta_k = eta (4000 / (k + 1))^decay [default: a built-in model's own,
     /// else 1 / (2 * nesting depth)].
@@ -111,6 +111,12 @@ enum OnNonFiniteArg {
     Stop,
     /// Skip non-finite steps and keep going.
     Continue,
+}
+
+/// `--eta`: a positive number or `auto`.
+fn eta(s: &str) -> Result<EtaSetting, String> {
+    s.parse()
+        .map_err(|e: dsgd::settings::SettingError| e.why().to_string())
 }
 
 /// `--optimizer`: any of the library's optimisers, by name.

@@ -158,6 +158,16 @@ pub trait Estimator: Send + Sync + fmt::Debug {
     fn chunk(&self, cx: &Context<'_>, scratch: &mut Scratch, grads: &mut [f64], values: &mut [f64]);
 }
 
+/// The accuracy schedule `kind` differentiates with: DSGD's tightening one, Fixed's
+/// constant `eta`, crisp for the rest.
+pub fn schedule_of(kind: EstimatorKind, eta: f64, decay: f64) -> Schedule {
+    match kind {
+        EstimatorKind::Dsgd => Schedule::Tightening { eta, decay },
+        EstimatorKind::Fixed => Schedule::Constant { eta },
+        _ => Schedule::Crisp,
+    }
+}
+
 /// Builds an estimator for `problem`. `eta` is the accuracy at iteration 4000 (DSGD) or the
 /// fixed accuracy (Fixed); `decay` defaults to `1 / (2 l)` from the nesting depth `l`.
 pub fn build(
@@ -173,10 +183,11 @@ pub fn build(
     if !(decay >= 0.0 && decay.is_finite()) {
         return Err(EstimateError::BadDecay(decay));
     }
+    let schedule = schedule_of(kind, eta, decay);
     Ok(match kind {
-        EstimatorKind::Dsgd => Box::new(Pathwise::new(kind, Schedule::Tightening { eta, decay })),
-        EstimatorKind::Fixed => Box::new(Pathwise::new(kind, Schedule::Constant { eta })),
-        EstimatorKind::Reparam => Box::new(Pathwise::new(kind, Schedule::Crisp)),
+        EstimatorKind::Dsgd | EstimatorKind::Fixed | EstimatorKind::Reparam => {
+            Box::new(Pathwise::new(kind, schedule))
+        }
         EstimatorKind::Score => Box::new(Score),
         EstimatorKind::Lyy18 => Box::new(Lyy18::new(problem)?),
         EstimatorKind::Rloo => Box::new(Rloo),

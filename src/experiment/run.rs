@@ -21,7 +21,7 @@ use super::report::{NamedValues, ObjectiveKind, RunReport, StopReason, Trajector
 use super::summary::{guide_moments, latent_summaries, param_values};
 use crate::estimate::{
     self, Adjustment, AutoEta, Engine, EstimateError, EstimatorKind, GapProbe, NonFinite, Pathwise,
-    Problem, Purpose, StreamKey,
+    Problem, Purpose, Schedule, StreamKey,
 };
 use crate::family::FamilyError;
 use crate::ir::{Mode, Model, Semantics};
@@ -99,12 +99,13 @@ fn run_in_pool(
         .eta_auto
         .then(|| AutoEta::new(decay, config.iterations));
     let eta = auto.map_or(config.eta, |a| a.amplitude());
+    let schedule = estimate::schedule_of(config.estimator, eta, decay);
     let estimator = estimate::build(config.estimator, &problem, eta, Some(decay))?;
     // The measurements get their own engine, so that they can run beside the steps.
     let probe_estimator = estimate::build(config.estimator, &problem, eta, Some(decay))?;
     let probe = Engine::new(problem.clone(), probe_estimator);
     let mut engine = Engine::new(problem, estimator);
-    let mut runner = Runner::new(&mut engine, probe, config, cancel);
+    let mut runner = Runner::new(&mut engine, probe, config, cancel, schedule);
     runner.auto = auto;
     for o in observers.iter_mut() {
         o.started(config.iterations);
@@ -206,6 +207,9 @@ struct Runner<'a> {
     spread: (Vec<f64>, Vec<f64>),
     /// `--eta auto`'s controller.
     auto: Option<AutoEta>,
+    /// The accuracy schedule the steps and measurements use (`--eta auto` changes it), so
+    /// the measurements' rows record the eta they used.
+    schedule: Schedule,
     stop: StopReason,
     message: Option<String>,
     skipped: u64,
@@ -233,8 +237,10 @@ impl<'a> Runner<'a> {
         probe: Engine,
         config: &'a RunConfig,
         cancel: &'a AtomicBool,
+        schedule: Schedule,
     ) -> Runner<'a> {
         Runner {
+            schedule,
             theta: engine.problem().family().init(),
             engine,
             probe,
@@ -275,7 +281,7 @@ impl<'a> Runner<'a> {
             } = self;
             let (segment, measured) = rayon::join(
                 || steps(engine, cfg, optimizer.as_mut(), theta, k..end, cancel),
-                || measure(probe, cfg, &start_theta, k, spread),
+                || measure(probe, cfg, self.schedule, &start_theta, k, spread),
             );
             self.adapt_eta(&measured);
             if !self.record(measured, observers) {
@@ -303,6 +309,7 @@ impl<'a> Runner<'a> {
             let measured = measure(
                 &mut self.probe,
                 cfg,
+                self.schedule,
                 &self.theta,
                 self.done,
                 &mut self.spread,
@@ -361,11 +368,9 @@ impl<'a> Runner<'a> {
             &candidates,
         );
         if auto.raced(k, race.chosen) != Adjustment::Kept || k == 0 {
+            self.schedule = auto.schedule();
             for e in [&mut *self.engine, &mut self.probe] {
-                e.set_estimator(Box::new(Pathwise::new(
-                    EstimatorKind::Dsgd,
-                    auto.schedule(),
-                )));
+                e.set_estimator(Box::new(Pathwise::new(EstimatorKind::Dsgd, self.schedule)));
             }
         }
     }
@@ -501,6 +506,7 @@ fn describe(engine: &Engine, k: u64, nf: NonFinite, key: StreamKey, theta: &[f64
 fn measure(
     engine: &mut Engine,
     cfg: &RunConfig,
+    schedule: Schedule,
     theta: &[f64],
     k: u64,
     scratch: &mut (Vec<f64>, Vec<f64>),
@@ -524,10 +530,7 @@ fn measure(
     let var_sum = variances.iter().fold(0.0, |acc, v| acc + v);
     let var_component = if d == 0 { 0.0 } else { var_sum / d as f64 };
     let var_norm = sample_variance(norms.iter().copied());
-    let eta = match engine.estimator().semantics(k) {
-        crate::ir::Semantics::Smoothed { eta } => Some(eta),
-        _ => None,
-    };
+    let eta = schedule.eta(k);
     let gap = eta.map(|_| {
         let diffs = engine
             .values()

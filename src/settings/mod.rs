@@ -20,9 +20,7 @@ pub use resources::{
     memory_limit,
 };
 pub use run::{
-    EtaSetting, Ignored, OnNonFinite, OptimizerKind, PreciseConfig, PreciseOptions, RunConfig,
-    RunOptions,
+    DEFAULT_ETA, EtaSetting, Ignored, MAX_ETA_DECAY, OnNonFinite, OptimizerKind, PreciseConfig,
+    PreciseOptions, RunConfig, RunOptions, eta, eta_decay,
 };
-pub use values::{
-    DEFAULT_ETA, MAX_ETA_DECAY, at_least, eta, eta_decay, non_negative, positive, whole,
-};
+pub use values::{at_least, non_negative, positive, whole};

@@ -12,11 +12,47 @@ use serde::Serialize;
 
 use super::error::{SettingError, Style};
 use super::resources::{Footprint, check_memory, check_threads, default_threads};
-use super::values::{self, DEFAULT_ETA, at_least, positive, shown};
+use super::values::{self, at_least, positive, shown};
 use crate::estimate::{EstimatorKind, START_AMPLITUDE, Schedule};
 use crate::ir::Model;
 use crate::models::Recommended;
 use crate::optim::{AdamConfig, OptimizerConfig, SgdConfig};
+
+/// DSGD's accuracy at iteration 4000, and Fixed's throughout, unless given.
+pub const DEFAULT_ETA: f64 = 0.1;
+
+/// The largest decay of DSGD's schedule `eta_k = eta (4000 / (k + 1))^decay`. The paper's
+/// `1 / (2 l)` is at most 0.5; at 10 the first step's eta is `4000^10 = 1e36` times the
+/// given one and the last of `u64::MAX` steps' still above zero, while `1e308` makes eta
+/// infinite at the start and zero later.
+pub const MAX_ETA_DECAY: f64 = 10.0;
+
+/// The smoothing accuracy `eta`: positive and finite.
+pub fn eta(x: f64) -> Result<f64, SettingError> {
+    if x > 0.0 && x.is_finite() {
+        Ok(x)
+    } else {
+        Err(SettingError::invalid(
+            "eta",
+            format!("must be positive and finite, got {}", shown(x)),
+        ))
+    }
+}
+
+/// DSGD's decay: at least 0 and at most [`MAX_ETA_DECAY`].
+pub fn eta_decay(x: f64) -> Result<f64, SettingError> {
+    if !(0.0..=MAX_ETA_DECAY).contains(&x) {
+        return Err(SettingError::invalid(
+            "eta_decay",
+            format!(
+                "must be at least 0 and at most {MAX_ETA_DECAY} (eta_k = eta (4000 / (k + \
+                 1))^decay would overflow or vanish), got {}",
+                shown(x)
+            ),
+        ));
+    }
+    Ok(x)
+}
 
 /// What to do when the objective or a gradient becomes NaN or infinite.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
@@ -60,7 +96,7 @@ impl FromStr for EtaSetting {
         let x: f64 = s.parse().map_err(|_| {
             SettingError::invalid("eta", format!("must be a number or \"auto\", got `{s}`"))
         })?;
-        values::eta(x).map(EtaSetting::Value)
+        eta(x).map(EtaSetting::Value)
     }
 }
 
@@ -207,18 +243,15 @@ impl RunConfig {
 
     /// Checks the settings, naming the first bad one.
     pub fn validate(&self) -> Result<(), SettingError> {
-        values::eta(self.eta)?;
+        eta(self.eta)?;
         if self.eta_auto && self.estimator != EstimatorKind::Dsgd {
             return Err(SettingError::invalid(
                 "eta",
-                format!(
-                    "\"auto\" adapts DSGD's schedule only, not {}'s",
-                    self.estimator
-                ),
+                format!("auto adapts DSGD's schedule only, not {}'s", self.estimator),
             ));
         }
         if let Some(d) = self.eta_decay {
-            values::eta_decay(d)?;
+            eta_decay(d)?;
             self.check_schedule(d)?;
         }
         at_least("iters", self.iterations, 1)?;
@@ -482,6 +515,24 @@ impl Ignored {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn eta_and_its_decay_are_checked() {
+        assert_eq!(eta(0.3), Ok(0.3));
+        assert_eq!(
+            eta(-1.0).unwrap_err().to_string(),
+            "eta must be positive and finite, got -1"
+        );
+        assert!(eta(f64::NAN).is_err() && eta(f64::INFINITY).is_err());
+        assert_eq!(eta_decay(0.5), Ok(0.5));
+        let e = eta_decay(1e308).unwrap_err().to_string();
+        assert!(
+            e.starts_with("eta_decay must be at least 0 and at most 10"),
+            "{e}"
+        );
+        assert!(e.ends_with("got 1e308"), "{e}");
+        assert!(eta_decay(-0.1).is_err() && eta_decay(f64::NAN).is_err());
+    }
 
     #[test]
     fn unset_options_come_from_the_model_then_the_defaults() {

@@ -3,15 +3,6 @@
 
 use super::error::SettingError;
 
-/// DSGD's accuracy at iteration 4000, and Fixed's throughout, unless given.
-pub const DEFAULT_ETA: f64 = 0.1;
-
-/// The largest decay of DSGD's schedule `eta_k = eta (4000 / (k + 1))^decay`. The paper's
-/// `1 / (2 l)` is at most 0.5; at 10 the first step's eta is `4000^10 = 1e36` times the
-/// given one and the last of `u64::MAX` steps' still above zero, while `1e308` makes eta
-/// infinite at the start and zero later.
-pub const MAX_ETA_DECAY: f64 = 10.0;
-
 /// A number as a message quotes it: in full when short, else in scientific notation (so
 /// that `1e308` is not 309 digits).
 pub(crate) fn shown(x: f64) -> String {
@@ -45,27 +36,6 @@ pub fn non_negative(option: &'static str, x: f64) -> Result<f64, SettingError> {
             format!("must be non-negative and finite, got {}", shown(x)),
         ))
     }
-}
-
-/// The smoothing accuracy `eta` (positive and finite).
-pub fn eta(x: f64) -> Result<f64, SettingError> {
-    positive("eta", x)
-}
-
-/// DSGD's decay: at least 0 and at most [`MAX_ETA_DECAY`].
-pub fn eta_decay(x: f64) -> Result<f64, SettingError> {
-    let x = non_negative("eta_decay", x)?;
-    if x > MAX_ETA_DECAY {
-        return Err(SettingError::invalid(
-            "eta_decay",
-            format!(
-                "must be at most {MAX_ETA_DECAY} (eta_k = eta (4000 / (k + 1))^decay would \
-                 overflow or vanish), got {}",
-                shown(x)
-            ),
-        ));
-    }
-    Ok(x)
 }
 
 /// A whole number at least `min`.
@@ -106,17 +76,19 @@ mod tests {
 
     #[test]
     fn values_out_of_range_name_their_option() {
-        assert_eq!(eta(0.3), Ok(0.3));
+        assert_eq!(positive("lr", 0.3), Ok(0.3));
         assert_eq!(
-            eta(-1.0).unwrap_err().to_string(),
-            "eta must be positive and finite, got -1"
+            positive("lr", -1.0).unwrap_err().to_string(),
+            "lr must be positive and finite, got -1"
         );
-        assert!(eta(f64::NAN).is_err() && eta(f64::INFINITY).is_err());
-        assert_eq!(eta_decay(0.5), Ok(0.5));
-        let e = eta_decay(1e308).unwrap_err().to_string();
-        assert!(e.starts_with("eta_decay must be at most 10"), "{e}");
-        assert!(e.ends_with("got 1e308"), "{e}");
-        assert!(eta_decay(-0.1).is_err());
+        assert!(positive("lr", f64::NAN).is_err() && positive("lr", f64::INFINITY).is_err());
+        assert!(non_negative("sgd_power", -0.1).is_err());
+        assert!(
+            non_negative("sgd_power", -1e308)
+                .unwrap_err()
+                .to_string()
+                .ends_with("got -1e308")
+        );
         assert_eq!(whole("iters", 5, 1), Ok(5));
         assert_eq!(
             whole("iters", -5, 1).unwrap_err().to_string(),
