@@ -12,16 +12,14 @@ use std::sync::{Arc, Mutex};
 
 use dsgd::estimate::{self, Engine, EstimatorKind, ITERATION_AT_ETA, Problem, Purpose, StreamKey};
 use dsgd::experiment::check::CheckReport;
+pub use dsgd::experiment::compare::CompareOptions;
 use dsgd::experiment::compare::{self, ModelComparison};
-use dsgd::experiment::paper::ETAS;
 use dsgd::experiment::report::RunReport;
-use dsgd::experiment::reproduce::{ReproduceConfig, paper_settings};
 use dsgd::experiment::run::{RunError, run_cancellable};
 use dsgd::experiment::tables;
 use dsgd::ir::Model;
 use dsgd::lang::{CompileError, CompileOptions, DataSet, Resolver, compile_with_data, locate};
 use dsgd::models::Recommended;
-use dsgd::optim::{AdamConfig, OptimizerConfig};
 use dsgd::settings::{
     self, DEFAULT_ETA, Footprint, RunConfig, RunOptions, SettingError, SettingKind, Style,
     check_memory,
@@ -361,50 +359,14 @@ pub fn report_json(r: &RunReport) -> String {
     r.to_json()
 }
 
-/// The options of a comparison as given (`dsgd compare`'s; `None`: its default).
-#[derive(Clone, Debug, PartialEq)]
-pub struct CompareOptions {
-    pub etas: Option<Vec<f64>>,
-    pub seeds: Option<u64>,
-    pub iters: Option<u64>,
-    pub lr: Option<f64>,
-    pub eta_decay: Option<f64>,
-    pub log_every: Option<u64>,
-    pub log_samples: Option<usize>,
-}
-
 /// `dsgd compare` on `model`: every applicable estimator, DSGD and Fixed per eta, seeds
 /// `0..seeds`, with the command line's settings. JSON: `comparison` (what `dsgd compare
 /// --json` prints), per cell the paper's `paper` mean and std (built-in paper models) and
 /// whether it lies in the tolerance `band`, and the command line's markdown `table`.
 pub fn compare(c: &Compiled, o: &CompareOptions, cancel: &AtomicBool) -> Result<String, CoreError> {
     let model = &c.model;
-    let etas = o.etas.clone().unwrap_or_else(|| ETAS.to_vec());
-    let seeds = o.seeds.unwrap_or(5);
-    if etas.is_empty() || seeds == 0 {
-        return Err(CoreError::Invalid(
-            "a comparison needs at least one eta and one seed".into(),
-        ));
-    }
-    let (paper_lr, paper_decay) = paper_settings(&model.name);
-    let mut base = ReproduceConfig::full().base_run(&model.name);
-    let d = RunConfig::default();
-    base.iterations = o.iters.unwrap_or(d.iterations);
-    base.log_every = o.log_every.unwrap_or(d.log_every);
-    base.log_samples = o.log_samples.unwrap_or(d.log_samples);
-    base.optimizer = OptimizerConfig::Adam(AdamConfig {
-        lr: o.lr.unwrap_or(paper_lr),
-        ..AdamConfig::default()
-    });
-    base.eta_decay = o.eta_decay.or(paper_decay);
-    for &eta in &etas {
-        RunConfig {
-            eta,
-            ..base.clone()
-        }
-        .validate()?;
-    }
-    base.check_comparison(model, seeds, etas.len())?;
+    let base = o.base(model, matches!(c.source, ModelSource::Builtin(_)))?;
+    let (etas, seeds) = (o.etas(), o.seeds());
     let note = compare::lyy18_refusal(model);
     let arms = compare::arms(&etas, note.is_none());
     let configs: Vec<RunConfig> = compare::jobs(0, &arms, seeds, &base)
