@@ -10,17 +10,19 @@
 //! [`SettingKind::Memory`] and `ValueError` for the rest.
 
 mod error;
+mod precise;
 mod resources;
 mod run;
 mod values;
 
 pub use error::{SettingError, SettingKind, Style};
+pub use precise::{PreciseConfig, PreciseOptions};
 pub use resources::{
     Footprint, THREAD_CAP, check_memory, check_threads, default_threads, human_bytes, max_threads,
     memory_limit,
 };
 pub use run::{
-    DEFAULT_ETA, EtaSetting, Ignored, MAX_ETA_DECAY, OnNonFinite, OptimizerKind, PreciseConfig,
-    PreciseOptions, RunConfig, RunOptions, eta, eta_decay,
+    DEFAULT_ETA, EtaSetting, Ignored, MAX_ETA_DECAY, OnNonFinite, OptimizerKind, RunConfig,
+    RunOptions, eta, eta_decay,
 };
 pub use values::{at_least, non_negative, positive, whole};

@@ -8,9 +8,8 @@
 
 use std::str::FromStr;
 
-use serde::Serialize;
-
 use super::error::{SettingError, Style};
+use super::precise::{PreciseConfig, PreciseOptions};
 use super::resources::{Footprint, check_memory, check_threads, default_threads};
 use super::values::{self, at_least, positive, shown};
 use crate::estimate::{EstimatorKind, START_AMPLITUDE, Schedule};
@@ -136,46 +135,6 @@ impl FromStr for OptimizerKind {
                     format!("must be one of {}, got `{s}`", names.join(", ")),
                 )
             })
-    }
-}
-
-/// When the precise final measurement stops drawing.
-#[derive(Copy, Clone, Debug, PartialEq, Serialize)]
-pub struct PreciseConfig {
-    /// Stop once the standard error is at most this fraction of `|value|`.
-    pub rel_se: f64,
-    /// Always draw at least this many samples: an event rarer than about `3 / min_samples`
-    /// may otherwise go unseen, and with it the standard error that it would cause.
-    pub min_samples: usize,
-    /// Never draw more than this many.
-    pub max_samples: usize,
-}
-
-impl Default for PreciseConfig {
-    fn default() -> Self {
-        PreciseConfig {
-            rel_se: 1e-3,
-            min_samples: 100_000,
-            max_samples: 1_000_000,
-        }
-    }
-}
-
-impl PreciseConfig {
-    /// Checks the settings, naming the first bad one.
-    pub fn validate(&self) -> Result<(), SettingError> {
-        positive("precise_rel_se", self.rel_se)?;
-        at_least("precise_min_samples", self.min_samples, 2)?;
-        if self.max_samples < self.min_samples {
-            return Err(SettingError::invalid(
-                "precise_max_samples",
-                format!(
-                    "({}) must be at least precise_min_samples ({})",
-                    self.max_samples, self.min_samples
-                ),
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -352,17 +311,6 @@ impl RunConfig {
                 + runs * f.report_bytes(self.iterations, self.log_every),
         )
     }
-}
-
-/// The precise measurement's settings as given (`precise=True` and its three numbers).
-#[derive(Copy, Clone, Debug, Default, PartialEq)]
-pub struct PreciseOptions {
-    /// The target standard error relative to `|value|`.
-    pub rel_se: Option<f64>,
-    /// The floor of samples.
-    pub min_samples: Option<usize>,
-    /// The cap of samples.
-    pub max_samples: Option<usize>,
 }
 
 /// A run's settings as a user gave them: `None` is "not given", filled in by
