@@ -12,7 +12,6 @@ use crate::experiment::report::RunReport;
 use crate::experiment::run::{RunConfig, RunError, run, run_cancellable};
 use crate::ir::Model;
 use crate::lang::{self, CompileError, CompileOptions};
-use crate::optim::{AdamConfig, OptimizerConfig};
 
 /// Compiles model source text. `name` names it in error messages (and, without its
 /// extension, in reports); `data` files are read relative to the current directory.
@@ -33,18 +32,7 @@ pub fn builtin(name: &str) -> Option<Result<Model, CompileError>> {
 /// The default settings with a built-in model's recommended ones (xornet's step size and
 /// decay); for any other name, the plain defaults.
 pub fn recommended_config(model_name: &str) -> RunConfig {
-    let r = crate::models::recommended(model_name);
-    let mut config = RunConfig {
-        eta_decay: r.eta_decay,
-        ..RunConfig::default()
-    };
-    if let Some(lr) = r.lr {
-        config.optimizer = OptimizerConfig::Adam(AdamConfig {
-            lr,
-            ..AdamConfig::default()
-        });
-    }
-    config
+    RunConfig::recommended(model_name)
 }
 
 /// Fits `model` with `config`: the whole run, its measurements, fitted values and verdict.

@@ -37,7 +37,9 @@
 //!
 //! - Models: [`compile`], [`compile_file`], [`builtin`] give a [`Model`]; the language is
 //!   described in `docs/language.md`, the semantics and formulas in `docs/design.md`.
-//! - Runs: a [`RunConfig`] (estimator, `eta`, iterations, optimiser, seed, ...) and [`fit`]
+//! - Runs: a [`RunConfig`] (estimator, `eta`, iterations, optimiser, seed, ...), or a
+//!   [`RunOptions`] of what a user gave that resolves into one (the module [`settings`]
+//!   holds every default, check and resource limit), and [`fit`]
 //!   (or [`fit_observed`] with progress hooks through an [`Observer`], [`fit_cancellable`]
 //!   with a cancel flag);
 //!   [`recommended_config`] gives a built-in model's own settings.
@@ -80,6 +82,7 @@ pub mod lang;
 pub mod models;
 #[doc(hidden)]
 pub mod optim;
+pub mod settings;
 #[doc(hidden)]
 pub mod special;
 
@@ -89,7 +92,7 @@ pub use experiment::report::{
     DrawError, Draws, LatentSummary, NamedValues, ObjectiveKind, RunReport, StopReason,
     TrajectoryRow,
 };
-pub use experiment::run::{OnNonFinite, RunConfig, RunError};
+pub use experiment::run::RunError;
 pub use fit::{
     GradientSamples, builtin, compile, compile_file, fit, fit_cancellable, fit_observed,
     gradient_samples, recommended_config,
@@ -97,3 +100,4 @@ pub use fit::{
 pub use ir::Model;
 pub use lang::CompileError;
 pub use optim::{AdamConfig, OptimizerConfig, SgdConfig};
+pub use settings::{OnNonFinite, RunConfig, RunOptions, SettingError};

@@ -172,7 +172,10 @@ fn run_reports_it_only_when_asked() {
         ..base
     };
     let err = run(&model, &bad, &mut []).unwrap_err().to_string();
-    assert!(err.contains("below its floor"), "{err}");
+    assert!(
+        err.contains("precise_max_samples (10) must be at least precise_min_samples"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -85,6 +85,38 @@ fn counts_that_cannot_fit_in_memory_are_refused_before_allocating() {
 }
 
 #[test]
+fn a_trajectory_that_cannot_fit_is_refused_up_front_naming_its_flags() {
+    refused(
+        &[
+            "run",
+            "example",
+            "--iters",
+            "18446744073709551615",
+            "--log-every",
+            "1",
+        ],
+        "--iters 18446744073709551615 with --log-every 1 would need about",
+    );
+}
+
+#[test]
+fn an_absurd_eta_decay_is_refused() {
+    refused(
+        &["run", "example", "--eta-decay", "1e308"],
+        "and at most 10",
+    );
+    refused(
+        &["compare", "example", "--eta-decay", "1e308"],
+        "and at most 10",
+    );
+    // Within the cap, but eta_0 = 1e300 * 4000^10 overflows.
+    refused(
+        &["run", "example", "--eta", "1e300", "--eta-decay", "10"],
+        "--eta-decay 10 with eta 1e300 makes eta_k overflow",
+    );
+}
+
+#[test]
 fn threads_are_capped() {
     refused(
         &["run", "example", "--threads", "10000"],

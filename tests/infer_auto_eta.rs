@@ -279,6 +279,7 @@ fn the_starting_race_picks_opposite_amplitudes_on_temperature_and_xornet() {
             k: 0,
             theta: &theta,
             optimizer: optimizer.as_ref(),
+            cancel: &std::sync::atomic::AtomicBool::new(false),
         };
         let r = race(&problem, &cfg, &start, &auto.race_at(0).unwrap());
         assert_eq!(r.chosen, want, "{name}: {:?}", r.entries);

@@ -64,3 +64,76 @@ fn a_flag_raised_before_the_start_takes_no_step() {
     assert!(matches!(err, RunError::Cancelled), "{err}");
     assert_eq!(seen.load(Ordering::Relaxed), 0);
 }
+
+/// `--eta auto`'s starting race: with the flag up, no candidate takes a step (each fails),
+/// where the same race without it measures every finalist.
+#[test]
+fn a_raised_flag_stops_the_starting_race() {
+    use dsgd::estimate::race::{RaceConfig, Start, race};
+    use dsgd::estimate::{AutoEta, Problem};
+    let model = dsgd::models::builtin("example").unwrap().unwrap();
+    let problem = Problem::new(&model).unwrap();
+    let auto = AutoEta::new(0.5, 2000);
+    let optimizer = dsgd::OptimizerConfig::Adam(dsgd::AdamConfig::default()).build(problem.dim());
+    let theta = problem.family().init();
+    let cfg = RaceConfig {
+        length: auto.race_length(),
+        batch: 16,
+        samples: 100,
+        decay: 0.5,
+        seed: 0,
+    };
+    let candidates = auto.race_at(0).unwrap();
+    let finish = |raised: bool| {
+        let flag = AtomicBool::new(raised);
+        let start = Start {
+            k: 0,
+            theta: &theta,
+            optimizer: optimizer.as_ref(),
+            cancel: &flag,
+        };
+        race(&problem, &cfg, &start, &candidates).entries
+    };
+    let free = finish(false);
+    assert!(!free.is_empty() && free.iter().all(|e| e.value.is_finite()));
+    let stopped = finish(true);
+    assert!(stopped.iter().all(|e| e.value.is_nan()), "{stopped:?}");
+}
+
+/// The precise final measurement draws no block once the flag is up.
+#[test]
+fn a_raised_flag_stops_the_precise_measurement() {
+    use dsgd::estimate::Problem;
+    use dsgd::experiment::precise::{PreciseConfig, measure_cancellable};
+    let model = dsgd::models::builtin("example").unwrap().unwrap();
+    let problem = Problem::new(&model).unwrap();
+    let theta = problem.family().init();
+    let config = PreciseConfig::default();
+    let go = |raised: bool| {
+        measure_cancellable(&problem, &theta, 0, 0, &config, &AtomicBool::new(raised)).unwrap()
+    };
+    assert!(go(false).samples >= config.min_samples);
+    assert_eq!(go(true).samples, 0);
+}
+
+/// A compile whose caller's flag is up stops at its first step and says so.
+#[test]
+fn a_raised_flag_stops_compiling() {
+    use dsgd::lang::{CompileOptions, compile_source};
+    let src = "let z = sample Normal(0, 1); for i in 0..1000 { observe z ~ Normal(0, 1); }";
+    let opts = CompileOptions {
+        cancel: Some(Arc::new(AtomicBool::new(true))),
+        ..CompileOptions::default()
+    };
+    let err = compile_source("t.dsgd", src, std::path::Path::new("."), &opts).unwrap_err();
+    assert!(err.message.contains("cancelled"), "{err}");
+    assert!(
+        compile_source(
+            "t.dsgd",
+            src,
+            std::path::Path::new("."),
+            &CompileOptions::default()
+        )
+        .is_ok()
+    );
+}

@@ -41,18 +41,19 @@ class Comparison(dict):
 def compare(
     model: Model,
     etas: Optional[Sequence[float]] = None,
-    seeds: int = 5,
-    iters: int = 10_000,
+    seeds: Optional[int] = None,
+    iters: Optional[int] = None,
     lr: Optional[float] = None,
     eta_decay: Optional[float] = None,
-    log_every: int = 100,
-    log_samples: int = 1000,
+    log_every: Optional[int] = None,
+    log_samples: Optional[int] = None,
     data: Optional[dict] = None,
 ) -> Comparison:
     """Runs every applicable estimator on ``model`` with seeds ``0..seeds``: DSGD and Fixed
     once per eta (default: the paper's 0.06, 0.1, 0.14, 0.18, 0.22), then Score, Reparam and,
     where its guards are affine, LYY18. The settings are ``dsgd compare``'s (Adam with the
-    paper's step for the built-in models unless ``lr`` is given), and so are the numbers.
+    paper's step for the built-in models unless ``lr`` is given; 5 seeds, and each setting left
+    out as ``dsgd compare`` has it), and so are the numbers.
     ``data`` binds the model's ``data`` declarations as ``Model.with_data`` does. Runs in
     parallel across runs without the GIL; Ctrl-C stops it."""
     if data is not None:

@@ -146,46 +146,85 @@ class Model:
     def fit(
         self,
         *,
-        estimator: str = "dsgd",
-        eta: Union[float, str] = 0.1,
+        estimator: Optional[str] = None,
+        eta: Union[float, str, None] = None,
         eta_decay: Optional[float] = None,
-        iters: int = 10_000,
-        batch: int = 16,
-        optimizer: str = "adam",
+        iters: Optional[int] = None,
+        batch: Optional[int] = None,
+        optimizer: Optional[str] = None,
         lr: Optional[float] = None,
-        sgd_power: float = 1.0,
-        seed: int = 0,
-        log_every: int = 100,
-        log_samples: int = 1000,
-        on_nonfinite: str = "stop",
+        sgd_power: Optional[float] = None,
+        seed: Optional[int] = None,
+        log_every: Optional[int] = None,
+        log_samples: Optional[int] = None,
+        on_nonfinite: Optional[str] = None,
         threads: Optional[int] = None,
         data: Optional[Data] = None,
         precise: bool = False,
-        precise_rel_se: float = 0.001,
-        precise_min_samples: int = 100_000,
-        precise_max_samples: int = 1_000_000,
+        precise_rel_se: Optional[float] = None,
+        precise_min_samples: Optional[int] = None,
+        precise_max_samples: Optional[int] = None,
     ) -> Fit:
-        """Optimises the model with ``dsgd run``'s options and defaults.
+        """Optimises the model with ``dsgd run``'s options; each one left out (None) takes
+        ``dsgd run``'s default, and a built-in model its own recommended settings.
 
         ``precise=True`` also measures the objective at the final parameters with many
         fresh samples (``dsgd run --precise``): until its standard error is at most
         ``precise_rel_se`` of the value, with at least ``precise_min_samples`` and at most
-        ``precise_max_samples`` samples; the result is ``Fit.final_precise``."""
+        ``precise_max_samples`` samples; the result is ``Fit.final_precise``. A setting
+        beyond this machine's memory raises ``MemoryError`` before anything runs."""
     def gradients(
         self,
         theta: Optional[Union[Sequence[float], Array]] = None,
         n: int = 1000,
         *,
-        estimator: str = "dsgd",
-        eta: float = 0.1,
+        estimator: Optional[str] = None,
+        eta: Optional[float] = None,
         eta_decay: Optional[float] = None,
-        seed: int = 0,
-        iteration: int = 3999,
+        seed: Optional[int] = None,
+        iteration: Optional[int] = None,
         data: Optional[Data] = None,
     ) -> Array:
-        """``(n, len(theta_names))`` per-sample gradient estimates at ``theta``."""
+        """``(n, len(theta_names))`` per-sample gradient estimates at ``theta``; by default
+        at iteration 3999, where DSGD's eta_k is ``eta``."""
     def _fit_many(self, options: List[Dict[str, Any]]) -> List[Fit]: ...
-    def _compare(self, **options: Any) -> str: ...
+    def _compare(
+        self,
+        *,
+        etas: Optional[List[float]] = None,
+        seeds: Optional[int] = None,
+        iters: Optional[int] = None,
+        lr: Optional[float] = None,
+        eta_decay: Optional[float] = None,
+        log_every: Optional[int] = None,
+        log_samples: Optional[int] = None,
+        data: Optional[Data] = None,
+    ) -> str: ...
     def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]: ...
+
+class FitOptions:
+    """``Model.fit``'s keywords as one typed signature (every one optional)."""
+
+    def __init__(
+        self,
+        *,
+        estimator: Optional[str] = None,
+        eta: Union[float, str, None] = None,
+        eta_decay: Optional[float] = None,
+        iters: Optional[int] = None,
+        batch: Optional[int] = None,
+        optimizer: Optional[str] = None,
+        lr: Optional[float] = None,
+        sgd_power: Optional[float] = None,
+        seed: Optional[int] = None,
+        log_every: Optional[int] = None,
+        log_samples: Optional[int] = None,
+        on_nonfinite: Optional[str] = None,
+        threads: Optional[int] = None,
+        precise: bool = False,
+        precise_rel_se: Optional[float] = None,
+        precise_min_samples: Optional[int] = None,
+        precise_max_samples: Optional[int] = None,
+    ) -> None: ...
 
 def _restore_model(state: Tuple[Any, ...], data: List[Any]) -> Model: ...

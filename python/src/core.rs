@@ -7,21 +7,23 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
-use dsgd::estimate::{self, Engine, EstimatorKind, Problem, Purpose, StreamKey};
+use dsgd::estimate::{self, Engine, EstimatorKind, ITERATION_AT_ETA, Problem, Purpose, StreamKey};
 use dsgd::experiment::check::CheckReport;
+pub use dsgd::experiment::compare::CompareOptions;
 use dsgd::experiment::compare::{self, ModelComparison};
-use dsgd::experiment::precise::PreciseConfig;
 use dsgd::experiment::report::RunReport;
-use dsgd::experiment::reproduce::{ReproduceConfig, paper_settings};
-use dsgd::experiment::run::{OnNonFinite, RunConfig, RunError, run_cancellable};
+use dsgd::experiment::run::{RunError, run_cancellable};
 use dsgd::experiment::tables;
 use dsgd::ir::Model;
 use dsgd::lang::{CompileError, CompileOptions, DataSet, Resolver, compile_with_data, locate};
 use dsgd::models::Recommended;
-use dsgd::optim::{AdamConfig, OptimizerConfig, SgdConfig};
+use dsgd::settings::{
+    self, DEFAULT_ETA, Footprint, RunConfig, RunOptions, SettingError, SettingKind, Style,
+    check_memory,
+};
 use rayon::prelude::*;
 
 /// Why a call failed, sorted by the Python exception it becomes.
@@ -31,21 +33,55 @@ pub enum CoreError {
     Compile(Box<CompileError>),
     /// An impossible option or argument (`ValueError`), saying which and why.
     Invalid(String),
+    /// A setting whose memory cannot fit on this machine (`MemoryError`), naming it.
+    Memory(String),
     /// A file does not exist (`FileNotFoundError`).
     NotFound(String),
     /// A file could not be read (`OSError`).
     Io(String),
     /// The caller's cancel flag rose (becomes the pending `KeyboardInterrupt`).
     Cancelled,
+    /// A panic caught at the binding's boundary (`RuntimeError`), with its message.
+    Panicked(String),
+}
+
+impl From<SettingError> for CoreError {
+    fn from(e: SettingError) -> CoreError {
+        let msg = e.render(Style::Keyword);
+        match e.kind {
+            SettingKind::Memory => CoreError::Memory(msg),
+            SettingKind::Invalid => CoreError::Invalid(msg),
+        }
+    }
 }
 
 impl From<RunError> for CoreError {
     fn from(e: RunError) -> CoreError {
         match e {
             RunError::Cancelled => CoreError::Cancelled,
+            RunError::Setting(s) => CoreError::from(s),
             other => CoreError::Invalid(other.to_string()),
         }
     }
+}
+
+/// The compiler's options: the command line's limits, stopping when `cancel` rises.
+fn compile_options(cancel: &Arc<AtomicBool>) -> CompileOptions {
+    CompileOptions {
+        cancel: Some(cancel.clone()),
+        ..CompileOptions::default()
+    }
+}
+
+/// A compile error, or [`CoreError::Cancelled`] when the caller's flag stopped it.
+fn compiled_or_cancelled(
+    r: Result<Model, CompileError>,
+    cancel: &AtomicBool,
+) -> Result<Model, CoreError> {
+    if r.is_err() && cancel.load(Ordering::Relaxed) {
+        return Err(CoreError::Cancelled);
+    }
+    compiled(r)
 }
 
 /// Where a model's text comes from; enough to compile it again in another process (pickling,
@@ -166,19 +202,17 @@ pub fn compile_text(
     source: &str,
     base_dir: &Path,
     data: Data,
+    cancel: &Arc<AtomicBool>,
 ) -> Result<Compiled, CoreError> {
     let resolver = RecordingResolver {
         base_dir: base_dir.to_path_buf(),
         read: Mutex::new(BTreeMap::new()),
     };
     let set = dataset(&data)?;
-    let model = compiled(compile_with_data(
-        file,
-        source,
-        &resolver,
-        &set,
-        &CompileOptions::default(),
-    ))?;
+    let model = compiled_or_cancelled(
+        compile_with_data(file, source, &resolver, &set, &compile_options(cancel)),
+        cancel,
+    )?;
     let files = resolver.read.into_inner().unwrap_or_default();
     Ok(Compiled {
         model,
@@ -191,10 +225,10 @@ pub fn compile_text(
     })
 }
 
-/// Compiles the model file at `path` (data files relative to its directory).
-pub fn compile_file(path: &Path, data: Data) -> Result<Compiled, CoreError> {
-    // A regular file of at most the model-file cap (never /dev/zero or a FIFO).
-    let source = dsgd::input::read_text(
+/// The text of the model file at `path`: a regular file of at most the model-file cap (never
+/// /dev/zero or a FIFO), read once.
+pub fn read_model_file(path: &Path) -> Result<String, CoreError> {
+    dsgd::input::read_text(
         path,
         dsgd::input::Links::Follow,
         dsgd::lang::MAX_SOURCE_BYTES,
@@ -206,14 +240,16 @@ pub fn compile_file(path: &Path, data: Data) -> Result<Compiled, CoreError> {
         } else {
             CoreError::Io(msg)
         }
-    })?;
-    let base = path.parent().unwrap_or(Path::new("."));
-    compile_text(&path.display().to_string(), &source, base, data)
+    })
 }
 
 /// Compiles `source` again with `data` (after unpickling in another process, or to bind
 /// other data): data files come from those read the first time.
-pub fn recompile(source: &ModelSource, data: Data) -> Result<Compiled, CoreError> {
+pub fn recompile(
+    source: &ModelSource,
+    data: Data,
+    cancel: &Arc<AtomicBool>,
+) -> Result<Compiled, CoreError> {
     match source {
         ModelSource::Builtin(name) => compile_builtin(name, data),
         ModelSource::Text {
@@ -222,13 +258,10 @@ pub fn recompile(source: &ModelSource, data: Data) -> Result<Compiled, CoreError
             files,
         } => {
             let set = dataset(&data)?;
-            let model = compiled(compile_with_data(
-                file,
-                text,
-                &Recorded(files),
-                &set,
-                &CompileOptions::default(),
-            ))?;
+            let model = compiled_or_cancelled(
+                compile_with_data(file, text, &Recorded(files), &set, &compile_options(cancel)),
+                cancel,
+            )?;
             Ok(Compiled {
                 model,
                 source: source.clone(),
@@ -275,84 +308,16 @@ pub fn layout(model: &Model) -> Result<Layout, CoreError> {
     })
 }
 
-/// The options of a fit, as the Python keywords give them (the command line's defaults).
-#[derive(Clone, Debug, PartialEq)]
-pub struct FitOptions {
-    pub estimator: String,
-    pub eta: f64,
-    /// `eta="auto"`: DSGD chooses eta from the run's measurements.
-    pub eta_auto: bool,
-    pub eta_decay: Option<f64>,
-    pub iters: u64,
-    pub batch: usize,
-    pub optimizer: String,
-    pub lr: Option<f64>,
-    pub sgd_power: f64,
-    pub seed: u64,
-    pub log_every: u64,
-    pub log_samples: usize,
-    pub on_nonfinite: String,
-    pub threads: Option<usize>,
-    /// `precise=True`: also measure the objective at the final parameters precisely.
-    pub precise: Option<PreciseConfig>,
-}
-
-/// Parses an estimator name (`dsgd`, `fixed`, `reparam`, `score`, `lyy18`).
-pub fn estimator_kind(name: &str) -> Result<EstimatorKind, CoreError> {
-    name.parse::<EstimatorKind>()
-        .map_err(|e| CoreError::Invalid(e.to_string()))
-}
-
 /// The run configuration `dsgd run` would build from the same options: what the caller
-/// left unset comes from a built-in model's recommended settings, then the defaults.
-pub fn run_config(c: &Compiled, o: &FitOptions) -> Result<RunConfig, CoreError> {
+/// left unset comes from a built-in model's recommended settings, then the defaults; a
+/// setting that cannot fit on this machine is refused before the run.
+pub fn run_config(c: &Compiled, o: &RunOptions) -> Result<RunConfig, CoreError> {
     let recommended = match &c.source {
         ModelSource::Builtin(name) => dsgd::models::recommended(name),
         ModelSource::Text { .. } => Recommended::default(),
     };
-    let optimizer = match o.optimizer.to_ascii_lowercase().as_str() {
-        "adam" => {
-            let d = AdamConfig::default();
-            OptimizerConfig::Adam(AdamConfig {
-                lr: o.lr.or(recommended.lr).unwrap_or(d.lr),
-                ..d
-            })
-        }
-        "sgd" => OptimizerConfig::Sgd(SgdConfig {
-            lr: o.lr.unwrap_or(SgdConfig::default().lr),
-            power: o.sgd_power,
-        }),
-        other => {
-            return Err(CoreError::Invalid(format!(
-                "unknown optimizer `{other}` (expected adam or sgd)"
-            )));
-        }
-    };
-    let on_nonfinite = match o.on_nonfinite.to_ascii_lowercase().as_str() {
-        "stop" => OnNonFinite::Stop,
-        "continue" => OnNonFinite::Continue,
-        other => {
-            return Err(CoreError::Invalid(format!(
-                "unknown on_nonfinite `{other}` (expected stop or continue)"
-            )));
-        }
-    };
-    let config = RunConfig {
-        estimator: estimator_kind(&o.estimator)?,
-        eta: o.eta,
-        eta_decay: o.eta_decay.or(recommended.eta_decay),
-        eta_auto: o.eta_auto,
-        iterations: o.iters,
-        batch: o.batch,
-        optimizer,
-        seed: o.seed,
-        log_every: o.log_every,
-        log_samples: o.log_samples,
-        on_nonfinite,
-        threads: o.threads,
-        precise: o.precise,
-    };
-    config.validate().map_err(CoreError::from)?;
+    let config = o.resolve(recommended)?;
+    config.check_resources(&c.model)?;
     Ok(config)
 }
 
@@ -401,50 +366,17 @@ pub fn report_json(r: &RunReport) -> String {
     r.to_json()
 }
 
-/// The options of a comparison (`dsgd compare`'s).
-#[derive(Clone, Debug, PartialEq)]
-pub struct CompareOptions {
-    pub etas: Vec<f64>,
-    pub seeds: u64,
-    pub iters: u64,
-    pub lr: Option<f64>,
-    pub eta_decay: Option<f64>,
-    pub log_every: u64,
-    pub log_samples: usize,
-}
-
 /// `dsgd compare` on `model`: every applicable estimator, DSGD and Fixed per eta, seeds
 /// `0..seeds`, with the command line's settings. JSON: `comparison` (what `dsgd compare
 /// --json` prints), per cell the paper's `paper` mean and std (built-in paper models) and
 /// whether it lies in the tolerance `band`, and the command line's markdown `table`.
 pub fn compare(c: &Compiled, o: &CompareOptions, cancel: &AtomicBool) -> Result<String, CoreError> {
     let model = &c.model;
-    if o.etas.is_empty() || o.seeds == 0 {
-        return Err(CoreError::Invalid(
-            "a comparison needs at least one eta and one seed".into(),
-        ));
-    }
-    let (paper_lr, paper_decay) = paper_settings(&model.name);
-    let mut base = ReproduceConfig::full().base_run(&model.name);
-    base.iterations = o.iters;
-    base.log_every = o.log_every;
-    base.log_samples = o.log_samples;
-    base.optimizer = OptimizerConfig::Adam(AdamConfig {
-        lr: o.lr.unwrap_or(paper_lr),
-        ..AdamConfig::default()
-    });
-    base.eta_decay = o.eta_decay.or(paper_decay);
-    for &eta in &o.etas {
-        RunConfig {
-            eta,
-            ..base.clone()
-        }
-        .validate()
-        .map_err(CoreError::from)?;
-    }
+    let base = o.base(model, matches!(c.source, ModelSource::Builtin(_)))?;
+    let (etas, seeds) = (o.etas(), o.seeds());
     let note = compare::lyy18_refusal(model);
-    let arms = compare::arms(&o.etas, note.is_none());
-    let configs: Vec<RunConfig> = compare::jobs(0, &arms, o.seeds, &base)
+    let arms = compare::arms(&etas, note.is_none());
+    let configs: Vec<RunConfig> = compare::jobs(0, &arms, seeds, &base)
         .into_iter()
         .map(|j| j.config)
         .collect();
@@ -506,6 +438,9 @@ fn check_dim(problem: &Problem, theta: &[f64]) -> Result<(), CoreError> {
 /// The stream tag of posterior draws.
 const SAMPLE_TAG: u32 = 1;
 
+/// Draws between two looks at the cancel flag.
+const CANCEL_EVERY: usize = 4096;
+
 /// The fitted latents (all but the fixed ones), in the order of `RunReport::latents`.
 pub fn fitted_latents(model: &Model) -> Result<Vec<usize>, CoreError> {
     let problem = Problem::new(model).map_err(|e| CoreError::Invalid(e.to_string()))?;
@@ -520,15 +455,32 @@ pub fn fitted_latents(model: &Model) -> Result<Vec<usize>, CoreError> {
 
 /// `n` draws of the fitted latents (the order of `RunReport::latents`) from the family at
 /// `theta`, in natural units (`z = T(loc + scale s)`), row-major; a pure function of `seed`.
-pub fn sample(model: &Model, theta: &[f64], n: usize, seed: u64) -> Result<Vec<f64>, CoreError> {
+/// Ends early with [`CoreError::Cancelled`] when `cancel` rises; `n` beyond this machine's
+/// memory is refused before anything is drawn.
+pub fn sample(
+    model: &Model,
+    theta: &[f64],
+    n: u64,
+    seed: u64,
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>, CoreError> {
+    check_memory(
+        vec![("n", n.to_string())],
+        Footprint::of(model).draw_bytes(n),
+    )?;
     let (problem, state) = guide_at(model, theta)?;
     let fitted = fitted_latents(model)?;
     let all = problem.family().latent_count();
     let key = StreamKey::new(seed, 0, Purpose::Other(SAMPLE_TAG));
-    let mut out = Vec::with_capacity(n * fitted.len());
+    // Within memory, so within a machine word.
+    let n = usize::try_from(n).map_err(|_| CoreError::Memory(format!("n={n} is too large")))?;
+    let mut out = Vec::with_capacity(n.saturating_mul(fitted.len()));
     let mut s = vec![0.0; all];
     let mut rng = key.rng(estimate::Channel::Noise);
     for row in 0..n {
+        if row % CANCEL_EVERY == 0 && cancel.load(Ordering::Relaxed) {
+            return Err(CoreError::Cancelled);
+        }
         rng.fill_normals(row, &mut s);
         out.extend(fitted.iter().map(|&i| {
             model
@@ -539,15 +491,16 @@ pub fn sample(model: &Model, theta: &[f64], n: usize, seed: u64) -> Result<Vec<f
     Ok(out)
 }
 
-/// The options of [`gradients`].
-#[derive(Clone, Debug, PartialEq)]
+/// The options of [`gradients`] as given (`None`: the default).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct GradientOptions {
-    pub estimator: String,
-    pub eta: f64,
+    pub estimator: Option<EstimatorKind>,
+    pub eta: Option<f64>,
     pub eta_decay: Option<f64>,
-    pub seed: u64,
-    /// The iteration whose streams (and, for DSGD, whose `eta_k`) are used.
-    pub iteration: u64,
+    pub seed: Option<u64>,
+    /// The iteration whose streams (and, for DSGD, whose `eta_k`) are used (default: the
+    /// one whose `eta_k` is `eta`).
+    pub iteration: Option<u64>,
 }
 
 /// `n` per-sample gradient estimates at `theta`, row-major `(n, dim)`: the samples that an
@@ -563,14 +516,21 @@ pub fn gradients(
     if n == 0 {
         return Err(CoreError::Invalid("n must be at least 1".into()));
     }
+    check_memory(
+        vec![("n", n.to_string())],
+        Footprint::of(model).gradient_bytes(n as u64),
+    )?;
+    let eta = settings::eta(o.eta.unwrap_or(DEFAULT_ETA))?;
+    let eta_decay = o.eta_decay.map(settings::eta_decay).transpose()?;
     let problem = Problem::new(model).map_err(|e| CoreError::Invalid(e.to_string()))?;
     check_dim(&problem, theta)?;
-    let kind = estimator_kind(&o.estimator)?;
-    let estimator = estimate::build(kind, &problem, o.eta, o.eta_decay)
+    let kind = o.estimator.unwrap_or(EstimatorKind::Dsgd);
+    let estimator = estimate::build(kind, &problem, eta, eta_decay)
         .map_err(|e| CoreError::Invalid(e.to_string()))?;
     let d = problem.dim();
     let mut engine = Engine::new(problem, estimator);
-    let key = StreamKey::new(o.seed, o.iteration, Purpose::Step);
+    let iteration = o.iteration.unwrap_or(ITERATION_AT_ETA);
+    let key = StreamKey::new(o.seed.unwrap_or(0), iteration, Purpose::Step);
     engine
         .evaluate(theta, key, n, false)
         .map_err(|e| CoreError::Invalid(e.to_string()))?;

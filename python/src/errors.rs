@@ -1,9 +1,11 @@
 //! The package's exceptions and how a [`CoreError`] becomes one: `dsgd.CompileError` (with
 //! file, line, column, message and what was expected), `ValueError` for impossible options,
-//! `OSError` for unreadable files, `KeyboardInterrupt` for a cancelled run.
+//! `MemoryError` for settings beyond this machine's memory, `OSError` for unreadable files,
+//! `KeyboardInterrupt` for a cancelled run, `RuntimeError` for a caught panic.
 
 use pyo3::exceptions::{
-    PyException, PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyValueError,
+    PyException, PyFileNotFoundError, PyKeyboardInterrupt, PyMemoryError, PyOSError,
+    PyRuntimeError, PyValueError,
 };
 use pyo3::prelude::*;
 
@@ -39,6 +41,10 @@ pub fn to_py(py: Python<'_>, e: CoreError) -> PyErr {
             err
         }
         CoreError::Invalid(msg) => PyValueError::new_err(msg),
+        CoreError::Memory(msg) => PyMemoryError::new_err(msg),
+        CoreError::Panicked(msg) => {
+            PyRuntimeError::new_err(format!("internal error: {msg} (please report)"))
+        }
         CoreError::NotFound(msg) => PyFileNotFoundError::new_err(msg),
         CoreError::Io(msg) => PyOSError::new_err(msg),
         CoreError::Cancelled => PyKeyboardInterrupt::new_err("the run was cancelled"),

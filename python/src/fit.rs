@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::core::{self, Compiled};
-use crate::errors::to_py;
+use crate::{interrupt, options};
 
 /// The result of `Model.fit`.
 #[pyclass(module = "dsgd._core", name = "Fit", frozen)]
@@ -243,27 +243,18 @@ impl Fit {
     }
 
     /// `n` draws of the fitted latents from the fitted family, in their own units, an
-    /// `(n, len(latent_names))` array; a pure function of `seed`.
+    /// `(n, len(latent_names))` array; a pure function of `seed`. An `n` beyond this
+    /// machine's memory raises `MemoryError` before anything is drawn; Ctrl-C stops it.
     #[pyo3(signature = (n, seed = 0))]
-    fn sample<'py>(&self, py: Python<'py>, n: i64, seed: i64) -> PyResult<Bound<'py, PyAny>> {
-        if n < 0 {
-            return Err(PyValueError::new_err(format!(
-                "n must be at least 0, got {n}"
-            )));
-        }
-        if seed < 0 {
-            return Err(PyValueError::new_err(format!(
-                "seed must be at least 0, got {seed}"
-            )));
-        }
-        let n = n as usize;
+    fn sample<'py>(&self, py: Python<'py>, n: i128, seed: i128) -> PyResult<Bound<'py, PyAny>> {
+        let n = options::count("n", Some(n), 0)?.unwrap_or(0);
+        let seed = options::count("seed", Some(seed), 0)?.unwrap_or(0);
         let theta = &self.report.theta;
         let model = &self.compiled.model;
-        let z = py
-            .detach(|| core::sample(model, theta, n, seed as u64))
-            .map_err(|e| to_py(py, e))?;
+        let z = interrupt::run(py, |cancel| core::sample(model, theta, n, seed, cancel))?;
         let k = self.layout.latent_names.len();
-        Ok(PyArray1::from_vec(py, z).reshape([n, k])?.into_any())
+        let rows = z.len().checked_div(k).unwrap_or(n as usize);
+        Ok(PyArray1::from_vec(py, z).reshape([rows, k])?.into_any())
     }
 
     /// The trajectory as a pandas DataFrame (needs pandas): `iter`, `value`, `value_se`,

@@ -6,7 +6,12 @@
 //! the run loop stops before its next step, and the exception propagates: the interpreter
 //! answers within a slice plus one optimisation step. Off the main thread (thread pools, Ray
 //! workers) Python delivers no signals and the wait simply ends when the work does.
+//!
+//! A panic in the work is caught here, at the binding's boundary, and becomes a
+//! `RuntimeError` with its message: the interpreter and the package stay usable.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
@@ -24,14 +29,25 @@ const POLL: Duration = Duration::from_millis(50);
 pub fn run<T, F>(py: Python<'_>, work: F) -> PyResult<T>
 where
     T: Send,
-    F: FnOnce(&AtomicBool) -> Result<T, CoreError> + Send,
+    F: FnOnce(&Arc<AtomicBool>) -> Result<T, CoreError> + Send,
 {
-    let cancel = AtomicBool::new(false);
+    run_core(py, work)?.map_err(|e| to_py(py, e))
+}
+
+/// [`run`], handing back the work's own error for the caller to look at; the outer error
+/// is the Python exception that interrupted it (or a panic's).
+pub fn run_core<T, F>(py: Python<'_>, work: F) -> PyResult<Result<T, CoreError>>
+where
+    T: Send,
+    F: FnOnce(&Arc<AtomicBool>) -> Result<T, CoreError> + Send,
+{
+    let cancel = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel::<()>();
     std::thread::scope(|s| {
         let flag = &cancel;
         let handle = s.spawn(move || {
-            let r = work(flag);
+            let r = catch_unwind(AssertUnwindSafe(|| work(flag)))
+                .unwrap_or_else(|payload| Err(CoreError::Panicked(panic_message(&*payload))));
             // The receiver may be gone if the caller was interrupted; nothing to tell then.
             let _ = tx.send(());
             r
@@ -56,10 +72,23 @@ where
             return Err(e);
         }
         match joined {
-            Ok(r) => r.map_err(|e| to_py(py, e)),
-            Err(_) => Err(PyRuntimeError::new_err(
-                "internal error: the worker thread panicked (please report)",
-            )),
+            Ok(r) => Ok(r),
+            Err(payload) => Err(PyRuntimeError::new_err(format!(
+                "internal error: {} (please report)",
+                panic_message(&*payload)
+            ))),
         }
     })
+}
+
+/// What a panic said, when it said it as text.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    let text = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned());
+    match text {
+        Some(t) => format!("a panic: {t}"),
+        None => "a panic".to_string(),
+    }
 }

@@ -16,6 +16,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<model::Model>()?;
     m.add_class::<fit::Fit>()?;
+    m.add_class::<options::FitOptions>()?;
     m.add_function(wrap_pyfunction!(model::models, m)?)?;
     m.add_function(wrap_pyfunction!(model::_restore_model, m)?)?;
     m.add("CompileError", py.get_type::<errors::CompileError>())?;

@@ -2,8 +2,9 @@
 //! compare), plus pickling by source so that models travel to other processes (Ray tasks).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
@@ -13,52 +14,95 @@ use pyo3::types::{PyDict, PyTuple};
 use crate::core::{self, Compiled, ModelSource};
 use crate::errors::to_py;
 use crate::fit::Fit;
-use crate::{interrupt, options};
+use crate::interrupt;
+use crate::options::{self, FitOptions};
 
 /// A model compiled from `.dsgd` text, a file, or a built-in name.
 ///
 /// Build one with `Model.from_source`, `Model.from_file` or `Model.builtin`; `dsgd.models()`
 /// lists the built-ins. A model pickles as its source (with the data files it read), so it
-/// can be sent to other processes, for instance Ray workers.
+/// can be sent to other processes, for instance Ray workers. A model whose `data y;` has no
+/// value waits for one: `fit(data=..)`, `with_data(..)` and the other calls taking `data=`
+/// compile it then, and any other use says which data is missing.
 #[pyclass(module = "dsgd._core", name = "Model", frozen)]
 pub struct Model {
-    pub(crate) compiled: Arc<Compiled>,
-    layout: Arc<core::Layout>,
+    state: State,
+}
+
+/// A model compiled, or waiting for values of its `data` declarations.
+enum State {
+    Compiled {
+        compiled: Arc<Compiled>,
+        layout: Arc<core::Layout>,
+    },
+    /// The source, where its data files are read from (`None`: from those recorded when
+    /// it was first compiled), and the compiler's word on what is missing.
+    NeedsData {
+        source: ModelSource,
+        base: Option<PathBuf>,
+        error: Box<dsgd::lang::CompileError>,
+    },
 }
 
 impl Model {
     pub(crate) fn new(py: Python<'_>, compiled: Compiled) -> PyResult<Model> {
         let layout = core::layout(&compiled.model).map_err(|e| to_py(py, e))?;
         Ok(Model {
-            compiled: Arc::new(compiled),
-            layout: Arc::new(layout),
+            state: State::Compiled {
+                compiled: Arc::new(compiled),
+                layout: Arc::new(layout),
+            },
         })
     }
 
+    /// Compiles on a worker thread that Ctrl-C stops; a model that only lacks data keeps
+    /// its source until data is bound.
     fn compile(
         py: Python<'_>,
-        f: impl FnOnce() -> Result<Compiled, core::CoreError> + Send,
+        waiting: Option<(ModelSource, Option<PathBuf>)>,
+        f: impl FnOnce(&Arc<AtomicBool>) -> Result<Compiled, core::CoreError> + Send,
     ) -> PyResult<Model> {
-        let compiled = py.detach(f).map_err(|e| to_py(py, e))?;
-        Model::new(py, compiled)
+        match (interrupt::run_core(py, f)?, waiting) {
+            (Ok(compiled), _) => Model::new(py, compiled),
+            (Err(core::CoreError::Compile(error)), Some((source, base)))
+                if dsgd::lang::is_missing_data(&error) =>
+            {
+                Ok(Model {
+                    state: State::NeedsData {
+                        source,
+                        base,
+                        error,
+                    },
+                })
+            }
+            (Err(e), _) => Err(to_py(py, e)),
+        }
     }
 
-    /// This model, or when `options` holds `data` (removed from it), the model with that
-    /// data bound.
-    fn bound(
-        &self,
-        py: Python<'_>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Option<Model>> {
-        let Some(d) = options else { return Ok(None) };
-        let Some(data) = d.get_item("data")? else {
-            return Ok(None);
-        };
-        d.del_item("data")?;
-        if data.is_none() {
-            return Ok(None);
+    /// The compiled model, or the compile error that says which data it waits for.
+    fn ready(&self, py: Python<'_>) -> PyResult<(&Arc<Compiled>, &Arc<core::Layout>)> {
+        match &self.state {
+            State::Compiled { compiled, layout } => Ok((compiled, layout)),
+            State::NeedsData { error, .. } => {
+                Err(to_py(py, core::CoreError::Compile(error.clone())))
+            }
         }
-        self.with_data(py, &data).map(Some)
+    }
+
+    /// Where the model's text comes from.
+    fn model_source(&self) -> &ModelSource {
+        match &self.state {
+            State::Compiled { compiled, .. } => &compiled.source,
+            State::NeedsData { source, .. } => source,
+        }
+    }
+
+    /// This model, or when `data` is given, the model with that data bound.
+    fn bound(&self, py: Python<'_>, data: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Model>> {
+        match data.filter(|d| !d.is_none()) {
+            None => Ok(None),
+            Some(d) => self.with_data(py, d).map(Some),
+        }
     }
 }
 
@@ -115,7 +159,14 @@ impl Model {
     ) -> PyResult<Model> {
         let base = base_dir.unwrap_or_else(|| PathBuf::from("."));
         let data = data_of(py, data)?;
-        Model::compile(py, || core::compile_text(name, text, &base, data))
+        let source = ModelSource::Text {
+            file: name.to_string(),
+            source: text.to_string(),
+            files: BTreeMap::new(),
+        };
+        Model::compile(py, Some((source, Some(base.clone()))), |cancel| {
+            core::compile_text(name, text, &base, data, cancel)
+        })
     }
 
     /// Compiles the `.dsgd` file at `path`; data files are read relative to its directory,
@@ -128,7 +179,17 @@ impl Model {
         data: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Model> {
         let data = data_of(py, data)?;
-        Model::compile(py, || core::compile_file(&path, data))
+        let text = core::read_model_file(&path).map_err(|e| to_py(py, e))?;
+        let source = ModelSource::Text {
+            file: path.display().to_string(),
+            source: text.clone(),
+            files: BTreeMap::new(),
+        };
+        let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let file = path.display().to_string();
+        Model::compile(py, Some((source, Some(base.clone()))), |cancel| {
+            core::compile_text(&file, &text, &base, data, cancel)
+        })
     }
 
     /// The built-in model `name` (see `dsgd.models()`), its `data` declarations optionally
@@ -137,7 +198,7 @@ impl Model {
     #[pyo3(signature = (name, data = None))]
     fn builtin(py: Python<'_>, name: &str, data: Option<&Bound<'_, PyAny>>) -> PyResult<Model> {
         let data = data_of(py, data)?;
-        Model::compile(py, || core::compile_builtin(name, data))
+        Model::compile(py, None, |_| core::compile_builtin(name, data))
     }
 
     /// The same model with `data` bound to its `data` declarations: a dict from a
@@ -148,163 +209,265 @@ impl Model {
     /// `gradients` and `dsgd.compare`/`dsgd.sweep` also take `data=` as a shorthand.
     fn with_data(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Model> {
         let data = data_of(py, Some(data))?;
-        let source = self.compiled.source.clone();
-        Model::compile(py, || core::recompile(&source, data))
+        let source = self.model_source().clone();
+        let base = match &self.state {
+            State::NeedsData { base, .. } => base.clone(),
+            State::Compiled { .. } => None,
+        };
+        let waiting = Some((source.clone(), base.clone()));
+        Model::compile(py, waiting, |cancel| match (&source, &base) {
+            // Never compiled: its data files are read now, from where the model is.
+            (ModelSource::Text { file, source, .. }, Some(base)) => {
+                core::compile_text(file, source, base, data, cancel)
+            }
+            _ => core::recompile(&source, data, cancel),
+        })
     }
 
     /// The data bound with `with_data` (or `data=`), as a dict of numpy arrays.
     #[getter]
     fn data<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        data_dict(py, &self.compiled.data)
+        match &self.state {
+            State::Compiled { compiled, .. } => data_dict(py, &compiled.data),
+            State::NeedsData { .. } => Ok(PyDict::new(py)),
+        }
     }
 
     /// The model's name (a file's stem, or the built-in's name).
     #[getter]
     fn name(&self) -> String {
-        self.compiled.model.name.clone()
+        match &self.state {
+            State::Compiled { compiled, .. } => compiled.model.name.clone(),
+            State::NeedsData { source, .. } => match source {
+                ModelSource::Builtin(name) => name.clone(),
+                ModelSource::Text { file, .. } => Path::new(file)
+                    .file_stem()
+                    .map_or(file.clone(), |s| s.to_string_lossy().into_owned()),
+            },
+        }
     }
 
     /// `"variational"` (the objective is the ELBO) or `"objective"` (`maximize`/`minimize`).
     #[getter]
-    fn mode(&self) -> &'static str {
-        match self.compiled.model.mode {
+    fn mode(&self, py: Python<'_>) -> PyResult<&'static str> {
+        Ok(match self.ready(py)?.0.model.mode {
             dsgd::ir::Mode::Variational => "variational",
             dsgd::ir::Mode::Objective { .. } => "objective",
-        }
+        })
     }
 
     /// The model's source text.
     #[getter]
     fn source(&self) -> String {
-        self.compiled.text().to_string()
+        match &self.state {
+            State::Compiled { compiled, .. } => compiled.text().to_string(),
+            State::NeedsData { source, .. } => match source {
+                ModelSource::Builtin(name) => {
+                    dsgd::models::builtin_source(name).unwrap_or("").to_string()
+                }
+                ModelSource::Text { source, .. } => source.clone(),
+            },
+        }
     }
 
     /// The names of the optimised vector `theta`'s components: the model's `param`s, then
     /// `mu[z]` and `rho[z]` (`std = softplus(rho)`) for each latent `z` with a guide.
     #[getter]
-    fn theta_names(&self) -> Vec<String> {
-        self.layout.theta_names.clone()
+    fn theta_names(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        Ok(self.ready(py)?.1.theta_names.clone())
     }
 
     /// The initial `theta` (what a fit starts from).
     #[getter]
-    fn init_theta<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        PyArray1::from_vec(py, self.layout.init_theta.clone())
+    fn init_theta<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(PyArray1::from_vec(py, self.ready(py)?.1.init_theta.clone()))
     }
 
     /// The fitted latents' names (fixed latents left out), the order of `Fit.sample`'s columns.
     #[getter]
-    fn latent_names(&self) -> Vec<String> {
-        self.layout.latent_names.clone()
+    fn latent_names(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        Ok(self.ready(py)?.1.latent_names.clone())
     }
 
     /// What `dsgd check --json` says about the model, as a dict: counts of latents,
     /// parameters and if-statements, nesting depth, safety, affine guards, whether LYY18
     /// applies, the default eta decay, and every guard.
     fn check<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let json = core::check_json(&self.compiled);
+        let json = core::check_json(self.ready(py)?.0);
         py.import("json")?.call_method1("loads", (json,))
     }
 
-    /// Optimises the model; returns a `Fit`. Keyword options and defaults are those of
-    /// `dsgd run`: estimator="dsgd" (or "fixed", "reparam", "score", "lyy18"), eta=0.1,
-    /// eta_decay=None (1 / (2 * nesting depth)), iters=10000, batch=16, optimizer="adam"
-    /// (or "sgd"), lr=None (Adam 0.0015, SGD 0.5), sgd_power=1.0, seed=0, log_every=100,
-    /// log_samples=1000, on_nonfinite="stop" (or "continue"), threads=None (all cores;
-    /// results do not depend on it), data=None (as `with_data`), precise=False (True: also
-    /// measure the objective at the final parameters with many fresh samples, as
-    /// `dsgd run --precise`, into `Fit.final_precise`; with precise_rel_se=0.001,
-    /// precise_min_samples=100000, precise_max_samples=1000000). The same seed gives the same
-    /// numbers as the command line. Releases the GIL; Ctrl-C stops it with KeyboardInterrupt.
-    #[pyo3(signature = (**options))]
-    fn fit(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Fit> {
-        if let Some(bound) = self.bound(py, options)? {
-            return bound.fit(py, options);
+    /// Optimises the model; returns a `Fit`. The keywords are those of `dsgd run`
+    /// (`dsgd._core.FitOptions` holds their signature): estimator ("dsgd", "fixed",
+    /// "reparam", "score", "lyy18" or "rloo"), eta (a number or "auto"), eta_decay, iters,
+    /// batch, optimizer ("adam" or "sgd"), lr, sgd_power, seed, log_every, log_samples,
+    /// on_nonfinite ("stop" or "continue"), threads (results do not depend on it), precise
+    /// (True: also measure the objective at the final parameters with many fresh samples,
+    /// as `dsgd run --precise`, into `Fit.final_precise`, with precise_rel_se,
+    /// precise_min_samples, precise_max_samples), and data (as `with_data`). Each one left
+    /// out takes `dsgd run`'s default, and a built-in model its own recommended settings.
+    /// The same seed gives the same numbers as the command line. A setting that cannot fit
+    /// in this machine's memory raises `MemoryError` before anything runs. Releases the GIL;
+    /// Ctrl-C stops it with KeyboardInterrupt.
+    #[pyo3(signature = (*, data = None, **options))]
+    fn fit(
+        &self,
+        py: Python<'_>,
+        data: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Fit> {
+        if let Some(bound) = self.bound(py, data)? {
+            return bound.fit(py, None, options);
         }
-        let opts = options::fit_options(options, &[])?;
-        let config = core::run_config(&self.compiled, &opts).map_err(|e| to_py(py, e))?;
-        let compiled = &self.compiled;
+        let opts = FitOptions::from_kwargs(py, options)?;
+        let (compiled, layout) = self.ready(py)?;
+        let config = core::run_config(compiled, &opts).map_err(|e| to_py(py, e))?;
         let report = interrupt::run(py, |cancel| core::fit(compiled, &config, cancel))?;
-        Ok(Fit::new(self.compiled.clone(), self.layout.clone(), report))
+        Ok(Fit::new(compiled.clone(), layout.clone(), report))
     }
 
     /// Per-sample gradient estimates at `theta` (default: `init_theta`), an
     /// `(n, len(theta_names))` array: the `n` samples an optimisation step with batch `n`
     /// would average, of the maximised objective (the ELBO, `E` for `maximize`, `-E` for
-    /// `minimize`). Options: estimator="dsgd", eta=0.1, eta_decay=None, seed=0 and
-    /// iteration=3999 (the step whose random streams are used and, for DSGD, whose
-    /// eta_k = eta * (4000 / (iteration + 1))^decay: at 3999 it is `eta` itself), and
-    /// data=None (as `with_data`).
-    #[pyo3(signature = (theta = None, n = 1000, **options))]
+    /// `minimize`). Options (left out: `dsgd run`'s defaults): estimator, eta, eta_decay,
+    /// seed, and iteration (the step whose random streams are used and, for DSGD, whose
+    /// eta_k = eta * (4000 / (iteration + 1))^decay; by default 3999, where eta_k is `eta`
+    /// itself), and data (as `with_data`).
+    #[pyo3(signature = (
+        theta = None,
+        n = 1000,
+        *,
+        estimator = None,
+        eta = None,
+        eta_decay = None,
+        seed = None,
+        iteration = None,
+        data = None,
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn gradients<'py>(
         &self,
         py: Python<'py>,
         theta: Option<Vec<f64>>,
-        n: i64,
-        options: Option<&Bound<'py, PyDict>>,
+        n: i128,
+        estimator: Option<String>,
+        eta: Option<f64>,
+        eta_decay: Option<f64>,
+        seed: Option<i128>,
+        iteration: Option<i128>,
+        data: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        if n < 1 {
-            return Err(PyValueError::new_err(format!(
-                "n must be at least 1, got {n}"
-            )));
+        let n = options::size("n", Some(n), 1)?.unwrap_or(1);
+        if let Some(bound) = self.bound(py, data)? {
+            return bound.gradients(
+                py, theta, n as i128, estimator, eta, eta_decay, seed, iteration, None,
+            );
         }
-        let n = n as usize;
-        if let Some(bound) = self.bound(py, options)? {
-            return bound.gradients(py, theta, n as i64, options);
-        }
-        let opts = options::gradient_options(options, &[])?;
-        let theta = theta.unwrap_or_else(|| self.layout.init_theta.clone());
-        let compiled = &self.compiled;
+        let opts = core::GradientOptions {
+            estimator: options::estimator(estimator)?,
+            eta,
+            eta_decay,
+            seed: options::count("seed", seed, 0)?,
+            iteration: options::count("iteration", iteration, 0)?,
+        };
+        let (compiled, layout) = self.ready(py)?;
+        let theta = theta.unwrap_or_else(|| layout.init_theta.clone());
         let g = interrupt::run(py, |cancel| {
             core::gradients(&compiled.model, &theta, n, &opts, cancel)
         })?;
-        let d = self.layout.theta_names.len();
+        let d = layout.theta_names.len();
         Ok(PyArray1::from_vec(py, g).reshape([n, d])?.into_any())
     }
 
     /// Runs several fits in parallel across fits (each options dict as `fit`'s keywords);
     /// the `Fit`s in the given order. The local backend of `dsgd.sweep`.
     fn _fit_many(&self, py: Python<'_>, options: Vec<Bound<'_, PyDict>>) -> PyResult<Vec<Fit>> {
+        let (compiled, layout) = self.ready(py)?;
         let configs = options
             .iter()
             .map(|d| {
-                let o = options::fit_options(Some(d), &[])?;
-                core::run_config(&self.compiled, &o).map_err(|e| to_py(py, e))
+                let o = FitOptions::from_kwargs(py, Some(d))?;
+                core::run_config(compiled, &o).map_err(|e| to_py(py, e))
             })
             .collect::<PyResult<Vec<_>>>()?;
-        let compiled = &self.compiled;
         let reports = interrupt::run(py, |cancel| core::fit_many(compiled, &configs, cancel))?;
         Ok(reports
             .into_iter()
-            .map(|r| Fit::new(self.compiled.clone(), self.layout.clone(), r))
+            .map(|r| Fit::new(compiled.clone(), layout.clone(), r))
             .collect())
     }
 
     /// The comparison of `dsgd compare --json` (a JSON string); `dsgd.compare` wraps it.
-    #[pyo3(signature = (**options))]
-    fn _compare(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
-        if let Some(bound) = self.bound(py, options)? {
-            return bound._compare(py, options);
+    #[pyo3(signature = (
+        *,
+        etas = None,
+        seeds = None,
+        iters = None,
+        lr = None,
+        eta_decay = None,
+        log_every = None,
+        log_samples = None,
+        data = None,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn _compare(
+        &self,
+        py: Python<'_>,
+        etas: Option<Vec<f64>>,
+        seeds: Option<i128>,
+        iters: Option<i128>,
+        lr: Option<f64>,
+        eta_decay: Option<f64>,
+        log_every: Option<i128>,
+        log_samples: Option<i128>,
+        data: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        if let Some(bound) = self.bound(py, data)? {
+            return bound._compare(
+                py,
+                etas,
+                seeds,
+                iters,
+                lr,
+                eta_decay,
+                log_every,
+                log_samples,
+                None,
+            );
         }
-        let opts = options::compare_options(options, &[])?;
-        let compiled = &self.compiled;
+        let opts = core::CompareOptions {
+            etas,
+            seeds: options::count("seeds", seeds, 1)?,
+            iters: options::count("iters", iters, 1)?,
+            lr,
+            eta_decay,
+            log_every: options::count("log_every", log_every, 1)?,
+            log_samples: options::size("log_samples", log_samples, 2)?,
+        };
+        let compiled = self.ready(py)?.0;
         interrupt::run(py, |cancel| core::compare(compiled, &opts, cancel))
     }
 
     fn __repr__(&self) -> String {
-        format!(
-            "Model({:?}, {}, latents={}, theta={})",
-            self.compiled.model.name,
-            self.mode(),
-            self.layout.latent_names.len(),
-            self.layout.theta_names.len()
-        )
+        match &self.state {
+            State::Compiled { compiled, layout } => format!(
+                "Model({:?}, {}, latents={}, theta={})",
+                compiled.model.name,
+                match compiled.model.mode {
+                    dsgd::ir::Mode::Variational => "variational",
+                    dsgd::ir::Mode::Objective { .. } => "objective",
+                },
+                layout.latent_names.len(),
+                layout.theta_names.len()
+            ),
+            State::NeedsData { .. } => format!("Model({:?}, waiting for data)", self.name()),
+        }
     }
 
     /// Pickles as the source (and the data files it read), compiled again on loading.
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let restore = py.import("dsgd._core")?.getattr("_restore_model")?;
-        let state: Bound<'py, PyAny> = match &self.compiled.source {
+        let state: Bound<'py, PyAny> = match self.model_source() {
             ModelSource::Builtin(name) => ("builtin", name.clone()).into_pyobject(py)?.into_any(),
             ModelSource::Text {
                 file,
@@ -320,7 +483,11 @@ impl Model {
                     .into_any()
             }
         };
-        let data = self.compiled.data.clone().into_pyobject(py)?.into_any();
+        let bound = match &self.state {
+            State::Compiled { compiled, .. } => compiled.data.clone(),
+            State::NeedsData { .. } => Vec::new(),
+        };
+        let data = bound.into_pyobject(py)?.into_any();
         PyTuple::new(py, [restore, PyTuple::new(py, [state, data])?.into_any()])
     }
 }
@@ -346,7 +513,8 @@ pub fn _restore_model(
             )));
         }
     };
-    Model::compile(py, || core::recompile(&source, data))
+    let waiting = Some((source.clone(), None));
+    Model::compile(py, waiting, |cancel| core::recompile(&source, data, cancel))
 }
 
 /// The built-in models: a dict from name to a one-line description.

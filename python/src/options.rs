@@ -1,15 +1,18 @@
-//! Keyword options from Python to the core's option structs: every key known, every value
-//! checked, and a `ValueError` naming the option and what it must be otherwise.
+//! The keyword options of `Model.fit` (and of each fit of a sweep) as one typed signature,
+//! [`FitOptions`]'s constructor: Python checks the names and kinds, and the core's
+//! `dsgd::settings` fills in what was not given, checks every value and names the option
+//! in its error. Nothing here holds a default or a range.
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyString};
 
-use dsgd::experiment::precise::PreciseConfig;
+use dsgd::estimate::EstimatorKind;
+use dsgd::settings::{
+    EtaSetting, PreciseOptions, RunOptions, SettingError, SettingKind, Style, whole,
+};
 
-use crate::core::{CompareOptions, FitOptions, GradientOptions};
-
-/// The keywords of `Model.fit` (and of a sweep's grid), with `dsgd run`'s defaults.
+/// The keywords of `Model.fit` and of a sweep's grid (`FitOptions`'s signature, in order).
 pub const FIT_KEYS: &[&str] = &[
     "estimator",
     "eta",
@@ -30,235 +33,159 @@ pub const FIT_KEYS: &[&str] = &[
     "precise_max_samples",
 ];
 
-/// The iteration whose `eta_k` equals `eta` in DSGD's schedule (`K_MATCH - 1`, zero-based).
-pub const ITERATION_AT_ETA: u64 = 3999;
-
-/// Reads typed values out of a keyword dictionary, remembering which keys were used.
-struct Reader<'a, 'py> {
-    dict: Option<&'a Bound<'py, PyDict>>,
+/// A refused setting as the Python exception for it: `MemoryError` when it cannot fit in
+/// memory, `ValueError` otherwise, the options named as keywords.
+pub fn setting_error(e: SettingError) -> PyErr {
+    let msg = e.render(Style::Keyword);
+    match e.kind {
+        SettingKind::Memory => PyMemoryError::new_err(msg),
+        SettingKind::Invalid => PyValueError::new_err(msg),
+    }
 }
 
-impl<'py> Reader<'_, 'py> {
-    fn get(&self, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
-        match self.dict {
-            None => Ok(None),
-            Some(d) => Ok(d.get_item(key)?.filter(|v| !v.is_none())),
-        }
-    }
+/// A whole number option (Python's `int` is unbounded, so it arrives as `i128`).
+pub fn count(option: &'static str, x: Option<i128>, min: u64) -> PyResult<Option<u64>> {
+    x.map(|x| whole(option, x, min).map_err(setting_error))
+        .transpose()
+}
 
-    fn string(&self, key: &str, default: &str) -> PyResult<String> {
-        match self.get(key)? {
-            None => Ok(default.to_string()),
-            Some(v) => v.extract::<String>().map_err(|_| {
-                PyValueError::new_err(format!("{key} must be a string, got {}", repr(&v)))
-            }),
-        }
-    }
-
-    fn boolean(&self, key: &str, default: bool) -> PyResult<bool> {
-        match self.get(key)? {
-            None => Ok(default),
-            Some(v) if v.is_instance_of::<pyo3::types::PyBool>() => v.extract::<bool>(),
-            Some(v) => Err(PyValueError::new_err(format!(
-                "{key} must be True or False, got {}",
-                repr(&v)
-            ))),
-        }
-    }
-
-    fn float(&self, key: &str) -> PyResult<Option<f64>> {
-        match self.get(key)? {
-            None => Ok(None),
-            Some(v) if v.is_instance_of::<pyo3::types::PyBool>() => Err(not_a_number(key, &v)),
-            Some(v) => v
-                .extract::<f64>()
-                .map(Some)
-                .map_err(|_| not_a_number(key, &v)),
-        }
-    }
-
-    /// A whole number of at least `min`.
-    fn count(&self, key: &str, min: u64) -> PyResult<Option<u64>> {
-        match self.get(key)? {
-            None => Ok(None),
-            Some(v) => {
-                let bad = || {
-                    PyValueError::new_err(format!(
-                        "{key} must be a whole number of at least {min}, got {}",
-                        repr(&v)
-                    ))
-                };
-                if v.is_instance_of::<pyo3::types::PyBool>() {
-                    return Err(bad());
-                }
-                match v.extract::<u64>() {
-                    Ok(x) if x >= min => Ok(Some(x)),
-                    _ => Err(bad()),
-                }
-            }
-        }
-    }
-
-    fn usize(&self, key: &str, min: u64) -> PyResult<Option<usize>> {
-        self.count(key, min)?
-            .map(|x| {
-                usize::try_from(x)
-                    .map_err(|_| PyValueError::new_err(format!("{key} is too large: {x}")))
+/// A whole number option that sizes something in memory.
+pub fn size(option: &'static str, x: Option<i128>, min: u64) -> PyResult<Option<usize>> {
+    count(option, x, min)?
+        .map(|x| {
+            usize::try_from(x).map_err(|_| {
+                setting_error(SettingError::invalid(
+                    option,
+                    format!("must fit in a machine word, got {x}"),
+                ))
             })
-            .transpose()
-    }
-
-    /// Fails on any key not in `known`.
-    fn only(&self, known: &[&str], what: &str) -> PyResult<()> {
-        let Some(d) = self.dict else { return Ok(()) };
-        for k in d.keys() {
-            let k: String = k.extract().map_err(|_| {
-                PyValueError::new_err(format!("{what} option names must be strings"))
-            })?;
-            if !known.contains(&k.as_str()) {
-                return Err(PyValueError::new_err(format!(
-                    "unknown {what} option `{k}` (expected one of {})",
-                    known.join(", ")
-                )));
-            }
-        }
-        Ok(())
-    }
+        })
+        .transpose()
 }
 
-fn repr(v: &Bound<'_, PyAny>) -> String {
-    v.repr().map_or_else(|_| "?".to_string(), |r| r.to_string())
-}
-
-fn not_a_number(key: &str, v: &Bound<'_, PyAny>) -> PyErr {
-    PyValueError::new_err(format!("{key} must be a number, got {}", repr(v)))
-}
-
-/// `Model.fit`'s options; `extra` names further keys the caller handles itself.
-pub fn fit_options(d: Option<&Bound<'_, PyDict>>, extra: &[&str]) -> PyResult<FitOptions> {
-    let r = Reader { dict: d };
-    let known: Vec<&str> = FIT_KEYS.iter().chain(extra).copied().collect();
-    r.only(&known, "fit")?;
-    let eta_auto = match r.get("eta")? {
-        Some(v) => v
-            .extract::<String>()
-            .map(|s| {
-                if s.eq_ignore_ascii_case("auto") {
-                    Ok(true)
-                } else {
-                    Err(PyValueError::new_err(format!(
-                        "eta must be a number or \"auto\", got {}",
-                        repr(&v)
-                    )))
-                }
-            })
-            .unwrap_or(Ok(false))?,
-        None => false,
-    };
-    Ok(FitOptions {
-        estimator: r.string("estimator", "dsgd")?,
-        eta: if eta_auto {
-            dsgd::estimate::START_AMPLITUDE
-        } else {
-            r.float("eta")?.unwrap_or(0.1)
-        },
-        eta_auto,
-        eta_decay: r.float("eta_decay")?,
-        iters: r.count("iters", 1)?.unwrap_or(10_000),
-        batch: r.usize("batch", 1)?.unwrap_or(16),
-        optimizer: r.string("optimizer", "adam")?,
-        lr: r.float("lr")?,
-        sgd_power: r.float("sgd_power")?.unwrap_or(1.0),
-        seed: r.count("seed", 0)?.unwrap_or(0),
-        log_every: r.count("log_every", 1)?.unwrap_or(100),
-        log_samples: r.usize("log_samples", 2)?.unwrap_or(1000),
-        on_nonfinite: r.string("on_nonfinite", "stop")?,
-        threads: r.usize("threads", 1)?,
-        precise: precise_config(&r)?,
-    })
-}
-
-/// The precise final measurement (`dsgd run --precise` and its `--precise-*` settings):
-/// `None` unless `precise=True`; a setting given without it is an error, as on the command
-/// line.
-fn precise_config(r: &Reader<'_, '_>) -> PyResult<Option<PreciseConfig>> {
-    let d = PreciseConfig::default();
-    if !r.boolean("precise", false)? {
-        for key in [
-            "precise_rel_se",
-            "precise_min_samples",
-            "precise_max_samples",
-        ] {
-            if r.get(key)?.is_some() {
-                return Err(PyValueError::new_err(format!("{key} needs precise=True")));
-            }
-        }
+/// `eta`: a number or `"auto"`.
+pub fn eta(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<EtaSetting>> {
+    let Some(v) = v.filter(|v| !v.is_none()) else {
         return Ok(None);
-    }
-    let rel_se = r.float("precise_rel_se")?.unwrap_or(d.rel_se);
-    if !(rel_se > 0.0 && rel_se.is_finite()) {
-        return Err(PyValueError::new_err(format!(
-            "precise_rel_se must be a positive number, got {rel_se}"
-        )));
-    }
-    Ok(Some(PreciseConfig {
-        rel_se,
-        min_samples: r.usize("precise_min_samples", 2)?.unwrap_or(d.min_samples),
-        max_samples: r.usize("precise_max_samples", 2)?.unwrap_or(d.max_samples),
-    }))
-}
-
-/// `Model.gradients`' options.
-pub fn gradient_options(
-    d: Option<&Bound<'_, PyDict>>,
-    extra: &[&str],
-) -> PyResult<GradientOptions> {
-    let r = Reader { dict: d };
-    let known: Vec<&str> = ["estimator", "eta", "eta_decay", "seed", "iteration"]
-        .iter()
-        .chain(extra)
-        .copied()
-        .collect();
-    r.only(&known, "gradients")?;
-    Ok(GradientOptions {
-        estimator: r.string("estimator", "dsgd")?,
-        eta: r.float("eta")?.unwrap_or(0.1),
-        eta_decay: r.float("eta_decay")?,
-        seed: r.count("seed", 0)?.unwrap_or(0),
-        iteration: r.count("iteration", 0)?.unwrap_or(ITERATION_AT_ETA),
-    })
-}
-
-/// `dsgd.compare`'s options (`dsgd compare`'s defaults).
-pub fn compare_options(d: Option<&Bound<'_, PyDict>>, extra: &[&str]) -> PyResult<CompareOptions> {
-    let r = Reader { dict: d };
-    let known: Vec<&str> = [
-        "etas",
-        "seeds",
-        "iters",
-        "lr",
-        "eta_decay",
-        "log_every",
-        "log_samples",
-    ]
-    .iter()
-    .chain(extra)
-    .copied()
-    .collect();
-    r.only(&known, "compare")?;
-    let etas = match r.get("etas")? {
-        None => dsgd::experiment::paper::ETAS.to_vec(),
-        Some(v) => v.extract::<Vec<f64>>().map_err(|_| {
-            PyValueError::new_err(format!("etas must be a list of numbers, got {}", repr(&v)))
-        })?,
     };
-    Ok(CompareOptions {
-        etas,
-        seeds: r.count("seeds", 1)?.unwrap_or(5),
-        iters: r.count("iters", 1)?.unwrap_or(10_000),
-        lr: r.float("lr")?,
-        eta_decay: r.float("eta_decay")?,
-        log_every: r.count("log_every", 1)?.unwrap_or(100),
-        log_samples: r.usize("log_samples", 2)?.unwrap_or(1000),
+    if let Ok(s) = v.cast::<PyString>() {
+        let s = s.to_string();
+        return s.parse().map(Some).map_err(setting_error);
+    }
+    let x: f64 = v.extract().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "argument 'eta': must be a number or \"auto\", got {}",
+            v.repr().map_or_else(|_| "?".to_string(), |r| r.to_string())
+        ))
+    })?;
+    Ok(Some(EtaSetting::Value(x)))
+}
+
+/// An estimator's name.
+pub fn estimator(name: Option<String>) -> PyResult<Option<EstimatorKind>> {
+    name.map(|n| {
+        n.parse::<EstimatorKind>()
+            .map_err(|e| PyValueError::new_err(e.to_string()))
     })
+    .transpose()
+}
+
+/// A name parsed by the core (`optimizer`, `on_nonfinite`).
+fn parsed<T: std::str::FromStr<Err = SettingError>>(s: Option<String>) -> PyResult<Option<T>> {
+    s.map(|s| s.parse::<T>().map_err(setting_error)).transpose()
+}
+
+/// `Model.fit`'s options, as given: every keyword typed, none defaulted here.
+#[pyclass(module = "dsgd._core", name = "FitOptions", frozen)]
+#[derive(Clone)]
+pub struct FitOptions {
+    pub options: RunOptions,
+}
+
+#[pymethods]
+impl FitOptions {
+    #[new]
+    #[pyo3(signature = (
+        *,
+        estimator = None,
+        eta = None,
+        eta_decay = None,
+        iters = None,
+        batch = None,
+        optimizer = None,
+        lr = None,
+        sgd_power = None,
+        seed = None,
+        log_every = None,
+        log_samples = None,
+        on_nonfinite = None,
+        threads = None,
+        precise = false,
+        precise_rel_se = None,
+        precise_min_samples = None,
+        precise_max_samples = None,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        estimator: Option<String>,
+        eta: Option<Bound<'_, PyAny>>,
+        eta_decay: Option<f64>,
+        iters: Option<i128>,
+        batch: Option<i128>,
+        optimizer: Option<String>,
+        lr: Option<f64>,
+        sgd_power: Option<f64>,
+        seed: Option<i128>,
+        log_every: Option<i128>,
+        log_samples: Option<i128>,
+        on_nonfinite: Option<String>,
+        threads: Option<i128>,
+        precise: bool,
+        precise_rel_se: Option<f64>,
+        precise_min_samples: Option<i128>,
+        precise_max_samples: Option<i128>,
+    ) -> PyResult<FitOptions> {
+        let precise_given = [
+            ("precise_rel_se", precise_rel_se.is_some()),
+            ("precise_min_samples", precise_min_samples.is_some()),
+            ("precise_max_samples", precise_max_samples.is_some()),
+        ];
+        if !precise && let Some((key, _)) = precise_given.iter().find(|(_, given)| *given) {
+            return Err(PyValueError::new_err(format!("{key} needs precise=True")));
+        }
+        let options = RunOptions {
+            estimator: self::estimator(estimator)?,
+            eta: self::eta(eta.as_ref())?,
+            eta_decay,
+            iterations: count("iters", iters, 1)?,
+            batch: size("batch", batch, 1)?,
+            optimizer: parsed(optimizer)?,
+            lr,
+            sgd_power,
+            seed: count("seed", seed, 0)?,
+            log_every: count("log_every", log_every, 1)?,
+            log_samples: size("log_samples", log_samples, 2)?,
+            on_nonfinite: parsed(on_nonfinite)?,
+            threads: size("threads", threads, 1)?,
+            precise: precise
+                .then(|| -> PyResult<PreciseOptions> {
+                    Ok(PreciseOptions {
+                        rel_se: precise_rel_se,
+                        min_samples: size("precise_min_samples", precise_min_samples, 2)?,
+                        max_samples: size("precise_max_samples", precise_max_samples, 2)?,
+                    })
+                })
+                .transpose()?,
+        };
+        Ok(FitOptions { options })
+    }
+}
+
+impl FitOptions {
+    /// The options in `kwargs`, through the typed signature above (so an unknown keyword
+    /// or a value of the wrong kind is Python's own `TypeError`).
+    pub fn from_kwargs(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<RunOptions> {
+        let made = py.get_type::<FitOptions>().call((), kwargs)?;
+        Ok(made.cast::<FitOptions>()?.get().options.clone())
+    }
 }

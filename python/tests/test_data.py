@@ -83,9 +83,14 @@ def test_gradients_compare_and_sweep_take_data():
 
 
 def test_data_errors():
+    # x, y, n declared without a value and not bound: the model waits for data, and any
+    # use that needs it says which is missing.
+    waiting = dsgd.Model.from_source(SOURCE)
     with pytest.raises(dsgd.CompileError, match="`x` has no value") as info:
-        dsgd.Model.from_source(SOURCE)  # x, y, n declared without a value and not bound
+        waiting.fit(iters=5)
     assert (info.value.line, info.value.column) == (2, 6)
+    with pytest.raises(dsgd.CompileError, match="`x` has no value"):
+        waiting.theta_names
     m = dsgd.Model.from_source(SOURCE, data=data_set())
     with pytest.raises(Exception, match="`z`"):
         m.with_data({**data_set(), "z": [1.0]})
@@ -95,3 +100,20 @@ def test_data_errors():
         m.with_data([1, 2])
     with pytest.raises(ValueError, match="(?i)finite|nan"):
         m.with_data({**data_set(), "y": np.full(8, np.nan)})
+
+
+def test_a_file_whose_data_has_no_value_binds_at_fit_time(tmp_path):
+    path = tmp_path / "step.dsgd"
+    path.write_text(SOURCE)
+    m = dsgd.Model.from_file(path)
+    assert m.name == "step" and m.data == {}
+    d = data_set()
+    got = m.fit(data=d, iters=50, seed=2, threads=1)
+    want = dsgd.Model.from_source(SOURCE, data=d).fit(iters=50, seed=2, threads=1)
+    assert got.final_value == want.final_value
+    assert np.array_equal(m.gradients(n=4, data=d), m.with_data(d).gradients(n=4))
+    # A model that cannot compile for another reason is still refused at once.
+    bad = tmp_path / "bad.dsgd"
+    bad.write_text("data y;\nlet z = ;")
+    with pytest.raises(dsgd.CompileError):
+        dsgd.Model.from_file(bad)

@@ -122,21 +122,35 @@ def test_a_non_finite_run_reports_its_status_and_message():
         (dict(eta=float("nan")), "eta must be positive"),
         (dict(iters=0), "iters must be a whole number of at least 1"),
         (dict(iters=-5), "iters must be a whole number of at least 1"),
-        (dict(iters=2.5), "iters must be a whole number"),
         (dict(batch=0), "batch must be a whole number of at least 1"),
         (dict(log_samples=1), "log_samples must be a whole number of at least 2"),
         (dict(seed=-1), "seed must be a whole number of at least 0"),
         (dict(estimator="sgld"), "unknown estimator `sgld`"),
-        (dict(optimizer="rmsprop"), "unknown optimizer `rmsprop`"),
-        (dict(on_nonfinite="ignore"), "unknown on_nonfinite"),
-        (dict(lr=0.0), "learning rate must be positive"),
+        (dict(optimizer="rmsprop"), "optimizer must be one of adam, sgd, got `rmsprop`"),
+        (dict(on_nonfinite="ignore"), "on_nonfinite must be stop or continue"),
+        (dict(lr=0.0), "lr must be positive"),
+        (dict(eta_decay=1e308), "eta_decay must be at least 0 and at most 10"),
+        (dict(threads=5000), "threads must be at most"),
         (dict(eta="big"), "eta must be a number"),
         (dict(threads=0), "threads must be a whole number of at least 1"),
-        (dict(itres=10), "unknown fit option `itres`"),
     ],
 )
 def test_bad_options_are_value_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
+        dsgd.Model.builtin("example").fit(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(iters=2.5), "iters"),
+        (dict(itres=10), "unexpected keyword argument 'itres'"),
+        (dict(precise=1), "precise"),
+        (dict(eta=[0.1]), "eta"),
+    ],
+)
+def test_options_of_the_wrong_kind_are_type_errors(kwargs, match):
+    with pytest.raises(TypeError, match=match):
         dsgd.Model.builtin("example").fit(**kwargs)
 
 
@@ -177,5 +191,5 @@ def test_precise_is_off_by_default_and_its_settings_need_it():
     assert "final_precise" not in fit.report
     with pytest.raises(ValueError, match="precise_rel_se needs precise=True"):
         dsgd.Model.builtin("example").fit(iters=50, precise_rel_se=0.01)
-    with pytest.raises(ValueError, match="precise must be True or False"):
+    with pytest.raises(TypeError, match="precise"):
         dsgd.Model.builtin("example").fit(iters=50, precise=1)

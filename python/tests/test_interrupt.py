@@ -90,3 +90,28 @@ def test_other_threads_run_while_a_fit_runs():
         t.join()
     # Holding the GIL for the fit (about a second) would allow one tick at most.
     assert during >= 20, during
+
+
+def test_eta_auto_s_starting_race_stops_on_ctrl_c():
+    # The race runs before the first step: 10 % of the run for each of its candidates.
+    m = dsgd.Model.builtin("temperature")
+    assert_interrupted(lambda: m.fit(eta="auto", **LONG))
+
+
+def test_the_precise_measurement_stops_on_ctrl_c():
+    m = dsgd.Model.builtin("cheating")
+    assert_interrupted(
+        lambda: m.fit(
+            iters=10,
+            precise=True,
+            precise_rel_se=1e-12,
+            precise_min_samples=10**9,
+            precise_max_samples=10**9,
+        )
+    )
+
+
+def test_drawing_from_a_fit_stops_on_ctrl_c():
+    fit = dsgd.Model.builtin("walk").fit(iters=10)
+    assert_interrupted(lambda: fit.sample(10**7))
+    assert fit.sample(3).shape == (3, len(fit.latent_names))

@@ -39,7 +39,7 @@ def test_sample_moments_match_the_guide(textmsg_fit):
 
 
 def test_sample_rejects_negative_counts(textmsg_fit):
-    with pytest.raises(ValueError, match="n must be at least 0"):
+    with pytest.raises(ValueError, match="n must be a whole number of at least 0"):
         textmsg_fit.sample(-1)
 
 
@@ -106,11 +106,11 @@ def test_gradient_argument_errors():
     m = dsgd.Model.builtin("textmsg")
     with pytest.raises(ValueError, match="theta has 2 entries; this model's theta has 6"):
         m.gradients([0.0, 1.0], n=4)
-    with pytest.raises(ValueError, match="n must be at least 1"):
+    with pytest.raises(ValueError, match="n must be a whole number of at least 1"):
         m.gradients(n=0)
     with pytest.raises(ValueError, match="unknown estimator"):
         m.gradients(n=4, estimator="nope")
-    with pytest.raises(ValueError, match="unknown gradients option `iters`"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'iters'"):
         m.gradients(n=4, iters=3)
     with pytest.raises(ValueError, match="eta must be positive"):
         m.gradients(n=4, eta=0.0)

@@ -7,7 +7,9 @@ use clap::Args;
 use dsgd::experiment::advise::{AdviseConfig, advise};
 use dsgd::lang::locate;
 
-use super::args::positive;
+use dsgd::settings::DEFAULT_ETA;
+
+use super::args::eta;
 use super::load::{SourceArgs, load_with_data};
 
 /// The static analysis and a short pilot at the initial parameters: which estimators apply,
@@ -25,7 +27,7 @@ pub struct AdviseArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// DSGD's smoothing accuracy in the pilot (its eta at iteration 4000).
-    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true, value_parser = positive)]
+    #[arg(long, default_value_t = DEFAULT_ETA, allow_negative_numbers = true, value_parser = eta)]
     pub eta: f64,
     /// Print the report as JSON.
     #[arg(long)]

@@ -16,7 +16,9 @@ use dsgd::experiment::reproduce::paper_settings;
 use dsgd::experiment::run::RunError;
 use serde::Serialize;
 
-use super::args::{Footprint, check_memory, count, positive, threads};
+use dsgd::settings::{DEFAULT_ETA, Footprint, check_memory};
+
+use super::args::{UsageError, count, eta, threads};
 use super::load::{SourceArgs, load_with_data};
 
 #[derive(Args, Debug)]
@@ -45,7 +47,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1, value_parser = threads)]
     threads: usize,
     /// Eta for DSGD (at iteration 4000) and Fixed.
-    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true, value_parser = positive)]
+    #[arg(long, default_value_t = DEFAULT_ETA, allow_negative_numbers = true, value_parser = eta)]
     eta: f64,
 }
 
@@ -82,9 +84,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let footprint = Footprint::of(&model);
     for &batch in &args.batch {
         check_memory(
-            &format!("--batch {batch}"),
+            vec![("batch", batch.to_string())],
             footprint.run_bytes(batch, 0, args.threads),
-        )?;
+        )
+        .map_err(UsageError::from)?;
     }
     let note = lyy18_refusal(&model);
     let (_, decay) = paper_settings(&model.name);

@@ -7,15 +7,14 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use dsgd::experiment::compare::{FIGURE_SIZE, run_comparison, trajectory_figure};
+use dsgd::experiment::compare::{CompareOptions, FIGURE_SIZE, run_comparison, trajectory_figure};
 use dsgd::experiment::paper::ETAS;
 use dsgd::experiment::plot::write_figure;
 use dsgd::experiment::report::{RunReport, write_atomic};
-use dsgd::experiment::reproduce::{ReproduceConfig, paper_settings};
 use dsgd::experiment::tables;
-use dsgd::optim::{AdamConfig, OptimizerConfig};
+use dsgd::settings::RunConfig;
 
-use super::args::{Footprint, check_memory, count, default_threads, non_negative, positive};
+use super::args::{UsageError, count, eta, eta_decay, positive};
 use super::load::{SourceArgs, load_with_data};
 use super::progress::SweepProgress;
 
@@ -29,25 +28,25 @@ pub struct CompareArgs {
     #[arg(long, value_name = "FILE.json")]
     pub data: Option<std::path::PathBuf>,
     /// Accuracy coefficients for DSGD and Fixed.
-    #[arg(long, num_args = 1.., allow_negative_numbers = true, value_parser = positive, default_values_t = ETAS.to_vec())]
+    #[arg(long, num_args = 1.., allow_negative_numbers = true, value_parser = eta, default_values_t = ETAS.to_vec())]
     etas: Vec<f64>,
     /// Seeds per cell (0..N).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = CompareOptions::DEFAULT_SEEDS, value_parser = clap::value_parser!(u64).range(1..))]
     seeds: u64,
     /// Optimisation steps per run.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = RunConfig::default().iterations, value_parser = clap::value_parser!(u64).range(1..))]
     iters: u64,
     /// Adam's step [default: the paper's, 0.01 for xornet, else 0.0015].
     #[arg(long, allow_negative_numbers = true, value_parser = positive)]
     lr: Option<f64>,
     /// DSGD's decay [default: the paper's, 0.2 for xornet, else 1 / (2 * nesting depth)].
-    #[arg(long, allow_negative_numbers = true, value_parser = non_negative)]
+    #[arg(long, allow_negative_numbers = true, value_parser = eta_decay)]
     eta_decay: Option<f64>,
     /// Measure every N iterations.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = RunConfig::default().log_every, value_parser = clap::value_parser!(u64).range(1..))]
     log_every: u64,
     /// Fresh samples per measurement.
-    #[arg(long, default_value_t = 1000, value_parser = count::<2>)]
+    #[arg(long, default_value_t = RunConfig::default().log_samples, value_parser = count::<2>)]
     log_samples: usize,
     /// Output directory [default: results/compare-<model>].
     #[arg(long)]
@@ -60,35 +59,21 @@ pub struct CompareArgs {
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let loaded = load_with_data(&args.model, &args.source, args.data.as_deref())?;
     let model = &loaded.model;
-    // Runs go in parallel, one per thread, and every run's report is kept until the end.
-    let footprint = Footprint::of(model);
-    let runs = u128::from(args.seeds) * (2 * args.etas.len() as u128 + 5);
-    let threads = default_threads();
-    let base_batch = ReproduceConfig::full().batch;
-    check_memory(
-        &format!(
-            "--seeds {} with --log-samples {} ({runs} runs)",
-            args.seeds, args.log_samples
-        ),
-        threads as u128 * footprint.run_bytes(base_batch, args.log_samples, 1)
-            + runs * footprint.report_bytes(args.iters, args.log_every),
-    )?;
-    // A built-in model brings its recommended settings; a user's file the general defaults.
-    let (paper_lr, paper_decay) = if loaded.builtin {
-        paper_settings(&model.name)
-    } else {
-        (AdamConfig::default().lr, None)
+    let options = CompareOptions {
+        etas: Some(args.etas.clone()),
+        seeds: Some(args.seeds),
+        iters: Some(args.iters),
+        lr: args.lr,
+        eta_decay: args.eta_decay,
+        log_every: Some(args.log_every),
+        log_samples: Some(args.log_samples),
     };
+    // Runs go in parallel, one per thread, and every run's report is kept until the end:
+    // the base settings are refused when they cannot fit.
+    let base = options
+        .base(model, loaded.builtin)
+        .map_err(UsageError::from)?;
     let with_paper = loaded.builtin && dsgd::experiment::paper::final_elbo(&model.name).is_some();
-    let mut base = ReproduceConfig::full().base_run(&model.name);
-    base.iterations = args.iters;
-    base.log_every = args.log_every;
-    base.log_samples = args.log_samples;
-    base.optimizer = OptimizerConfig::Adam(AdamConfig {
-        lr: args.lr.unwrap_or(paper_lr),
-        ..AdamConfig::default()
-    });
-    base.eta_decay = args.eta_decay.or(paper_decay);
     let progress = SweepProgress::new(&model.name);
     let result = run_comparison(model, &args.etas, args.seeds, &base, &|d, t| {
         progress.update(d, t)

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use clap::Args;
 use dsgd::experiment::diagnose::{DiagnoseConfig, diagnose as check};
 
-use super::args::positive;
+use dsgd::settings::DEFAULT_ETA;
+
+use super::args::{eta, positive};
 use super::load::{SourceArgs, load_with_data};
 
 #[derive(Args, Debug)]
@@ -28,7 +30,7 @@ pub struct DiagnoseArgs {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Accuracy coefficient of the smoothed check.
-    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true, value_parser = positive)]
+    #[arg(long, default_value_t = DEFAULT_ETA, allow_negative_numbers = true, value_parser = eta)]
     eta: f64,
     /// Largest acceptable relative error.
     #[arg(long, default_value_t = 1e-4, allow_negative_numbers = true, value_parser = positive)]

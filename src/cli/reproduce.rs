@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use clap::Args;
 use dsgd::experiment::reproduce::{ReproduceConfig, reproduce};
 
-use super::args::{Footprint, UsageError, check_memory, default_threads, threads};
+use dsgd::settings::{Footprint, check_memory, default_threads};
+
+use super::args::{UsageError, threads};
 use super::progress::SweepProgress;
 
 #[derive(Args, Debug)]
@@ -88,8 +90,9 @@ fn check_setting(config: &ReproduceConfig, threads: usize) -> anyhow::Result<()>
         working = working.max(f.run_bytes(config.batch, config.log_samples, 1));
     }
     check_memory(
-        &format!("--seeds {}", config.seeds),
+        vec![("seeds", config.seeds.to_string())],
         u128::from(config.seeds) * per_seed + threads as u128 * working,
-    )?;
+    )
+    .map_err(UsageError::from)?;
     Ok(())
 }

@@ -8,16 +8,16 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use dsgd::estimate::{EstimateError, EstimatorKind};
 use dsgd::experiment::observe::Observer;
-use dsgd::experiment::precise::PreciseConfig;
 use dsgd::experiment::report::{ObjectiveKind, RunReport, StopReason};
-use dsgd::experiment::run::{OnNonFinite, RunConfig, RunError, run as run_model};
+use dsgd::experiment::run::{RunError, run as run_model};
 use dsgd::models::Recommended;
-use dsgd::optim::{AdamConfig, OptimizerConfig, SgdConfig};
+use dsgd::settings::{
+    EtaSetting, OnNonFinite, OptimizerKind, PreciseConfig, PreciseOptions, RunConfig, RunOptions,
+    Style,
+};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::args::{
-    Footprint, UsageError, check_memory, count, default_threads, non_negative, positive, threads,
-};
+use super::args::{UsageError, count, eta_decay, non_negative, positive, threads};
 use super::load::{Loaded, SourceArgs, load_with_data};
 
 #[derive(Args, Debug)]
@@ -35,21 +35,21 @@ pub struct RunArgs {
     /// Smoothing accuracy: DSGD reaches it at iteration 4000; Fixed uses it throughout
     /// [default: 0.1]. `auto` (DSGD only) chooses it from the run's measurements
     /// (docs/adaptive-eta.md).
-    #[arg(long, allow_negative_numbers = true, value_parser = eta_choice)]
-    eta: Option<EtaChoice>,
+    #[arg(long, allow_negative_numbers = true, value_parser = eta)]
+    eta: Option<EtaSetting>,
     /// DSGD's decay in eta_k = eta (4000 / (k + 1))^decay [default: a built-in model's own,
     /// else 1 / (2 * nesting depth)].
-    #[arg(long, allow_negative_numbers = true, value_parser = non_negative)]
+    #[arg(long, allow_negative_numbers = true, value_parser = eta_decay)]
     eta_decay: Option<f64>,
     /// Optimisation steps.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = RunConfig::default().iterations, value_parser = clap::value_parser!(u64).range(1..))]
     iters: u64,
     /// Gradient samples averaged per step.
-    #[arg(long, default_value_t = 16, value_parser = count::<1>)]
+    #[arg(long, default_value_t = RunConfig::default().batch, value_parser = count::<1>)]
     batch: usize,
     /// The optimiser.
-    #[arg(long, value_enum, default_value_t = OptimizerArg::Adam)]
-    optimizer: OptimizerArg,
+    #[arg(long, default_value = "adam", value_parser = optimizer)]
+    optimizer: OptimizerKind,
     /// Step size: Adam's (default: a built-in model's own, else 0.0015) or SGD's gamma_0 in
     /// gamma_0 / k^p (default 0.5).
     #[arg(long, allow_negative_numbers = true, value_parser = positive)]
@@ -58,13 +58,13 @@ pub struct RunArgs {
     #[arg(long, allow_negative_numbers = true, value_parser = non_negative)]
     sgd_power: Option<f64>,
     /// Random seed; the run is a pure function of it.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = RunConfig::default().seed)]
     seed: u64,
     /// Measure the objective and the gradient variance every N iterations.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = RunConfig::default().log_every, value_parser = clap::value_parser!(u64).range(1..))]
     log_every: u64,
     /// Fresh samples per measurement.
-    #[arg(long, default_value_t = 1000, value_parser = count::<2>)]
+    #[arg(long, default_value_t = RunConfig::default().log_samples, value_parser = count::<2>)]
     log_samples: usize,
     /// Write run.json and trajectory.csv into this directory.
     #[arg(long)]
@@ -106,12 +106,6 @@ enum EstimatorArg {
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-enum OptimizerArg {
-    Adam,
-    Sgd,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 enum OnNonFiniteArg {
     /// End the run and report the trajectory so far.
     Stop,
@@ -119,117 +113,51 @@ enum OnNonFiniteArg {
     Continue,
 }
 
-/// `--eta`: a positive number, or `auto`.
-#[derive(Copy, Clone, Debug, PartialEq)]
-enum EtaChoice {
-    Value(f64),
-    Auto,
+/// `--eta`: a positive number or `auto`.
+fn eta(s: &str) -> Result<EtaSetting, String> {
+    s.parse()
+        .map_err(|e: dsgd::settings::SettingError| e.why().to_string())
 }
 
-fn eta_choice(s: &str) -> Result<EtaChoice, String> {
-    if s.eq_ignore_ascii_case("auto") {
-        return Ok(EtaChoice::Auto);
-    }
-    positive(s)
-        .map(EtaChoice::Value)
-        .map_err(|e| format!("{e} (or `auto`)"))
+/// `--optimizer`: any of the library's optimisers, by name.
+fn optimizer(s: &str) -> Result<OptimizerKind, String> {
+    s.parse()
+        .map_err(|e: dsgd::settings::SettingError| e.why().to_string())
 }
 
 impl RunArgs {
-    /// The validated run settings (clap has checked each value's range); what the user left
-    /// unset comes from `recommended` (a built-in model's settings) or the general defaults.
-    fn config(&self, recommended: Recommended) -> RunConfig {
-        RunConfig {
-            estimator: match self.estimator {
+    /// What the user gave; the library fills in the rest.
+    fn options(&self) -> RunOptions {
+        RunOptions {
+            estimator: Some(match self.estimator {
                 EstimatorArg::Dsgd => EstimatorKind::Dsgd,
                 EstimatorArg::Fixed => EstimatorKind::Fixed,
                 EstimatorArg::Reparam => EstimatorKind::Reparam,
                 EstimatorArg::Score => EstimatorKind::Score,
                 EstimatorArg::Lyy18 => EstimatorKind::Lyy18,
                 EstimatorArg::Rloo => EstimatorKind::Rloo,
-            },
-            eta: match self.eta {
-                None => 0.1,
-                Some(EtaChoice::Value(eta)) => eta,
-                Some(EtaChoice::Auto) => dsgd::estimate::START_AMPLITUDE,
-            },
-            eta_auto: self.eta == Some(EtaChoice::Auto),
-            eta_decay: self.eta_decay.or(recommended.eta_decay),
-            iterations: self.iters,
-            batch: self.batch,
-            optimizer: match self.optimizer {
-                OptimizerArg::Adam => {
-                    let d = AdamConfig::default();
-                    OptimizerConfig::Adam(AdamConfig {
-                        lr: self.lr.or(recommended.lr).unwrap_or(d.lr),
-                        ..d
-                    })
-                }
-                OptimizerArg::Sgd => {
-                    let d = SgdConfig::default();
-                    OptimizerConfig::Sgd(SgdConfig {
-                        lr: self.lr.unwrap_or(d.lr),
-                        power: self.sgd_power.unwrap_or(1.0),
-                    })
-                }
-            },
-            seed: self.seed,
-            log_every: self.log_every,
-            log_samples: self.log_samples,
-            on_nonfinite: match self.on_nonfinite {
+            }),
+            eta: self.eta,
+            eta_decay: self.eta_decay,
+            iterations: Some(self.iters),
+            batch: Some(self.batch),
+            optimizer: Some(self.optimizer),
+            lr: self.lr,
+            sgd_power: self.sgd_power,
+            seed: Some(self.seed),
+            log_every: Some(self.log_every),
+            log_samples: Some(self.log_samples),
+            on_nonfinite: Some(match self.on_nonfinite {
                 OnNonFiniteArg::Stop => OnNonFinite::Stop,
                 OnNonFiniteArg::Continue => OnNonFinite::Continue,
-            },
+            }),
             threads: self.threads,
-            precise: self.precise.then_some(PreciseConfig {
-                rel_se: self.precise_rel_se,
-                min_samples: self.precise_min_samples,
-                max_samples: self.precise_max_samples,
+            precise: self.precise.then_some(PreciseOptions {
+                rel_se: Some(self.precise_rel_se),
+                min_samples: Some(self.precise_min_samples),
+                max_samples: Some(self.precise_max_samples),
             }),
         }
-    }
-
-    /// The flags given that this estimator or optimiser does not read (each is warned about
-    /// on stderr, and the run goes on: see `docs/cli.md`).
-    fn ignored_flags(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        let est = self
-            .estimator
-            .to_possible_value()
-            .map(|v| v.get_name().to_string());
-        let est = est.unwrap_or_default();
-        let smooths = matches!(self.estimator, EstimatorArg::Dsgd | EstimatorArg::Fixed);
-        // `--eta auto` with another estimator is refused by the run's validation instead.
-        if matches!(self.eta, Some(EtaChoice::Value(_))) && !smooths {
-            out.push(format!(
-                "--eta does not apply to --estimator {est} (only dsgd and fixed smooth); ignored"
-            ));
-        }
-        if self.eta_decay.is_some() && self.estimator != EstimatorArg::Dsgd {
-            out.push(format!(
-                "--eta-decay does not apply to --estimator {est} (only dsgd tightens eta); ignored"
-            ));
-        }
-        if self.sgd_power.is_some() && self.optimizer != OptimizerArg::Sgd {
-            out.push(
-                "--sgd-power does not apply to --optimizer adam (only sgd has a step power); ignored"
-                    .to_string(),
-            );
-        }
-        out
-    }
-
-    /// Refuses a batch or measurement size whose memory cannot fit, before any is allocated.
-    fn check_memory(&self, model: &dsgd::ir::Model) -> Result<(), UsageError> {
-        let threads = self.threads.unwrap_or_else(default_threads);
-        let bytes = Footprint::of(model).run_bytes(self.batch, self.log_samples, threads);
-        check_memory(
-            &format!(
-                "--batch {} with --log-samples {} and {threads} thread(s)",
-                self.batch, self.log_samples
-            ),
-            bytes,
-        )
     }
 }
 
@@ -265,21 +193,24 @@ impl Observer for Progress {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    for warning in args.ignored_flags() {
-        eprintln!("warning: {warning}");
+    let options = args.options();
+    for ignored in options.ignored() {
+        eprintln!("warning: {}; ignored", ignored.render(Style::Flag));
     }
     if let Some(dir) = &args.out {
         // Before the run, not after every iteration has run.
         dsgd::experiment::outfiles::check_out_dir(dir)?;
     }
     let loaded = load_with_data(&args.model, &args.source, args.data.as_deref())?;
-    args.check_memory(&loaded.model)?;
     let recommended = if loaded.builtin {
         dsgd::models::recommended(&loaded.model.name)
     } else {
         Recommended::default()
     };
-    let config = args.config(recommended);
+    let config = options.resolve(recommended).map_err(UsageError::from)?;
+    config
+        .check_resources(&loaded.model)
+        .map_err(UsageError::from)?;
     let mut progress = std::io::stderr()
         .is_terminal()
         .then(|| Progress::new(config.iterations));
@@ -302,7 +233,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let own = Own {
             lr: args.lr.is_none()
                 && recommended.lr.is_some()
-                && args.optimizer == OptimizerArg::Adam,
+                && args.optimizer == OptimizerKind::Adam,
             decay: args.eta_decay.is_none() && recommended.eta_decay.is_some(),
         };
         write_summary(&mut out, &report, own, &written)?;

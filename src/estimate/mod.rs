@@ -25,7 +25,7 @@ pub use pathwise::Pathwise;
 pub use problem::{Problem, ProblemData, Scratch};
 pub use rloo::Rloo;
 pub use rng::{Channel, Purpose, SampleRng, StreamKey};
-pub use schedule::{K_MATCH, Schedule};
+pub use schedule::{ITERATION_AT_ETA, K_MATCH, Schedule, decay_or_default};
 pub use score::Score;
 
 use std::fmt;
@@ -158,6 +158,16 @@ pub trait Estimator: Send + Sync + fmt::Debug {
     fn chunk(&self, cx: &Context<'_>, scratch: &mut Scratch, grads: &mut [f64], values: &mut [f64]);
 }
 
+/// The accuracy schedule `kind` differentiates with: DSGD's tightening one, Fixed's
+/// constant `eta`, crisp for the rest.
+pub fn schedule_of(kind: EstimatorKind, eta: f64, decay: f64) -> Schedule {
+    match kind {
+        EstimatorKind::Dsgd => Schedule::Tightening { eta, decay },
+        EstimatorKind::Fixed => Schedule::Constant { eta },
+        _ => Schedule::Crisp,
+    }
+}
+
 /// Builds an estimator for `problem`. `eta` is the accuracy at iteration 4000 (DSGD) or the
 /// fixed accuracy (Fixed); `decay` defaults to `1 / (2 l)` from the nesting depth `l`.
 pub fn build(
@@ -169,14 +179,15 @@ pub fn build(
     if kind.uses_eta() && !(eta > 0.0 && eta.is_finite()) {
         return Err(EstimateError::BadEta(eta));
     }
-    let decay = decay.unwrap_or_else(|| problem.analysis().default_eta_decay());
+    let decay = decay_or_default(decay, problem.analysis());
     if !(decay >= 0.0 && decay.is_finite()) {
         return Err(EstimateError::BadDecay(decay));
     }
+    let schedule = schedule_of(kind, eta, decay);
     Ok(match kind {
-        EstimatorKind::Dsgd => Box::new(Pathwise::new(kind, Schedule::Tightening { eta, decay })),
-        EstimatorKind::Fixed => Box::new(Pathwise::new(kind, Schedule::Constant { eta })),
-        EstimatorKind::Reparam => Box::new(Pathwise::new(kind, Schedule::Crisp)),
+        EstimatorKind::Dsgd | EstimatorKind::Fixed | EstimatorKind::Reparam => {
+            Box::new(Pathwise::new(kind, schedule))
+        }
         EstimatorKind::Score => Box::new(Score),
         EstimatorKind::Lyy18 => Box::new(Lyy18::new(problem)?),
         EstimatorKind::Rloo => Box::new(Rloo),

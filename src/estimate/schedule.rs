@@ -9,6 +9,16 @@ use crate::ir::Semantics;
 /// The iteration at which DSGD's accuracy equals `--eta`.
 pub const K_MATCH: f64 = 4000.0;
 
+/// The zero-based iteration whose `eta_k` is `eta` itself (`K_MATCH - 1`): where a probe of
+/// DSGD's gradient at "its eta" looks.
+pub const ITERATION_AT_ETA: u64 = K_MATCH as u64 - 1;
+
+/// The decay DSGD's schedule uses: the one given, else the one the paper's theorem
+/// suggests for the model's nesting depth (`Analysis::default_eta_decay`).
+pub fn decay_or_default(given: Option<f64>, analysis: &crate::ir::Analysis) -> f64 {
+    given.unwrap_or_else(|| analysis.default_eta_decay())
+}
+
 /// How the accuracy coefficient evolves.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum Schedule {
@@ -51,7 +61,7 @@ mod tests {
             eta: 0.1,
             decay: 0.5,
         };
-        assert!((s.eta(3999).unwrap() - 0.1).abs() < 1e-15);
+        assert!((s.eta(ITERATION_AT_ETA).unwrap() - 0.1).abs() < 1e-15);
         // eta_0 = 0.1 * sqrt(4000)
         assert!((s.eta(0).unwrap() - 0.1 * 4000f64.sqrt()).abs() < 1e-12);
         assert!(s.eta(20_000).unwrap() < s.eta(19_999).unwrap());

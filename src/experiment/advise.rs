@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::check::{CheckReport, GuardNote};
 use super::cost::{self, CostConfig};
 use super::run::RunError;
-use crate::estimate::{self, Engine, EstimatorKind, Problem, Purpose, StreamKey};
+use crate::estimate::{self, Engine, EstimatorKind, ITERATION_AT_ETA, Problem, Purpose, StreamKey};
 use crate::ir::{Model, Span, analyse};
 use crate::special::probit;
 
@@ -43,7 +43,7 @@ impl Default for AdviseConfig {
         AdviseConfig {
             batches: 256,
             seed: 0,
-            eta: 0.1,
+            eta: crate::settings::DEFAULT_ETA,
             cost: CostConfig {
                 batch: 16,
                 warmup_seconds: 0.02,
@@ -123,7 +123,7 @@ fn pilot(
     for it in 0..config.batches {
         // From iteration 3999 on, where DSGD's eta is `config.eta` (and within 3 % of it
         // over 256 batches).
-        let key = StreamKey::new(config.seed, 3999 + it, Purpose::Other(stream));
+        let key = StreamKey::new(config.seed, ITERATION_AT_ETA + it, Purpose::Other(stream));
         engine.evaluate(theta, key, PILOT_BATCH, false)?;
         for (p, g) in engine.mean_gradient().iter().enumerate() {
             sum[p] += g;

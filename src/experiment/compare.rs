@@ -15,6 +15,8 @@ use super::run::RunConfig;
 use super::sweep::Job;
 use crate::estimate::{self, EstimatorKind, Problem};
 use crate::ir::Model;
+use crate::optim::{AdamConfig, OptimizerConfig};
+use crate::settings::{SettingError, at_least};
 
 /// One cell of the comparison: an estimator, with its eta when it smooths.
 #[derive(Copy, Clone, Debug, PartialEq, Serialize)]
@@ -82,6 +84,81 @@ impl Arm {
     /// Whether this arm smooths with `eta` (compared to a tolerance of 1e-9).
     pub fn has_eta(&self, eta: f64) -> bool {
         self.eta.is_some_and(|e| (e - eta).abs() < 1e-9)
+    }
+}
+
+/// A comparison's settings as a user gave them (`None`: `dsgd compare`'s default): the
+/// command line and the Python package fill this in, and it decides the rest.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CompareOptions {
+    /// DSGD's and Fixed's etas (default: the paper's, [`super::paper::ETAS`]).
+    pub etas: Option<Vec<f64>>,
+    /// Seeds per cell, `0..seeds` (default [`CompareOptions::DEFAULT_SEEDS`]).
+    pub seeds: Option<u64>,
+    /// Optimisation steps per run.
+    pub iters: Option<u64>,
+    /// Adam's step (default: a built-in model's paper step, else Adam's default).
+    pub lr: Option<f64>,
+    /// DSGD's decay (default: a built-in model's paper decay, else the model's default).
+    pub eta_decay: Option<f64>,
+    /// Iterations between measurements.
+    pub log_every: Option<u64>,
+    /// Fresh samples per measurement.
+    pub log_samples: Option<usize>,
+}
+
+impl CompareOptions {
+    /// Seeds per cell unless given: the paper's five.
+    pub const DEFAULT_SEEDS: u64 = 5;
+
+    /// The etas, given or the paper's.
+    pub fn etas(&self) -> Vec<f64> {
+        self.etas
+            .clone()
+            .unwrap_or_else(|| super::paper::ETAS.to_vec())
+    }
+
+    /// The seeds per cell.
+    pub fn seeds(&self) -> u64 {
+        self.seeds.unwrap_or(Self::DEFAULT_SEEDS)
+    }
+
+    /// What every run of the comparison shares (each arm sets its estimator and eta), for
+    /// the model called `name`: a built-in model (`builtin`) brings the paper's step and
+    /// decay, a user's file the general defaults. Checked, with each eta, and refused when
+    /// the runs cannot fit in memory.
+    pub fn base(&self, model: &Model, builtin: bool) -> Result<RunConfig, SettingError> {
+        let name = &model.name;
+        let (paper_lr, paper_decay) = if builtin {
+            super::reproduction::paper_settings(name)
+        } else {
+            (AdamConfig::default().lr, None)
+        };
+        let d = RunConfig::default();
+        let mut base = super::reproduction::ReproduceConfig::full().base_run(name);
+        base.iterations = self.iters.unwrap_or(d.iterations);
+        base.log_every = self.log_every.unwrap_or(d.log_every);
+        base.log_samples = self.log_samples.unwrap_or(d.log_samples);
+        base.optimizer = OptimizerConfig::Adam(AdamConfig {
+            lr: self.lr.unwrap_or(paper_lr),
+            ..AdamConfig::default()
+        });
+        base.eta_decay = self.eta_decay.or(paper_decay);
+        let etas = self.etas();
+        let seeds = self.seeds();
+        if etas.is_empty() {
+            return Err(SettingError::invalid("etas", "must hold at least one eta"));
+        }
+        at_least("seeds", seeds, 1)?;
+        for &eta in &etas {
+            RunConfig {
+                eta,
+                ..base.clone()
+            }
+            .validate()?;
+        }
+        base.check_comparison(model, seeds, etas.len())?;
+        Ok(base)
     }
 }
 

@@ -34,7 +34,7 @@ impl Default for DiagnoseConfig {
         DiagnoseConfig {
             points: 3,
             seed: 0,
-            eta: 0.1,
+            eta: crate::settings::DEFAULT_ETA,
             tolerance: 1e-4,
             spread: 0.3,
         }

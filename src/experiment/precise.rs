@@ -13,6 +13,7 @@
 //! `(problem, theta, seed, iteration, config)`, whatever the number of threads.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -28,52 +29,7 @@ pub const PRECISE_PURPOSE: Purpose = Purpose::Other(0x5052);
 /// Samples per parallel task; the sample counts are multiples of it.
 pub const BLOCK: usize = 4096;
 
-/// When to stop drawing.
-#[derive(Copy, Clone, Debug, PartialEq, Serialize)]
-pub struct PreciseConfig {
-    /// Stop once the standard error is at most this fraction of `|value|`.
-    pub rel_se: f64,
-    /// Always draw at least this many samples: an event rarer than about `3 / min_samples`
-    /// may otherwise go unseen, and with it the standard error that it would cause.
-    pub min_samples: usize,
-    /// Never draw more than this many.
-    pub max_samples: usize,
-}
-
-impl Default for PreciseConfig {
-    fn default() -> Self {
-        PreciseConfig {
-            rel_se: 1e-3,
-            min_samples: 100_000,
-            max_samples: 1_000_000,
-        }
-    }
-}
-
-impl PreciseConfig {
-    /// Checks the settings, naming the first bad one.
-    pub fn validate(&self) -> Result<(), String> {
-        if !(self.rel_se > 0.0 && self.rel_se.is_finite()) {
-            return Err(format!(
-                "the precise measurement's relative standard error must be positive and finite, got {}",
-                self.rel_se
-            ));
-        }
-        if self.min_samples < 2 {
-            return Err(format!(
-                "the precise measurement needs at least 2 samples, got a floor of {}",
-                self.min_samples
-            ));
-        }
-        if self.max_samples < self.min_samples {
-            return Err(format!(
-                "the precise measurement's cap ({}) is below its floor ({})",
-                self.max_samples, self.min_samples
-            ));
-        }
-        Ok(())
-    }
-}
+pub use crate::settings::PreciseConfig;
 
 /// The objective at the final parameters, precisely: mean, its standard error, samples.
 #[derive(Copy, Clone, Debug, PartialEq, Serialize)]
@@ -146,6 +102,26 @@ pub fn measure(
     iteration: u64,
     config: &PreciseConfig,
 ) -> Result<PreciseValue, FamilyError> {
+    measure_cancellable(
+        problem,
+        theta,
+        seed,
+        iteration,
+        config,
+        &AtomicBool::new(false),
+    )
+}
+
+/// [`measure`] that stops drawing once `cancel` rises (each block of [`BLOCK`] samples
+/// reads it first); the value is then that of the blocks drawn, and the caller discards it.
+pub fn measure_cancellable(
+    problem: &Problem,
+    theta: &[f64],
+    seed: u64,
+    iteration: u64,
+    config: &PreciseConfig,
+    cancel: &AtomicBool,
+) -> Result<PreciseValue, FamilyError> {
     let mut state = problem.family().state();
     state.update(problem.family(), theta)?;
     let key = StreamKey::new(seed, iteration, PRECISE_PURPOSE);
@@ -154,6 +130,9 @@ pub fn measure(
         .map(|_| Mutex::new((problem.scratch(), vec![0.0; BLOCK])))
         .collect();
     let block_moments = |b: usize| -> Moments {
+        if cancel.load(Ordering::Relaxed) {
+            return Moments::default();
+        }
         let slot = rayon::current_thread_index().unwrap_or(0) % scratch.len();
         let mut guard = scratch[slot].lock().unwrap_or_else(|e| e.into_inner());
         let (sc, values) = &mut *guard;
@@ -179,7 +158,8 @@ pub fn measure(
         done = target;
         let (mean, se) = (total.mean, total.se());
         let goal = config.rel_se * mean.abs();
-        if !mean.is_finite() || !se.is_finite() || se <= goal || done >= max_blocks {
+        let cancelled = cancel.load(Ordering::Relaxed);
+        if cancelled || !mean.is_finite() || !se.is_finite() || se <= goal || done >= max_blocks {
             break;
         }
         // The samples that would bring the standard error to the goal, with a margin.
@@ -225,17 +205,14 @@ mod tests {
             rel_se: 0.0,
             ..PreciseConfig::default()
         };
-        assert!(
-            bad.validate()
-                .unwrap_err()
-                .contains("relative standard error")
-        );
+        assert_eq!(bad.validate().unwrap_err().option(), "precise_rel_se");
         let bad = PreciseConfig {
             min_samples: 10,
             max_samples: 5,
             ..PreciseConfig::default()
         };
-        assert!(bad.validate().unwrap_err().contains("below its floor"));
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(e.contains("must be at least precise_min_samples"), "{e}");
         assert!(PreciseConfig::default().validate().is_ok());
     }
 }

@@ -74,10 +74,10 @@ pub fn builtin_model(name: &str) -> Result<Model, ReproduceError> {
 
 /// The decay of DSGD's eta on `model`: the configured one, else the model's default.
 fn eta_decay(config: &ReproduceConfig, name: &str, model: &Model) -> f64 {
-    config
-        .base_run(name)
-        .eta_decay
-        .unwrap_or_else(|| crate::ir::analyse(&model.program).default_eta_decay())
+    crate::estimate::decay_or_default(
+        config.base_run(name).eta_decay,
+        &crate::ir::analyse(&model.program),
+    )
 }
 
 /// Times every applicable estimator on each model (Table 2's costs): one model at a time,

@@ -16,79 +16,19 @@ use thiserror::Error;
 use super::convergence::{RunFacts, assess};
 use super::culprit;
 use super::observe::Observer;
-use super::precise::{self, PreciseConfig};
+use super::precise;
 use super::report::{NamedValues, ObjectiveKind, RunReport, StopReason, TrajectoryRow};
 use super::summary::{guide_moments, latent_summaries, param_values};
 use crate::estimate::{
     self, Adjustment, AutoEta, Engine, EstimateError, EstimatorKind, GapProbe, NonFinite, Pathwise,
-    Problem, Purpose, StreamKey,
+    Problem, Purpose, Schedule, StreamKey,
 };
 use crate::family::FamilyError;
 use crate::ir::{Mode, Model, Semantics};
 use crate::optim::OptimizerConfig;
+use crate::settings::SettingError;
 
-/// What to do when the objective or a gradient becomes NaN or infinite.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
-pub enum OnNonFinite {
-    /// End the run, keeping the trajectory so far.
-    #[default]
-    Stop,
-    /// Keep going: skip steps whose gradient is not finite, keep logging.
-    Continue,
-}
-
-/// The settings of one run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunConfig {
-    /// The gradient estimator (default DSGD).
-    pub estimator: EstimatorKind,
-    /// Accuracy at iteration 4000 (DSGD) or the fixed accuracy (Fixed).
-    pub eta: f64,
-    /// DSGD's decay; `None` means `1 / (2 l)` from the nesting depth.
-    pub eta_decay: Option<f64>,
-    /// `--eta auto`: DSGD's accuracy is chosen from the run's measurements
-    /// (`estimate::AutoEta`) and `eta` is not read.
-    pub eta_auto: bool,
-    /// Optimisation steps.
-    pub iterations: u64,
-    /// Gradient samples averaged per step.
-    pub batch: usize,
-    /// The optimiser and its step size.
-    pub optimizer: OptimizerConfig,
-    /// The seed: the run is a pure function of it.
-    pub seed: u64,
-    /// Iterations between two measurements.
-    pub log_every: u64,
-    /// Fresh samples per measurement.
-    pub log_samples: usize,
-    /// What to do on a NaN or infinite objective or gradient.
-    pub on_nonfinite: OnNonFinite,
-    /// Worker threads; `None` uses rayon's global pool.
-    pub threads: Option<usize>,
-    /// Measure the objective at the final parameters precisely (many samples, a stated
-    /// standard error) besides the paper's 1,000-sample final value; `None`: do not.
-    pub precise: Option<PreciseConfig>,
-}
-
-impl Default for RunConfig {
-    fn default() -> Self {
-        RunConfig {
-            estimator: EstimatorKind::Dsgd,
-            eta: 0.1,
-            eta_decay: None,
-            eta_auto: false,
-            iterations: 10_000,
-            batch: 16,
-            optimizer: OptimizerConfig::Adam(Default::default()),
-            seed: 0,
-            log_every: 100,
-            log_samples: 1000,
-            on_nonfinite: OnNonFinite::Stop,
-            threads: None,
-            precise: None,
-        }
-    }
-}
+pub use crate::settings::{OnNonFinite, RunConfig};
 
 /// Why a run could not start.
 #[derive(Debug, Error)]
@@ -96,6 +36,9 @@ pub enum RunError {
     /// A setting is out of range; the message names it.
     #[error("invalid setting: {0}")]
     Config(String),
+    /// A setting out of range or beyond this machine's memory, naming its options.
+    #[error("invalid setting: {0}")]
+    Setting(#[from] SettingError),
     /// The model's family cannot be built or evaluated.
     #[error(transparent)]
     Family(#[from] FamilyError),
@@ -108,65 +51,6 @@ pub enum RunError {
     /// The caller's cancel flag was raised (e.g. Ctrl-C in the Python package).
     #[error("the run was cancelled")]
     Cancelled,
-}
-
-impl RunConfig {
-    /// Checks the settings, naming the first bad one.
-    pub fn validate(&self) -> Result<(), RunError> {
-        let bad = |s: String| Err(RunError::Config(s));
-        if !(self.eta > 0.0 && self.eta.is_finite()) {
-            return bad(format!("eta must be positive and finite, got {}", self.eta));
-        }
-        if self.eta_auto && self.estimator != EstimatorKind::Dsgd {
-            return bad(format!(
-                "eta auto adapts DSGD's schedule only, not {}'s",
-                self.estimator
-            ));
-        }
-        if let Some(d) = self.eta_decay.filter(|d| !(*d >= 0.0 && d.is_finite())) {
-            return bad(format!(
-                "eta decay must be non-negative and finite, got {d}"
-            ));
-        }
-        if self.iterations == 0 {
-            return bad("iterations must be at least 1".into());
-        }
-        if self.batch == 0 {
-            return bad("batch must be at least 1".into());
-        }
-        if self.log_every == 0 {
-            return bad("log-every must be at least 1".into());
-        }
-        if self.log_samples < 2 {
-            return bad(format!(
-                "log-samples must be at least 2 (variances need two), got {}",
-                self.log_samples
-            ));
-        }
-        let lr = self.optimizer.lr();
-        if !(lr > 0.0 && lr.is_finite()) {
-            return bad(format!(
-                "the learning rate must be positive and finite, got {lr}"
-            ));
-        }
-        let power = match self.optimizer {
-            OptimizerConfig::Sgd(c) => c.power,
-            OptimizerConfig::Adam(_) => 1.0,
-        };
-        if !(power >= 0.0 && power.is_finite()) {
-            return bad(format!(
-                "the SGD power must be non-negative and finite, got {}",
-                power
-            ));
-        }
-        if self.threads == Some(0) {
-            return bad("threads must be at least 1".into());
-        }
-        if let Some(p) = &self.precise {
-            p.validate().map_err(RunError::Config)?;
-        }
-        Ok(())
-    }
 }
 
 /// Runs `config` on `model`, reporting to `observers`.
@@ -188,6 +72,7 @@ pub fn run_cancellable(
     cancel: &AtomicBool,
 ) -> Result<RunReport, RunError> {
     config.validate()?;
+    config.check_resources(model)?;
     let go = |observers: &mut [&mut dyn Observer]| run_in_pool(model, config, observers, cancel);
     match config.threads {
         Some(n) => {
@@ -209,19 +94,18 @@ fn run_in_pool(
 ) -> Result<RunReport, RunError> {
     let clock = Instant::now();
     let problem = Problem::new(model)?;
-    let decay = config
-        .eta_decay
-        .unwrap_or_else(|| problem.analysis().default_eta_decay());
+    let decay = estimate::decay_or_default(config.eta_decay, problem.analysis());
     let auto = config
         .eta_auto
         .then(|| AutoEta::new(decay, config.iterations));
     let eta = auto.map_or(config.eta, |a| a.amplitude());
+    let schedule = estimate::schedule_of(config.estimator, eta, decay);
     let estimator = estimate::build(config.estimator, &problem, eta, Some(decay))?;
     // The measurements get their own engine, so that they can run beside the steps.
     let probe_estimator = estimate::build(config.estimator, &problem, eta, Some(decay))?;
     let probe = Engine::new(problem.clone(), probe_estimator);
     let mut engine = Engine::new(problem, estimator);
-    let mut runner = Runner::new(&mut engine, probe, config, cancel);
+    let mut runner = Runner::new(&mut engine, probe, config, cancel, schedule);
     runner.auto = auto;
     for o in observers.iter_mut() {
         o.started(config.iterations);
@@ -242,9 +126,12 @@ fn run_in_pool(
     let problem = engine.problem();
     let family = problem.family();
     // A parameter vector the family rejects has no precise value (the run's message says why).
-    let final_precise = config
-        .precise
-        .and_then(|p| precise::measure(problem, &theta, config.seed, done, &p).ok());
+    let final_precise = config.precise.and_then(|p| {
+        precise::measure_cancellable(problem, &theta, config.seed, done, &p, cancel).ok()
+    });
+    if cancel.load(Ordering::Relaxed) {
+        return Err(RunError::Cancelled);
+    }
     let kind = config.estimator;
     let objective = match problem.mode() {
         Mode::Variational => ObjectiveKind::Elbo,
@@ -320,6 +207,9 @@ struct Runner<'a> {
     spread: (Vec<f64>, Vec<f64>),
     /// `--eta auto`'s controller.
     auto: Option<AutoEta>,
+    /// The accuracy schedule the steps and measurements use (`--eta auto` changes it), so
+    /// the measurements' rows record the eta they used.
+    schedule: Schedule,
     stop: StopReason,
     message: Option<String>,
     skipped: u64,
@@ -347,8 +237,10 @@ impl<'a> Runner<'a> {
         probe: Engine,
         config: &'a RunConfig,
         cancel: &'a AtomicBool,
+        schedule: Schedule,
     ) -> Runner<'a> {
         Runner {
+            schedule,
             theta: engine.problem().family().init(),
             engine,
             probe,
@@ -389,7 +281,7 @@ impl<'a> Runner<'a> {
             } = self;
             let (segment, measured) = rayon::join(
                 || steps(engine, cfg, optimizer.as_mut(), theta, k..end, cancel),
-                || measure(probe, cfg, &start_theta, k, spread),
+                || measure(probe, cfg, self.schedule, &start_theta, k, spread),
             );
             self.adapt_eta(&measured);
             if !self.record(measured, observers) {
@@ -417,6 +309,7 @@ impl<'a> Runner<'a> {
             let measured = measure(
                 &mut self.probe,
                 cfg,
+                self.schedule,
                 &self.theta,
                 self.done,
                 &mut self.spread,
@@ -470,15 +363,14 @@ impl<'a> Runner<'a> {
                 k,
                 theta: &self.theta,
                 optimizer,
+                cancel: self.cancel,
             },
             &candidates,
         );
         if auto.raced(k, race.chosen) != Adjustment::Kept || k == 0 {
+            self.schedule = auto.schedule();
             for e in [&mut *self.engine, &mut self.probe] {
-                e.set_estimator(Box::new(Pathwise::new(
-                    EstimatorKind::Dsgd,
-                    auto.schedule(),
-                )));
+                e.set_estimator(Box::new(Pathwise::new(EstimatorKind::Dsgd, self.schedule)));
             }
         }
     }
@@ -614,6 +506,7 @@ fn describe(engine: &Engine, k: u64, nf: NonFinite, key: StreamKey, theta: &[f64
 fn measure(
     engine: &mut Engine,
     cfg: &RunConfig,
+    schedule: Schedule,
     theta: &[f64],
     k: u64,
     scratch: &mut (Vec<f64>, Vec<f64>),
@@ -637,10 +530,7 @@ fn measure(
     let var_sum = variances.iter().fold(0.0, |acc, v| acc + v);
     let var_component = if d == 0 { 0.0 } else { var_sum / d as f64 };
     let var_norm = sample_variance(norms.iter().copied());
-    let eta = match engine.estimator().semantics(k) {
-        crate::ir::Semantics::Smoothed { eta } => Some(eta),
-        _ => None,
-    };
+    let eta = schedule.eta(k);
     let gap = eta.map(|_| {
         let diffs = engine
             .values()

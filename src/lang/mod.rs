@@ -42,6 +42,9 @@ pub struct CompileOptions {
     pub allow_data_outside: bool,
     /// Directories besides the model's own that `csv(..)` may read from.
     pub data_dirs: Vec<PathBuf>,
+    /// A caller's cancel flag (Ctrl-C in the Python package): once it rises, the lowering
+    /// stops at its next step with an error that says so.
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// Default of [`CompileOptions::node_limit`]: the built-in `cheating` survey with 10,000
@@ -52,6 +55,15 @@ pub const DEFAULT_STEP_LIMIT: usize = 2_000_000;
 /// Default of [`CompileOptions::max_data_bytes`] (64 MiB).
 pub const DEFAULT_MAX_DATA_BYTES: u64 = 64 << 20;
 
+impl CompileOptions {
+    /// Whether the caller's cancel flag has risen.
+    pub fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
 impl Default for CompileOptions {
     fn default() -> Self {
         CompileOptions {
@@ -61,6 +73,7 @@ impl Default for CompileOptions {
             max_data_bytes: DEFAULT_MAX_DATA_BYTES,
             allow_data_outside: false,
             data_dirs: Vec::new(),
+            cancel: None,
         }
     }
 }
@@ -222,6 +235,13 @@ pub fn compile_with_data(
             ))
         })
     })
+}
+
+/// Whether `e` says that a `data` declaration has no value (`data y;` with none given): a
+/// front end that binds data later (Python's `fit(data=..)`) may hold such a model until
+/// then.
+pub fn is_missing_data(e: &CompileError) -> bool {
+    e.message.starts_with("data `") && e.message.contains("` has no value")
 }
 
 /// Every name the run-time data gives must be a top-level `data` declaration of the model.

@@ -23,6 +23,8 @@
 //!
 //! Every input is a function of (model, options, seed), so the choice is too.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::estimate::{Engine, EstimatorKind, Pathwise, Problem, Purpose, Schedule, StreamKey};
 use crate::optim::Optimizer;
 
@@ -57,6 +59,9 @@ pub struct Start<'a> {
     pub theta: &'a [f64],
     /// The optimiser's state (each candidate steps a copy).
     pub optimizer: &'a dyn Optimizer,
+    /// The run's cancel flag: once it rises, every candidate stops before its next step
+    /// (and fails), so a cancelled run does not wait for the race.
+    pub cancel: &'a AtomicBool,
 }
 
 /// One candidate's finish.
@@ -164,9 +169,13 @@ impl Runner {
     }
 
     /// DSGD steps up to iteration `end`.
-    fn advance(&mut self, cfg: &RaceConfig, end: u64) {
+    fn advance(&mut self, cfg: &RaceConfig, end: u64, cancel: &AtomicBool) {
         let Some(from) = self.k else { return };
         for k in from..end {
+            if cancel.load(Ordering::Relaxed) {
+                self.k = None;
+                return;
+            }
             let key = StreamKey::new(cfg.seed, k, Purpose::Step);
             if self
                 .engine
@@ -234,7 +243,7 @@ fn halving(
     let mut entries = Vec::new();
     for (i, &end) in checkpoints.iter().enumerate() {
         for r in &mut alive {
-            r.advance(cfg, start.k + end);
+            r.advance(cfg, start.k + end, start.cancel);
         }
         entries = alive.iter_mut().map(|r| r.measure(cfg)).collect();
         if i + 1 == checkpoints.len() || alive.len() == 1 {

@@ -193,6 +193,13 @@ impl<'b, 'r> Lowerer<'b, 'r> {
     /// Counts one step of work and stops when a limit is reached.
     fn tick(&mut self, span: Span, cost: usize) -> Result<(), Diag> {
         self.steps = self.steps.saturating_add(cost);
+        if self.opts.cancelled() {
+            return Err(Diag::new(
+                span,
+                "compiling was cancelled",
+                "no cancellation (the caller's flag rose)",
+            ));
+        }
         self.check_node_limit(span)?;
         if self.steps > self.opts.step_limit {
             return Err(Diag::new(
