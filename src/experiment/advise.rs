@@ -550,10 +550,14 @@ fn within_noise(a: &EstimatorAdvice, b: &EstimatorAdvice) -> bool {
 
 /// `x ± se` with the standard error to two significant digits and `x` to the same decimal
 /// place, at most three significant digits of `x` (in scientific notation outside
-/// `[0.001, 10^5)`); `x` alone to three significant digits when there is no error.
+/// `[0.001, 10^5)`); `x` alone to three significant digits when there is no error, and `0`
+/// for an exact zero (Reparam's variance where no parameter reaches the objective).
 pub fn with_se(x: f64, se: f64) -> String {
     if !x.is_finite() {
         return "n/a".into();
+    }
+    if x == 0.0 {
+        return "0".into();
     }
     let mag = |v: f64| v.abs().log10().floor() as i32;
     let plain = x == 0.0 || (1e-3..1e5).contains(&x.abs());
@@ -666,5 +670,6 @@ mod tests {
         assert_eq!(with_se(3.14159e-6, 2.2e-7), "(3.14 ± 0.22)e-6");
         assert_eq!(with_se(2.5e7, f64::NAN), "2.50e7");
         assert_eq!(with_se(f64::NAN, 1.0), "n/a");
+        assert_eq!(with_se(0.0, 1e-44), "0");
     }
 }
