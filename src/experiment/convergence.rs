@@ -19,7 +19,8 @@
 //! - **the gradient test can see**: for a guided latent the test's threshold times the mean
 //!   gradient's standard error, divided by the curvature `1 / scale^2` of the ELBO in the
 //!   location at the guide's optimum, is at most [`RESOLUTION`] of the guide's scale; a
-//!   gradient too noisy to locate the optimum better than that cannot vouch for it.
+//!   gradient too noisy to locate the optimum better than that cannot vouch for it. The
+//!   same for the scale, whose curvature there is `2 / scale^2`.
 //!
 //! When it did not converge the verdict names the first reason and which way to change the
 //! step: smaller when the objective got worse, the values jump or oscillate about the
@@ -273,6 +274,21 @@ fn unresolved(facts: &RunFacts, st: &Stationarity) -> Option<String> {
                 fmt(scale)
             ));
         }
+        // The scale: `scale = softplus(rho)`, and at the guide's optimum the ELBO's curvature
+        // in the scale is `-2 / scale^2`, so in `rho` it is `-2 sigmoid(rho)^2 / scale^2`;
+        // the scale is undecided within `threshold * se_rho * scale^2 / (2 sigmoid(rho))`.
+        let Some(rho) = st.components.get(p + 1) else {
+            continue;
+        };
+        let slope = 1.0 - (-scale).exp(); // sigmoid(rho) = d softplus / d rho = 1 - e^-scale
+        let width = st.gradient_threshold * rho.gradient_se * scale * scale / (2.0 * slope);
+        if width > RESOLUTION * scale {
+            return Some(format!(
+                "the gradient is too noisy to settle the scale of `{name}`: it leaves the scale undecided within {} (the guide's scale is {}; within {RESOLUTION} of it is needed)",
+                fmt(width),
+                fmt(scale)
+            ));
+        }
     }
     None
 }
@@ -500,6 +516,16 @@ mod tests {
     /// A variational run of one guided latent `z` whose location and `rho` follow `loc(k)`
     /// and `rho(k)` with the guide scale `scale`, the location's gradient `g(k)`.
     fn guided(g: impl Fn(u64) -> f64, loc: impl Fn(u64) -> f64, scale: f64) -> Verdict {
+        guided_rho(g, loc, scale, 0.1)
+    }
+
+    /// [`guided`] with `rho`'s gradient noise `rho_noise` per step.
+    fn guided_rho(
+        g: impl Fn(u64) -> f64,
+        loc: impl Fn(u64) -> f64,
+        scale: f64,
+        rho_noise: f64,
+    ) -> Verdict {
         let n = 10_000;
         let mut window = Window::new(n, 2);
         for k in 0..n {
@@ -507,7 +533,7 @@ mod tests {
             window.record(
                 k,
                 &[loc(b), 0.0],
-                &[g(k), 0.1 * noise(k + 5)],
+                &[g(k), rho_noise * noise(k + 5)],
                 &[loc(k), 0.01 * noise(k + 9)],
             );
         }
@@ -552,6 +578,20 @@ mod tests {
         let v = guided(|k| 30.0 * noise(k), |k| 1.4 + 0.002 * noise(k + 1), 0.64);
         assert!(!v.converged);
         assert!(v.reason.contains("too noisy to locate `z`"), "{}", v.reason);
+    }
+
+    #[test]
+    fn a_scale_gradient_too_noisy_to_settle_the_scale_does_not_vouch_for_it() {
+        // rho's gradient noise 30 per step: its mean known to about 0.67, which at scale 0.6
+        // (sigmoid(rho) = 0.45) leaves the scale undecided within 3.2 x 0.67 x 0.36 / 0.9.
+        let v = guided_rho(
+            |k| 0.1 * noise(k),
+            |k| 1.0 + 0.002 * noise(k + 1),
+            0.6,
+            30.0,
+        );
+        assert!(!v.converged);
+        assert!(v.reason.contains("settle the scale of `z`"), "{}", v.reason);
     }
 
     #[test]
