@@ -280,7 +280,8 @@ fn unresolved(facts: &RunFacts, st: &Stationarity) -> Option<String> {
         let Some(rho) = st.components.get(p + 1) else {
             continue;
         };
-        let slope = 1.0 - (-scale).exp(); // sigmoid(rho) = d softplus / d rho = 1 - e^-scale
+        // sigmoid(rho) = d softplus / d rho = 1 - e^-scale.
+        let slope = 1.0 - crate::elementary::exp(-scale);
         let width = st.gradient_threshold * rho.gradient_se * scale * scale / (2.0 * slope);
         if width > RESOLUTION * scale {
             return Some(format!(
