@@ -242,6 +242,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(w) = &report.smoothing_warning {
         eprintln!("warning: {w}");
     }
+    if let Some(w) = &report.bias_warning {
+        eprintln!("warning: {w}");
+    }
     if report.iterations > 0 && report.skipped_steps == report.iterations {
         eprintln!(
             "error: every step was skipped: the gradient was never finite ({})",

@@ -2,7 +2,10 @@
 //! Monte Carlo estimate of the surface integral over the branch boundaries.
 //!
 //! Applies to mean-field location-scale families and affine guards `F_k = a_k . z + c_k`,
-//! whose coefficients come from `ir::analyse` (never written by hand). Per sample: pick an
+//! whose coefficients come from `ir::analyse` (never written by hand). A continuous
+//! if-statement (its branches agree on its boundary, `ir::GuardInfo::continuous`) has a zero
+//! boundary term whatever its guard: it is kept among the `K` (so the choice of `k` is the
+//! same) but a lane that picks it adds nothing when its guard is not affine. Per sample: pick an
 //! if-statement `k` uniformly, a coordinate `j` with `a_kj != 0` uniformly, move `z_j` onto
 //! the boundary to get `z*`, and add
 //! `K (f_+(z*) - f_-(z*)) q_j(z*_j) (V n)` with `n_i = sign(-a_kj) a_ki scale_i / a_kj` and
@@ -18,14 +21,16 @@ use crate::ir::{AffineGuard, Branch, Semantics};
 /// The LYY18 estimator for a program whose guards are all affine.
 #[derive(Clone, Debug)]
 pub struct Lyy18 {
-    guards: Vec<AffineGuard>,
+    /// Per if-statement its affine guard; `None` for a continuous one that is not affine
+    /// (its boundary term is zero).
+    guards: Vec<Option<AffineGuard>>,
     /// When set, each lane's jump `f_+ - f_-` is replaced by this per-guard value (the
     /// boundary weights alone, for measuring a control variate; see [`Lyy18::with_jumps`]).
     jumps: Option<Vec<f64>>,
 }
 
 impl Lyy18 {
-    /// Refuses a program with a guard that is not affine, naming the first one.
+    /// Refuses a program with a jump whose guard is not affine, naming the first one.
     pub fn new(problem: &Problem) -> Result<Lyy18, EstimateError> {
         let analysis = problem.analysis();
         if let Some((g, why)) = analysis.first_non_affine() {
@@ -38,7 +43,7 @@ impl Lyy18 {
         let guards = analysis
             .guards
             .iter()
-            .filter_map(|g| g.affine.clone().ok())
+            .map(|g| g.affine.clone().ok())
             .collect();
         Ok(Lyy18 {
             guards,
@@ -158,13 +163,15 @@ impl Lyy18 {
         for l in 0..w {
             let r = rng.lane(cx.first + l);
             let k = r.index(big_k);
-            let guard = &self.guards[k];
-            if guard.coefficients.is_empty() {
+            let Some(guard) = self.guards[k]
+                .as_ref()
+                .filter(|g| !g.coefficients.is_empty())
+            else {
                 scratch.lanes.push(None);
                 scratch.forced.push((u32::MAX, Branch::Else));
                 scratch.moves.push((u32::MAX, 0.0));
                 continue;
-            }
+            };
             let (j, a_j) = guard.coefficients[r.index(guard.coefficients.len())];
             // Solve a . z* + c = 0 for z*_j.
             let rest: f64 = guard
@@ -204,7 +211,9 @@ impl Lyy18 {
             if diff == 0.0 {
                 continue;
             }
-            let guard = &self.guards[k];
+            let Some(guard) = &self.guards[k] else {
+                continue;
+            };
             let factor = big_k as f64 * diff * q / a_j.abs();
             for &(i, a_i) in &guard.coefficients {
                 let i = i as usize;

@@ -1,18 +1,29 @@
 //! `dsgd advise`: which gradient estimator suits a model, and why.
 //!
-//! From the static analysis: which if-statements read a parameter directly (their boundary
-//! moves with theta, so the crisp gradients of Reparam, Score and RLOO are biased and only
-//! smoothing applies) and which are affine (LYY18 applies when all are). From a short pilot
+//! From the static analysis (`bias.rs`, the same warning `dsgd run` prints): which jumps read
+//! a parameter directly (their boundary moves with theta, so the crisp gradients of Reparam,
+//! Score and RLOO are biased and only smoothing applies), which read a latent (Reparam is
+//! biased), and which are affine (LYY18 applies when all jumps are); continuous
+//! if-statements (`min`, `max`, ...) bias nothing. From a short pilot
 //! at the initial parameters, every applicable estimator's mean gradient with its standard
 //! error (from independent batch means, so RLOO's shared baselines are accounted for), its
 //! variance and its cost per sample, hence its work-normalised variance as in Table 2; and
 //! whether Reparam is biased there: its gradient and an unbiased one's (LYY18's, else
 //! Score's) disagree beyond their standard errors.
 //!
-//! The pilot's numbers are a pure function of (model, samples, seed); the costs are timed.
+//! Every pilot number comes with its standard error (the variance's from the spread of the
+//! batches' squared deviations, so heavy tails show), and the table prints 2-3 significant
+//! digits: a pilot of a few thousand samples knows no more. The recommendation is the
+//! lowest work-normalised variance among the estimators unbiased here (DSGD's bias vanishes
+//! as eta tightens), preferring an unbiased one with no eta when DSGD's lead is within the
+//! pilot's noise, and says why when the table's lowest row is not the one recommended.
+//!
+//! The pilot's numbers are a pure function of (model, samples, seed); the costs are timed
+//! (their error is not estimated).
 
 use serde::Serialize;
 
+use super::bias::estimator_bias;
 use super::check::{CheckReport, GuardNote};
 use super::cost::{self, CostConfig};
 use super::run::RunError;
@@ -69,12 +80,17 @@ pub struct EstimatorAdvice {
     /// The mean gradient over the pilot and its standard errors, by component.
     pub mean_gradient: Vec<f64>,
     pub standard_error: Vec<f64>,
-    /// Mean over components of the per-sample variance (Table 2's `Avg(V(.))`).
+    /// Mean over components of the per-sample variance (Table 2's `Avg(V(.))`), and its
+    /// standard error.
     pub avg_var: f64,
+    pub avg_var_se: f64,
     pub seconds_per_sample: f64,
-    /// `seconds_per_sample * avg_var`, and that as a ratio to Score's.
+    /// `seconds_per_sample * avg_var`, and that as a ratio to Score's, with standard errors
+    /// from the pilot's (the timing's error is not included).
     pub work_normalised_var: f64,
+    pub work_normalised_var_se: f64,
     pub work_ratio_to_score: f64,
+    pub work_ratio_to_score_se: f64,
 }
 
 /// Reparam against an unbiased reference at the initial parameters.
@@ -117,9 +133,14 @@ fn pilot(
     theta: &[f64],
     config: &AdviseConfig,
     stream: u32,
-) -> Result<(Vec<f64>, Vec<f64>, f64), RunError> {
+) -> Result<Pilot, RunError> {
     let d = theta.len();
     let (mut sum, mut sq) = (vec![0.0; d], vec![0.0; d]);
+    // The batch means themselves, to give Avg(V)'s standard error from the batches'
+    // squared deviations; too many to keep for a very large model, which then takes the
+    // normal-theory error.
+    let keep = (config.batches as usize).saturating_mul(d) <= KEEP_BATCH_MEANS;
+    let mut kept: Vec<f64> = Vec::new();
     for it in 0..config.batches {
         // From iteration 3999 on, where DSGD's eta is `config.eta` (and within 3 % of it
         // over 256 batches).
@@ -128,6 +149,9 @@ fn pilot(
         for (p, g) in engine.mean_gradient().iter().enumerate() {
             sum[p] += g;
             sq[p] += g * g;
+        }
+        if keep {
+            kept.extend_from_slice(engine.mean_gradient());
         }
     }
     let n = config.batches as f64;
@@ -142,7 +166,45 @@ fn pilot(
     } else {
         var.iter().sum::<f64>() * PILOT_BATCH as f64 / d as f64
     };
-    Ok((mean, se, avg_var))
+    let avg_var_se = if d == 0 {
+        0.0
+    } else if keep {
+        // avg_var is the mean over batches of u_b = B / d * sum_p (g_bp - mean_p)^2 (times
+        // n / (n - 1)): its error is that of a mean of the u_b.
+        let scale = PILOT_BATCH as f64 / d as f64 * n / (n - 1.0);
+        let u: Vec<f64> = kept
+            .chunks_exact(d)
+            .map(|g| {
+                scale
+                    * g.iter()
+                        .zip(&mean)
+                        .map(|(x, m)| (x - m) * (x - m))
+                        .sum::<f64>()
+            })
+            .collect();
+        let u_mean = u.iter().sum::<f64>() / n;
+        let u_var = u.iter().map(|x| (x - u_mean) * (x - u_mean)).sum::<f64>() / (n - 1.0);
+        (u_var / n).sqrt()
+    } else {
+        avg_var * (2.0 / (n - 1.0)).sqrt()
+    };
+    Ok(Pilot {
+        mean,
+        se,
+        avg_var,
+        avg_var_se,
+    })
+}
+
+/// The most batch means (batches x components) the pilot keeps for Avg(V)'s error.
+const KEEP_BATCH_MEANS: usize = 1 << 22;
+
+/// One estimator's pilot: the mean gradient, its standard errors, Avg(V) and its error.
+struct Pilot {
+    mean: Vec<f64>,
+    se: Vec<f64>,
+    avg_var: f64,
+    avg_var_se: f64,
 }
 
 /// The advice for `model`. `locate` turns a span into `file:line:col`.
@@ -162,7 +224,8 @@ pub fn advise(
     let theta = problem.family().init();
     let names = problem.family().names().to_vec();
     let moving = !check.param_dependent_guards.is_empty();
-    let has_ifs = analysis.if_count() > 0;
+    // Only jumps bias an estimator; continuous if-statements do not.
+    let has_ifs = analysis.guards.iter().any(|g| g.jump());
     let order = [
         EstimatorKind::Dsgd,
         EstimatorKind::Reparam,
@@ -186,28 +249,34 @@ pub fn advise(
                     mean_gradient: Vec::new(),
                     standard_error: Vec::new(),
                     avg_var: f64::NAN,
+                    avg_var_se: f64::NAN,
                     seconds_per_sample: f64::NAN,
                     work_normalised_var: f64::NAN,
+                    work_normalised_var_se: f64::NAN,
                     work_ratio_to_score: f64::NAN,
+                    work_ratio_to_score_se: f64::NAN,
                 });
                 continue;
             }
         };
         let mut engine = Engine::new(problem.clone(), est);
-        let (mean, se, avg_var) = pilot(&mut engine, &theta, config, 0xad71 + stream)?;
-        let (biased, note) = static_bias(kind, moving, has_ifs);
+        let pilot = pilot(&mut engine, &theta, config, 0xad71 + stream)?;
+        let (biased, note) = static_bias(kind, &analysis, &model.program);
         applicable.push(kind);
         advice.push(EstimatorAdvice {
             estimator: kind.name().into(),
             not_applicable: None,
             biased,
             bias_note: note,
-            mean_gradient: mean,
-            standard_error: se,
-            avg_var,
+            mean_gradient: pilot.mean,
+            standard_error: pilot.se,
+            avg_var: pilot.avg_var,
+            avg_var_se: pilot.avg_var_se,
             seconds_per_sample: f64::NAN,
             work_normalised_var: f64::NAN,
+            work_normalised_var_se: f64::NAN,
             work_ratio_to_score: f64::NAN,
+            work_ratio_to_score_se: f64::NAN,
         });
     }
     let costs = cost::measure_interleaved(&problem, &applicable, config.eta, None, &config.cost)?;
@@ -215,14 +284,26 @@ pub fn advise(
         if let Some(a) = advice.iter_mut().find(|a| a.estimator == c.estimator) {
             a.seconds_per_sample = c.seconds_per_sample();
             a.work_normalised_var = a.seconds_per_sample * a.avg_var;
+            a.work_normalised_var_se = a.seconds_per_sample * a.avg_var_se;
         }
     }
+    let score = advice
+        .iter()
+        .find(|a| a.estimator == "score")
+        .map_or((f64::NAN, f64::NAN), |a| (a.avg_var, a.avg_var_se));
     let score_work = advice
         .iter()
         .find(|a| a.estimator == "score")
         .map_or(f64::NAN, |a| a.work_normalised_var);
     for a in &mut advice {
         a.work_ratio_to_score = a.work_normalised_var / score_work;
+        // Independent pilots: relative errors add in quadrature (Score's own ratio is 1
+        // exactly).
+        a.work_ratio_to_score_se = if a.estimator == "score" {
+            0.0
+        } else {
+            a.work_ratio_to_score.abs() * (a.avg_var_se / a.avg_var).hypot(score.1 / score.0)
+        };
     }
     let reparam_bias = reparam_check(&mut advice, &names, moving, has_ifs);
     let (recommendation, reasons) = recommend(&check, &advice, reparam_bias.as_ref());
@@ -241,25 +322,38 @@ pub fn advise(
     })
 }
 
-/// What the analysis alone says about an estimator's bias.
-fn static_bias(kind: EstimatorKind, moving: bool, has_ifs: bool) -> (Option<bool>, Option<String>) {
+/// What the analysis alone says about an estimator's bias: `dsgd run`'s warning where it is
+/// biased for the program.
+fn static_bias(
+    kind: EstimatorKind,
+    analysis: &crate::ir::Analysis,
+    program: &crate::ir::Program,
+) -> (Option<bool>, Option<String>) {
     use EstimatorKind::*;
-    let moving_note = "a guard depends on a parameter directly: the crisp gradient misses the \
-                       motion of its boundary";
+    if let Some(why) = estimator_bias(kind, analysis, program) {
+        return (Some(true), Some(why));
+    }
+    let jumps = analysis.guards.iter().any(|g| g.jump());
     match kind {
-        Reparam | Score | Rloo if moving => (Some(true), Some(moving_note.into())),
-        Score | Rloo | Lyy18 => (Some(false), None),
-        Reparam if !has_ifs => (Some(false), None),
-        // Decided by the pilot.
-        Reparam => (None, None),
-        Dsgd | Fixed => (
-            Some(has_ifs),
-            has_ifs.then(|| {
-                "smoothing bias at a given eta, which vanishes as eta is tightened (the \
-                 run's smoothing gap shows how much is left)"
-                    .into()
-            }),
-        ),
+        Reparam | Score | Rloo | Lyy18 => (Some(false), None),
+        Dsgd | Fixed => {
+            let ifs = analysis.if_count() > 0;
+            (
+                Some(ifs),
+                ifs.then(|| {
+                    format!(
+                        "smoothing bias at a given eta, which vanishes as eta is tightened (the \
+                         run's smoothing gap shows how much is left){}",
+                        if jumps {
+                            ""
+                        } else {
+                            "; every if-statement here is continuous, so the crisp estimators \
+                             need no smoothing"
+                        }
+                    )
+                }),
+            )
+        }
     }
 }
 
@@ -305,97 +399,196 @@ fn reparam_check(
         biased: best.0 > threshold,
     };
     if let Some(r) = advice.iter_mut().find(|a| a.estimator == "reparam") {
-        r.biased = Some(check.biased);
-        r.bias_note = Some(if check.biased {
+        // The analysis decided; the pilot shows how much it matters at the start.
+        let seen = if check.biased {
             format!(
-                "its pilot gradient differs from {}'s by {:.1} standard errors (component {})",
+                "the pilot sees it: its gradient differs from {}'s by {:.1} standard errors \
+                 (component {})",
                 check.reference, check.max_z, check.component
             )
         } else {
             format!(
-                "no disagreement with {}'s gradient beyond {:.1} standard errors at the initial \
-                 parameters (it may still be biased elsewhere)",
-                check.reference, check.threshold
+                "the pilot at the initial parameters does not see it (largest difference from \
+                 {}'s gradient {:.1} standard errors, threshold {:.1}), but it is there elsewhere",
+                check.reference, check.max_z, check.threshold
             )
+        };
+        r.bias_note = Some(match r.bias_note.take() {
+            Some(why) => format!("{why}; {seen}"),
+            None => seen,
         });
     }
     Some(check)
 }
 
-/// The recommendation and its reasons.
+/// The recommendation and its reasons: the lowest work-normalised variance among the
+/// estimators not biased here (DSGD counts: its bias vanishes as eta tightens), an unbiased
+/// one with no eta preferred when DSGD's lead is within the pilot's noise; and why, when the
+/// table's lowest row is another.
 fn recommend(
     check: &CheckReport,
     advice: &[EstimatorAdvice],
     bias: Option<&BiasCheck>,
 ) -> (String, Vec<String>) {
     let mut reasons = Vec::new();
-    let get = |name: &str| {
-        advice
-            .iter()
-            .find(|a| a.estimator == name && a.not_applicable.is_none())
-    };
-    if check.if_statements == 0 {
-        reasons.push(
+    let rated: Vec<&EstimatorAdvice> = advice
+        .iter()
+        .filter(|a| a.not_applicable.is_none() && a.work_ratio_to_score.is_finite())
+        .collect();
+    let jumps = check.if_statements > check.continuous_guards;
+    if !jumps {
+        reasons.push(if check.if_statements == 0 {
             "the model has no if-statements: the reparameterisation gradient is unbiased and \
              needs no smoothing"
-                .into(),
-        );
+                .to_string()
+        } else {
+            format!(
+                "every if-statement ({}) is continuous (its branches agree on the boundary): \
+                 the reparameterisation gradient is unbiased and needs no smoothing",
+                check.if_statements
+            )
+        });
         return ("reparam".into(), reasons);
     }
-    if let Some(first) = check.param_dependent_guards.first() {
+    let choice: String = if let Some(first) = check.param_dependent_guards.first() {
         reasons.push(format!(
-            "{} guard(s) depend on a parameter directly (first at {}): Reparam, Score and \
-             RLOO differentiate the crisp program at fixed samples and miss the moving \
-             boundary, and LYY18 does not apply; only smoothing accounts for it",
+            "{} if-statement(s) whose branches differ on the boundary depend on a parameter \
+             directly (first at {}): Reparam, Score and RLOO differentiate the crisp program \
+             at fixed samples and miss the moving boundary, and LYY18 does not apply; only \
+             smoothing accounts for it",
             check.param_dependent_guards.len(),
             first.location
         ));
-        return ("dsgd".into(), reasons);
+        "dsgd".into()
+    } else {
+        if let Some(b) = bias {
+            reasons.push(if b.biased {
+                format!(
+                    "Reparam is biased here: its gradient differs from {}'s by {:.1} standard \
+                     errors (threshold {:.1})",
+                    b.reference, b.max_z, b.threshold
+                )
+            } else {
+                format!(
+                    "Reparam is biased here (its guards read latents), though at the initial \
+                     parameters its gradient agrees with {}'s (largest difference {:.1} \
+                     standard errors)",
+                    b.reference, b.max_z
+                )
+            });
+        }
+        let mut unbiased: Vec<&&EstimatorAdvice> =
+            rated.iter().filter(|a| a.biased == Some(false)).collect();
+        unbiased.sort_by(|a, b| a.work_ratio_to_score.total_cmp(&b.work_ratio_to_score));
+        let dsgd = rated.iter().find(|a| a.estimator == "dsgd");
+        match (unbiased.first(), dsgd) {
+            (Some(u), Some(d)) if u.work_ratio_to_score <= d.work_ratio_to_score => {
+                reasons.push(format!(
+                    "{} is unbiased and its work-normalised variance at the initial parameters \
+                     ({} of Score's) is not above DSGD's ({}): no eta to tune",
+                    u.estimator,
+                    with_se(u.work_ratio_to_score, u.work_ratio_to_score_se),
+                    with_se(d.work_ratio_to_score, d.work_ratio_to_score_se)
+                ));
+                u.estimator.clone()
+            }
+            (Some(u), Some(d)) if within_noise(d, u) => {
+                reasons.push(format!(
+                    "DSGD's work-normalised variance ({} of Score's) is below {}'s ({}) by less \
+                     than the pilot's noise (2 standard errors): {} is unbiased with no eta to \
+                     tune",
+                    with_se(d.work_ratio_to_score, d.work_ratio_to_score_se),
+                    u.estimator,
+                    with_se(u.work_ratio_to_score, u.work_ratio_to_score_se),
+                    u.estimator
+                ));
+                u.estimator.clone()
+            }
+            (best, Some(d)) => {
+                reasons.push(format!(
+                    "DSGD's work-normalised variance is {} of Score's{}; its smoothing bias \
+                     vanishes as eta tightens (use --eta auto, and watch the run's smoothing gap)",
+                    with_se(d.work_ratio_to_score, d.work_ratio_to_score_se),
+                    best.map_or(String::new(), |u| format!(
+                        ", below the best unbiased estimator's ({}: {})",
+                        u.estimator,
+                        with_se(u.work_ratio_to_score, u.work_ratio_to_score_se)
+                    ))
+                ));
+                "dsgd".into()
+            }
+            (Some(u), None) => u.estimator.clone(),
+            (None, None) => "dsgd".into(),
+        }
+    };
+    // The table's lowest row, when it is not the recommendation: say why not.
+    if let Some(low) = rated
+        .iter()
+        .min_by(|a, b| a.work_ratio_to_score.total_cmp(&b.work_ratio_to_score))
+        && low.estimator != choice
+    {
+        let why = match low.biased {
+            Some(true) if low.estimator != "dsgd" && low.estimator != "fixed" => {
+                "it is biased here (see its row)"
+            }
+            _ => "the difference is within the pilot's noise and the recommendation needs no eta",
+        };
+        reasons.push(format!(
+            "{} has the table's lowest work-normalised variance ({} of Score's), but {why}",
+            low.estimator,
+            with_se(low.work_ratio_to_score, low.work_ratio_to_score_se)
+        ));
     }
-    if let Some(b) = bias {
-        reasons.push(if b.biased {
-            format!(
-                "Reparam is biased here: its gradient differs from {}'s by {:.1} standard errors \
-                 (threshold {:.1})",
-                b.reference, b.max_z, b.threshold
-            )
+    (choice, reasons)
+}
+
+/// Whether `a`'s work ratio is below `b`'s by at most two combined standard errors.
+fn within_noise(a: &EstimatorAdvice, b: &EstimatorAdvice) -> bool {
+    let se = a.work_ratio_to_score_se.hypot(b.work_ratio_to_score_se);
+    b.work_ratio_to_score - a.work_ratio_to_score <= 2.0 * se
+}
+
+/// `x ± se` with the standard error to two significant digits and `x` to the same decimal
+/// place, at most three significant digits of `x` (in scientific notation outside
+/// `[0.001, 10^5)`); `x` alone to three significant digits when there is no error, and `0`
+/// for an exact zero (Reparam's variance where no parameter reaches the objective).
+pub fn with_se(x: f64, se: f64) -> String {
+    if !x.is_finite() {
+        return "n/a".into();
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let mag = |v: f64| v.abs().log10().floor() as i32;
+    let plain = x == 0.0 || (1e-3..1e5).contains(&x.abs());
+    if !plain {
+        let e = mag(x);
+        let scale = 10f64.powi(e);
+        return if se.is_finite() && se > 0.0 {
+            let d = (mag(x) - mag(se) + 1).clamp(0, 2) as usize;
+            format!("({:.d$} ± {:.d$})e{e}", x / scale, se / scale)
         } else {
-            format!(
-                "Reparam's gradient agrees with {}'s at the initial parameters (largest \
-                 difference {:.1} standard errors), but if-statements can bias it elsewhere",
-                b.reference, b.max_z
-            )
-        });
+            format!("{:.2}e{e}", x / scale)
+        };
     }
-    let ratio = |name: &str| get(name).map(|a| a.work_ratio_to_score);
-    let mut unbiased: Vec<(&str, f64)> = ["lyy18", "rloo", "score"]
-        .into_iter()
-        .filter_map(|n| ratio(n).map(|r| (n, r)))
-        .filter(|(_, r)| r.is_finite())
-        .collect();
-    unbiased.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let dsgd = ratio("dsgd").filter(|r| r.is_finite());
-    match (unbiased.first(), dsgd) {
-        (Some(&(name, r)), Some(d)) if r <= d => {
-            reasons.push(format!(
-                "{name} is unbiased and its work-normalised variance at the initial parameters \
-                 ({:.2e} of Score's) is not above DSGD's ({d:.2e}): no eta to tune",
-                r
-            ));
-            (name.into(), reasons)
-        }
-        (best, Some(d)) => {
-            reasons.push(format!(
-                "DSGD's work-normalised variance is {d:.2e} of Score's{}; its smoothing bias \
-                 vanishes as eta tightens (use --eta auto, and watch the run's smoothing gap)",
-                best.map_or(String::new(), |&(n, r)| format!(
-                    ", below the best unbiased estimator's ({n}: {r:.2e})"
-                ))
-            ));
-            ("dsgd".into(), reasons)
-        }
-        (Some(&(name, _)), None) => (name.into(), reasons),
-        (None, None) => ("dsgd".into(), reasons),
+    let top = if x == 0.0 { 0 } else { mag(x) };
+    let three = 2 - top;
+    let decimals = if se.is_finite() && se > 0.0 {
+        (1 - mag(se)).min(three)
+    } else {
+        three
+    }
+    .max(0) as usize;
+    if se.is_finite() && se > 0.0 {
+        let se_text = format!("{se:.decimals$}");
+        let se_text = if se_text.trim_start_matches(['0', '.']).is_empty() {
+            format!("{se:.1e}")
+        } else {
+            se_text
+        };
+        format!("{x:.decimals$} ± {se_text}")
+    } else {
+        format!("{x:.decimals$}")
     }
 }
 
@@ -427,12 +620,13 @@ impl std::fmt::Display for AdviseReport {
         writeln!(
             f,
             "pilot at the initial parameters: {} samples (seed {}); work-normalised variance \
-             = cost x Avg(V(.)), as in Table 2",
+             = cost x Avg(V(.)), as in Table 2; ± one standard error of the pilot (costs are \
+             timed, their error not included)",
             self.pilot_samples, self.seed
         )?;
         writeln!(
             f,
-            "  {:<8} {:>12} {:>12} {:>14} {:>10}  bias",
+            "  {:<8} {:>10} {:>20} {:>22} {:>18}  bias",
             "estimator", "µs/sample", "Avg(V(.))", "work x var", "/ Score"
         )?;
         for a in &self.estimators {
@@ -443,29 +637,39 @@ impl std::fmt::Display for AdviseReport {
             let bias = match (a.biased, &a.bias_note) {
                 (Some(true), Some(n)) => format!("biased: {n}"),
                 (Some(true), None) => "biased".into(),
-                (Some(false), _) => "unbiased".into(),
+                (Some(false), Some(n)) => format!("unbiased: {n}"),
+                (Some(false), None) => "unbiased".into(),
                 (None, Some(n)) => n.clone(),
                 (None, None) => "unknown".into(),
             };
-            let bias = match (a.biased, &a.bias_note) {
-                (Some(false), Some(n)) => format!("unbiased at the initial parameters: {n}"),
-                _ => bias,
-            };
-            let ratio = if a.work_ratio_to_score.is_finite() {
-                format!("{:.3e}", a.work_ratio_to_score)
-            } else {
-                "n/a".into()
-            };
             writeln!(
                 f,
-                "  {:<8} {:>12.4} {:>12.4e} {:>14.4e} {:>10}  {bias}",
+                "  {:<8} {:>10} {:>20} {:>22} {:>18}  {bias}",
                 a.estimator,
-                a.seconds_per_sample * 1e6,
-                a.avg_var,
-                a.work_normalised_var,
-                ratio
+                with_se(a.seconds_per_sample * 1e6, f64::NAN),
+                with_se(a.avg_var, a.avg_var_se),
+                with_se(a.work_normalised_var, a.work_normalised_var_se),
+                with_se(a.work_ratio_to_score, a.work_ratio_to_score_se),
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_se;
+
+    #[test]
+    fn estimates_show_two_digits_of_their_error_and_at_most_three_of_their_own() {
+        assert_eq!(with_se(999.4, 120.0), "999 ± 120");
+        assert_eq!(with_se(713.26, 95.3), "713 ± 95");
+        assert_eq!(with_se(0.123456, 0.0123), "0.123 ± 0.012");
+        assert_eq!(with_se(12.345678, 1e-6), "12.3 ± 1.0e-6");
+        assert_eq!(with_se(1.0, 0.0), "1.00");
+        assert_eq!(with_se(3.14159e-6, 2.2e-7), "(3.14 ± 0.22)e-6");
+        assert_eq!(with_se(2.5e7, f64::NAN), "2.50e7");
+        assert_eq!(with_se(f64::NAN, 1.0), "n/a");
+        assert_eq!(with_se(0.0, 1e-44), "0");
     }
 }

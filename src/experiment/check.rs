@@ -21,11 +21,16 @@ pub struct CheckReport {
     /// Every guard is safe: the convergence theorem applies.
     pub safe: bool,
     pub unsafe_guards: Vec<GuardNote>,
-    /// Guards that read a parameter directly: Reparam and Score are then biased (their crisp
-    /// gradients miss the moving boundary) even when every guard is safe.
+    /// Jumps (if-statements that are not continuous) whose guard reads a parameter
+    /// directly: Reparam, Score and RLOO are then biased (their crisp gradients miss the
+    /// moving boundary) even when every guard is safe.
     pub param_dependent_guards: Vec<GuardNote>,
     /// Number of guards that are affine in the latents.
     pub affine_guards: usize,
+    /// Number of if-statements recognised as continuous (their branches agree where the
+    /// guard is zero: `min`, `max`, `abs`, `relu`, ...): not jumps, so no estimator is biased
+    /// by them and LYY18's boundary term for them is zero.
+    pub continuous_guards: usize,
     pub lyy18_applicable: bool,
     /// The first guard that is not affine, when LYY18 does not apply.
     pub lyy18_blocked_by: Option<GuardNote>,
@@ -56,6 +61,8 @@ pub struct GuardDetail {
     pub safe: bool,
     /// The guard as `constant + sum coefficient * latent`, when it is affine.
     pub affine: Option<AffineForm>,
+    /// The branches agree where the guard is zero: not a jump.
+    pub continuous: bool,
 }
 
 /// An affine guard `constant + sum_j a_j z_j`, latents by name.
@@ -121,6 +128,7 @@ impl CheckReport {
                 index: g.index,
                 location: where_(g.index, g.span),
                 safe: g.unsafe_reason.is_none(),
+                continuous: g.continuous,
                 affine: g.affine.as_ref().ok().map(|f| AffineForm {
                     constant: f.constant,
                     coefficients: f
@@ -164,6 +172,7 @@ impl CheckReport {
             unsafe_guards,
             param_dependent_guards,
             affine_guards: a.guards.iter().filter(|g| g.affine.is_ok()).count(),
+            continuous_guards: a.continuous().count(),
             lyy18_applicable: a.all_affine(),
             lyy18_blocked_by,
             default_eta_decay: a.default_eta_decay(),
@@ -246,9 +255,9 @@ impl std::fmt::Display for CheckReport {
         if let Some(first) = self.param_dependent_guards.first() {
             writeln!(
                 f,
-                "  warning        {} guard(s) depend on a parameter directly (first at {}): \
-                 Reparam and Score are biased there; only smoothing (dsgd, fixed) accounts \
-                 for the moving boundary (see `dsgd advise`)",
+                "  warning        {} jump(s) depend on a parameter directly (first at {}): \
+                 Reparam, Score and RLOO are biased there; only smoothing (dsgd, fixed) \
+                 accounts for the moving boundary (see `dsgd advise`)",
                 self.param_dependent_guards.len(),
                 first.location
             )?;
@@ -258,11 +267,19 @@ impl std::fmt::Display for CheckReport {
             "  affine guards  {} of {}",
             self.affine_guards, self.if_statements
         )?;
+        if self.continuous_guards > 0 {
+            writeln!(
+                f,
+                "  continuous     {} of {} (branches agree on the boundary: not jumps, no \
+                 estimator is biased by them)",
+                self.continuous_guards, self.if_statements
+            )?;
+        }
         match &self.lyy18_blocked_by {
             None => writeln!(f, "  LYY18          applicable")?,
             Some(g) => writeln!(
                 f,
-                "  LYY18          not applicable: the guard at {} is not affine ({})",
+                "  LYY18          not applicable: the jump at {} is not affine ({})",
                 g.location, g.reason
             )?,
         }

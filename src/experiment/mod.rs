@@ -4,6 +4,7 @@
 //! report through the [`observe::Observer`] hooks and return values.
 
 pub mod advise;
+pub mod bias;
 pub mod check;
 pub mod claims;
 pub mod compare;
@@ -25,6 +26,7 @@ pub mod report_md;
 pub mod reproduce;
 pub mod reproduction;
 pub mod run;
+pub mod stationarity;
 pub mod summary;
 pub mod sweep;
 pub mod tables;

@@ -192,6 +192,9 @@ pub struct RunReport {
     /// Set when a smoothing run ends with a smoothing gap larger than its noise: the answer
     /// is then that of the smoothed problem, not yet of the original one.
     pub smoothing_warning: Option<String>,
+    /// Set when the estimator is biased for this program (`dsgd advise` says the same): its
+    /// answer is then its own stationary point, not the program's.
+    pub bias_warning: Option<String>,
     /// The measurements, every `log_every` iterations and at the end.
     pub trajectory: Vec<TrajectoryRow>,
     /// Wall-clock time of the run.

@@ -13,11 +13,13 @@ use std::time::Instant;
 
 use thiserror::Error;
 
+use super::bias::estimator_bias;
 use super::convergence::{RunFacts, assess};
 use super::culprit;
 use super::observe::Observer;
 use super::precise;
 use super::report::{NamedValues, ObjectiveKind, RunReport, StopReason, TrajectoryRow};
+use super::stationarity::Window;
 use super::summary::{guide_moments, latent_summaries, param_values};
 use crate::estimate::{
     self, Adjustment, AutoEta, Engine, EstimateError, EstimatorKind, GapProbe, NonFinite, Pathwise,
@@ -121,6 +123,7 @@ fn run_in_pool(
         message,
         skipped,
         done,
+        window,
         ..
     } = runner;
     let problem = engine.problem();
@@ -141,6 +144,7 @@ fn run_in_pool(
     let params = NamedValues(param_values(family, &theta));
     let param_names: Vec<String> = params.names().map(String::from).collect();
     let latent_names: Vec<String> = latents.iter().map(|l| l.name.clone()).collect();
+    let bias_warning = estimator_bias(kind, problem.analysis(), problem.program());
     let verdict = assess(&RunFacts {
         kind: objective,
         stop,
@@ -149,6 +153,12 @@ fn run_in_pool(
         trajectory: &trajectory,
         param_names: &param_names,
         latent_names: &latent_names,
+        stationarity: window.assess().as_ref(),
+        theta_names: family.names(),
+        adam_lr: matches!(config.optimizer, OptimizerConfig::Adam(_))
+            .then(|| config.optimizer.lr()),
+        bias: bias_warning.as_deref(),
+        maximise: problem.objective_sign() > 0.0,
     });
     let last = trajectory.last();
     let final_value = last.map_or(f64::NAN, |r| r.value);
@@ -185,6 +195,7 @@ fn run_in_pool(
         stop_message: message,
         skipped_steps: skipped,
         smoothing_warning: last.and_then(smoothing_warning),
+        bias_warning,
         trajectory,
         seconds: clock.elapsed().as_secs_f64(),
     };
@@ -214,6 +225,8 @@ struct Runner<'a> {
     message: Option<String>,
     skipped: u64,
     done: u64,
+    /// The steps of the last fifth, for the convergence rule.
+    window: Window,
 }
 
 /// What the steps of one segment (the iterations between two measurements) did.
@@ -241,6 +254,7 @@ impl<'a> Runner<'a> {
     ) -> Runner<'a> {
         Runner {
             schedule,
+            window: Window::new(config.iterations, engine.problem().dim()),
             theta: engine.problem().family().init(),
             engine,
             probe,
@@ -277,10 +291,21 @@ impl<'a> Runner<'a> {
                 theta,
                 spread,
                 cancel,
+                window,
                 ..
             } = self;
             let (segment, measured) = rayon::join(
-                || steps(engine, cfg, optimizer.as_mut(), theta, k..end, cancel),
+                || {
+                    steps(
+                        engine,
+                        cfg,
+                        optimizer.as_mut(),
+                        theta,
+                        k..end,
+                        cancel,
+                        window,
+                    )
+                },
                 || measure(probe, cfg, self.schedule, &start_theta, k, spread),
             );
             self.adapt_eta(&measured);
@@ -413,6 +438,7 @@ fn steps(
     theta: &mut [f64],
     range: std::ops::Range<u64>,
     cancel: &AtomicBool,
+    window: &mut Window,
 ) -> Segment {
     let mut seg = Segment {
         done: range.start,
@@ -454,7 +480,11 @@ fn steps(
                 seg.skipped += 1;
                 seg.message.get_or_insert(msg);
             }
-            None => optimizer.step(theta, engine.mean_gradient()),
+            None => {
+                window.before(k, theta);
+                optimizer.step(theta, engine.mean_gradient());
+                window.after(k, engine.mean_gradient(), theta);
+            }
         }
         seg.done = k + 1;
     }

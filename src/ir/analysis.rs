@@ -1,4 +1,6 @@
-//! Static analyses of a program: nesting depth, safety of guards, affine guards.
+//! Static analyses of a program: nesting depth, safety of guards, affine guards, and which
+//! if-statements are continuous (their branches agree on the guard's zero set, so the
+//! program does not jump there).
 //!
 //! Each returns side tables and leaves the program alone. They look only at the part of the
 //! program that the objective (output 0) depends on.
@@ -36,6 +38,20 @@ pub struct GuardInfo {
     pub depends_on_param: bool,
     /// The guard as `c + a . z`, or why it is not of that form.
     pub affine: Result<AffineGuard, NotAffine>,
+    /// The branches provably agree where the guard is zero (`then - else` is a constant
+    /// multiple of the guard as linear forms over the program's nodes: `min`, `max`, `abs`,
+    /// `relu`, `if x < 0 { 0 } else { x }`). The program is then continuous across this
+    /// boundary: it is not a jump, the crisp gradients miss nothing there, and LYY18's
+    /// boundary term for it is zero.
+    pub continuous: bool,
+}
+
+impl GuardInfo {
+    /// A discontinuity of the program: an if-statement whose branches may differ on its
+    /// boundary.
+    pub fn jump(&self) -> bool {
+        !self.continuous
+    }
 }
 
 /// Why a guard is not in the paper's class SGuard of safe guards.
@@ -118,21 +134,39 @@ impl Analysis {
         self.guards.iter().all(|g| g.unsafe_reason.is_none())
     }
 
-    /// True when every guard is affine: LYY18 applies.
+    /// True when every jump's guard is affine: LYY18 applies (a continuous if-statement's
+    /// boundary term is zero, whatever its guard).
     pub fn all_affine(&self) -> bool {
-        self.guards.iter().all(|g| g.affine.is_ok())
+        self.first_non_affine().is_none()
     }
 
-    /// The first guard that is not affine, with the reason.
+    /// The first jump whose guard is not affine, with the reason.
     pub fn first_non_affine(&self) -> Option<(&GuardInfo, NotAffine)> {
         self.guards
             .iter()
+            .filter(|g| g.jump())
             .find_map(|g| g.affine.clone().err().map(|e| (g, e)))
     }
 
-    /// The if-statements whose guard reads a parameter directly.
+    /// The jumps whose guard reads a parameter directly: their boundary moves with theta, and
+    /// the crisp gradients (Reparam, Score, RLOO) miss that motion.
     pub fn param_dependent(&self) -> impl Iterator<Item = &GuardInfo> {
-        self.guards.iter().filter(|g| g.depends_on_param)
+        self.guards
+            .iter()
+            .filter(|g| g.jump() && g.depends_on_param)
+    }
+
+    /// The jumps whose guard reads a latent: the reparameterisation gradient misses the
+    /// mass that crosses their boundary.
+    pub fn latent_dependent(&self) -> impl Iterator<Item = &GuardInfo> {
+        self.guards
+            .iter()
+            .filter(|g| g.jump() && g.unsafe_reason != Some(UnsafeReason::NoLatent))
+    }
+
+    /// The if-statements recognised as continuous.
+    pub fn continuous(&self) -> impl Iterator<Item = &GuardInfo> {
+        self.guards.iter().filter(|g| g.continuous)
     }
 
     /// The accuracy decay the paper's theorem suggests: `1 / (2 l)` (0.5 when `l <= 1`).
@@ -154,6 +188,7 @@ pub fn analyse(program: &Program) -> Analysis {
         })
         .collect();
     let affine = affine_forms(program, &guard_ids);
+    let continuous = continuity(program);
     let guards = (0..program.if_count())
         .map(|index| {
             let node = program.if_node(index);
@@ -171,6 +206,7 @@ pub fn analyse(program: &Program) -> Analysis {
                     Some(form) => form.clone().map(Affine::finish),
                     None => unreachable!("every guard's form is computed"),
                 },
+                continuous: continuous[index],
             }
         })
         .collect();
@@ -376,4 +412,153 @@ fn affine_step(
             }
         }
     }
+}
+
+/// The most nodes a linear form keeps before the node it describes becomes an atom of its
+/// own (so that a long sum does not cost quadratic memory; the analysis stays sound, only
+/// coarser).
+const MAX_FORM_TERMS: usize = 64;
+
+/// `constant + sum_a coefficient_a * node_a` over opaque nodes (atoms): sums, differences,
+/// negations and products or quotients by constants are expanded, anything else is an atom.
+#[derive(Clone, Debug, Default)]
+struct Linear {
+    terms: BTreeMap<u32, f64>,
+    constant: f64,
+}
+
+impl Linear {
+    fn atom(id: NodeId) -> Linear {
+        Linear {
+            terms: BTreeMap::from([(id.index() as u32, 1.0)]),
+            constant: 0.0,
+        }
+    }
+
+    fn constant(c: f64) -> Linear {
+        Linear {
+            terms: BTreeMap::new(),
+            constant: c,
+        }
+    }
+
+    fn as_constant(&self) -> Option<f64> {
+        self.terms.is_empty().then_some(self.constant)
+    }
+
+    fn scaled(&self, s: f64) -> Linear {
+        Linear {
+            terms: self.terms.iter().map(|(&a, &c)| (a, c * s)).collect(),
+            constant: self.constant * s,
+        }
+    }
+
+    fn plus(&self, other: &Linear, sign: f64) -> Linear {
+        let mut terms = self.terms.clone();
+        for (&a, &c) in &other.terms {
+            let t = terms.entry(a).or_insert(0.0);
+            *t += sign * c;
+            if *t == 0.0 {
+                terms.remove(&a);
+            }
+        }
+        Linear {
+            terms,
+            constant: self.constant + sign * other.constant,
+        }
+    }
+
+    /// Whether `self = c * guard` for some constant `c` (zero included), up to rounding.
+    fn multiple_of(&self, guard: &Linear) -> bool {
+        let scale = self
+            .terms
+            .values()
+            .chain(std::iter::once(&self.constant))
+            .fold(0.0f64, |m, c| m.max(c.abs()));
+        if scale == 0.0 {
+            return true;
+        }
+        let Some((&atom, &g)) = guard.terms.iter().find(|(_, g)| **g != 0.0) else {
+            return false;
+        };
+        let c = self.terms.get(&atom).copied().unwrap_or(0.0) / g;
+        let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * scale;
+        close(self.constant, c * guard.constant)
+            && self.terms.keys().chain(guard.terms.keys()).all(|a| {
+                close(
+                    self.terms.get(a).copied().unwrap_or(0.0),
+                    c * guard.terms.get(a).copied().unwrap_or(0.0),
+                )
+            })
+    }
+}
+
+/// Per if-statement (by index): whether `then - else` is a constant multiple of the guard as
+/// linear forms over nodes, so that the branches agree wherever the guard is zero. Forms are
+/// built bottom-up in arena order (no recursion) for the nodes the if-statements read.
+fn continuity(program: &Program) -> Vec<bool> {
+    let nodes = program.nodes();
+    let ifs: Vec<NodeId> = (0..program.if_count())
+        .map(|k| program.if_node(k))
+        .collect();
+    let mut roots = Vec::with_capacity(3 * ifs.len());
+    for &id in &ifs {
+        if let Node::If {
+            guard,
+            then_,
+            else_,
+            ..
+        } = program.node(id)
+        {
+            roots.extend([guard, then_, else_]);
+        }
+    }
+    let needed = program.reachable_from(&roots);
+    let mut memo: Vec<Option<Linear>> = vec![None; nodes.len()];
+    for (i, &node) in nodes.iter().enumerate() {
+        if !needed[i] {
+            continue;
+        }
+        let id = NodeId(i as u32);
+        let form = |x: NodeId| memo[x.index()].clone().unwrap_or_else(|| Linear::atom(x));
+        let f = match node {
+            Node::Const(c) => Linear::constant(c),
+            Node::Unary(Unary::Neg, a) => form(a).scaled(-1.0),
+            Node::Binary(Binary::Add, a, b) => form(a).plus(&form(b), 1.0),
+            Node::Binary(Binary::Sub, a, b) => form(a).plus(&form(b), -1.0),
+            Node::Binary(Binary::Mul, a, b) => {
+                let (x, y) = (form(a), form(b));
+                match (x.as_constant(), y.as_constant()) {
+                    (Some(c), _) => y.scaled(c),
+                    (_, Some(c)) => x.scaled(c),
+                    _ => Linear::atom(id),
+                }
+            }
+            Node::Binary(Binary::Div, a, b) => match form(b).as_constant() {
+                Some(c) if c != 0.0 => form(a).scaled(1.0 / c),
+                _ => Linear::atom(id),
+            },
+            _ => Linear::atom(id),
+        };
+        memo[i] = Some(if f.terms.len() > MAX_FORM_TERMS {
+            Linear::atom(id)
+        } else {
+            f
+        });
+    }
+    ifs.iter()
+        .map(|&id| match program.node(id) {
+            Node::If {
+                guard,
+                then_,
+                else_,
+                ..
+            } => {
+                let form = |x: NodeId| memo[x.index()].clone().unwrap_or_else(|| Linear::atom(x));
+                let g = form(guard);
+                g.as_constant().is_none() && form(then_).plus(&form(else_), -1.0).multiple_of(&g)
+            }
+            _ => false,
+        })
+        .collect()
 }
