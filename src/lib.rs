@@ -92,4 +92,4 @@ pub use fit::{
 };
 pub use ir::Model;
 pub use lang::CompileError;
-pub use optim::{AdamConfig, OptimizerConfig, SgdConfig};
+pub use optim::{AdamConfig, DogConfig, OptimizerConfig, SgdConfig};

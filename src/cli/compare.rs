@@ -37,7 +37,8 @@ pub struct CompareArgs {
     /// Optimisation steps per run.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     iters: u64,
-    /// Adam's step [default: the paper's, 0.01 for xornet, else 0.0015].
+    /// Adam's step [default: a built-in model's paper step, 0.01 for xornet, else 0.0015; a
+    /// model file runs DoG, which needs none, unless this is given].
     #[arg(long, allow_negative_numbers = true, value_parser = positive)]
     lr: Option<f64>,
     /// DSGD's decay [default: the paper's, 0.2 for xornet, else 1 / (2 * nesting depth)].
@@ -84,10 +85,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     base.iterations = args.iters;
     base.log_every = args.log_every;
     base.log_samples = args.log_samples;
-    base.optimizer = OptimizerConfig::Adam(AdamConfig {
-        lr: args.lr.unwrap_or(paper_lr),
-        ..AdamConfig::default()
-    });
+    // A built-in model is compared at the paper's Adam step; a user's file with DoG (no step
+    // size to choose) unless --lr gives Adam's.
+    base.optimizer = OptimizerConfig::default_for(args.lr.or(loaded.builtin.then_some(paper_lr)));
     base.eta_decay = args.eta_decay.or(paper_decay);
     let progress = SweepProgress::new(&model.name);
     let result = run_comparison(model, &args.etas, args.seeds, &base, &|d, t| {

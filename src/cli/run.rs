@@ -12,7 +12,7 @@ use dsgd::experiment::precise::PreciseConfig;
 use dsgd::experiment::report::{ObjectiveKind, RunReport, StopReason};
 use dsgd::experiment::run::{OnNonFinite, RunConfig, RunError, run as run_model};
 use dsgd::models::Recommended;
-use dsgd::optim::{AdamConfig, OptimizerConfig, SgdConfig};
+use dsgd::optim::{AdamConfig, DogConfig, OptimizerConfig, SgdConfig};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::args::{
@@ -47,11 +47,12 @@ pub struct RunArgs {
     /// Gradient samples averaged per step.
     #[arg(long, default_value_t = 16, value_parser = count::<1>)]
     batch: usize,
-    /// The optimiser.
-    #[arg(long, value_enum, default_value_t = OptimizerArg::Adam)]
-    optimizer: OptimizerArg,
+    /// The optimiser [default: dog, which needs no step size; adam when --lr is given or a
+    /// built-in model has its own step size (temperature, xornet)].
+    #[arg(long, value_enum)]
+    optimizer: Option<OptimizerArg>,
     /// Step size: Adam's (default: a built-in model's own, else 0.0015) or SGD's gamma_0 in
-    /// gamma_0 / k^p (default 0.5).
+    /// gamma_0 / k^p (default 0.5). Given alone, it selects adam.
     #[arg(long, allow_negative_numbers = true, value_parser = positive)]
     lr: Option<f64>,
     /// SGD's p in gamma_0 / k^p [default: 1].
@@ -107,7 +108,11 @@ enum EstimatorArg {
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 enum OptimizerArg {
+    /// Distance over Gradients: no step size; the iterates averaged.
+    Dog,
+    /// Adam with step --lr (the paper's optimiser).
     Adam,
+    /// SGD with step --lr / k^--sgd-power.
     Sgd,
 }
 
@@ -136,6 +141,16 @@ fn eta_choice(s: &str) -> Result<EtaChoice, String> {
 }
 
 impl RunArgs {
+    /// `--optimizer`, else adam when a step size is given (by the user, or a built-in model
+    /// whose own is Adam's), else dog (`OptimizerConfig::default_for`).
+    fn optimizer(&self, recommended: Recommended) -> OptimizerArg {
+        match (self.optimizer, self.lr.or(recommended.lr)) {
+            (Some(o), _) => o,
+            (None, Some(_)) => OptimizerArg::Adam,
+            (None, None) => OptimizerArg::Dog,
+        }
+    }
+
     /// The validated run settings (clap has checked each value's range); what the user left
     /// unset comes from `recommended` (a built-in model's settings) or the general defaults.
     fn config(&self, recommended: Recommended) -> RunConfig {
@@ -157,7 +172,8 @@ impl RunArgs {
             eta_decay: self.eta_decay.or(recommended.eta_decay),
             iterations: self.iters,
             batch: self.batch,
-            optimizer: match self.optimizer {
+            optimizer: match self.optimizer(recommended) {
+                OptimizerArg::Dog => OptimizerConfig::Dog(DogConfig::default()),
                 OptimizerArg::Adam => {
                     let d = AdamConfig::default();
                     OptimizerConfig::Adam(AdamConfig {
@@ -210,10 +226,20 @@ impl RunArgs {
                 "--eta-decay does not apply to --estimator {est} (only dsgd tightens eta); ignored"
             ));
         }
-        if self.sgd_power.is_some() && self.optimizer != OptimizerArg::Sgd {
+        // A built-in's own step size does not select adam here: the flags are the user's.
+        let optimizer = self.optimizer(Recommended::default());
+        let name = optimizer
+            .to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default();
+        if self.sgd_power.is_some() && optimizer != OptimizerArg::Sgd {
+            out.push(format!(
+                "--sgd-power does not apply to --optimizer {name} (only sgd has a step power); ignored"
+            ));
+        }
+        if self.lr.is_some() && optimizer == OptimizerArg::Dog {
             out.push(
-                "--sgd-power does not apply to --optimizer adam (only sgd has a step power); ignored"
-                    .to_string(),
+                "--lr does not apply to --optimizer dog (it has no step size); ignored".into(),
             );
         }
         out
@@ -298,7 +324,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let own = Own {
             lr: args.lr.is_none()
                 && recommended.lr.is_some()
-                && args.optimizer == OptimizerArg::Adam,
+                && args.optimizer(recommended) == OptimizerArg::Adam,
             decay: args.eta_decay.is_none() && recommended.eta_decay.is_some(),
         };
         write_summary(&mut out, &report, own, &written)?;
@@ -378,15 +404,14 @@ fn write_summary(
         }
         est += ")";
     }
+    let optimizer = match r.lr {
+        Some(lr) => format!("{} lr {lr}{}", r.optimizer, mark(own.lr)),
+        None => format!("{} (no step size, iterates averaged)", r.optimizer),
+    };
     writeln!(
         out,
-        "{}: {est}, {} lr {}{}, batch {}, seed {}",
-        r.model,
-        r.optimizer,
-        r.lr,
-        mark(own.lr),
-        r.batch,
-        r.seed
+        "{}: {est}, {optimizer}, batch {}, seed {}",
+        r.model, r.batch, r.seed
     )?;
     let what = r.kind.label();
     writeln!(
