@@ -1,19 +1,21 @@
 //! The optimisers measured against each other: the paper's Adam settings and variants of DoG
-//! (per coordinate or over the whole vector, the iterates averaged or not), each with the
-//! default estimator (DSGD) on the built-in models and on model files, over several seeds.
+//! (the default; the last iterate instead of the average; the plain sum of squared
+//! gradients; per coordinate), each with the default estimator (DSGD) and the model's decay,
+//! on the built-in models and on model files, over several seeds.
 //!
 //! ```sh
 //! cargo run --release --example optimiser_table -- [seeds] [model or file.dsgd ...]
-//! cargo run --release --example optimiser_table -- 5 example temperature tests/models/newsvendor.dsgd
+//! cargo run --release --example optimiser_table -- 5 example temperature walk my_model.dsgd
 //! ```
 //!
-//! For each model and optimiser it prints the final objective (1,000-sample measurement at
-//! the reported parameters) as mean ± standard error over the seeds, the first fitted value's
+//! For each model and optimiser it prints the final objective (the precise measurement at the
+//! reported parameters, `dsgd run --precise`) as mean ± standard error over the seeds, the first fitted value's
 //! mean ± standard error (a parameter, else the first latent's mean), and how many runs said
 //! converged. Runs go in parallel, one thread each; every run is a pure function of its seed.
 
 use rayon::prelude::*;
 
+use dsgd::experiment::precise::PreciseConfig;
 use dsgd::experiment::reproduce::paper_settings;
 use dsgd::experiment::run::{RunConfig, run};
 use dsgd::optim::{AdamConfig, DogConfig, OptimizerConfig};
@@ -25,6 +27,7 @@ fn candidates(model: &str, builtin: bool) -> Vec<(&'static str, OptimizerConfig)
         AdamConfig::default().lr
     };
     let dog = DogConfig::default();
+    let variant = |label, config| (label, OptimizerConfig::Dog(config));
     vec![
         (
             "adam (paper)",
@@ -33,29 +36,36 @@ fn candidates(model: &str, builtin: bool) -> Vec<(&'static str, OptimizerConfig)
                 ..AdamConfig::default()
             }),
         ),
-        ("dog coord avg", OptimizerConfig::Dog(dog)),
-        (
-            "dog vector avg",
-            OptimizerConfig::Dog(DogConfig {
-                per_coordinate: false,
+        variant("dog (default)", dog),
+        variant(
+            "dog last iter",
+            DogConfig {
+                average: None,
                 ..dog
-            }),
+            },
         ),
-        (
-            "dog vec fgt .99",
-            OptimizerConfig::Dog(DogConfig {
-                per_coordinate: false,
+        variant(
+            "dog sum",
+            DogConfig {
+                forget: None,
+                ..dog
+            },
+        ),
+        variant(
+            "dog coord sum",
+            DogConfig {
+                per_coordinate: true,
+                forget: None,
+                ..dog
+            },
+        ),
+        variant(
+            "dog coord .99",
+            DogConfig {
+                per_coordinate: true,
                 forget: Some(0.99),
                 ..dog
-            }),
-        ),
-        (
-            "dog vec fgt .999",
-            OptimizerConfig::Dog(DogConfig {
-                per_coordinate: false,
-                forget: Some(0.999),
-                ..dog
-            }),
+            },
         ),
     ]
 }
@@ -83,11 +93,10 @@ fn main() {
         })
         .collect();
     let mut jobs = Vec::new();
-    for (mi, (name, model, builtin)) in models.iter().enumerate() {
+    for (mi, (_, model, builtin)) in models.iter().enumerate() {
         for (ci, (_, opt)) in candidates(&model.name, *builtin).into_iter().enumerate() {
             for seed in 0..seeds {
                 let decay = builtin.then(|| paper_settings(&model.name).1).flatten();
-                let _ = name;
                 jobs.push((
                     mi,
                     ci,
@@ -96,6 +105,7 @@ fn main() {
                         eta_decay: decay,
                         seed,
                         threads: Some(1),
+                        precise: Some(PreciseConfig::default()),
                         ..RunConfig::default()
                     },
                 ));
@@ -114,7 +124,8 @@ fn main() {
                 .or_else(|| r.latents.first().map(|l| l.mean))
                 .unwrap_or(f64::NAN);
             let sd = r.latents.first().map_or(f64::NAN, |l| l.sd);
-            (*mi, *ci, r.final_value, first, sd, r.converged)
+            let value = r.final_precise.map_or(r.final_value, |p| p.value);
+            (*mi, *ci, value, first, sd, r.converged)
         })
         .collect();
     println!(
