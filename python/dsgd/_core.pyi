@@ -151,7 +151,7 @@ class Model:
         eta_decay: Optional[float] = None,
         iters: int = 10_000,
         batch: int = 16,
-        optimizer: str = "adam",
+        optimizer: Optional[str] = None,
         lr: Optional[float] = None,
         sgd_power: float = 1.0,
         seed: int = 0,

@@ -21,7 +21,7 @@ use dsgd::experiment::tables;
 use dsgd::ir::Model;
 use dsgd::lang::{CompileError, CompileOptions, DataSet, Resolver, compile_with_data, locate};
 use dsgd::models::Recommended;
-use dsgd::optim::{AdamConfig, OptimizerConfig, SgdConfig};
+use dsgd::optim::{AdamConfig, DogConfig, OptimizerConfig, SgdConfig};
 use rayon::prelude::*;
 
 /// Why a call failed, sorted by the Python exception it becomes.
@@ -278,7 +278,8 @@ pub struct FitOptions {
     pub eta_decay: Option<f64>,
     pub iters: u64,
     pub batch: usize,
-    pub optimizer: String,
+    /// `None`: Adam when a step size is given (or the built-in model has its own), else DoG.
+    pub optimizer: Option<String>,
     pub lr: Option<f64>,
     pub sgd_power: f64,
     pub seed: u64,
@@ -303,7 +304,14 @@ pub fn run_config(c: &Compiled, o: &FitOptions) -> Result<RunConfig, CoreError> 
         ModelSource::Builtin(name) => dsgd::models::recommended(name),
         ModelSource::Text { .. } => Recommended::default(),
     };
-    let optimizer = match o.optimizer.to_ascii_lowercase().as_str() {
+    let named = match &o.optimizer {
+        Some(name) => name.to_ascii_lowercase(),
+        None => OptimizerConfig::default_for(o.lr.or(recommended.lr))
+            .name()
+            .to_string(),
+    };
+    let optimizer = match named.as_str() {
+        "dog" => OptimizerConfig::Dog(DogConfig::default()),
         "adam" => {
             let d = AdamConfig::default();
             OptimizerConfig::Adam(AdamConfig {
@@ -317,7 +325,7 @@ pub fn run_config(c: &Compiled, o: &FitOptions) -> Result<RunConfig, CoreError> 
         }),
         other => {
             return Err(CoreError::Invalid(format!(
-                "unknown optimizer `{other}` (expected adam or sgd)"
+                "unknown optimizer `{other}` (expected dog, adam or sgd)"
             )));
         }
     };
@@ -422,10 +430,10 @@ pub fn compare(c: &Compiled, o: &CompareOptions, cancel: &AtomicBool) -> Result<
     base.iterations = o.iters;
     base.log_every = o.log_every;
     base.log_samples = o.log_samples;
-    base.optimizer = OptimizerConfig::Adam(AdamConfig {
-        lr: o.lr.unwrap_or(paper_lr),
-        ..AdamConfig::default()
-    });
+    // As `dsgd compare`: a built-in at the paper's Adam step, a model's text with DoG
+    // unless a step size is given.
+    let builtin = matches!(c.source, ModelSource::Builtin(_));
+    base.optimizer = OptimizerConfig::default_for(o.lr.or(builtin.then_some(paper_lr)));
     base.eta_decay = o.eta_decay.or(paper_decay);
     for &eta in &o.etas {
         RunConfig {

@@ -208,8 +208,9 @@ impl Model {
 
     /// Optimises the model; returns a `Fit`. Keyword options and defaults are those of
     /// `dsgd run`: estimator="dsgd" (or "fixed", "reparam", "score", "lyy18"), eta=0.1,
-    /// eta_decay=None (1 / (2 * nesting depth)), iters=10000, batch=16, optimizer="adam"
-    /// (or "sgd"), lr=None (Adam 0.0015, SGD 0.5), sgd_power=1.0, seed=0, log_every=100,
+    /// eta_decay=None (1 / (2 * nesting depth)), iters=10000, batch=16, optimizer=None
+    /// ("dog", which needs no step size; "adam" when lr is given or a built-in model has its
+    /// own; or "sgd"), lr=None (Adam 0.0015, SGD 0.5), sgd_power=1.0, seed=0, log_every=100,
     /// log_samples=1000, on_nonfinite="stop" (or "continue"), threads=None (all cores;
     /// results do not depend on it), data=None (as `with_data`), precise=False (True: also
     /// measure the objective at the final parameters with many fresh samples, as

@@ -166,7 +166,10 @@ pub fn fit_options(d: Option<&Bound<'_, PyDict>>, extra: &[&str]) -> PyResult<Fi
         eta_decay: r.float("eta_decay")?,
         iters: r.count("iters", 1)?.unwrap_or(10_000),
         batch: r.usize("batch", 1)?.unwrap_or(16),
-        optimizer: r.string("optimizer", "adam")?,
+        optimizer: match r.get("optimizer")? {
+            None => None,
+            Some(_) => Some(r.string("optimizer", "")?),
+        },
         lr: r.float("lr")?,
         sgd_power: r.float("sgd_power")?.unwrap_or(1.0),
         seed: r.count("seed", 0)?.unwrap_or(0),
