@@ -93,3 +93,47 @@ fn a_step_likelihood_gets_the_crisp_variational_optimum() {
         );
     }
 }
+
+#[test]
+fn a_step_in_the_smoothings_own_units_warns_when_the_answer_is_the_smoothed_ones() {
+    // As above, ten times narrower: x ~ N(0, 0.1), -1 where x < 0.05. The final eta (0.063)
+    // is then comparable to the guard's spread, and the default schedule ends at the
+    // smoothed problem's answer; the run must say so.
+    let elbo =
+        |mu: f64, s: f64| -(mu * mu + s * s) / (2.0 * 0.01) - normal_cdf((0.05 - mu) / s) + s.ln();
+    let (mut mu, mut s) = (0.0f64, 0.1f64);
+    let mut h = 0.01;
+    while h > 1e-10 {
+        let mut moved = true;
+        while moved {
+            moved = false;
+            for (dm, ds) in [(h, 0.0), (-h, 0.0), (0.0, h), (0.0, -h)] {
+                if elbo(mu + dm, s + ds) > elbo(mu, s) {
+                    (mu, s) = (mu + dm, s + ds);
+                    moved = true;
+                }
+            }
+        }
+        h /= 10.0;
+    }
+    let rs = reports("let x = sample Normal(0, 0.1);\nif x < 0.05 { factor -1; }\n");
+    let means: Vec<f64> = rs.iter().map(|r| r.latents[0].mean).collect();
+    let (_, se) = mean_se(&means);
+    for (m, r) in means.iter().zip(&rs) {
+        let last = r.trajectory.last().unwrap();
+        let (gap, gap_se) = (last.gap.unwrap(), last.gap_se.unwrap());
+        let noise = gap_se.max(last.value_se);
+        // The warning is the documented rule: the gap beyond twice its noise.
+        assert_eq!(
+            r.smoothing_warning.is_some(),
+            gap.abs() > 2.0 * noise,
+            "gap {gap} noise {noise}"
+        );
+        if (m - mu).abs() > 6.0 * se {
+            assert!(
+                r.smoothing_warning.is_some(),
+                "mean {m} against {mu}, no warning"
+            );
+        }
+    }
+}
