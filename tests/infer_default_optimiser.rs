@@ -144,3 +144,37 @@ fn adam_at_a_given_step_stays_available_and_stalls_where_the_issue_said() {
         assert!(q < 76.0, "{q}");
     }
 }
+
+#[test]
+fn the_reported_answer_is_the_measured_average_of_the_iterates() {
+    let src = "param q = 60;\nlet d = sample Normal(100, 20);\nmaximize 5 * min(q, d) - 3 * q;\n";
+    let model = dsgd::compile("test.dsgd", src).unwrap();
+    let config = RunConfig {
+        iterations: 3000,
+        threads: Some(1),
+        ..RunConfig::default()
+    };
+    let averaged = dsgd::fit(&model, &config).unwrap();
+    let last = dsgd::fit(
+        &model,
+        &RunConfig {
+            optimizer: OptimizerConfig::Dog(dsgd::DogConfig {
+                average: None,
+                ..dsgd::DogConfig::default()
+            }),
+            ..config.clone()
+        },
+    )
+    .unwrap();
+    // The same iterates (same seed, same steps); the average is what is measured and
+    // reported, and it is not the last iterate.
+    let row = averaged.trajectory.last().unwrap();
+    assert_eq!(row.iter, 3000);
+    assert_eq!(row.params, averaged.theta);
+    assert_eq!(last.trajectory.last().unwrap().params, last.theta);
+    assert_ne!(averaged.theta, last.theta);
+    // Both near the optimum; the average with less noise is not tested on one seed.
+    for r in [&averaged, &last] {
+        assert!((r.theta[0] - 94.93).abs() < 3.0, "{}", r.theta[0]);
+    }
+}
