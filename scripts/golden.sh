@@ -4,7 +4,8 @@
 # (elementary functions, generator, transform) may: make new golden outputs after it, and say
 # in its commit message why results moved.
 #   scripts/golden.sh make  DIR [DSGD]   write `run --json` (minus `seconds`) of every built-in
-#                                        model x estimator x seeds 0, 1 at --iters 2000 to DIR
+#                                        model x estimator x seeds 0, 1 at --iters 2000 to DIR,
+#                                        with the paper's optimiser (Adam at the model's step)
 #   scripts/golden.sh check DIR [DSGD]   the same into a temporary directory, compared with DIR
 # DSGD defaults to target/release/dsgd (build it first). Takes a few seconds.
 set -euo pipefail
@@ -14,7 +15,7 @@ write() {
   for m in example temperature xornet walk cheating textmsg influenza; do
     for e in dsgd fixed score reparam lyy18; do
       for s in 0 1; do
-        "$bin" run $m --estimator $e --iters 2000 --seed $s --json --threads 1 2>/dev/null \
+        "$bin" run $m --estimator $e --optimizer adam --iters 2000 --seed $s --json --threads 1 2>/dev/null \
           | sed -E 's/"seconds": ?[0-9.eE+-]+,?//' > "$out/$m.$e.$s.json" || true
       done
     done

@@ -29,8 +29,8 @@ pub fn builtin(name: &str) -> Option<Result<Model, CompileError>> {
     crate::models::builtin(name)
 }
 
-/// The default settings with a built-in model's recommended ones (xornet's step size and
-/// decay); for any other name, the plain defaults.
+/// The default settings with a built-in model's recommended ones (Adam at temperature's and
+/// xornet's step sizes, xornet's decay); for any other name, the plain defaults (DoG).
 pub fn recommended_config(model_name: &str) -> RunConfig {
     RunConfig::recommended(model_name)
 }

@@ -99,5 +99,5 @@ pub use fit::{
 };
 pub use ir::Model;
 pub use lang::CompileError;
-pub use optim::{AdamConfig, OptimizerConfig, SgdConfig};
+pub use optim::{AdamConfig, DogConfig, OptimizerConfig, SgdConfig};
 pub use settings::{OnNonFinite, RunConfig, RunOptions, SettingError};

@@ -83,7 +83,7 @@ fn arms_follow_the_paper_and_skip_lyy18_on_xornet() {
     assert_eq!(js.len(), 70);
     assert!(js.iter().all(|j| j.model == 3));
     // xornet's paper settings: Adam 0.01, decay 0.2.
-    assert_eq!(js[0].config.optimizer.lr(), 0.01);
+    assert_eq!(js[0].config.optimizer.lr(), Some(0.01));
     assert_eq!(js[0].config.eta_decay, Some(0.2));
     assert_eq!(js[0].config.eta, 0.06);
     assert_eq!(js[4].config.seed, 4);

@@ -178,7 +178,9 @@ fn run_writes_json_and_csv_and_a_summary() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.starts_with("example: dsgd (eta 0.1, decay 0.5), adam lr 0.0015"),
+        text.starts_with(
+            "example: dsgd (eta 0.1, decay 0.5), dog (no step size, iterates averaged)"
+        ),
         "{text}"
     );
     assert!(
@@ -375,4 +377,50 @@ fn empty_model_is_refused_not_a_panic() {
         assert!(stderr.contains("nothing to optimise"), "{args:?}: {stderr}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_optimiser_is_dog_unless_a_step_size_is_given() {
+    let pick = |extra: &[&str]| {
+        let mut args = vec!["run", "--iters", "100", "--json"];
+        args.extend_from_slice(extra);
+        let out = dsgd(&args);
+        assert!(out.status.success(), "{extra:?}");
+        let v = json_without_timing(&out);
+        (
+            v["optimizer"].as_str().unwrap().to_string(),
+            v["lr"].as_f64(),
+        )
+    };
+    assert_eq!(pick(&["example"]), ("dog".into(), None));
+    // --lr alone means Adam at that step; a model's own step (temperature's) too.
+    assert_eq!(
+        pick(&["example", "--lr", "0.01"]),
+        ("adam".into(), Some(0.01))
+    );
+    assert_eq!(pick(&["temperature"]), ("adam".into(), Some(0.0015)));
+    assert_eq!(
+        pick(&["temperature", "--optimizer", "dog"]),
+        ("dog".into(), None)
+    );
+    assert_eq!(
+        pick(&["example", "--optimizer", "sgd", "--lr", "0.2"]),
+        ("sgd".into(), Some(0.2))
+    );
+    let out = dsgd(&[
+        "run",
+        "example",
+        "--optimizer",
+        "dog",
+        "--lr",
+        "0.1",
+        "--iters",
+        "10",
+    ]);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--lr does not apply to --optimizer dog"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -52,8 +52,9 @@ def compare(
     """Runs every applicable estimator on ``model`` with seeds ``0..seeds``: DSGD and Fixed
     once per eta (default: the paper's 0.06, 0.1, 0.14, 0.18, 0.22), then Score, Reparam and,
     where its guards are affine, LYY18. The settings are ``dsgd compare``'s (Adam with the
-    paper's step for the built-in models unless ``lr`` is given; 5 seeds, and each setting left
-    out as ``dsgd compare`` has it), and so are the numbers.
+    paper's step for the built-in models, a model's text with DoG, which needs no step size;
+    Adam at ``lr`` when it is given; 5 seeds, and each setting left out as ``dsgd compare``
+    has it), and so are the numbers.
     ``data`` binds the model's ``data`` declarations as ``Model.with_data`` does. Runs in
     parallel across runs without the GIL; Ctrl-C stops it."""
     if data is not None:

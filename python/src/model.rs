@@ -300,8 +300,10 @@ impl Model {
     /// Optimises the model; returns a `Fit`. The keywords are those of `dsgd run`
     /// (`dsgd._core.FitOptions` holds their signature): estimator ("dsgd", "fixed",
     /// "reparam", "score", "lyy18" or "rloo"), eta (a number or "auto"), eta_decay, iters,
-    /// batch, optimizer ("adam" or "sgd"), lr, sgd_power, seed, log_every, log_samples,
-    /// on_nonfinite ("stop" or "continue"), threads (results do not depend on it), precise
+    /// batch, optimizer ("dog", "adam" or "sgd"; left out, "adam" when lr is given or a
+    /// built-in model has its own step size, else "dog", which needs none), lr, sgd_power,
+    /// seed, log_every, log_samples, on_nonfinite ("stop" or "continue"), threads (results
+    /// do not depend on it), precise
     /// (True: also measure the objective at the final parameters with many fresh samples,
     /// as `dsgd run --precise`, into `Fit.final_precise`, with precise_rel_se,
     /// precise_min_samples, precise_max_samples), and data (as `with_data`). Each one left

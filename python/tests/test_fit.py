@@ -19,7 +19,22 @@ CASES = [
      dict(estimator="fixed", eta=0.1, iters=300, lr=0.01)),
     ("walk", ["--estimator", "reparam", "--iters", "300", "--seed", "11", "--threads", "1"],
      dict(estimator="reparam", iters=300, seed=11, threads=1)),
+    # No optimiser named: lr given means Adam, a built-in's own step (temperature's) too.
+    ("example", ["--iters", "300", "--lr", "0.01"], dict(iters=300, lr=0.01)),
+    ("temperature", ["--iters", "200"], dict(iters=200)),
+    ("temperature", ["--iters", "200", "--optimizer", "dog"], dict(iters=200, optimizer="dog")),
 ]
+
+
+@pytest.mark.parametrize("kwargs,optimizer,lr", [
+    (dict(), "dog", None),
+    (dict(lr=0.01), "adam", 0.01),
+    (dict(optimizer="DoG"), "dog", None),
+    (dict(optimizer="sgd", lr=0.2), "sgd", 0.2),
+])
+def test_the_optimiser_is_dog_unless_a_step_size_is_given(kwargs, optimizer, lr):
+    r = dsgd.Model.builtin("example").fit(iters=50, **kwargs).report
+    assert (r["optimizer"], r["lr"]) == (optimizer, lr)
 
 
 @pytest.mark.parametrize("name,args,kwargs", CASES)
@@ -126,7 +141,7 @@ def test_a_non_finite_run_reports_its_status_and_message():
         (dict(log_samples=1), "log_samples must be a whole number of at least 2"),
         (dict(seed=-1), "seed must be a whole number of at least 0"),
         (dict(estimator="sgld"), "unknown estimator `sgld`"),
-        (dict(optimizer="rmsprop"), "optimizer must be one of adam, sgd, got `rmsprop`"),
+        (dict(optimizer="rmsprop"), "optimizer must be one of dog, adam, sgd, got `rmsprop`"),
         (dict(on_nonfinite="ignore"), "on_nonfinite must be stop or continue"),
         (dict(lr=0.0), "lr must be positive"),
         (dict(eta_decay=1e308), "eta_decay must be at least 0 and at most 10"),

@@ -36,7 +36,8 @@ pub struct CompareArgs {
     /// Optimisation steps per run.
     #[arg(long, default_value_t = RunConfig::default().iterations, value_parser = clap::value_parser!(u64).range(1..))]
     iters: u64,
-    /// Adam's step [default: the paper's, 0.01 for xornet, else 0.0015].
+    /// Adam's step [default: a built-in model's paper step, 0.01 for xornet, else 0.0015; a
+    /// model file runs DoG, which needs none, unless this is given].
     #[arg(long, allow_negative_numbers = true, value_parser = positive)]
     lr: Option<f64>,
     /// DSGD's decay [default: the paper's, 0.2 for xornet, else 1 / (2 * nesting depth)].

@@ -47,11 +47,12 @@ pub struct RunArgs {
     /// Gradient samples averaged per step.
     #[arg(long, default_value_t = RunConfig::default().batch, value_parser = count::<1>)]
     batch: usize,
-    /// The optimiser.
-    #[arg(long, default_value = "adam", value_parser = optimizer)]
-    optimizer: OptimizerKind,
+    /// The optimiser [default: dog, which needs no step size; adam when --lr is given or a
+    /// built-in model has its own step size (temperature, xornet)].
+    #[arg(long, value_parser = optimizer)]
+    optimizer: Option<OptimizerKind>,
     /// Step size: Adam's (default: a built-in model's own, else 0.0015) or SGD's gamma_0 in
-    /// gamma_0 / k^p (default 0.5).
+    /// gamma_0 / k^p (default 0.5). Given without --optimizer, it selects adam.
     #[arg(long, allow_negative_numbers = true, value_parser = positive)]
     lr: Option<f64>,
     /// SGD's p in gamma_0 / k^p [default: 1].
@@ -141,7 +142,7 @@ impl RunArgs {
             eta_decay: self.eta_decay,
             iterations: Some(self.iters),
             batch: Some(self.batch),
-            optimizer: Some(self.optimizer),
+            optimizer: self.optimizer,
             lr: self.lr,
             sgd_power: self.sgd_power,
             seed: Some(self.seed),
@@ -194,9 +195,6 @@ impl Observer for Progress {
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let options = args.options();
-    for ignored in options.ignored() {
-        eprintln!("warning: {}; ignored", ignored.render(Style::Flag));
-    }
     if let Some(dir) = &args.out {
         // Before the run, not after every iteration has run.
         dsgd::experiment::outfiles::check_out_dir(dir)?;
@@ -207,6 +205,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         Recommended::default()
     };
+    for ignored in options.ignored(recommended) {
+        eprintln!("warning: {}; ignored", ignored.render(Style::Flag));
+    }
     let config = options.resolve(recommended).map_err(UsageError::from)?;
     config
         .check_resources(&loaded.model)
@@ -233,7 +234,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let own = Own {
             lr: args.lr.is_none()
                 && recommended.lr.is_some()
-                && args.optimizer == OptimizerKind::Adam,
+                && options.optimizer_kind(recommended) == OptimizerKind::Adam,
             decay: args.eta_decay.is_none() && recommended.eta_decay.is_some(),
         };
         write_summary(&mut out, &report, own, &written)?;
@@ -316,15 +317,14 @@ fn write_summary(
         }
         est += ")";
     }
+    let optimizer = match r.lr {
+        Some(lr) => format!("{} lr {lr}{}", r.optimizer, mark(own.lr)),
+        None => format!("{} (no step size, iterates averaged)", r.optimizer),
+    };
     writeln!(
         out,
-        "{}: {est}, {} lr {}{}, batch {}, seed {}",
-        r.model,
-        r.optimizer,
-        r.lr,
-        mark(own.lr),
-        r.batch,
-        r.seed
+        "{}: {est}, {optimizer}, batch {}, seed {}",
+        r.model, r.batch, r.seed
     )?;
     let what = r.kind.label();
     writeln!(

@@ -15,7 +15,7 @@ use super::run::RunConfig;
 use super::sweep::Job;
 use crate::estimate::{self, EstimatorKind, Problem};
 use crate::ir::Model;
-use crate::optim::{AdamConfig, OptimizerConfig};
+use crate::optim::OptimizerConfig;
 use crate::settings::{SettingError, at_least};
 
 /// One cell of the comparison: an estimator, with its eta when it smooths.
@@ -97,7 +97,8 @@ pub struct CompareOptions {
     pub seeds: Option<u64>,
     /// Optimisation steps per run.
     pub iters: Option<u64>,
-    /// Adam's step (default: a built-in model's paper step, else Adam's default).
+    /// Adam's step (default: a built-in model's paper step; a user's file runs DoG, which
+    /// needs none, unless this is given).
     pub lr: Option<f64>,
     /// DSGD's decay (default: a built-in model's paper decay, else the model's default).
     pub eta_decay: Option<f64>,
@@ -124,25 +125,25 @@ impl CompareOptions {
     }
 
     /// What every run of the comparison shares (each arm sets its estimator and eta), for
-    /// the model called `name`: a built-in model (`builtin`) brings the paper's step and
-    /// decay, a user's file the general defaults. Checked, with each eta, and refused when
-    /// the runs cannot fit in memory.
+    /// the model called `name`: a built-in model (`builtin`) brings the paper's Adam step and
+    /// decay, a user's file the general defaults (DoG unless `lr` is given). Checked, with
+    /// each eta, and refused when the runs cannot fit in memory.
     pub fn base(&self, model: &Model, builtin: bool) -> Result<RunConfig, SettingError> {
         let name = &model.name;
         let (paper_lr, paper_decay) = if builtin {
-            super::reproduction::paper_settings(name)
+            let (lr, decay) = super::reproduction::paper_settings(name);
+            (Some(lr), decay)
         } else {
-            (AdamConfig::default().lr, None)
+            (None, None)
         };
         let d = RunConfig::default();
         let mut base = super::reproduction::ReproduceConfig::full().base_run(name);
         base.iterations = self.iters.unwrap_or(d.iterations);
         base.log_every = self.log_every.unwrap_or(d.log_every);
         base.log_samples = self.log_samples.unwrap_or(d.log_samples);
-        base.optimizer = OptimizerConfig::Adam(AdamConfig {
-            lr: self.lr.unwrap_or(paper_lr),
-            ..AdamConfig::default()
-        });
+        // A built-in model is compared at the paper's Adam step; a user's file with DoG (no
+        // step size to choose) unless a step size is given, which means Adam's.
+        base.optimizer = OptimizerConfig::default_for(self.lr.or(paper_lr));
         base.eta_decay = self.eta_decay.or(paper_decay);
         let etas = self.etas();
         let seeds = self.seeds();
@@ -646,4 +647,26 @@ pub fn run_comparison(
     let refs: Vec<&RunReport> = reports.iter().collect();
     let cmp = aggregate(&model.name, &arms, &refs, note);
     Ok((cmp, arms, reports))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_builtin_is_compared_at_the_papers_adam_a_file_with_dog() {
+        let model = crate::models::builtin("xornet").unwrap().unwrap();
+        let o = CompareOptions::default();
+        let optimizer = |o: &CompareOptions, builtin| o.base(&model, builtin).unwrap().optimizer;
+        assert_eq!(optimizer(&o, true).name(), "adam");
+        assert_eq!(optimizer(&o, true).lr(), Some(0.01));
+        // The same source as a user's file: no paper step, so DoG, which needs none.
+        assert_eq!(optimizer(&o, false).name(), "dog");
+        let lr = CompareOptions {
+            lr: Some(0.02),
+            ..CompareOptions::default()
+        };
+        assert_eq!(optimizer(&lr, false).lr(), Some(0.02));
+        assert_eq!(optimizer(&lr, false).name(), "adam");
+    }
 }

@@ -139,11 +139,11 @@ pub struct RunReport {
     pub eta_auto: bool,
     /// The decay of DSGD's schedule; null for other estimators.
     pub eta_decay: Option<f64>,
-    /// `adam` or `sgd`.
+    /// `dog`, `adam` or `sgd`.
     pub optimizer: String,
-    /// The step size (Adam's, or SGD's `gamma_0`).
-    pub lr: f64,
-    /// SGD's `p` in `gamma_0 / k^p`; null for Adam.
+    /// The step size (Adam's, or SGD's `gamma_0`); null for DoG, which has none.
+    pub lr: Option<f64>,
+    /// SGD's `p` in `gamma_0 / k^p`; null for the others.
     pub sgd_power: Option<f64>,
     /// Gradient samples averaged per step.
     pub batch: usize,

@@ -303,7 +303,7 @@ fn model_outcome(
     let variance = tables::variance_rows(&comparison, &costs, config.variance_eta);
     Ok(ModelOutcome {
         comparison,
-        lr: config.base_run(name).optimizer.lr(),
+        lr: config.base_run(name).optimizer.lr().unwrap_or(f64::NAN),
         eta_decay: eta_decay(config, name, model),
         costs,
         variance,

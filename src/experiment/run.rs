@@ -155,8 +155,10 @@ fn run_in_pool(
         latent_names: &latent_names,
         stationarity: window.assess().as_ref(),
         theta_names: family.names(),
-        adam_lr: matches!(config.optimizer, OptimizerConfig::Adam(_))
-            .then(|| config.optimizer.lr()),
+        adam_lr: match config.optimizer {
+            OptimizerConfig::Adam(_) => config.optimizer.lr(),
+            _ => None,
+        },
         bias: bias_warning.as_deref(),
         maximise: problem.objective_sign() > 0.0,
     });
@@ -173,7 +175,7 @@ fn run_in_pool(
         lr: config.optimizer.lr(),
         sgd_power: match config.optimizer {
             OptimizerConfig::Sgd(c) => Some(c.power),
-            OptimizerConfig::Adam(_) => None,
+            OptimizerConfig::Adam(_) | OptimizerConfig::Dog(_) => None,
         },
         batch: config.batch,
         seed: config.seed,
@@ -274,17 +276,53 @@ impl<'a> Runner<'a> {
     /// steps (it reads the iterate they start from, the steps do not read it), then both
     /// are applied in the serial order, observers included. The report is the one of
     /// measuring and stepping one after the other, whatever the number of threads.
+    ///
+    /// An optimiser that averages its iterates ([`crate::optim::Optimizer::average`]) is
+    /// measured, and reported at the end, at the average.
     fn go(&mut self, observers: &mut [&mut dyn Observer]) {
         let cfg = self.config;
         let mut optimizer = cfg.optimizer.build(self.theta.len());
+        let measured_last = self.segments(optimizer.as_mut(), observers);
+        if measured_last {
+            return;
+        }
+        if let Some(average) = optimizer.average() {
+            self.theta = average.to_vec();
+        }
+        if self.stop == StopReason::Completed
+            && !self.cancel.load(Ordering::Relaxed)
+            && self.trajectory.last().is_none_or(|r| r.iter != self.done)
+        {
+            let measured = measure(
+                &mut self.probe,
+                cfg,
+                self.schedule,
+                &self.theta,
+                self.done,
+                &mut self.spread,
+            );
+            self.record(measured, observers);
+        }
+    }
+
+    /// The segments; true when the run ended at a measurement, whose point `theta` then is.
+    fn segments(
+        &mut self,
+        optimizer: &mut dyn crate::optim::Optimizer,
+        observers: &mut [&mut dyn Observer],
+    ) -> bool {
+        let cfg = self.config;
         let mut k = 0;
         while k < cfg.iterations {
             if self.cancel.load(Ordering::Relaxed) {
-                return;
+                return false;
             }
-            self.race_eta(k, optimizer.as_ref());
+            self.race_eta(k, optimizer);
             let end = (k + cfg.log_every).min(cfg.iterations);
             let start_theta = self.theta.clone();
+            let shown = optimizer
+                .average()
+                .map_or_else(|| start_theta.clone(), <[f64]>::to_vec);
             let Runner {
                 engine,
                 probe,
@@ -295,24 +333,14 @@ impl<'a> Runner<'a> {
                 ..
             } = self;
             let (segment, measured) = rayon::join(
-                || {
-                    steps(
-                        engine,
-                        cfg,
-                        optimizer.as_mut(),
-                        theta,
-                        k..end,
-                        cancel,
-                        window,
-                    )
-                },
-                || measure(probe, cfg, self.schedule, &start_theta, k, spread),
+                || steps(engine, cfg, optimizer, theta, k..end, cancel, window),
+                || measure(probe, cfg, self.schedule, &shown, k, spread),
             );
             self.adapt_eta(&measured);
             if !self.record(measured, observers) {
                 // The run ended at the measurement: the segment's steps never happened.
-                self.theta = start_theta;
-                return;
+                self.theta = shown;
+                return true;
             }
             self.skipped += segment.skipped;
             if let Some(msg) = segment.message {
@@ -326,21 +354,11 @@ impl<'a> Runner<'a> {
             self.done = segment.done;
             if let Some(msg) = segment.failed {
                 self.fail(msg);
-                return;
+                return false;
             }
             k = end;
         }
-        if self.trajectory.last().is_none_or(|r| r.iter != self.done) {
-            let measured = measure(
-                &mut self.probe,
-                cfg,
-                self.schedule,
-                &self.theta,
-                self.done,
-                &mut self.spread,
-            );
-            self.record(measured, observers);
-        }
+        false
     }
 
     /// `--eta auto`: the measurement's smoothing gap may call a tightening check at the next

@@ -5,9 +5,11 @@
 //! estimators or randomness.
 
 mod adam;
+mod dog;
 mod sgd;
 
 pub use adam::{Adam, AdamConfig};
+pub use dog::{Dog, DogConfig};
 pub use sgd::{Sgd, SgdConfig};
 
 /// A first-order ascent method; it keeps its own step counter.
@@ -18,6 +20,13 @@ pub trait Optimizer: Send {
     /// Steps taken so far.
     fn steps(&self) -> u64;
 
+    /// The answer so far when it is not the last iterate (an average of the iterates), or
+    /// `None` for the last iterate. The gradients are taken at the iterates; the runner
+    /// measures and reports this.
+    fn average(&self) -> Option<&[f64]> {
+        None
+    }
+
     /// A copy of the state, to try steps from it and keep or drop them (`--eta auto`'s
     /// races).
     fn clone_box(&self) -> Box<dyn Optimizer>;
@@ -26,32 +35,55 @@ pub trait Optimizer: Send {
 /// Which optimiser, with its hyperparameters.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum OptimizerConfig {
-    /// Adam with bias correction (the default, step 0.0015).
+    /// DoG: no step size to choose, the iterates averaged (the default).
+    Dog(DogConfig),
+    /// Adam with bias correction (the paper's, step 0.0015).
     Adam(AdamConfig),
     /// Plain SGD with step `gamma_0 / k^p`.
     Sgd(SgdConfig),
 }
 
+impl Default for OptimizerConfig {
+    fn default() -> Self {
+        OptimizerConfig::Dog(DogConfig::default())
+    }
+}
+
 impl OptimizerConfig {
-    /// `adam` or `sgd`.
+    /// The optimiser when the user names none: Adam at `step` when a step size is given (by
+    /// the user, or a built-in model whose paper-tuned Adam beats DoG on it), else DoG.
+    pub fn default_for(step: Option<f64>) -> OptimizerConfig {
+        match step {
+            Some(lr) => OptimizerConfig::Adam(AdamConfig {
+                lr,
+                ..AdamConfig::default()
+            }),
+            None => OptimizerConfig::default(),
+        }
+    }
+
+    /// `dog`, `adam` or `sgd`.
     pub fn name(&self) -> &'static str {
         match self {
+            OptimizerConfig::Dog(_) => "dog",
             OptimizerConfig::Adam(_) => "adam",
             OptimizerConfig::Sgd(_) => "sgd",
         }
     }
 
-    /// The (initial) step size.
-    pub fn lr(&self) -> f64 {
+    /// The (initial) step size; `None` for DoG, which has none.
+    pub fn lr(&self) -> Option<f64> {
         match self {
-            OptimizerConfig::Adam(c) => c.lr,
-            OptimizerConfig::Sgd(c) => c.lr,
+            OptimizerConfig::Dog(_) => None,
+            OptimizerConfig::Adam(c) => Some(c.lr),
+            OptimizerConfig::Sgd(c) => Some(c.lr),
         }
     }
 
     /// A fresh optimiser for `dim` parameters.
     pub fn build(&self, dim: usize) -> Box<dyn Optimizer> {
         match *self {
+            OptimizerConfig::Dog(c) => Box::new(Dog::new(c, dim)),
             OptimizerConfig::Adam(c) => Box::new(Adam::new(c, dim)),
             OptimizerConfig::Sgd(c) => Box::new(Sgd::new(c)),
         }

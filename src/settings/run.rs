@@ -15,7 +15,7 @@ use super::values::{self, at_least, positive, shown};
 use crate::estimate::{EstimatorKind, START_AMPLITUDE, Schedule};
 use crate::ir::Model;
 use crate::models::Recommended;
-use crate::optim::{AdamConfig, OptimizerConfig, SgdConfig};
+use crate::optim::{AdamConfig, DogConfig, OptimizerConfig, SgdConfig};
 
 /// DSGD's accuracy at iteration 4000, and Fixed's throughout, unless given.
 pub const DEFAULT_ETA: f64 = 0.1;
@@ -99,11 +99,13 @@ impl FromStr for EtaSetting {
     }
 }
 
-/// Which optimiser (its hyperparameters come from the other options).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+/// Which optimiser (its hyperparameters come from the other options). None is named by
+/// default: [`RunOptions::optimizer_kind`] chooses DoG, or Adam when a step size is given.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum OptimizerKind {
-    /// Adam with bias correction.
-    #[default]
+    /// DoG: no step size to choose, the iterates averaged.
+    Dog,
+    /// Adam with bias correction (the paper's).
     Adam,
     /// Plain SGD with step `gamma_0 / k^p`.
     Sgd,
@@ -111,11 +113,13 @@ pub enum OptimizerKind {
 
 impl OptimizerKind {
     /// Every optimiser, in the order the help lists them.
-    pub const ALL: [OptimizerKind; 2] = [OptimizerKind::Adam, OptimizerKind::Sgd];
+    pub const ALL: [OptimizerKind; 3] =
+        [OptimizerKind::Dog, OptimizerKind::Adam, OptimizerKind::Sgd];
 
-    /// `adam`, `sgd`.
+    /// `dog`, `adam`, `sgd`.
     pub fn name(self) -> &'static str {
         match self {
+            OptimizerKind::Dog => "dog",
             OptimizerKind::Adam => "adam",
             OptimizerKind::Sgd => "sgd",
         }
@@ -180,7 +184,7 @@ impl Default for RunConfig {
             eta_auto: false,
             iterations: 10_000,
             batch: 16,
-            optimizer: OptimizerConfig::Adam(AdamConfig::default()),
+            optimizer: OptimizerConfig::default(),
             seed: 0,
             log_every: 100,
             log_samples: 1000,
@@ -192,8 +196,8 @@ impl Default for RunConfig {
 }
 
 impl RunConfig {
-    /// The defaults with a built-in model's recommended settings (xornet's step size and
-    /// decay); for any other name, the plain defaults.
+    /// The defaults with a built-in model's recommended settings (Adam at temperature's and
+    /// xornet's step sizes, xornet's decay); for any other name, the plain defaults (DoG).
     pub fn recommended(model_name: &str) -> RunConfig {
         RunOptions::default()
             .resolve(crate::models::recommended(model_name))
@@ -218,6 +222,9 @@ impl RunConfig {
         at_least("log_every", self.log_every, 1)?;
         at_least("log_samples", self.log_samples, 2)?;
         match self.optimizer {
+            OptimizerConfig::Dog(c) => {
+                check_dog(c)?;
+            }
             OptimizerConfig::Adam(c) => {
                 positive("lr", c.lr)?;
             }
@@ -313,6 +320,31 @@ impl RunConfig {
     }
 }
 
+/// DoG's settings (none is an option of the front ends; a library caller may set them): a
+/// positive first step, a non-negative averaging `gamma`, a forgetting decay in `[0, 1)`.
+fn check_dog(c: DogConfig) -> Result<(), SettingError> {
+    let bad = |what: String| Err(SettingError::invalid("optimizer", format!("dog's {what}")));
+    if !(c.alpha > 0.0 && c.alpha.is_finite()) {
+        return bad(format!(
+            "alpha must be positive and finite, got {}",
+            shown(c.alpha)
+        ));
+    }
+    if let Some(g) = c.average.filter(|g| !(*g >= 0.0 && g.is_finite())) {
+        return bad(format!(
+            "averaging gamma must be non-negative and finite, got {}",
+            shown(g)
+        ));
+    }
+    if let Some(b) = c.forget.filter(|b| !(0.0..1.0).contains(b)) {
+        return bad(format!(
+            "forgetting decay must be in [0, 1), got {}",
+            shown(b)
+        ));
+    }
+    Ok(())
+}
+
 /// A run's settings as a user gave them: `None` is "not given", filled in by
 /// [`RunOptions::resolve`] from a model's recommended settings, then the defaults.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -327,9 +359,9 @@ pub struct RunOptions {
     pub iterations: Option<u64>,
     /// Gradient samples per step.
     pub batch: Option<usize>,
-    /// The optimiser.
+    /// The optimiser (default: [`RunOptions::optimizer_kind`]).
     pub optimizer: Option<OptimizerKind>,
-    /// The optimiser's (initial) step size.
+    /// The optimiser's (initial) step size; given without an optimiser, it selects Adam.
     pub lr: Option<f64>,
     /// SGD's power.
     pub sgd_power: Option<f64>,
@@ -348,10 +380,22 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
+    /// The optimiser: the one named, else Adam when a step size is given (by the user, or a
+    /// built-in model whose paper-tuned Adam beats DoG on it), else DoG, which needs none
+    /// ([`OptimizerConfig::default_for`]).
+    pub fn optimizer_kind(&self, recommended: Recommended) -> OptimizerKind {
+        match (self.optimizer, self.lr.or(recommended.lr)) {
+            (Some(kind), _) => kind,
+            (None, Some(_)) => OptimizerKind::Adam,
+            (None, None) => OptimizerKind::Dog,
+        }
+    }
+
     /// The optimiser with its hyperparameters: what was given, else the model's
     /// recommendation, else the optimiser's defaults.
     pub fn optimizer_config(&self, recommended: Recommended) -> OptimizerConfig {
-        match self.optimizer.unwrap_or_default() {
+        match self.optimizer_kind(recommended) {
+            OptimizerKind::Dog => OptimizerConfig::Dog(DogConfig::default()),
             OptimizerKind::Adam => {
                 let d = AdamConfig::default();
                 OptimizerConfig::Adam(AdamConfig {
@@ -406,10 +450,11 @@ impl RunOptions {
     }
 
     /// The options given that this estimator or optimiser does not read: the run goes on
-    /// without them, and a front end may warn.
-    pub fn ignored(&self) -> Vec<Ignored> {
+    /// without them, and a front end may warn. `recommended` is the model's, which may
+    /// choose the optimiser (see [`RunOptions::optimizer_kind`]).
+    pub fn ignored(&self, recommended: Recommended) -> Vec<Ignored> {
         let estimator = self.estimator.unwrap_or(EstimatorKind::Dsgd);
-        let optimizer = self.optimizer.unwrap_or_default();
+        let optimizer = self.optimizer_kind(recommended);
         let by_estimator = ("estimator", estimator.name().to_string());
         let mut out = Vec::new();
         if matches!(self.eta, Some(EtaSetting::Value(_))) && !estimator.uses_eta() {
@@ -431,6 +476,13 @@ impl RunOptions {
                 option: "sgd_power",
                 by: ("optimizer", optimizer.name().to_string()),
                 reason: "only sgd has a step power",
+            });
+        }
+        if self.lr.is_some() && optimizer == OptimizerKind::Dog {
+            out.push(Ignored {
+                option: "lr",
+                by: ("optimizer", optimizer.name().to_string()),
+                reason: "it has no step size",
             });
         }
         out
@@ -493,7 +545,7 @@ mod tests {
             eta_decay: Some(0.2),
         };
         let c = RunOptions::default().resolve(xornet).unwrap();
-        assert_eq!(c.optimizer.lr(), 0.01);
+        assert_eq!(c.optimizer.lr(), Some(0.01));
         assert_eq!(c.eta_decay, Some(0.2));
         let given = RunOptions {
             lr: Some(0.5),
@@ -501,9 +553,51 @@ mod tests {
             ..RunOptions::default()
         };
         let c = given.resolve(xornet).unwrap();
-        assert_eq!(c.optimizer.lr(), 0.5);
+        assert_eq!(c.optimizer.lr(), Some(0.5));
         assert!(c.eta_auto && c.eta == START_AMPLITUDE);
-        assert_eq!(RunConfig::recommended("xornet").optimizer.lr(), 0.01);
+        assert_eq!(RunConfig::recommended("xornet").optimizer.lr(), Some(0.01));
+    }
+
+    #[test]
+    fn the_optimiser_is_dog_unless_a_step_size_is_given() {
+        let temperature = Recommended {
+            lr: Some(0.0015),
+            eta_decay: None,
+        };
+        let kind = |o: &RunOptions, r| o.resolve(r).unwrap().optimizer.name();
+        assert_eq!(kind(&RunOptions::default(), Recommended::default()), "dog");
+        assert_eq!(RunConfig::default().optimizer.lr(), None);
+        // A step size, the user's or the model's own, means Adam at that step.
+        let lr = RunOptions {
+            lr: Some(0.01),
+            ..RunOptions::default()
+        };
+        assert_eq!(
+            lr.resolve(Recommended::default()).unwrap().optimizer.lr(),
+            Some(0.01)
+        );
+        assert_eq!(kind(&lr, Recommended::default()), "adam");
+        assert_eq!(kind(&RunOptions::default(), temperature), "adam");
+        let dog = RunOptions {
+            optimizer: Some(OptimizerKind::Dog),
+            ..lr.clone()
+        };
+        assert_eq!(kind(&dog, temperature), "dog");
+        assert_eq!(lr.ignored(Recommended::default()), vec![]);
+        let ignored = dog.ignored(temperature);
+        assert_eq!(ignored.len(), 1);
+        assert_eq!(
+            ignored[0].render(Style::Flag),
+            "--lr does not apply to --optimizer dog (it has no step size)"
+        );
+        let bad = RunConfig {
+            optimizer: OptimizerConfig::Dog(DogConfig {
+                alpha: 0.0,
+                ..DogConfig::default()
+            }),
+            ..RunConfig::default()
+        };
+        assert_eq!(bad.validate().unwrap_err().option(), "optimizer");
     }
 
     #[test]
