@@ -270,3 +270,28 @@ fn affine_forms_are_reported_by_latent_name() {
         f.constant
     );
 }
+
+/// The models of `docs/first-model.md` compile with the data the page gives them, so the page's
+/// commands keep working when the language changes.
+#[test]
+fn first_model_page_examples_compile_with_their_data() {
+    use dsgd::lang::{CompileOptions, DataSet, compile_file_with_data};
+    use std::path::Path;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/examples");
+    for (model, data, latents) in [
+        ("newsvendor.dsgd", None, 1),
+        ("counts.dsgd", Some("counts.json"), 1),
+        ("censored.dsgd", Some("sensor.json"), 2),
+    ] {
+        let set = match data {
+            None => DataSet::default(),
+            Some(file) => {
+                let text = std::fs::read_to_string(dir.join(file)).expect("the page's data");
+                DataSet::from_json_str(&text, file).expect("valid data")
+            }
+        };
+        let m = compile_file_with_data(&dir.join(model), &set, &CompileOptions::default())
+            .unwrap_or_else(|e| panic!("{model} does not compile:\n{e}"));
+        assert_eq!(m.latents.len(), latents, "{model}");
+    }
+}
