@@ -2,30 +2,17 @@
 //! messages that misled, and output directories shared with someone else.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod cli_common;
 
-fn dsgd_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dsgd"))
-        .args(args)
-        .current_dir(dir)
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .expect("runs")
-}
+use cli_common::{dsgd_in, stderr};
+use std::process::Output;
 
 fn dsgd(args: &[&str]) -> Output {
     dsgd_in(Path::new("."), args)
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("dsgd-harden-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    cli_common::tempdir("harden-cli", name)
 }
 
 /// A usage error: exit status 2, no panic, and the message contains `want`.

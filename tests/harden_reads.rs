@@ -6,29 +6,16 @@
 #![cfg(unix)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod cli_common;
+
+use cli_common::{dsgd_in, stderr};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dsgd::lang::{CompileOptions, Resolver, compile_file, compile_source, compile_with};
 
-fn dsgd_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dsgd"))
-        .args(args)
-        .current_dir(dir)
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .expect("runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("dsgd-reads-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    cli_common::tempdir("reads", name)
 }
 
 /// A FIFO at `path`, or `None` where `mkfifo` is missing.

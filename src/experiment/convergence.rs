@@ -375,7 +375,7 @@ impl Line {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::stationarity::Window;
     use super::*;
 
@@ -396,8 +396,9 @@ mod tests {
         }
     }
 
-    /// Pseudo-random noise of a fixed sequence (no randomness in tests of the rule).
-    fn noise(k: u64) -> f64 {
+    /// Pseudo-random noise of a fixed sequence (no randomness in tests of the rule): a hash's
+    /// uniforms, centred, with unit variance. The stationarity tests use it too.
+    pub(in crate::experiment) fn noise(k: u64) -> f64 {
         // splitmix64's finaliser: consecutive `k` give unrelated words.
         let mut z = k.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -312,6 +312,7 @@ pub fn t_quantile(p: f64, df: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::convergence::tests::noise;
 
     #[test]
     fn t_quantiles_match_tables() {
@@ -338,17 +339,6 @@ mod tests {
             prev = v;
         }
         w.assess().expect("a full window")
-    }
-
-    /// Pseudo-random noise of a fixed sequence (no randomness in tests of the rule): a
-    /// hash's uniforms, centred, with unit variance.
-    fn noise(k: u64) -> f64 {
-        // splitmix64's finaliser: consecutive `k` give unrelated words.
-        let mut z = k.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        ((z >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 3.46
     }
 
     #[test]
