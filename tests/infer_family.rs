@@ -51,6 +51,7 @@ fn user_family() -> Model {
                 init: -0.3,
             },
         ],
+        plates: Vec::new(),
     }
 }
 
@@ -122,6 +123,7 @@ fn a_non_positive_scale_is_an_error_naming_the_latent() {
             name: "theta".into(),
             init: -1.0,
         }],
+        plates: Vec::new(),
     };
     let fam = Family::new(&model).unwrap();
     let mut st = fam.state();
@@ -182,6 +184,7 @@ fn the_first_invalid_latent_is_named_whether_fixed_or_not() {
                 name: "theta".into(),
                 init: -1.0,
             }],
+            plates: Vec::new(),
         };
         let fam = Family::new(&model).unwrap();
         let mut st = fam.state();
@@ -230,6 +233,7 @@ fn a_location_that_reads_a_latent_is_refused() {
             },
         ],
         params: vec![],
+        plates: Vec::new(),
     };
     let err = Family::new(&model).unwrap_err();
     assert_eq!(

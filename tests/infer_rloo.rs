@@ -28,6 +28,7 @@ fn vi_step_shifted(a: [f64; 2], c: f64, shift: f64) -> Model {
         program: b.finish(&[f]).unwrap().into(),
         latents: base.latents,
         params: vec![],
+        plates: Vec::new(),
     }
 }
 

@@ -189,6 +189,7 @@ fn exponential_prior() -> Model {
             span: None,
         }],
         params: vec![],
+        plates: Vec::new(),
     }
 }
 

@@ -6,7 +6,8 @@
 //! the program, because it decides the family, not the objective.
 
 use super::node::NodeId;
-use super::program::Program;
+use super::plate::Plate;
+use super::program::{Program, Semantics};
 use super::source::Span;
 use super::transform::Transform;
 
@@ -84,6 +85,10 @@ pub struct Model {
     pub latents: Vec<LatentSpec>,
     /// By parameter index (the program's `Param(k)`).
     pub params: Vec<ParamSpec>,
+    /// Loops kept as loops: what is maximised is output 0 of `program` plus, for each plate,
+    /// the sum over its rows of its body's output 0 ([`Plate`]). Empty for a program with
+    /// every loop unrolled.
+    pub plates: Vec<Plate>,
 }
 
 impl Model {
@@ -99,5 +104,21 @@ impl Model {
     /// guide is Gaussian on `u`): `Identity` for a latent on the real line.
     pub fn latent_transform(&self, i: usize) -> Transform {
         self.program.latent_transform(i)
+    }
+
+    /// What is maximised, at one point, by the reference interpreter: output 0 of the
+    /// program plus every plate's rows, added row by row in order. The slow, obviously right
+    /// definition the tapes are tested against.
+    pub fn evaluate(&self, semantics: Semantics, theta: &[f64], z: &[f64]) -> f64 {
+        let mut total = self.program.evaluate(semantics, theta, z);
+        for plate in &self.plates {
+            let shared = plate.shared_values(theta, z);
+            for r in 0..plate.rows {
+                total += plate
+                    .body
+                    .evaluate(semantics, &shared, &plate.row_inputs(r, z));
+            }
+        }
+        total
     }
 }

@@ -29,6 +29,7 @@ pub fn example() -> Model {
             name: "theta".into(),
             init: 1.0,
         }],
+        plates: Vec::new(),
     }
 }
 
@@ -67,6 +68,7 @@ pub fn vi_step(a: [f64; 2], c: f64) -> Model {
             },
         ],
         params: vec![],
+        plates: Vec::new(),
     }
 }
 
@@ -120,6 +122,7 @@ pub fn vi_nonaffine() -> Model {
             },
         ],
         params: vec![],
+        plates: Vec::new(),
     }
 }
 

@@ -487,6 +487,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             program: std::sync::Arc::new(program_ir),
             latents,
             params: self.params,
+            plates: Vec::new(),
         })
     }
 }
