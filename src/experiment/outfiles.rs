@@ -35,6 +35,59 @@ pub fn check_out_dir(dir: &Path) -> std::io::Result<()> {
     }
 }
 
+/// Why `--out` cannot be written, found before a run instead of after all its work:
+/// [`check_out_dir`], then every part of the path that exists must be a directory, and the
+/// nearest one that exists must take a new file (a hidden probe, created and removed at
+/// once: the same kind of file every write makes there first).
+pub fn check_out_writable(dir: &Path) -> std::io::Result<()> {
+    check_out_dir(dir)?;
+    let shown = dir.display();
+    let mut at = dir.to_path_buf();
+    loop {
+        match fs::metadata(&at) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotADirectory,
+                    format!(
+                        "`{}` is not a directory, so `{shown}` cannot be made (--out must name a directory)",
+                        at.display()
+                    ),
+                ));
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                if !at.pop() || at.as_os_str().is_empty() {
+                    at = PathBuf::from(".");
+                }
+            }
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("cannot use `{shown}` as --out: {e}"),
+                ));
+            }
+        }
+    }
+    match create_temp_beside(&at.join("out")) {
+        Ok((probe, _)) => {
+            let _ = fs::remove_file(probe);
+            Ok(())
+        }
+        Err(e) => Err(std::io::Error::new(
+            e.kind(),
+            format!(
+                "cannot write into `{}` (for --out `{shown}`): {e}",
+                at.display()
+            ),
+        )),
+    }
+}
+
 /// Writes `files` (name, bytes) into `dir` as one (see the module's doc); returns their
 /// paths.
 pub fn write_together(dir: &Path, files: &[(&str, &[u8])]) -> std::io::Result<Vec<PathBuf>> {
