@@ -179,9 +179,13 @@ impl Engine {
         let d = self.problem.dim();
         let chunks_per_block = block.div_ceil(CHUNK).max(1);
         let mut out = AllSamples {
-            gradients: Vec::with_capacity(n.saturating_mul(d)),
-            values: Vec::with_capacity(n),
+            gradients: Vec::new(),
+            values: Vec::new(),
         };
+        // Sized at once when the memory is there (callers check `n` against the machine's
+        // memory first); otherwise grown part by part, never an abort here.
+        let _ = out.gradients.try_reserve_exact(n.saturating_mul(d));
+        let _ = out.values.try_reserve_exact(n);
         let chunks = n.div_ceil(CHUNK);
         let mut first_chunk = 0;
         while first_chunk < chunks {
@@ -203,8 +207,9 @@ impl Engine {
     }
 
     /// Lanes per part of [`Engine::sample_all`] for this problem: about [`BLOCK_WORK`]
-    /// node evaluations (tens of milliseconds, the longest a cancel waits), and at least a
-    /// chunk per thread of the pool.
+    /// node evaluations (about 10 ms of temperature's samples on two cores: the longest a
+    /// cancel waits), and at least a chunk per thread of the pool. Parts this size cost
+    /// nothing measurable against one batch (`tests/perf_engine.rs` checks the bits).
     pub fn block_lanes(&self) -> usize {
         let nodes = self.problem.program().node_count().max(1);
         let least = CHUNK * rayon::current_num_threads().max(1);
