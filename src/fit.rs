@@ -12,6 +12,7 @@ use crate::experiment::report::RunReport;
 use crate::experiment::run::{RunConfig, RunError, run, run_cancellable};
 use crate::ir::Model;
 use crate::lang::{self, CompileError, CompileOptions};
+use crate::settings::{Footprint, check_memory};
 
 /// Compiles model source text. `name` names it in error messages (and, without its
 /// extension, in reports); `data` files are read relative to the current directory.
@@ -83,10 +84,28 @@ pub fn gradient_samples(
     n: usize,
     iteration: u64,
 ) -> Result<GradientSamples, RunError> {
+    gradient_samples_cancellable(model, config, theta, n, iteration, &AtomicBool::new(false))
+}
+
+/// [`gradient_samples`] that ends with [`RunError::Cancelled`] soon after `cancel` becomes
+/// true: the samples are computed in parts (the same bits as one batch) and the flag is read
+/// between them. An `n` whose samples cannot fit in this machine's memory is refused first.
+pub fn gradient_samples_cancellable(
+    model: &Model,
+    config: &RunConfig,
+    theta: &[f64],
+    n: usize,
+    iteration: u64,
+    cancel: &AtomicBool,
+) -> Result<GradientSamples, RunError> {
     config.validate()?;
     if n == 0 {
         return Err(RunError::Config("need at least one gradient sample".into()));
     }
+    check_memory(
+        vec![("n", n.to_string())],
+        Footprint::of(model).gradient_bytes(n as u64),
+    )?;
     let problem = Problem::new(model)?;
     if theta.len() != problem.dim() {
         return Err(RunError::Config(format!(
@@ -100,20 +119,21 @@ pub fn gradient_samples(
     let sign = problem.objective_sign();
     let estimator = estimate::build(config.estimator, &problem, config.eta, config.eta_decay)?;
     let mut engine = Engine::new(problem, estimator);
-    engine.evaluate(
-        theta,
-        StreamKey::new(config.seed, iteration, Purpose::Measure),
-        n,
-        false,
-    )?;
+    let key = StreamKey::new(config.seed, iteration, Purpose::Measure);
+    let block = engine.block_lanes();
+    let all = estimate::on_a_worker(|| engine.sample_all(theta, key, n, block, cancel))?
+        .ok_or(RunError::Cancelled)?;
     let d = names.len();
-    let flat = engine.sample_gradients();
     Ok(GradientSamples {
         names,
-        samples: flat
-            .chunks(d)
-            .map(|g| g.iter().map(|x| sign * x).collect())
+        samples: (0..n)
+            .map(|l| {
+                all.gradients[l * d..(l + 1) * d]
+                    .iter()
+                    .map(|x| sign * x)
+                    .collect()
+            })
             .collect(),
-        values: engine.values().iter().map(|v| sign * v).collect(),
+        values: all.values.iter().map(|v| sign * v).collect(),
     })
 }

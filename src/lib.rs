@@ -95,7 +95,7 @@ pub use experiment::report::{
 pub use experiment::run::RunError;
 pub use fit::{
     GradientSamples, builtin, compile, compile_file, fit, fit_cancellable, fit_observed,
-    gradient_samples, recommended_config,
+    gradient_samples, gradient_samples_cancellable, recommended_config,
 };
 pub use ir::Model;
 pub use lang::CompileError;

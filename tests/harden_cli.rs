@@ -434,3 +434,62 @@ fn run_time_data_goes_with_the_limit_flags() {
         stderr(&big)
     );
 }
+
+/// `compare --out` is checked before its runs, as `run --out` is: a regular file, a path
+/// through a regular file and a directory that takes no file are refused at once (far more
+/// iterations than a test could wait for: refused before the first), and nothing is written.
+#[test]
+fn compare_refuses_an_unusable_out_before_its_runs() {
+    let dir = tempdir("compare-out");
+    let file = dir.join("taken");
+    std::fs::write(&file, "x").unwrap();
+    let through = file.join("sub");
+    let mut outs = vec![
+        (file.clone(), "is not a directory"),
+        (through, "is not a directory"),
+    ];
+    // `/proc` takes no new file, even for root.
+    if cfg!(target_os = "linux") && Path::new("/proc/self").exists() {
+        outs.push((PathBuf::from("/proc/dsgd-out"), "cannot write into `/proc`"));
+    }
+    for (out, want) in outs {
+        let o = dsgd(&[
+            "compare",
+            "example",
+            "--iters",
+            "1000000000",
+            "--seeds",
+            "1",
+            "--etas",
+            "0.1",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let e = stderr(&o);
+        assert!(!o.status.success(), "{out:?}: {e}");
+        assert!(e.contains(want), "{out:?}: wanted `{want}` in\n{e}");
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+}
+
+/// `run --out` below a regular file is refused before the run too (the path's existing part
+/// is checked, not only its last name).
+#[test]
+fn run_refuses_an_out_below_a_file_before_the_run() {
+    let dir = tempdir("run-out-below");
+    let file = dir.join("taken");
+    std::fs::write(&file, "x").unwrap();
+    let out = file.join("sub");
+    let o = dsgd(&[
+        "run",
+        "example",
+        "--iters",
+        "1000000000",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let e = stderr(&o);
+    assert!(!o.status.success(), "{e}");
+    assert!(e.contains("is not a directory"), "{e}");
+}

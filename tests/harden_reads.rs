@@ -615,3 +615,56 @@ fn a_big_model_of_short_tokens_is_refused_while_lexed() {
         .to_string();
     assert!(e.contains("tokens"), "{e}");
 }
+
+/// In a directory that also holds the user's files the pair is renamed into place file by
+/// file; a reader that takes part (`read_together`: a shared lock of the directory, which
+/// every writer holds exclusively across its renames) still never sees two runs' files.
+/// Catches a writer that lets go of the lock before its last rename, or a reader that does
+/// not wait for it.
+#[test]
+fn a_reader_taking_part_sees_one_runs_pair_beside_the_users_files() {
+    use dsgd::experiment::outfiles::{read_together, write_together};
+    let dir = tempdir("shared-reader").join("out");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    write_together(&dir, &[("run.json", b"init"), ("trajectory.csv", b"init")]).unwrap();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (mut seen, mut mixed) = (0, Vec::new());
+    std::thread::scope(|s| {
+        for w in 0..2 {
+            let (dir, done) = (&dir, &done);
+            s.spawn(move || {
+                for k in 0..200 {
+                    let tag = format!("{w}-{k}");
+                    write_together(
+                        dir,
+                        &[
+                            ("run.json", tag.as_bytes()),
+                            ("trajectory.csv", tag.as_bytes()),
+                        ],
+                    )
+                    .unwrap();
+                }
+                done.store(true, std::sync::atomic::Ordering::Relaxed);
+            });
+        }
+        while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            let pair = read_together(&dir, &["run.json", "trajectory.csv"], 1 << 20).unwrap();
+            seen += 1;
+            if pair[0] != pair[1] {
+                mixed.push(pair);
+            }
+        }
+    });
+    assert!(seen > 0);
+    assert!(
+        mixed.is_empty(),
+        "{} mixed of {seen}: {:?}",
+        mixed.len(),
+        &mixed[..1]
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "mine"
+    );
+}

@@ -1,6 +1,6 @@
 //! Cancelling a run: the loop reads the caller's flag before every step and ends with
 //! `RunError::Cancelled`, having taken fewer steps than asked (what Ctrl-C in the Python
-//! package relies on).
+//! package relies on); compiling stops as cancelled in the lexer, the parser or the lowering.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -136,4 +136,46 @@ fn a_raised_flag_stops_compiling() {
         )
         .is_ok()
     );
+}
+
+/// Lexing and parsing read the flag as they go, not only the lowering after them: with the
+/// flag up, a long text whose last token cannot be lexed, or whose last statement cannot be
+/// parsed, stops as cancelled rather than running to that error at its end.
+#[test]
+fn a_raised_flag_stops_lexing_and_parsing() {
+    use dsgd::lang::{CompileOptions, compile_source};
+    let statements = "let y = 1 + 2 * 3;\n".repeat(5000);
+    let unlexable = format!("{statements}let w = 1 @ 2;");
+    let unparsable = format!("{statements}let = ;");
+    let compile = |src: &str, raised: bool| {
+        let opts = CompileOptions {
+            cancel: Some(Arc::new(AtomicBool::new(raised))),
+            ..CompileOptions::default()
+        };
+        compile_source("t.dsgd", src, std::path::Path::new("."), &opts).unwrap_err()
+    };
+    for src in [&unlexable, &unparsable] {
+        let free = compile(src, false);
+        assert!(!free.message.contains("cancelled"), "{free}");
+        let stopped = compile(src, true);
+        assert!(stopped.message.contains("cancelled"), "{stopped}");
+        // Stopped near the start, not at the faulty last line.
+        let line = stopped.location.as_ref().map(|l| l.line).unwrap_or(0);
+        assert!(line < 5000, "stopped at line {line}: {stopped}");
+    }
+}
+
+/// The lexer's and the parser's own entry points stop on a raised flag and run to the end
+/// without one.
+#[test]
+fn the_lexer_and_the_parser_read_the_flag() {
+    use dsgd::lang::{lexer, parser};
+    let src = format!("let y = {}1;", "x + ".repeat(20_000));
+    let raised = AtomicBool::new(true);
+    let tokens = lexer::lex_cancellable(&src, usize::MAX, None).unwrap();
+    let e = lexer::lex_cancellable(&src, usize::MAX, Some(&raised)).unwrap_err();
+    assert!(e.message.contains("cancelled"), "{e:?}");
+    assert!(parser::parse_cancellable(&tokens, None).is_ok());
+    let e = parser::parse_cancellable(&tokens, Some(&raised)).unwrap_err();
+    assert!(e.message.contains("cancelled"), "{e:?}");
 }

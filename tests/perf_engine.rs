@@ -2,7 +2,7 @@
 //! of threads give the bits of one thread, drawing the next batch's noise on another
 //! thread (`Engine::step_then_draw`) gives the bits of drawing it in turn, and the
 //! measurement statistics of `Engine::gradient_spread` are those of plain one-component-at-a-
-//! time sums.
+//! time sums; a batch computed in parts (`Engine::sample_all`) gives the whole batch's bits.
 //!
 //! Not here: whether the estimators are right (`infer_estimators.rs`).
 
@@ -157,4 +157,79 @@ fn gradient_spread_gives_the_bits_of_plain_sums() {
             );
         }
     }
+}
+
+/// A batch computed part by part (`Engine::sample_all`, what `gradients(n)` runs so that
+/// Ctrl-C can stop it between parts) gives the whole batch's gradient samples and values bit
+/// for bit, whatever the part size and thread count, for every estimator: each part's lanes
+/// get their own noise and the whole batch's chunks (RLOO shares a baseline within one).
+/// Catches a part that restarts the lanes' streams at 0, or a part that does not start on a
+/// chunk boundary.
+#[test]
+fn a_batch_in_parts_gives_the_bits_of_one_batch() {
+    use std::sync::atomic::AtomicBool;
+    let model = dsgd::models::builtin("temperature").unwrap().unwrap();
+    let never = AtomicBool::new(false);
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            for kind in EstimatorKind::ALL {
+                let problem = Problem::new(&model).unwrap();
+                let Ok(estimator) = estimate::build(kind, &problem, 0.1, None) else {
+                    continue;
+                };
+                let mut e = Engine::new(problem, estimator);
+                let theta: Vec<f64> = e.problem().family().init();
+                let key = StreamKey::new(11, 7, Purpose::Step);
+                // Not a whole number of chunks: the last chunk is short.
+                let n = 1000;
+                e.evaluate(&theta, key, n, false).unwrap();
+                let whole: Vec<u64> = e
+                    .sample_gradients()
+                    .iter()
+                    .chain(e.values())
+                    .map(|v| v.to_bits())
+                    .collect();
+                // One chunk, several, a size rounded up to whole chunks, more than `n`.
+                for block in [16, 48, 100, 5000, e.block_lanes()] {
+                    let all = e
+                        .sample_all(&theta, key, n, block, &never)
+                        .unwrap()
+                        .unwrap();
+                    let parts: Vec<u64> = all
+                        .gradients
+                        .iter()
+                        .chain(&all.values)
+                        .map(|v| v.to_bits())
+                        .collect();
+                    assert!(
+                        parts == whole,
+                        "{kind}, parts of {block}, {threads} threads"
+                    );
+                }
+            }
+        });
+    }
+}
+
+/// A raised flag stops `Engine::sample_all` before its first part.
+#[test]
+fn a_raised_flag_stops_a_batch_in_parts() {
+    use std::sync::atomic::AtomicBool;
+    let mut e = engine(EstimatorKind::Dsgd);
+    let theta = e.problem().family().init();
+    let key = StreamKey::new(1, 0, Purpose::Step);
+    let raised = AtomicBool::new(true);
+    assert!(
+        e.sample_all(&theta, key, 100, 16, &raised)
+            .unwrap()
+            .is_none()
+    );
+    let free = AtomicBool::new(false);
+    let all = e.sample_all(&theta, key, 100, 16, &free).unwrap().unwrap();
+    assert_eq!(all.values.len(), 100);
+    assert_eq!(all.gradients.len(), 100 * e.problem().dim());
 }

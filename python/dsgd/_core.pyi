@@ -172,7 +172,9 @@ class Model:
         fresh samples (``dsgd run --precise``): until its standard error is at most
         ``precise_rel_se`` of the value, with at least ``precise_min_samples`` and at most
         ``precise_max_samples`` samples; the result is ``Fit.final_precise``. A setting
-        beyond this machine's memory raises ``MemoryError`` before anything runs."""
+        beyond this machine's memory raises ``MemoryError`` before anything runs. An option
+        the run does not read (``eta`` for ``estimator="score"``, ``lr`` for DoG, ...) gives a
+        ``UserWarning``, as ``dsgd run`` warns."""
     def gradients(
         self,
         theta: Optional[Union[Sequence[float], Array]] = None,
@@ -186,7 +188,9 @@ class Model:
         data: Optional[Data] = None,
     ) -> Array:
         """``(n, len(theta_names))`` per-sample gradient estimates at ``theta``; by default
-        at iteration 3999, where DSGD's eta_k is ``eta``."""
+        at iteration 3999, where DSGD's eta_k is ``eta``. Computed in parts (the same
+        numbers as one batch): Ctrl-C stops it with ``KeyboardInterrupt``. An option the
+        estimator does not read gives a ``UserWarning``."""
     def _fit_many(self, options: List[Dict[str, Any]]) -> List[Fit]: ...
     def _compare(
         self,

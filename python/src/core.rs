@@ -308,15 +308,44 @@ pub fn layout(model: &Model) -> Result<Layout, CoreError> {
     })
 }
 
+/// The model's recommended settings (a built-in's own; none for model text).
+fn recommended(c: &Compiled) -> Recommended {
+    match &c.source {
+        ModelSource::Builtin(name) => dsgd::models::recommended(name),
+        ModelSource::Text { .. } => Recommended::default(),
+    }
+}
+
+/// What `dsgd run` warns of for the same options, in keyword spelling: each option given
+/// that the run does not read (`eta does not apply to estimator=score (only dsgd and fixed
+/// smooth); ignored`).
+pub fn ignored_options(c: &Compiled, o: &RunOptions) -> Vec<String> {
+    o.ignored(recommended(c))
+        .iter()
+        .map(|i| format!("{}; ignored", i.render(Style::Keyword)))
+        .collect()
+}
+
+/// [`ignored_options`] for [`gradients`]: its estimator, eta and eta_decay.
+pub fn ignored_gradient_options(o: &GradientOptions) -> Vec<String> {
+    let as_run = RunOptions {
+        estimator: o.estimator,
+        eta: o.eta.map(settings::EtaSetting::Value),
+        eta_decay: o.eta_decay,
+        ..RunOptions::default()
+    };
+    as_run
+        .ignored(Recommended::default())
+        .iter()
+        .map(|i| format!("{}; ignored", i.render(Style::Keyword)))
+        .collect()
+}
+
 /// The run configuration `dsgd run` would build from the same options: what the caller
 /// left unset comes from a built-in model's recommended settings, then the defaults; a
 /// setting that cannot fit on this machine is refused before the run.
 pub fn run_config(c: &Compiled, o: &RunOptions) -> Result<RunConfig, CoreError> {
-    let recommended = match &c.source {
-        ModelSource::Builtin(name) => dsgd::models::recommended(name),
-        ModelSource::Text { .. } => Recommended::default(),
-    };
-    let config = o.resolve(recommended)?;
+    let config = o.resolve(recommended(c))?;
     config.check_resources(&c.model)?;
     Ok(config)
 }
@@ -531,14 +560,11 @@ pub fn gradients(
     let mut engine = Engine::new(problem, estimator);
     let iteration = o.iteration.unwrap_or(ITERATION_AT_ETA);
     let key = StreamKey::new(o.seed.unwrap_or(0), iteration, Purpose::Step);
-    engine
-        .evaluate(theta, key, n, false)
-        .map_err(|e| CoreError::Invalid(e.to_string()))?;
-    // One batch cannot be interrupted; a rise during it still ends the call.
-    if cancel.load(Ordering::Relaxed) {
-        return Err(CoreError::Cancelled);
-    }
-    let g = engine.sample_gradients();
-    debug_assert_eq!(g.len(), n * d);
-    Ok(g)
+    // In parts that read the flag between them: the bits of one batch, stoppable by Ctrl-C.
+    let block = engine.block_lanes();
+    let all = estimate::on_a_worker(|| engine.sample_all(theta, key, n, block, cancel))
+        .map_err(|e| CoreError::Invalid(e.to_string()))?
+        .ok_or(CoreError::Cancelled)?;
+    debug_assert_eq!(all.gradients.len(), n * d);
+    Ok(all.gradients)
 }

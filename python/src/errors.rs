@@ -21,6 +21,19 @@ pyo3::create_exception!(
      give its parts."
 );
 
+/// Each message as a Python `UserWarning` (what the command line prints as `warning: ..`),
+/// attributed to the caller's line. A warnings filter that makes warnings errors makes this
+/// one an exception.
+pub fn warn_all(py: Python<'_>, messages: &[String]) -> PyResult<()> {
+    let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+    for m in messages {
+        let text = std::ffi::CString::new(m.replace('\0', "?"))
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        PyErr::warn(py, &category, &text, 1)?;
+    }
+    Ok(())
+}
+
 /// The Python exception for `e`.
 pub fn to_py(py: Python<'_>, e: CoreError) -> PyErr {
     match e {

@@ -81,6 +81,17 @@ where
     })
 }
 
+/// A call whose work panics with `message` (a test build's `_core._panic_in_work`): what
+/// the test of the panic -> `RuntimeError` path calls, there being no input that makes the
+/// work panic on purpose.
+#[cfg(feature = "test-hooks")]
+#[pyfunction]
+pub fn _panic_in_work(py: Python<'_>, message: String) -> PyResult<()> {
+    run(py, move |_| -> Result<(), CoreError> {
+        panic!("{message}")
+    })
+}
+
 /// What a panic said, when it said it as text.
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     let text = payload

@@ -22,5 +22,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CompileError", py.get_type::<errors::CompileError>())?;
     m.add("FIT_OPTIONS", options::FIT_KEYS.to_vec())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    #[cfg(feature = "test-hooks")]
+    m.add_function(wrap_pyfunction!(interrupt::_panic_in_work, m)?)?;
     Ok(())
 }

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::core::{self, Compiled, ModelSource};
-use crate::errors::to_py;
+use crate::errors::{to_py, warn_all};
 use crate::fit::Fit;
 use crate::interrupt;
 use crate::options::{self, FitOptions};
@@ -309,8 +309,9 @@ impl Model {
     /// precise_min_samples, precise_max_samples), and data (as `with_data`). Each one left
     /// out takes `dsgd run`'s default, and a built-in model its own recommended settings.
     /// The same seed gives the same numbers as the command line. A setting that cannot fit
-    /// in this machine's memory raises `MemoryError` before anything runs. Releases the GIL;
-    /// Ctrl-C stops it with KeyboardInterrupt.
+    /// in this machine's memory raises `MemoryError` before anything runs; an option the
+    /// run does not read (eta for estimator="score", lr for DoG, ...) gives a `UserWarning`,
+    /// as `dsgd run` warns. Releases the GIL; Ctrl-C stops it with KeyboardInterrupt.
     #[pyo3(signature = (*, data = None, **options))]
     fn fit(
         &self,
@@ -324,6 +325,7 @@ impl Model {
         let opts = FitOptions::from_kwargs(py, options)?;
         let (compiled, layout) = self.ready(py)?;
         let config = core::run_config(compiled, &opts).map_err(|e| to_py(py, e))?;
+        warn_all(py, &core::ignored_options(compiled, &opts))?;
         let report = interrupt::run(py, |cancel| core::fit(compiled, &config, cancel))?;
         Ok(Fit::new(compiled.clone(), layout.clone(), report))
     }
@@ -334,7 +336,9 @@ impl Model {
     /// `minimize`). Options (left out: `dsgd run`'s defaults): estimator, eta, eta_decay,
     /// seed, and iteration (the step whose random streams are used and, for DSGD, whose
     /// eta_k = eta * (4000 / (iteration + 1))^decay; by default 3999, where eta_k is `eta`
-    /// itself), and data (as `with_data`).
+    /// itself), and data (as `with_data`). Computed in parts, the same numbers as one batch,
+    /// so Ctrl-C stops it with KeyboardInterrupt; an option the estimator does not read
+    /// gives a `UserWarning`.
     #[pyo3(signature = (
         theta = None,
         n = 1000,
@@ -373,6 +377,7 @@ impl Model {
             iteration: options::count("iteration", iteration, 0)?,
         };
         let (compiled, layout) = self.ready(py)?;
+        warn_all(py, &core::ignored_gradient_options(&opts))?;
         let theta = theta.unwrap_or_else(|| layout.init_theta.clone());
         let g = interrupt::run(py, |cancel| {
             core::gradients(&compiled.model, &theta, n, &opts, cancel)
@@ -389,7 +394,9 @@ impl Model {
             .iter()
             .map(|d| {
                 let o = FitOptions::from_kwargs(py, Some(d))?;
-                core::run_config(compiled, &o).map_err(|e| to_py(py, e))
+                let config = core::run_config(compiled, &o).map_err(|e| to_py(py, e))?;
+                warn_all(py, &core::ignored_options(compiled, &o))?;
+                Ok(config)
             })
             .collect::<PyResult<Vec<_>>>()?;
         let reports = interrupt::run(py, |cancel| core::fit_many(compiled, &configs, cancel))?;

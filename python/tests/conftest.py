@@ -11,11 +11,9 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
-def cli():
-    """A function running the `dsgd` command line and returning its parsed JSON output.
-
-    The binary is `$DSGD_CLI` when set, else the release build of this checkout (built here
-    with cargo if needed; CI has built it already)."""
+def cli_exe():
+    """The `dsgd` binary: `$DSGD_CLI` when set, else the release build of this checkout (built
+    here with cargo if needed; CI has built it already)."""
     exe = os.environ.get("DSGD_CLI")
     if not exe:
         subprocess.run(
@@ -25,6 +23,13 @@ def cli():
         )
         target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
         exe = str(target / "release" / "dsgd")
+    return exe
+
+
+@pytest.fixture(scope="session")
+def cli(cli_exe):
+    """A function running the `dsgd` command line and returning its parsed JSON output."""
+    exe = cli_exe
 
     def run(*args):
         out = subprocess.run(

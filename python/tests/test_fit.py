@@ -1,6 +1,9 @@
 """Fits: the same numbers as `dsgd run --json` for the same seed, the Fit's views of them,
 latent summaries, and bad options."""
 
+import subprocess
+import warnings
+
 import numpy as np
 import pytest
 
@@ -208,3 +211,41 @@ def test_precise_is_off_by_default_and_its_settings_need_it():
         dsgd.Model.builtin("example").fit(iters=50, precise_rel_se=0.01)
     with pytest.raises(TypeError, match="precise"):
         dsgd.Model.builtin("example").fit(iters=50, precise=1)
+
+
+def test_options_a_run_does_not_read_are_user_warnings():
+    # The command line's `warning: ...; ignored`, in keyword spelling.
+    m = dsgd.Model.builtin("example")
+    with pytest.warns(UserWarning, match=r"^eta does not apply to estimator=score \(only dsgd and fixed smooth\); ignored$"):
+        m.fit(iters=10, estimator="score", eta=0.3)
+    with pytest.warns(UserWarning, match=r"^lr does not apply to optimizer=dog \(it has no step size\); ignored$"):
+        m.fit(iters=10, optimizer="dog", lr=0.1)
+    with pytest.warns(UserWarning, match=r"^eta_decay does not apply to estimator=reparam"):
+        m.gradients(n=2, estimator="reparam", eta_decay=0.5)
+    # Options that are read give no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m.fit(iters=10, estimator="fixed", eta=0.3)
+        m.gradients(n=2, eta=0.2, eta_decay=0.5)
+
+
+def test_ignored_options_warn_as_the_command_line_does(cli_exe):
+    m = dsgd.Model.builtin("example")
+    with pytest.warns(UserWarning) as record:
+        m.fit(iters=10, estimator="lyy18", eta=0.3, eta_decay=0.5)
+    python = [str(w.message) for w in record]
+    out = subprocess.run(
+        [cli_exe, "run", "example", "--iters", "10", "--estimator", "lyy18", "--eta", "0.3",
+         "--eta-decay", "0.5", "--json"],
+        capture_output=True, text=True, check=True,
+    )
+    command_line = [l for l in out.stderr.splitlines() if l.startswith("warning: ")]
+    # The same warnings, each in its front end's spelling of options.
+    assert command_line == [
+        "warning: --eta does not apply to --estimator lyy18 (only dsgd and fixed smooth); ignored",
+        "warning: --eta-decay does not apply to --estimator lyy18 (only dsgd tightens eta); ignored",
+    ]
+    assert python == [
+        "eta does not apply to estimator=lyy18 (only dsgd and fixed smooth); ignored",
+        "eta_decay does not apply to estimator=lyy18 (only dsgd tightens eta); ignored",
+    ]

@@ -1,5 +1,6 @@
-"""Ctrl-C: a long fit, comparison or sweep releases the GIL and stops with
-KeyboardInterrupt within a fraction of a second of SIGINT, and the interpreter goes on."""
+"""Ctrl-C: a long fit, comparison, sweep or gradients call releases the GIL and stops with
+KeyboardInterrupt within a fraction of a second of SIGINT, and the interpreter goes on; a panic
+in the work becomes a RuntimeError."""
 
 import os
 import signal
@@ -115,3 +116,29 @@ def test_drawing_from_a_fit_stops_on_ctrl_c():
     fit = dsgd.Model.builtin("walk").fit(iters=10)
     assert_interrupted(lambda: fit.sample(10**7))
     assert fit.sample(3).shape == (3, len(fit.latent_names))
+
+
+# Only a test build has it (`maturin develop --features test-hooks`; `.ci/run` builds so):
+# no input makes the work panic on purpose, and a released package has no such function.
+PANIC_IN_WORK = getattr(dsgd._core, "_panic_in_work", None)
+
+
+@pytest.mark.skipif(PANIC_IN_WORK is None, reason="a build without the test-hooks feature")
+def test_a_panic_in_the_work_becomes_a_runtime_error_and_the_interpreter_goes_on():
+    with pytest.raises(RuntimeError, match="internal error: a panic: boom .please report."):
+        PANIC_IN_WORK("boom")
+    # Again: the first panic left nothing behind that breaks the next call.
+    with pytest.raises(RuntimeError, match="a panic: again"):
+        PANIC_IN_WORK("again")
+    m = dsgd.Model.builtin("example")
+    assert m.fit(iters=10).iterations == 10
+    assert m.gradients(n=3).shape == (3, len(m.theta_names))
+
+
+def test_gradients_stop_on_ctrl_c():
+    # Computed in parts with a look at the flag between them. 3e7 samples of `example`:
+    # tens of seconds of work, and a few GB by the up-front estimate (within any test
+    # machine's memory; the samples' own arrays are filled only as far as the parts go).
+    m = dsgd.Model.builtin("example")
+    assert_interrupted(lambda: m.gradients(n=3 * 10**7))
+    assert m.gradients(n=3).shape == (3, len(m.theta_names))

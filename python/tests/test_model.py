@@ -1,6 +1,9 @@
 """Building models: built-ins, text, files with data; `check`; pickling; errors."""
 
+import os
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -134,3 +137,30 @@ def test_a_hostile_input_is_an_exception_not_a_crash():
         dsgd.Model.from_source("(" * 100_000)
     with pytest.raises(dsgd.CompileError):
         dsgd.Model.from_source("\x00\xff let = ;")
+
+
+# A child interpreter, so that a read that hangs fails the test (by the timeout) instead of
+# hanging the whole run.
+SPECIAL_FILE = """
+import sys, dsgd
+try:
+    dsgd.Model.from_file(sys.argv[1])
+except OSError as e:
+    print(type(e).__name__, e)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs and /dev/zero")
+def test_from_file_refuses_a_device_or_a_fifo_without_reading_it(tmp_path):
+    fifo = tmp_path / "pipe.dsgd"
+    os.mkfifo(fifo)
+    for path in ["/dev/zero", str(fifo)]:
+        out = subprocess.run(
+            [sys.executable, "-c", SPECIAL_FILE, path],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith("OSError"), out.stdout + out.stderr
+        assert "is not a regular file" in out.stdout and path in out.stdout, out.stdout

@@ -75,15 +75,17 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         .base(model, loaded.builtin)
         .map_err(UsageError::from)?;
     let with_paper = loaded.builtin && dsgd::experiment::paper::final_elbo(&model.name).is_some();
+    let out = args
+        .out
+        .unwrap_or_else(|| PathBuf::from(format!("results/compare-{}", model.name)));
+    // Before the runs, not after all of them.
+    dsgd::experiment::outfiles::check_out_writable(&out)?;
     let progress = SweepProgress::new(&model.name);
     let result = run_comparison(model, &args.etas, args.seeds, &base, &|d, t| {
         progress.update(d, t)
     });
     progress.finish();
     let (cmp, arms, reports) = result?;
-    let out = args
-        .out
-        .unwrap_or_else(|| PathBuf::from(format!("results/compare-{}", model.name)));
     for (r, arm) in reports.iter().zip(
         arms.iter()
             .flat_map(|a| std::iter::repeat_n(a, args.seeds as usize)),

@@ -197,7 +197,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let options = args.options();
     if let Some(dir) = &args.out {
         // Before the run, not after every iteration has run.
-        dsgd::experiment::outfiles::check_out_dir(dir)?;
+        dsgd::experiment::outfiles::check_out_writable(dir)?;
     }
     let loaded = load_with_data(&args.model, &args.source, args.data.as_deref())?;
     let recommended = if loaded.builtin {

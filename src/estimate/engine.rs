@@ -10,6 +10,13 @@
 //! way.) After the first batch of a given size nothing is
 //! allocated. The noise of the next batch can be drawn ahead on another thread
 //! ([`Engine::step_then_draw`]): it is a function of its key alone.
+//!
+//! A batch can also be computed part by part ([`Engine::evaluate_part`]): the lanes from a
+//! whole chunk on, with the noise and chunk boundaries they have in the whole batch, so the
+//! parts give the whole batch's samples bit for bit. [`Engine::sample_all`] does that for
+//! a caller's `n` samples (Python's `gradients(n)`), looking at a cancel flag between parts.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::column_sums::{Summand, add_rows};
 use super::share::{Rows, for_each_row};
@@ -62,6 +69,21 @@ pub struct Engine {
 /// Drawing the next batch's noise beside the current one pays off from about this many
 /// normals (a few microseconds of work, against the cost of handing it to another thread).
 const AHEAD_MIN_NORMALS: usize = 2048;
+
+/// Node evaluations per part of [`Engine::sample_all`] (see [`Engine::block_lanes`]).
+const BLOCK_WORK: usize = 1 << 22;
+
+/// Most lanes per part of [`Engine::sample_all`], for the smallest programs.
+const BLOCK_MAX_LANES: usize = 1 << 16;
+
+/// The samples of [`Engine::sample_all`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct AllSamples {
+    /// Per-sample gradients, sample-major (`[l * dim + p]`).
+    pub gradients: Vec<f64>,
+    /// `f` per sample under the estimator's semantics.
+    pub values: Vec<f64>,
+}
 
 /// The first non-finite quantity of a batch, for error messages.
 #[derive(Clone, Debug, PartialEq)]
@@ -121,7 +143,77 @@ impl Engine {
         batch: usize,
         want_crisp: bool,
     ) -> Result<(), FamilyError> {
-        self.evaluate_with(theta, key, batch, want_crisp, Values::Exact)
+        self.evaluate_with(theta, key, 0, batch, want_crisp, Values::Exact)
+    }
+
+    /// Lanes `first_chunk * CHUNK .. first_chunk * CHUNK + batch` of a batch of `key`: what
+    /// [`Engine::evaluate`] of a batch reaching past them computes there, bit for bit (each
+    /// lane's noise is its own, and the part's chunks are the whole batch's, so estimators
+    /// that share within a chunk, RLOO, share the same lanes). [`Engine::sample_gradient`],
+    /// [`Engine::values`] and the others then give the part's lanes, from 0; the mean
+    /// gradient is the part's.
+    pub fn evaluate_part(
+        &mut self,
+        theta: &[f64],
+        key: StreamKey,
+        first_chunk: usize,
+        batch: usize,
+        want_crisp: bool,
+    ) -> Result<(), FamilyError> {
+        self.evaluate_with(theta, key, first_chunk, batch, want_crisp, Values::Exact)
+    }
+
+    /// Every sample of a batch of `n` at `theta` (its gradients sample-major, `[l * dim +
+    /// p]`, and its values), the same bits as [`Engine::evaluate`] of the whole batch, computed
+    /// in parts of about `block` lanes (whole chunks) so that only a part's buffers are held
+    /// and `cancel` is read between parts: `Ok(None)` once it has risen. `block` does not
+    /// change the result; [`Engine::block_lanes`] is a good one.
+    pub fn sample_all(
+        &mut self,
+        theta: &[f64],
+        key: StreamKey,
+        n: usize,
+        block: usize,
+        cancel: &AtomicBool,
+    ) -> Result<Option<AllSamples>, FamilyError> {
+        let d = self.problem.dim();
+        let chunks_per_block = block.div_ceil(CHUNK).max(1);
+        let mut out = AllSamples {
+            gradients: Vec::new(),
+            values: Vec::new(),
+        };
+        // Sized at once when the memory is there (callers check `n` against the machine's
+        // memory first); otherwise grown part by part, never an abort here.
+        let _ = out.gradients.try_reserve_exact(n.saturating_mul(d));
+        let _ = out.values.try_reserve_exact(n);
+        let chunks = n.div_ceil(CHUNK);
+        let mut first_chunk = 0;
+        while first_chunk < chunks {
+            if cancel.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            let first = first_chunk * CHUNK;
+            let lanes = (chunks_per_block * CHUNK).min(n - first);
+            self.evaluate_part(theta, key, first_chunk, lanes, false)?;
+            out.gradients.extend(
+                (0..lanes)
+                    .flat_map(|l| (0..d).map(move |p| (l, p)))
+                    .map(|(l, p)| self.sample_gradient(l, p)),
+            );
+            out.values.extend_from_slice(self.values());
+            first_chunk += chunks_per_block;
+        }
+        Ok(Some(out))
+    }
+
+    /// Lanes per part of [`Engine::sample_all`] for this problem: about [`BLOCK_WORK`]
+    /// node evaluations (about 10 ms of temperature's samples on two cores: the longest a
+    /// cancel waits), and at least a chunk per thread of the pool. Parts this size cost
+    /// nothing measurable against one batch (`tests/perf_engine.rs` checks the bits).
+    pub fn block_lanes(&self) -> usize {
+        let nodes = self.problem.program().node_count().max(1);
+        let least = CHUNK * rayon::current_num_threads().max(1);
+        (BLOCK_WORK / nodes).clamp(least, BLOCK_MAX_LANES.max(least))
     }
 
     /// An optimisation step's [`Engine::evaluate`]: the same gradient samples, bit for bit,
@@ -129,13 +221,14 @@ impl Engine {
     /// is all a step reads them for), and no crisp values. Logarithms (`ln`, `log1p`,
     /// `softplus`) that only `f` reads are not computed (a third of a textmsg sample).
     pub fn step(&mut self, theta: &[f64], key: StreamKey, batch: usize) -> Result<(), FamilyError> {
-        self.evaluate_with(theta, key, batch, false, Values::Checked)
+        self.evaluate_with(theta, key, 0, batch, false, Values::Checked)
     }
 
     fn evaluate_with(
         &mut self,
         theta: &[f64],
         key: StreamKey,
+        first_chunk: usize,
         batch: usize,
         want_crisp: bool,
         wanted: Values,
@@ -155,7 +248,7 @@ impl Engine {
         // buffers (no copy: for a large program that is megabytes), the chunk's old buffer
         // the spare for the next draw ahead.
         let mut ahead = match self.ahead.take() {
-            Some((k, b)) if k == key && b == batch && chunks == 1 => {
+            Some((k, b)) if k == key && b == batch && chunks == 1 && first_chunk == 0 => {
                 Some(std::mem::take(&mut self.ahead_s))
             }
             _ => None,
@@ -170,7 +263,7 @@ impl Engine {
                    sums: &mut [f64],
                    ahead: Option<&mut Vec<f64>>| {
             problem.with_scratch(|sc| {
-                let first = c * CHUNK;
+                let first = (first_chunk + c) * CHUNK;
                 let w = values.len();
                 match ahead {
                     Some(s) => {

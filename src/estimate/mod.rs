@@ -19,7 +19,7 @@ mod score;
 mod share;
 
 pub use adaptive::{Adjustment, AutoEta, GapProbe, START_AMPLITUDE, race};
-pub use engine::{Engine, NonFinite, on_a_worker};
+pub use engine::{AllSamples, Engine, NonFinite, on_a_worker};
 pub use lyy18::Lyy18;
 pub use pathwise::Pathwise;
 pub use problem::{Problem, ProblemData, Scratch};

@@ -9,7 +9,11 @@
 //! reader sees the old files or the new ones, never a mix. A directory that also holds other
 //! files (the user's) is written in place: every file is written whole to its temporary file
 //! before any is renamed over its old version, so a full disk or a kill while writing leaves
-//! the old pair, and a reader can meet a mixed pair only between two renames.
+//! the old pair, and a reader that opens the files by their names can meet a mixed pair
+//! between the two renames. Two names in one directory cannot be replaced in one step, so
+//! that window is closed for readers that take part: [`read_together`] holds a shared lock of
+//! the directory while it reads (every writer holds the exclusive one from before its first
+//! rename or exchange to after its last), and always sees one run's files.
 //!
 //! Every temporary file is locked by its writer while it lives, so the temporary files of an
 //! interrupted writer (killed, its lock gone) are told from a live writer's and removed by
@@ -20,6 +24,32 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::report::{TEMP_MARKER, create_temp_beside};
+
+/// The files `names` of the run directory `dir`, read as one run's: under a shared lock of
+/// the directory (see the module's doc), taken on whatever directory is found at `dir` once
+/// the lock is held. Each file must be a regular file (not a link) of at most `cap` bytes.
+pub fn read_together(dir: &Path, names: &[&str], cap: u64) -> std::io::Result<Vec<Vec<u8>>> {
+    use crate::input::{InputError, Links, read_file};
+    let _lock = loop {
+        let f = fs::File::open(dir)?;
+        f.lock_shared()?;
+        if same_file(&f.metadata()?, &fs::metadata(dir)?) {
+            break f;
+        }
+    };
+    names
+        .iter()
+        .map(|name| {
+            read_file(&dir.join(name), Links::Refuse, cap).map_err(|e| {
+                let kind = match &e {
+                    InputError::Io { source, .. } => source.kind(),
+                    _ => std::io::ErrorKind::InvalidData,
+                };
+                std::io::Error::new(kind, e.to_string())
+            })
+        })
+        .collect()
+}
 
 /// Why `--out` cannot be used.
 pub fn check_out_dir(dir: &Path) -> std::io::Result<()> {
@@ -32,6 +62,59 @@ pub fn check_out_dir(dir: &Path) -> std::io::Result<()> {
             ),
         )),
         _ => Ok(()),
+    }
+}
+
+/// Why `--out` cannot be written, found before a run instead of after all its work:
+/// [`check_out_dir`], then every part of the path that exists must be a directory, and the
+/// nearest one that exists must take a new file (a hidden probe, created and removed at
+/// once: the same kind of file every write makes there first).
+pub fn check_out_writable(dir: &Path) -> std::io::Result<()> {
+    check_out_dir(dir)?;
+    let shown = dir.display();
+    let mut at = dir.to_path_buf();
+    loop {
+        match fs::metadata(&at) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotADirectory,
+                    format!(
+                        "`{}` is not a directory, so `{shown}` cannot be made (--out must name a directory)",
+                        at.display()
+                    ),
+                ));
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                if !at.pop() || at.as_os_str().is_empty() {
+                    at = PathBuf::from(".");
+                }
+            }
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("cannot use `{shown}` as --out: {e}"),
+                ));
+            }
+        }
+    }
+    match create_temp_beside(&at.join("out")) {
+        Ok((probe, _)) => {
+            let _ = fs::remove_file(probe);
+            Ok(())
+        }
+        Err(e) => Err(std::io::Error::new(
+            e.kind(),
+            format!(
+                "cannot write into `{}` (for --out `{shown}`): {e}",
+                at.display()
+            ),
+        )),
     }
 }
 

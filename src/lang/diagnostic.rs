@@ -30,6 +30,16 @@ impl Diag {
         self.notes.push(note.into());
         self
     }
+
+    /// Compiling stopped at `span` because the caller's cancel flag rose (the words of the
+    /// lowering's own check).
+    pub fn cancelled(span: Span) -> Diag {
+        Diag::new(
+            span,
+            "compiling was cancelled",
+            "no cancellation (the caller's flag rose)",
+        )
+    }
 }
 
 /// Where a diagnostic points: 1-based line and column (in characters).

@@ -1,5 +1,8 @@
 //! The lexer: source text to tokens with byte spans. Comments and whitespace are skipped
-//! here; nothing about the grammar is known.
+//! here; nothing about the grammar is known. A caller's cancel flag is read every few
+//! thousand tokens.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::diagnostic::Diag;
 use crate::ir::Span;
@@ -172,6 +175,20 @@ pub fn lex(src: &str) -> Result<Vec<Token>, Diag> {
 /// (a token takes 40 bytes: a 64 MB file of one-character tokens must not become 2.6 GB of
 /// them before the limits of the lowering can refuse it).
 pub fn lex_within(src: &str, max_tokens: usize) -> Result<Vec<Token>, Diag> {
+    lex_cancellable(src, max_tokens, None)
+}
+
+/// Tokens between two looks at the cancel flag of [`lex_cancellable`]: a few microseconds
+/// of lexing.
+pub const CANCEL_EVERY: usize = 4096;
+
+/// [`lex_within`], ending with [`Diag::cancelled`] soon after `cancel` rises (within
+/// [`CANCEL_EVERY`] tokens).
+pub fn lex_cancellable(
+    src: &str,
+    max_tokens: usize,
+    cancel: Option<&AtomicBool>,
+) -> Result<Vec<Token>, Diag> {
     if src.len() > u32::MAX as usize / 2 {
         return Err(Diag::new(
             span(0, 0),
@@ -182,7 +199,14 @@ pub fn lex_within(src: &str, max_tokens: usize) -> Result<Vec<Token>, Diag> {
     let bytes = src.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
+    let mut next_check = 0;
     while i < bytes.len() {
+        if out.len() >= next_check {
+            next_check = out.len() + CANCEL_EVERY;
+            if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                return Err(Diag::cancelled(span(i, i + 1)));
+            }
+        }
         if out.len() >= max_tokens {
             return Err(Diag::new(
                 span(i, i + 1),

@@ -42,8 +42,9 @@ pub struct CompileOptions {
     pub allow_data_outside: bool,
     /// Directories besides the model's own that `csv(..)` may read from.
     pub data_dirs: Vec<PathBuf>,
-    /// A caller's cancel flag (Ctrl-C in the Python package): once it rises, the lowering
-    /// stops at its next step with an error that says so.
+    /// A caller's cancel flag (Ctrl-C in the Python package): once it rises, lexing and
+    /// parsing (every few thousand tokens) and the lowering (at its next step) stop with an
+    /// error that says so.
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
@@ -200,8 +201,10 @@ pub fn compile_with_data(
         // Every token costs the lowering a step or more unless it is in code never run: a
         // text of many times more tokens than steps cannot compile.
         let max_tokens = opts.step_limit.saturating_mul(TOKENS_PER_STEP);
-        let tokens = lexer::lex_within(source, max_tokens).map_err(to_error)?;
-        let program = parser::parse(&tokens).map_err(to_error)?;
+        // Both read the cancel flag as they go: compiling stops soon after it rises.
+        let cancel = opts.cancel.as_deref();
+        let tokens = lexer::lex_cancellable(source, max_tokens, cancel).map_err(to_error)?;
+        let program = parser::parse_cancellable(&tokens, cancel).map_err(to_error)?;
         // The tokens take about as much memory as the syntax tree: free them before the
         // lowering, whose memory peaks with both the tree and the program being built.
         drop(tokens);

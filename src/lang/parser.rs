@@ -1,6 +1,9 @@
 //! The parser: tokens to a syntax tree, by recursive descent with a Pratt loop for
 //! operators. Nesting (parentheses, blocks, brackets) is bounded by an explicit limit so that
-//! deeply nested input is an error, never a stack overflow.
+//! deeply nested input is an error, never a stack overflow. A caller's cancel flag is read
+//! every few thousand tokens, so a long text stops soon after it rises.
+
+use std::sync::atomic::AtomicBool;
 
 use super::ast::*;
 use super::diagnostic::Diag;
@@ -12,10 +15,18 @@ pub const MAX_NESTING: usize = 256;
 
 /// Parses a whole file.
 pub fn parse(tokens: &[Token]) -> Result<Program, Diag> {
+    parse_cancellable(tokens, None)
+}
+
+/// [`parse`], ending with [`Diag::cancelled`] soon after `cancel` rises (within
+/// [`CANCEL_EVERY`] tokens).
+pub fn parse_cancellable(tokens: &[Token], cancel: Option<&AtomicBool>) -> Result<Program, Diag> {
     let mut p = Parser {
         tokens,
         pos: 0,
         depth: 0,
+        cancel,
+        next_check: 0,
     };
     let mut stmts = Vec::new();
     while p.peek() != &Tok::Eof {
@@ -24,10 +35,16 @@ pub fn parse(tokens: &[Token]) -> Result<Program, Diag> {
     Ok(Program { stmts })
 }
 
+/// Tokens between two looks at the cancel flag: a few microseconds of parsing.
+pub const CANCEL_EVERY: usize = 4096;
+
 struct Parser<'t> {
     tokens: &'t [Token],
     pos: usize,
     depth: usize,
+    cancel: Option<&'t AtomicBool>,
+    /// The token position at which the cancel flag is read next.
+    next_check: usize,
 }
 
 fn join(a: Span, b: Span) -> Span {
@@ -111,8 +128,25 @@ impl<'t> Parser<'t> {
         self.depth -= 1;
     }
 
+    /// Reads the cancel flag once [`CANCEL_EVERY`] tokens have passed since the last look.
+    /// Called at every statement and every atom of an expression: no run of tokens longer
+    /// than the nesting limit passes without one.
+    fn check_cancel(&mut self) -> Result<(), Diag> {
+        if self.pos < self.next_check {
+            return Ok(());
+        }
+        self.next_check = self.pos + CANCEL_EVERY;
+        match self.cancel {
+            Some(c) if c.load(std::sync::atomic::Ordering::Relaxed) => {
+                Err(Diag::cancelled(self.span()))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// One statement; `top` allows declarations (`const`, `data`, `param`, `fn`).
     fn statement(&mut self, top: bool) -> Result<Stmt, Diag> {
+        self.check_cancel()?;
         let start = self.span();
         let declaration = matches!(self.peek(), Tok::Const | Tok::Data | Tok::Param | Tok::Fn);
         if declaration && !top {
@@ -508,6 +542,7 @@ impl<'t> Parser<'t> {
     }
 
     fn atom(&mut self) -> Result<Expr, Diag> {
+        self.check_cancel()?;
         let start = self.span();
         match self.peek().clone() {
             Tok::Num(x) => {
