@@ -1,17 +1,19 @@
-//! Plates in the estimators: each plate's body compiled to a tape of its own and run over
-//! the rows, its value and gradients added to the outer program's per sample.
+//! Plates in the estimators: each plate's body compiled to tapes of its own and run over the
+//! rows, its value and gradients added to the outer program's per sample.
 //!
 //! For one sample (a lane of the chunk) the body's parameters are the shared values of that
 //! sample (the model's parameters, and global latents `loc + scale * s` formed as the outer
-//! sweep forms them), and the rows of a block of [`BLOCK_ROWS`] are the body tape's batch:
-//! its latent inputs are the columns at those rows and the rows' own latents. The block's
-//! inputs are handed to the tape as reparameterised noise of location `-0.0` and scale `1`
-//! (`-0.0 + 1 * x` is `x`, bit for bit, signed zeros included), so that the compiled
-//! forward sweep, which reads only that form, runs.
+//! sweep forms them). The rows go through the *group* tape: the body repeated for
+//! [`GROUP_ROWS`] consecutive rows, their outputs added in row order, so that one lane of the
+//! tape's batch is a group of rows and the per-chunk work of a sweep (a few hundred cycles,
+//! more than a small body's own) is paid once per sixteen groups instead of once per sixteen
+//! rows. The last `rows % GROUP_ROWS` rows go through the body's own tape. A call of a tape
+//! runs [`BLOCK_ROWS`] rows; their inputs are handed over as reparameterised noise of
+//! location `-0.0` and scale `1` (`-0.0 + 1 * x` is `x`, bit for bit, signed zeros
+//! included), so that the compiled forward sweep, which reads only that form, runs.
 //!
-//! Each lane's per-row results are summed in row order, the lanes' sums advancing together
-//! (sixteen independent chains of additions instead of one): the sums do not depend on the
-//! number of threads, the kernel set or the block size.
+//! Each lane's groups are summed in row order, the lanes' chains side by side: the sums are
+//! the same whatever the number of threads or the kernel set.
 //!
 //! Subsampled ([`Subsample`]): the rows are the drawn ones, in increasing order, and the sums
 //! are scaled by `n / M`; a row's own latents get a gradient only when the row is drawn.
@@ -19,15 +21,18 @@
 use crate::elementary;
 use crate::eval::{BatchGradient, CHUNK, Latents, Tape, Values, Workspace};
 use crate::family::FamilyState;
-use crate::ir::{Plate, Semantics, Shared};
+use crate::ir::{Builder, Node, Plate, Program, Semantics, Shared, Var};
 use crate::special::HALF_LN_2PI;
 
 use super::rng::{Channel, StreamKey};
 
-/// Rows per call of a body's tape. Large enough that the per-call work (the shared part of
-/// the body, run once per call) is negligible, small enough that a block's inputs and
-/// per-row gradients of all sixteen lanes stay in the L2 cache.
-pub(crate) const BLOCK_ROWS: usize = 512;
+/// Rows per call of a tape: large enough that the per-call work (the shared part of the
+/// body, run once per call) is negligible, small enough that a block's inputs and per-group
+/// gradients of all sixteen lanes stay in the L2 cache. A multiple of [`GROUP_ROWS`].
+pub(crate) const BLOCK_ROWS: usize = 1024;
+
+/// Rows per lane of the group tape (see the module doc).
+pub(crate) const GROUP_ROWS: usize = 16;
 
 /// Where the summed gradient of one body parameter goes in the outer per-sample gradient.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -40,28 +45,108 @@ pub(crate) enum Target {
     Nowhere,
 }
 
+/// A tape of `rows` consecutive rows of the body, and which of its latent inputs have a
+/// gradient.
+#[derive(Debug)]
+struct RowsTape {
+    tape: Tape,
+    rows: usize,
+    /// Per row of the group, per active row latent: its row of the tape's latent gradient.
+    active: Vec<u32>,
+}
+
+impl RowsTape {
+    fn new(body: &Program, rows: usize, active_inputs: &[bool]) -> RowsTape {
+        let program = if rows == 1 {
+            body.clone()
+        } else {
+            repeated(body, rows)
+        };
+        let inputs = body.latent_count();
+        let mut mask = Vec::with_capacity(inputs * rows);
+        for _ in 0..rows {
+            mask.extend_from_slice(active_inputs);
+        }
+        let active = (0..inputs * rows)
+            .filter(|&j| mask[j])
+            .map(|j| j as u32)
+            .collect();
+        RowsTape {
+            tape: Tape::compile_active(&program, 0, Some(&mask)),
+            rows,
+            active,
+        }
+    }
+}
+
+/// `body` for `rows` consecutive rows: its latents repeated for each row (row `t`'s input
+/// `j` is latent `t * inputs + j`), its parameters shared, its outputs added in row order.
+fn repeated(body: &Program, rows: usize) -> Program {
+    let b = Builder::new();
+    for name in body.param_names() {
+        b.param(name);
+    }
+    let inputs = body.latent_count();
+    for t in 0..rows {
+        for (j, name) in body.latent_names().iter().enumerate() {
+            b.latent_on(&format!("{name}#{t}"), body.latent_transform(j));
+        }
+    }
+    let var = |id: crate::ir::NodeId| b.var(id).expect("a node of this builder");
+    let mut total: Option<Var<'_>> = None;
+    for t in 0..rows {
+        let mut map = Vec::with_capacity(body.node_count());
+        for node in body.nodes() {
+            let m = |id: crate::ir::NodeId| var(map[id.index()]);
+            let v = match *node {
+                Node::Const(c) => b.constant(c),
+                Node::Param(k) => b.param_at(k as usize).expect("declared above"),
+                Node::Latent(i) => b
+                    .latent_at(t * inputs + i as usize)
+                    .expect("declared above"),
+                Node::Unary(op, x) => b.unary(op, m(x)),
+                Node::Binary(op, x, y) => b.binary(op, m(x), m(y)),
+                Node::If {
+                    guard,
+                    then_,
+                    else_,
+                    ..
+                } => b.if_neg(m(guard), m(then_), m(else_)),
+            };
+            map.push(v.id());
+        }
+        let out = var(map[body.output().index()]);
+        total = Some(match total {
+            None => out,
+            Some(s) => s + out,
+        });
+    }
+    let total = total.expect("at least one row");
+    b.finish(&[total])
+        .expect("a repeated body is as valid as the body")
+}
+
 /// One plate made ready to run.
 #[derive(Debug)]
 pub(crate) struct PlateRun {
     pub(crate) plate: Plate,
-    tape: Tape,
+    /// The body for [`GROUP_ROWS`] rows, and for one.
+    group: RowsTape,
+    single: RowsTape,
     /// Per body parameter: where its gradient goes, and whether it is the first to write
     /// that row at a call (the outer sweep leaves a row it has no adjoint for as zeros written
     /// once, so the first writer overwrites it instead of adding).
     targets: Vec<(Target, bool)>,
-    /// The row latents with a gradient: `(q, row of the body's latent gradient)`.
-    active: Vec<(usize, usize)>,
+    /// The row latents with a gradient, by their index `q` among the plate's.
+    active: Vec<usize>,
 }
 
 /// One thread's scratch for one plate.
 #[derive(Clone, Debug)]
 pub(crate) struct PlateScratch {
-    ws: Workspace,
-    /// Per lane, the block's per-row values and gradients.
-    grads: Vec<BatchGradient>,
-    /// Per lane, the block's per-row values of a forward sweep.
-    outs: Vec<f64>,
-    /// The block's inputs, input-major (`[j * b + t]` for a block of `b` rows).
+    group: TapeScratch,
+    single: TapeScratch,
+    /// The block's inputs, input-major (`[j * lanes + g]` for a call of `lanes` lanes).
     inputs: Vec<f64>,
     /// One lane's shared values (the body's parameters).
     shared: Vec<f64>,
@@ -70,6 +155,29 @@ pub(crate) struct PlateScratch {
     one: Vec<f64>,
     /// Per parameter and lane (`[k * CHUNK + l]`), the gradient summed so far.
     acc: Vec<f64>,
+}
+
+/// One thread's scratch for one of a plate's tapes.
+#[derive(Clone, Debug)]
+struct TapeScratch {
+    ws: Workspace,
+    /// Per lane of the chunk, a call's per-lane values and gradients.
+    grads: Vec<BatchGradient>,
+    /// Per lane of the chunk, a call's per-lane values of a forward sweep.
+    outs: Vec<Vec<f64>>,
+}
+
+impl TapeScratch {
+    fn new(t: &RowsTape) -> TapeScratch {
+        let lanes = BLOCK_ROWS / t.rows;
+        TapeScratch {
+            ws: t.tape.workspace(),
+            grads: (0..CHUNK)
+                .map(|_| BatchGradient::for_latents(&t.tape, lanes, t.active.clone()))
+                .collect(),
+            outs: vec![vec![0.0; lanes]; CHUNK],
+        }
+    }
 }
 
 /// Which rows a call runs.
@@ -81,6 +189,24 @@ pub(crate) enum Rows<'a> {
     Drawn { rows: &'a [u32], scale: f64 },
 }
 
+impl Rows<'_> {
+    /// The row at position `t` of the sequence.
+    #[inline(always)]
+    fn at(&self, t: usize) -> usize {
+        match self {
+            Rows::All => t,
+            Rows::Drawn { rows, .. } => rows[t] as usize,
+        }
+    }
+
+    fn scale(&self) -> f64 {
+        match self {
+            Rows::All => 1.0,
+            Rows::Drawn { scale, .. } => *scale,
+        }
+    }
+}
+
 /// The outer gradient rows a plate adds into, and the chunk's noise.
 pub(crate) struct Outer<'a> {
     pub theta: &'a [f64],
@@ -90,6 +216,15 @@ pub(crate) struct Outer<'a> {
     pub w: usize,
     /// The moved-latent row of each model latent (`u32::MAX` for a fixed one).
     pub moved_row: &'a [u32],
+}
+
+/// A call's rows: positions `start..start + lanes * per` of the row sequence, `per` to a
+/// lane of a tape of `per` rows.
+#[derive(Clone, Copy)]
+struct Call {
+    start: usize,
+    lanes: usize,
+    per: usize,
 }
 
 impl PlateRun {
@@ -114,19 +249,13 @@ impl PlateRun {
             c + plate.row_latents.len(),
             "the body's latents are the columns, then the row latents"
         );
+        let active: Vec<usize> = (0..plate.row_latents.len())
+            .filter(|&q| wanted[plate.row_latents[q].first as usize])
+            .collect();
         let mut active_inputs = vec![false; body.latent_count()];
-        let mut active = Vec::new();
-        for (q, rl) in plate.row_latents.iter().enumerate() {
-            if wanted[rl.first as usize] {
-                active_inputs[c + q] = true;
-            }
+        for &q in &active {
+            active_inputs[c + q] = true;
         }
-        for (q, _) in plate.row_latents.iter().enumerate() {
-            if active_inputs[c + q] {
-                active.push((q, active.len()));
-            }
-        }
-        let tape = Tape::compile_active(body, 0, Some(&active_inputs));
         let targets = plate
             .shared
             .iter()
@@ -144,7 +273,8 @@ impl PlateRun {
             .collect();
         PlateRun {
             plate: plate.clone(),
-            tape,
+            group: RowsTape::new(body, GROUP_ROWS, &active_inputs),
+            single: RowsTape::new(body, 1, &active_inputs),
             targets,
             active,
         }
@@ -153,32 +283,31 @@ impl PlateRun {
     /// Scratch for one thread.
     pub(crate) fn scratch(&self) -> PlateScratch {
         let inputs = self.plate.body.latent_count();
-        let active = self
-            .active
-            .iter()
-            .map(|&(q, _)| (self.plate.columns.len() + q) as u32);
         PlateScratch {
-            ws: self.tape.workspace(),
-            grads: (0..CHUNK)
-                .map(|_| {
-                    BatchGradient::for_latents(&self.tape, BLOCK_ROWS, active.clone().collect())
-                })
-                .collect(),
-            outs: vec![0.0; CHUNK * BLOCK_ROWS],
+            group: TapeScratch::new(&self.group),
+            single: TapeScratch::new(&self.single),
             inputs: vec![0.0; inputs * BLOCK_ROWS],
             shared: vec![0.0; self.plate.shared.len()],
-            zero: vec![-0.0; inputs],
-            one: vec![1.0; inputs],
+            zero: vec![-0.0; inputs * GROUP_ROWS],
+            one: vec![1.0; inputs * GROUP_ROWS],
             acc: vec![0.0; self.plate.shared.len() * CHUNK],
         }
     }
 
-    /// How many rows a call runs.
-    fn count(&self, rows: Rows<'_>) -> usize {
-        match rows {
-            Rows::All => self.plate.rows,
-            Rows::Drawn { rows, .. } => rows.len(),
-        }
+    /// The calls that cover `count` rows: blocks through the group tape, then the rows left
+    /// one to a lane.
+    fn calls(count: usize) -> impl Iterator<Item = Call> {
+        let grouped = count - count % GROUP_ROWS;
+        let blocks = (0..grouped).step_by(BLOCK_ROWS).map(move |start| Call {
+            start,
+            lanes: (BLOCK_ROWS.min(grouped - start)) / GROUP_ROWS,
+            per: GROUP_ROWS,
+        });
+        blocks.chain((grouped < count).then_some(Call {
+            start: grouped,
+            lanes: count - grouped,
+            per: 1,
+        }))
     }
 
     /// Fills lane `l`'s shared values.
@@ -195,32 +324,40 @@ impl PlateRun {
         }
     }
 
-    /// Writes the block's columns (rows `row(0..b)`).
-    fn fill_columns(&self, ps: &mut PlateScratch, b: usize, row: &impl Fn(usize) -> usize) {
+    /// Writes the call's columns: input `t * inputs + j` of lane `g` is column `j` at the
+    /// row of position `start + g * per + t`.
+    fn fill_columns(&self, ps: &mut PlateScratch, call: Call, rows: Rows<'_>) {
+        let inputs = self.plate.body.latent_count();
+        let n = call.lanes;
         for (j, col) in self.plate.columns.iter().enumerate() {
-            for (t, x) in ps.inputs[j * b..(j + 1) * b].iter_mut().enumerate() {
-                *x = col[row(t)];
+            for t in 0..call.per {
+                let dest = &mut ps.inputs[(t * inputs + j) * n..(t * inputs + j + 1) * n];
+                for (g, x) in dest.iter_mut().enumerate() {
+                    *x = col[rows.at(call.start + g * call.per + t)];
+                }
             }
         }
     }
 
-    /// Writes lane `l`'s row latents of the block.
+    /// Writes lane `l`'s row latents of the call.
     fn fill_row_latents(
         &self,
         ps: &mut PlateScratch,
         o: &Outer<'_>,
         l: usize,
-        b: usize,
-        row: &impl Fn(usize) -> usize,
+        call: Call,
+        rows: Rows<'_>,
     ) {
+        let inputs = self.plate.body.latent_count();
         let c = self.plate.columns.len();
+        let n = call.lanes;
         for (q, rl) in self.plate.row_latents.iter().enumerate() {
-            for (t, x) in ps.inputs[(c + q) * b..(c + q + 1) * b]
-                .iter_mut()
-                .enumerate()
-            {
-                let i = rl.of_row(row(t)) as usize;
-                *x = o.state.loc(i) + o.state.scale(i) * o.s[i * o.w + l];
+            for t in 0..call.per {
+                let j = t * inputs + c + q;
+                for (g, x) in ps.inputs[j * n..(j + 1) * n].iter_mut().enumerate() {
+                    let i = rl.of_row(rows.at(call.start + g * call.per + t)) as usize;
+                    *x = o.state.loc(i) + o.state.scale(i) * o.s[i * o.w + l];
+                }
             }
         }
     }
@@ -238,17 +375,17 @@ impl PlateRun {
     ) {
         let w = o.w;
         let k_count = self.plate.shared.len();
-        let count = self.count(rows);
+        let count = match rows {
+            Rows::All => self.plate.rows,
+            Rows::Drawn { rows, .. } => rows.len(),
+        };
         let inputs = self.plate.body.latent_count();
+        let scale = rows.scale();
         let mut value = [0.0; CHUNK];
         ps.acc.fill(0.0);
-        let scale = match rows {
-            Rows::All => 1.0,
-            Rows::Drawn { scale, .. } => scale,
-        };
         // A row latent's gradient row is written by its plate alone: undrawn rows get zeros.
         if let Rows::Drawn { .. } = rows {
-            for &(q, _) in &self.active {
+            for &q in &self.active {
                 let rl = self.plate.row_latents[q];
                 for r in 0..self.plate.rows {
                     let m = o.moved_row[rl.of_row(r) as usize] as usize;
@@ -256,57 +393,65 @@ impl PlateRun {
                 }
             }
         }
-        let mut start = 0;
-        while start < count {
-            let b = BLOCK_ROWS.min(count - start);
-            let row = |t: usize| match rows {
-                Rows::All => start + t,
-                Rows::Drawn { rows, .. } => rows[start + t] as usize,
+        for call in Self::calls(count) {
+            let n = call.lanes;
+            let rt = if call.per == 1 {
+                &self.single
+            } else {
+                &self.group
             };
-            self.fill_columns(ps, b, &row);
+            self.fill_columns(ps, call, rows);
             for l in 0..w {
                 self.shared_values(ps, o, l);
-                self.fill_row_latents(ps, o, l, b, &row);
-                let g = &mut ps.grads[l];
-                g.resize(&self.tape, b);
-                self.tape.gradient_latents(
-                    &mut ps.ws,
+                self.fill_row_latents(ps, o, l, call, rows);
+                let ts = if call.per == 1 {
+                    &mut ps.single
+                } else {
+                    &mut ps.group
+                };
+                let g = &mut ts.grads[l];
+                g.resize(&rt.tape, n);
+                rt.tape.gradient_latents(
+                    &mut ts.ws,
                     semantics,
                     &ps.shared,
                     Latents::Affine {
-                        noise: &ps.inputs[..inputs * b],
-                        loc: &ps.zero,
-                        scale: &ps.one,
+                        noise: &ps.inputs[..inputs * call.per * n],
+                        loc: &ps.zero[..inputs * call.per],
+                        scale: &ps.one[..inputs * call.per],
                     },
                     g,
                     values,
                 );
             }
+            let ts = if call.per == 1 { &ps.single } else { &ps.group };
+            let grads = &ts.grads[..w];
             // Row order within each lane; the lanes' chains side by side.
-            let grads = &ps.grads[..w];
-            for t in 0..b {
-                for (v, g) in value.iter_mut().zip(grads) {
-                    *v += g.value[t];
-                }
-            }
+            let vals: [&[f64]; CHUNK] = std::array::from_fn(|l| match grads.get(l) {
+                Some(g) => &g.value[..n],
+                None => &[][..],
+            });
+            add_lanes(&mut value[..w], &vals[..w], n);
             for k in 0..k_count {
-                let acc = &mut ps.acc[k * CHUNK..k * CHUNK + w];
-                for t in 0..b {
-                    for (a, g) in acc.iter_mut().zip(grads) {
-                        *a += g.params[k * b + t];
-                    }
-                }
+                let cols: [&[f64]; CHUNK] = std::array::from_fn(|l| match grads.get(l) {
+                    Some(g) => &g.params[k * n..(k + 1) * n],
+                    None => &[][..],
+                });
+                add_lanes(&mut ps.acc[k * CHUNK..k * CHUNK + w], &cols[..w], n);
             }
-            for &(q, a) in &self.active {
+            for (a, &q) in self.active.iter().enumerate() {
                 let rl = self.plate.row_latents[q];
-                for t in 0..b {
-                    let m = o.moved_row[rl.of_row(row(t)) as usize] as usize;
-                    for (l, g) in grads.iter().enumerate() {
-                        grad.latents[m * w + l] = scale * g.latents[a * b + t];
+                for t in 0..call.per {
+                    let row = a + t * self.active.len();
+                    for gi in 0..n {
+                        let r = rows.at(call.start + gi * call.per + t);
+                        let m = o.moved_row[rl.of_row(r) as usize] as usize;
+                        for (l, g) in grads.iter().enumerate() {
+                            grad.latents[m * w + l] = scale * g.latents[row * n + gi];
+                        }
                     }
                 }
             }
-            start += b;
         }
         for (v, x) in grad.value[..w].iter_mut().zip(&value) {
             *v += scale * x;
@@ -333,45 +478,73 @@ impl PlateRun {
         out: &mut [f64],
     ) {
         let w = o.w;
-        let count = self.count(rows);
+        let count = match rows {
+            Rows::All => self.plate.rows,
+            Rows::Drawn { rows, .. } => rows.len(),
+        };
         let inputs = self.plate.body.latent_count();
         let mut value = [0.0; CHUNK];
-        let scale = match rows {
-            Rows::All => 1.0,
-            Rows::Drawn { scale, .. } => scale,
-        };
-        let mut start = 0;
-        while start < count {
-            let b = BLOCK_ROWS.min(count - start);
-            let row = |t: usize| match rows {
-                Rows::All => start + t,
-                Rows::Drawn { rows, .. } => rows[start + t] as usize,
+        for call in Self::calls(count) {
+            let n = call.lanes;
+            let rt = if call.per == 1 {
+                &self.single
+            } else {
+                &self.group
             };
-            self.fill_columns(ps, b, &row);
+            self.fill_columns(ps, call, rows);
             for l in 0..w {
                 self.shared_values(ps, o, l);
-                self.fill_row_latents(ps, o, l, b, &row);
-                self.tape.forward_latents(
-                    &mut ps.ws,
+                self.fill_row_latents(ps, o, l, call, rows);
+                let ts = if call.per == 1 {
+                    &mut ps.single
+                } else {
+                    &mut ps.group
+                };
+                rt.tape.forward_latents(
+                    &mut ts.ws,
                     semantics,
                     &ps.shared,
                     Latents::Affine {
-                        noise: &ps.inputs[..inputs * b],
-                        loc: &ps.zero,
-                        scale: &ps.one,
+                        noise: &ps.inputs[..inputs * call.per * n],
+                        loc: &ps.zero[..inputs * call.per],
+                        scale: &ps.one[..inputs * call.per],
                     },
-                    &mut ps.outs[l * BLOCK_ROWS..l * BLOCK_ROWS + b],
+                    &mut ts.outs[l][..n],
                 );
             }
-            for t in 0..b {
-                for (l, v) in value[..w].iter_mut().enumerate() {
-                    *v += ps.outs[l * BLOCK_ROWS + t];
-                }
-            }
-            start += b;
+            let ts = if call.per == 1 { &ps.single } else { &ps.group };
+            let vals: [&[f64]; CHUNK] = std::array::from_fn(|l| match ts.outs.get(l) {
+                Some(v) if l < w => &v[..n],
+                _ => &[][..],
+            });
+            add_lanes(&mut value[..w], &vals[..w], n);
         }
+        let scale = rows.scale();
         for (v, x) in out[..w].iter_mut().zip(&value) {
             *v += scale * x;
+        }
+    }
+}
+
+/// `acc[l] += src[l][0] + ... + src[l][n - 1]`, one addition after another in each lane, the
+/// lanes' chains interleaved.
+#[inline]
+fn add_lanes(acc: &mut [f64], src: &[&[f64]], n: usize) {
+    if let (Ok(acc), Ok(src)) = (
+        <&mut [f64; CHUNK]>::try_from(&mut *acc),
+        <&[&[f64]; CHUNK]>::try_from(src),
+    ) {
+        let src: [&[f64]; CHUNK] = std::array::from_fn(|l| &src[l][..n]);
+        for t in 0..n {
+            for l in 0..CHUNK {
+                acc[l] += src[l][t];
+            }
+        }
+        return;
+    }
+    for t in 0..n {
+        for (a, s) in acc.iter_mut().zip(src) {
+            *a += s[t];
         }
     }
 }
