@@ -529,6 +529,7 @@ impl PlateRun {
 /// `acc[l] += src[l][0] + ... + src[l][n - 1]`, one addition after another in each lane, the
 /// lanes' chains interleaved.
 #[inline]
+#[allow(clippy::needless_range_loop)] // one row of every lane at a time, on purpose
 fn add_lanes(acc: &mut [f64], src: &[&[f64]], n: usize) {
     if let (Ok(acc), Ok(src)) = (
         <&mut [f64; CHUNK]>::try_from(&mut *acc),
