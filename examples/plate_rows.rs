@@ -4,7 +4,7 @@
 //! steps (batch 16), per estimator. The comparison with a JAX user's vectorised code is
 //! `docs/performance.md`'s.
 //!
-//! Usage: `cargo run --release --example plate_rows -- N [unrolled] [SECONDS]`.
+//! Usage: `cargo run --release --example plate_rows -- N [unrolled] [SECONDS] [ESTIMATOR...]`.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -94,12 +94,18 @@ fn main() {
     let build_s = t.elapsed().as_secs_f64();
     let theta = problem.family().init();
     let batch = 16;
-    for kind in [
-        EstimatorKind::Dsgd,
-        EstimatorKind::Reparam,
-        EstimatorKind::Score,
-        EstimatorKind::Rloo,
-    ] {
+    let named: Vec<EstimatorKind> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let kinds = if named.is_empty() {
+        vec![
+            EstimatorKind::Dsgd,
+            EstimatorKind::Reparam,
+            EstimatorKind::Score,
+            EstimatorKind::Rloo,
+        ]
+    } else {
+        named
+    };
+    for kind in kinds {
         let mut e = Engine::new(problem.clone(), build(kind, &problem, 0.1, None).unwrap());
         // Warm up (kernel choice, compiled sweeps), then steps for about `seconds`.
         e.step(&theta, StreamKey::new(0, 0, Purpose::Step), batch)

@@ -293,3 +293,26 @@ fn subsampled_gradients_are_unbiased() {
         }
     }
 }
+
+/// What the estimators' analysis sees of a plate: its body's if-statement among the
+/// model's (a jump whose guard reads a latent, as in the unrolled model, where every row's
+/// is one), counted once per row, and the nesting depth of the unrolled model.
+#[test]
+fn a_plates_if_statements_are_analysed_and_counted_per_row() {
+    let n = 12;
+    let (flat, plate) = (
+        Problem::new(&unrolled(n, true)).unwrap(),
+        Problem::new(&plated(n, true)).unwrap(),
+    );
+    assert_eq!(plate.if_statements(), n);
+    assert_eq!(flat.if_statements(), n);
+    let (fa, pa) = (flat.analysis(), plate.analysis());
+    assert_eq!(pa.if_count(), 1);
+    assert_eq!(pa.nesting_depth, fa.nesting_depth);
+    assert_eq!(pa.latent_dependent().count(), 1);
+    assert_eq!(fa.latent_dependent().count(), n);
+    assert_eq!(
+        pa.param_dependent().count() > 0,
+        fa.param_dependent().count() > 0
+    );
+}

@@ -10,6 +10,22 @@ use crate::eval::{BatchGradient, CHUNK, ForcedScratch, Tape, Values, Workspace};
 use crate::family::{Family, FamilyError, FamilyState};
 use crate::ir::{Analysis, Mode, Model, Program, analyse};
 
+/// The outer program's analysis with each plate body's guards after its own (renumbered),
+/// and the deepest nesting of all.
+fn analysis_with_plates(model: &Model) -> Analysis {
+    let mut a = analyse(&model.program);
+    for plate in &model.plates {
+        let view = super::plates::analysis_view(plate, model.program.param_names());
+        let b = analyse(&view);
+        a.nesting_depth = a.nesting_depth.max(b.nesting_depth);
+        for mut g in b.guards {
+            g.index = a.guards.len();
+            a.guards.push(g);
+        }
+    }
+    a
+}
+
 /// Scratch slots per problem: one per thread of the current pool, and at least one per core.
 fn scratch_slots() -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -46,6 +62,9 @@ pub struct ProblemData {
     pub(crate) family: Family,
     pub(crate) tape: Tape,
     pub(crate) analysis: Analysis,
+    /// If-statements the objective evaluates: the outer program's, and each plate's body's
+    /// once per row.
+    if_statements: usize,
     /// The latents some parameter moves ([`Family::moved_latents`]): the rows of the
     /// tape's gradient and the latents the per-latent loops visit. A fixed latent has no
     /// parameters, so its gradient is never read and its Jacobian is empty.
@@ -134,7 +153,13 @@ impl Problem {
             // Fixed latents have no parameters: their gradient is never read, so the reverse
             // sweep skips what depends on them alone.
             tape,
-            analysis: analyse(&model.program),
+            analysis: analysis_with_plates(model),
+            if_statements: model.program.if_count()
+                + model
+                    .plates
+                    .iter()
+                    .map(|p| p.rows * p.body.if_count())
+                    .sum::<usize>(),
             moved: family.moved_latents(),
             pathwise: PathwisePlan::new(&family, &family.moved_latents()),
             family,
@@ -165,8 +190,16 @@ impl ProblemData {
         &self.family
     }
 
+    /// The analysis of the outer program's if-statements, then of each plate's body's (once
+    /// per plate, in the model's terms: see `plates::analysis_view`); for the count of
+    /// if-statements per row, [`ProblemData::if_statements`].
     pub fn analysis(&self) -> &Analysis {
         &self.analysis
+    }
+
+    /// The if-statements the objective evaluates, a plate's body's once per row.
+    pub fn if_statements(&self) -> usize {
+        self.if_statements
     }
 
     /// The dimension of `theta`.
