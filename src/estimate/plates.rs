@@ -184,7 +184,7 @@ impl TapeScratch {
             grads: (0..CHUNK)
                 .map(|_| BatchGradient::for_latents(&t.tape, lanes, t.active.clone()))
                 .collect(),
-            outs: vec![vec![0.0; lanes]; CHUNK],
+            outs: vec![vec![0.0; lanes.next_multiple_of(CHUNK)]; CHUNK],
         }
     }
 }
@@ -234,6 +234,21 @@ struct Call {
     start: usize,
     lanes: usize,
     per: usize,
+}
+
+impl Call {
+    /// The lanes a call runs: whole chunks, so that the compiled sweeps run (they take whole
+    /// chunks only; the interpreter's sweep of a repeated body costs several times theirs).
+    fn padded(self) -> usize {
+        self.lanes.next_multiple_of(CHUNK)
+    }
+
+    /// The position in the row sequence of lane `g`'s row `t` (a padding lane's is the last
+    /// lane's).
+    #[inline(always)]
+    fn position(self, g: usize, t: usize) -> usize {
+        self.start + g.min(self.lanes - 1) * self.per + t
+    }
 }
 
 impl PlateRun {
@@ -295,7 +310,7 @@ impl PlateRun {
         PlateScratch {
             group: TapeScratch::new(&self.group),
             single: TapeScratch::new(&self.single),
-            inputs: vec![0.0; inputs * BLOCK_ROWS],
+            inputs: vec![0.0; inputs * (BLOCK_ROWS + CHUNK)],
             shared: vec![0.0; self.plate.shared.len()],
             zero: vec![-0.0; inputs * GROUP_ROWS],
             one: vec![1.0; inputs * GROUP_ROWS],
@@ -334,15 +349,16 @@ impl PlateRun {
     }
 
     /// Writes the call's columns: input `t * inputs + j` of lane `g` is column `j` at the
-    /// row of position `start + g * per + t`.
+    /// row of position `start + g * per + t`; the padding lanes up to a whole chunk repeat
+    /// the last lane.
     fn fill_columns(&self, ps: &mut PlateScratch, call: Call, rows: Rows<'_>) {
         let inputs = self.plate.body.latent_count();
-        let n = call.lanes;
+        let nb = call.padded();
         for (j, col) in self.plate.columns.iter().enumerate() {
             for t in 0..call.per {
-                let dest = &mut ps.inputs[(t * inputs + j) * n..(t * inputs + j + 1) * n];
+                let dest = &mut ps.inputs[(t * inputs + j) * nb..(t * inputs + j + 1) * nb];
                 for (g, x) in dest.iter_mut().enumerate() {
-                    *x = col[rows.at(call.start + g * call.per + t)];
+                    *x = col[rows.at(call.position(g, t))];
                 }
             }
         }
@@ -359,12 +375,12 @@ impl PlateRun {
     ) {
         let inputs = self.plate.body.latent_count();
         let c = self.plate.columns.len();
-        let n = call.lanes;
+        let nb = call.padded();
         for (q, rl) in self.plate.row_latents.iter().enumerate() {
             for t in 0..call.per {
                 let j = t * inputs + c + q;
-                for (g, x) in ps.inputs[j * n..(j + 1) * n].iter_mut().enumerate() {
-                    let i = rl.of_row(rows.at(call.start + g * call.per + t)) as usize;
+                for (g, x) in ps.inputs[j * nb..(j + 1) * nb].iter_mut().enumerate() {
+                    let i = rl.of_row(rows.at(call.position(g, t))) as usize;
                     *x = o.state.loc(i) + o.state.scale(i) * o.s[i * o.w + l];
                 }
             }
@@ -403,7 +419,7 @@ impl PlateRun {
             }
         }
         for call in Self::calls(count) {
-            let n = call.lanes;
+            let (n, nb) = (call.lanes, call.padded());
             let rt = if call.per == 1 {
                 &self.single
             } else {
@@ -419,13 +435,13 @@ impl PlateRun {
                     &mut ps.group
                 };
                 let g = &mut ts.grads[l];
-                g.resize(&rt.tape, n);
+                g.resize(&rt.tape, nb);
                 rt.tape.gradient_latents(
                     &mut ts.ws,
                     semantics,
                     &ps.shared,
                     Latents::Affine {
-                        noise: &ps.inputs[..inputs * call.per * n],
+                        noise: &ps.inputs[..inputs * call.per * nb],
                         loc: &ps.zero[..inputs * call.per],
                         scale: &ps.one[..inputs * call.per],
                     },
@@ -443,7 +459,7 @@ impl PlateRun {
             add_lanes(&mut value[..w], &vals[..w], n);
             for k in 0..k_count {
                 let cols: [&[f64]; CHUNK] = std::array::from_fn(|l| match grads.get(l) {
-                    Some(g) => &g.params[k * n..(k + 1) * n],
+                    Some(g) => &g.params[k * nb..k * nb + n],
                     None => &[][..],
                 });
                 add_lanes(&mut ps.acc[k * CHUNK..k * CHUNK + w], &cols[..w], n);
@@ -453,10 +469,10 @@ impl PlateRun {
                 for t in 0..call.per {
                     let row = a + t * self.active.len();
                     for gi in 0..n {
-                        let r = rows.at(call.start + gi * call.per + t);
+                        let r = rows.at(call.position(gi, t));
                         let m = o.moved_row[rl.of_row(r) as usize] as usize;
                         for (l, g) in grads.iter().enumerate() {
-                            grad.latents[m * w + l] = scale * g.latents[row * n + gi];
+                            grad.latents[m * w + l] = scale * g.latents[row * nb + gi];
                         }
                     }
                 }
@@ -494,7 +510,7 @@ impl PlateRun {
         let inputs = self.plate.body.latent_count();
         let mut value = [0.0; CHUNK];
         for call in Self::calls(count) {
-            let n = call.lanes;
+            let (n, nb) = (call.lanes, call.padded());
             let rt = if call.per == 1 {
                 &self.single
             } else {
@@ -514,11 +530,11 @@ impl PlateRun {
                     semantics,
                     &ps.shared,
                     Latents::Affine {
-                        noise: &ps.inputs[..inputs * call.per * n],
+                        noise: &ps.inputs[..inputs * call.per * nb],
                         loc: &ps.zero[..inputs * call.per],
                         scale: &ps.one[..inputs * call.per],
                     },
-                    &mut ts.outs[l][..n],
+                    &mut ts.outs[l][..nb],
                 );
             }
             let ts = if call.per == 1 { &ps.single } else { &ps.group };
