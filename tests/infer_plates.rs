@@ -316,3 +316,49 @@ fn a_plates_if_statements_are_analysed_and_counted_per_row() {
         fa.param_dependent().count() > 0
     );
 }
+
+/// A run with `subsample` reports it and climbs the full-data ELBO (its measurements read
+/// every row); zero rows and LYY18 are refused, naming the option.
+#[test]
+fn a_subsampled_run_reports_it_and_lyy18_refuses_it() {
+    let model = plated(400, false);
+    let base = dsgd::RunConfig {
+        iterations: 300,
+        log_every: 100,
+        log_samples: 200,
+        threads: Some(1),
+        ..dsgd::RunConfig::default()
+    };
+    let sub = dsgd::fit(
+        &model,
+        &dsgd::RunConfig {
+            subsample: Some(40),
+            ..base.clone()
+        },
+    )
+    .unwrap();
+    assert_eq!(sub.subsample, Some(40));
+    assert!(sub.to_json().contains("\"subsample\": 40"));
+    let full = dsgd::fit(&model, &base).unwrap();
+    assert_eq!(full.subsample, None);
+    assert!(!full.to_json().contains("subsample"));
+    let (first, last) = (&sub.trajectory[0], sub.trajectory.last().unwrap());
+    assert!(
+        last.value - first.value > 4.0 * last.value_se.hypot(first.value_se),
+        "{} -> {}",
+        first.value,
+        last.value
+    );
+    for (m, estimator, option) in [
+        (0, EstimatorKind::Dsgd, "subsample"),
+        (5, EstimatorKind::Lyy18, "subsample"),
+    ] {
+        let bad = dsgd::RunConfig {
+            subsample: Some(m),
+            estimator,
+            ..base.clone()
+        };
+        let msg = bad.validate().unwrap_err().to_string();
+        assert!(msg.contains(option), "{msg}");
+    }
+}
