@@ -362,3 +362,50 @@ fn a_subsampled_run_reports_it_and_lyy18_refuses_it() {
         assert!(msg.contains(option), "{msg}");
     }
 }
+
+/// A run that stops on a non-finite value names the plate's row behind it: the first row
+/// whose body is not finite at the failing sample.
+#[test]
+fn a_non_finite_row_is_named() {
+    let n = 30;
+    let bad = 7;
+    let bld = Builder::new();
+    let a = bld.latent("a");
+    let (zero, one) = (bld.constant(0.0), bld.constant(1.0));
+    let outer = bld
+        .finish(&[bld.log_density(Dist::Normal, a, &[zero, one]).unwrap()])
+        .unwrap();
+    let body = Builder::new();
+    let (ba, x) = (body.param("a"), body.latent("x"));
+    let g = (x - 0.1 * ba).ln();
+    let x: Vec<f64> = (0..n)
+        .map(|r| if r == bad { -50.0 } else { 5.0 + r as f64 })
+        .collect();
+    let model = Model {
+        name: "bad_row".into(),
+        mode: Mode::Variational,
+        program: outer.into(),
+        latents: vec![guided("a".into(), 0.0, 0.5)],
+        params: Vec::new(),
+        plates: vec![Plate {
+            var: "i".into(),
+            span: None,
+            rows: n,
+            body: Arc::new(body.finish(&[g]).unwrap()),
+            shared: vec![Shared::Latent(0)],
+            columns: vec![x.into()],
+            row_latents: Vec::new(),
+        }],
+    };
+    let report = dsgd::fit(
+        &model,
+        &dsgd::RunConfig {
+            iterations: 5,
+            threads: Some(1),
+            ..dsgd::RunConfig::default()
+        },
+    )
+    .unwrap();
+    let msg = report.stop_message.unwrap_or_default();
+    assert!(msg.contains("row 7 of the loop over `i`"), "{msg}");
+}

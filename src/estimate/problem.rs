@@ -336,6 +336,11 @@ impl ProblemData {
         }
     }
 
+    /// The model's plates.
+    pub fn plates(&self) -> impl Iterator<Item = &crate::ir::Plate> {
+        self.plates.iter().map(|p| &p.plate)
+    }
+
     /// Whether the model has plates.
     pub fn has_plates(&self) -> bool {
         !self.plates.is_empty()
