@@ -4,13 +4,19 @@
 //! steps (batch 16), per estimator. The comparison with a JAX user's vectorised code is
 //! `docs/performance.md`'s.
 //!
-//! Usage: `cargo run --release --example plate_rows -- N [unrolled] [SECONDS] [ESTIMATOR...]`.
+//! `survey` gives every row a latent of its own, `u[i] ~ Normal(a, 1)`, read by its guard
+//! (`u[i] + b x[i] < 0`), as a survey's students are.
+//!
+//! Usage: `cargo run --release --example plate_rows -- N [unrolled] [survey] [SECONDS]
+//! [ESTIMATOR...]`.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use dsgd::estimate::{Engine, EstimatorKind, Problem, Purpose, SampleRng, StreamKey, build};
-use dsgd::ir::{Builder, Dist, LatentKind, LatentSpec, Mode, Model, Plate, Shared, Var};
+use dsgd::ir::{
+    Builder, Dist, LatentKind, LatentSpec, Mode, Model, Plate, RowLatents, Shared, Var,
+};
 
 /// `x ~ N(0, 1)`, `y = [0.5 + 1.5 x + e > 0]`, from the crate's own generator.
 fn data(n: usize) -> (Vec<f64>, Vec<f64>) {
@@ -25,32 +31,48 @@ fn data(n: usize) -> (Vec<f64>, Vec<f64>) {
     (x, y)
 }
 
-fn row<'b>(bld: &'b Builder, a: Var<'b>, b: Var<'b>, x: Var<'b>, y: Var<'b>) -> Var<'b> {
-    let p = bld.if_neg(a + b * x, bld.constant(0.1), bld.constant(0.9));
-    bld.log_density(Dist::Bernoulli, y, &[p]).unwrap()
+fn row<'b>(
+    bld: &'b Builder,
+    a: Var<'b>,
+    b: Var<'b>,
+    x: Var<'b>,
+    y: Var<'b>,
+    u: Option<Var<'b>>,
+) -> Var<'b> {
+    let Some(u) = u else {
+        let p = bld.if_neg(a + b * x, bld.constant(0.1), bld.constant(0.9));
+        return bld.log_density(Dist::Bernoulli, y, &[p]).unwrap();
+    };
+    let p = bld.if_neg(u + b * x, bld.constant(0.2), bld.constant(0.8));
+    bld.log_density(Dist::Normal, u, &[a, bld.constant(1.0)])
+        .unwrap()
+        + bld.log_density(Dist::Bernoulli, y, &[p]).unwrap()
 }
 
-fn model(n: usize, unrolled: bool) -> Model {
+fn model(n: usize, unrolled: bool, survey: bool) -> Model {
     let (x, y) = data(n);
     let bld = Builder::new();
     let (a, b) = (bld.latent("a"), bld.latent("b"));
+    let us: Vec<Var> = if survey {
+        (0..n).map(|r| bld.latent(&format!("u[{r}]"))).collect()
+    } else {
+        Vec::new()
+    };
     let (zero, five) = (bld.constant(0.0), bld.constant(5.0));
     let mut f = bld.log_density(Dist::Normal, a, &[zero, five]).unwrap()
         + bld.log_density(Dist::Normal, b, &[zero, five]).unwrap();
     let mut plates = Vec::new();
     if unrolled {
         for r in 0..n {
-            f = f + row(&bld, a, b, bld.constant(x[r]), bld.constant(y[r]));
+            let (xr, yr) = (bld.constant(x[r]), bld.constant(y[r]));
+            f = f + row(&bld, a, b, xr, yr, us.get(r).copied());
         }
     } else {
         let body = Builder::new();
-        let g = row(
-            &body,
-            body.param("a"),
-            body.param("b"),
-            body.latent("x"),
-            body.latent("y"),
-        );
+        let (ba, bb) = (body.param("a"), body.param("b"));
+        let (bx, by) = (body.latent("x"), body.latent("y"));
+        let bu = survey.then(|| body.latent("u"));
+        let g = row(&body, ba, bb, bx, by, bu);
         plates.push(Plate {
             var: "i".into(),
             span: None,
@@ -58,7 +80,14 @@ fn model(n: usize, unrolled: bool) -> Model {
             body: Arc::new(body.finish(&[g]).unwrap()),
             shared: vec![Shared::Latent(0), Shared::Latent(1)],
             columns: vec![x.into(), y.into()],
-            row_latents: Vec::new(),
+            row_latents: if survey {
+                vec![RowLatents {
+                    first: 2,
+                    stride: 1,
+                }]
+            } else {
+                Vec::new()
+            },
         });
     }
     let guided = |name: &str| LatentSpec {
@@ -73,7 +102,10 @@ fn model(n: usize, unrolled: bool) -> Model {
         name: "threshold".into(),
         mode: Mode::Variational,
         program: bld.finish(&[f]).unwrap().into(),
-        latents: vec![guided("a"), guided("b")],
+        latents: [guided("a"), guided("b")]
+            .into_iter()
+            .chain((0..us.len()).map(|r| guided(&format!("u[{r}]"))))
+            .collect(),
         params: Vec::new(),
         plates,
     }
@@ -83,13 +115,14 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(10_000);
     let unrolled = args.iter().any(|a| a == "unrolled");
+    let survey = args.iter().any(|a| a == "survey");
     let seconds: f64 = args
         .iter()
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(1.0);
     let t = Instant::now();
-    let m = model(n, unrolled);
+    let m = model(n, unrolled, survey);
     let problem = Problem::new(&m).unwrap();
     let build_s = t.elapsed().as_secs_f64();
     let theta = problem.family().init();
@@ -119,7 +152,7 @@ fn main() {
         }
         let s = t.elapsed().as_secs_f64() / steps as f64;
         println!(
-            "{{\"n\": {n}, \"form\": \"{}\", \"estimator\": \"{kind}\", \"build_s\": {build_s:.3}, \"seconds_per_step\": {s:.3e}, \"row_samples_per_second\": {:.3e}}}",
+            "{{\"n\": {n}, \"survey\": {survey}, \"form\": \"{}\", \"estimator\": \"{kind}\", \"build_s\": {build_s:.3}, \"seconds_per_step\": {s:.3e}, \"row_samples_per_second\": {:.3e}}}",
             if unrolled { "unrolled" } else { "plate" },
             (n * batch) as f64 / s
         );

@@ -209,6 +209,15 @@ fn a_plate_gives_the_unrolled_loops_values_and_gradients() {
                 let want = batch(&mut ef, &theta, key, lanes);
                 let got = batch(&mut ep, &theta, key, lanes);
                 assert_close(&want, &got, &format!("{kind} n {n} row latents {rl}"));
+                // An optimisation step's sweeps (values only checked): the same gradient
+                // samples (each sample's, not their mean, whose terms may cancel).
+                ef.step(&theta, key, lanes).unwrap();
+                ep.step(&theta, key, lanes).unwrap();
+                assert_close(
+                    &ef.sample_gradients(),
+                    &ep.sample_gradients(),
+                    &format!("{kind} step n {n} row latents {rl}"),
+                );
             }
         }
     }
