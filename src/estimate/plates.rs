@@ -146,8 +146,9 @@ pub(crate) struct PlateRun {
 pub(crate) struct PlateScratch {
     group: TapeScratch,
     single: TapeScratch,
-    /// The block's inputs, input-major (`[j * lanes + g]` for a call of `lanes` lanes).
-    inputs: Vec<f64>,
+    /// Per lane of the chunk, a call's inputs, input-major (`[j * lanes + g]` for a call of
+    /// `lanes` lanes); lane 0's serves every lane of a plate without row latents.
+    inputs: Vec<Vec<f64>>,
     /// One lane's shared values (the body's parameters).
     shared: Vec<f64>,
     /// The identity as a location-scale map: `-0.0` and `1` per input.
@@ -310,7 +311,14 @@ impl PlateRun {
         PlateScratch {
             group: TapeScratch::new(&self.group),
             single: TapeScratch::new(&self.single),
-            inputs: vec![0.0; inputs * (BLOCK_ROWS + CHUNK)],
+            inputs: {
+                let lanes = if self.plate.row_latents.is_empty() {
+                    1
+                } else {
+                    CHUNK
+                };
+                vec![vec![0.0; inputs * (BLOCK_ROWS + CHUNK)]; lanes]
+            },
             shared: vec![0.0; self.plate.shared.len()],
             zero: vec![-0.0; inputs * GROUP_ROWS],
             one: vec![1.0; inputs * GROUP_ROWS],
@@ -356,7 +364,7 @@ impl PlateRun {
         let nb = call.padded();
         for (j, col) in self.plate.columns.iter().enumerate() {
             for t in 0..call.per {
-                let dest = &mut ps.inputs[(t * inputs + j) * nb..(t * inputs + j + 1) * nb];
+                let dest = &mut ps.inputs[0][(t * inputs + j) * nb..(t * inputs + j + 1) * nb];
                 for (g, x) in dest.iter_mut().enumerate() {
                     *x = col[rows.at(call.position(g, t))];
                 }
@@ -364,24 +372,32 @@ impl PlateRun {
         }
     }
 
-    /// Writes lane `l`'s row latents of the call.
-    fn fill_row_latents(
-        &self,
-        ps: &mut PlateScratch,
-        o: &Outer<'_>,
-        l: usize,
-        call: Call,
-        rows: Rows<'_>,
-    ) {
+    /// Writes the call's row latents of every lane (the columns, in lane 0's buffer, copied
+    /// to the others first): a row's latent index, location and scale are found once, and
+    /// its noise of all lanes is contiguous.
+    fn fill_row_latents(&self, ps: &mut PlateScratch, o: &Outer<'_>, call: Call, rows: Rows<'_>) {
+        if self.plate.row_latents.is_empty() {
+            return;
+        }
         let inputs = self.plate.body.latent_count();
         let c = self.plate.columns.len();
         let nb = call.padded();
+        let len = inputs * call.per * nb;
+        let (first, others) = ps.inputs.split_at_mut(1);
+        for buf in &mut others[..o.w - 1] {
+            buf[..len].copy_from_slice(&first[0][..len]);
+        }
+        let w = o.w;
         for (q, rl) in self.plate.row_latents.iter().enumerate() {
             for t in 0..call.per {
                 let j = t * inputs + c + q;
-                for (g, x) in ps.inputs[j * nb..(j + 1) * nb].iter_mut().enumerate() {
+                for g in 0..nb {
                     let i = rl.of_row(rows.at(call.position(g, t))) as usize;
-                    *x = o.state.loc(i) + o.state.scale(i) * o.s[i * o.w + l];
+                    let (lo, sc) = (o.state.loc(i), o.state.scale(i));
+                    let noise = &o.s[i * w..(i + 1) * w];
+                    for (buf, &sn) in ps.inputs.iter_mut().zip(noise) {
+                        buf[j * nb + g] = lo + sc * sn;
+                    }
                 }
             }
         }
@@ -426,9 +442,9 @@ impl PlateRun {
                 &self.group
             };
             self.fill_columns(ps, call, rows);
+            self.fill_row_latents(ps, o, call, rows);
             for l in 0..w {
                 self.shared_values(ps, o, l);
-                self.fill_row_latents(ps, o, l, call, rows);
                 let ts = if call.per == 1 {
                     &mut ps.single
                 } else {
@@ -441,7 +457,7 @@ impl PlateRun {
                     semantics,
                     &ps.shared,
                     Latents::Affine {
-                        noise: &ps.inputs[..inputs * call.per * nb],
+                        noise: &ps.inputs[l.min(ps.inputs.len() - 1)][..inputs * call.per * nb],
                         loc: &ps.zero[..inputs * call.per],
                         scale: &ps.one[..inputs * call.per],
                     },
@@ -517,9 +533,9 @@ impl PlateRun {
                 &self.group
             };
             self.fill_columns(ps, call, rows);
+            self.fill_row_latents(ps, o, call, rows);
             for l in 0..w {
                 self.shared_values(ps, o, l);
-                self.fill_row_latents(ps, o, l, call, rows);
                 let ts = if call.per == 1 {
                     &mut ps.single
                 } else {
@@ -530,7 +546,7 @@ impl PlateRun {
                     semantics,
                     &ps.shared,
                     Latents::Affine {
-                        noise: &ps.inputs[..inputs * call.per * nb],
+                        noise: &ps.inputs[l.min(ps.inputs.len() - 1)][..inputs * call.per * nb],
                         loc: &ps.zero[..inputs * call.per],
                         scale: &ps.one[..inputs * call.per],
                     },
