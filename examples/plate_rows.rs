@@ -7,8 +7,11 @@
 //! `survey` gives every row a latent of its own, `u[i] ~ Normal(a, 1)`, read by its guard
 //! (`u[i] + b x[i] < 0`), as a survey's students are.
 //!
-//! Usage: `cargo run --release --example plate_rows -- N [unrolled] [survey] [SECONDS]
-//! [ESTIMATOR...]`.
+//! `sub=M` makes each step read M rows drawn afresh (`--subsample M`); the figure is then
+//! per row read.
+//!
+//! Usage: `cargo run --release --example plate_rows -- N [unrolled] [survey] [sub=M]
+//! [SECONDS] [ESTIMATOR...]`.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -116,6 +119,9 @@ fn main() {
     let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(10_000);
     let unrolled = args.iter().any(|a| a == "unrolled");
     let survey = args.iter().any(|a| a == "survey");
+    let sub: Option<usize> = args
+        .iter()
+        .find_map(|a| a.strip_prefix("sub=").and_then(|m| m.parse().ok()));
     let seconds: f64 = args
         .iter()
         .skip(1)
@@ -140,6 +146,7 @@ fn main() {
     };
     for kind in kinds {
         let mut e = Engine::new(problem.clone(), build(kind, &problem, 0.1, None).unwrap());
+        e.set_subsample(sub);
         // Warm up (kernel choice, compiled sweeps), then steps for about `seconds`.
         e.step(&theta, StreamKey::new(0, 0, Purpose::Step), batch)
             .unwrap();
@@ -152,9 +159,9 @@ fn main() {
         }
         let s = t.elapsed().as_secs_f64() / steps as f64;
         println!(
-            "{{\"n\": {n}, \"survey\": {survey}, \"form\": \"{}\", \"estimator\": \"{kind}\", \"build_s\": {build_s:.3}, \"seconds_per_step\": {s:.3e}, \"row_samples_per_second\": {:.3e}}}",
+            "{{\"n\": {n}, \"survey\": {survey}, \"subsample\": {sub:?}, \"form\": \"{}\", \"estimator\": \"{kind}\", \"build_s\": {build_s:.3}, \"seconds_per_step\": {s:.3e}, \"row_samples_per_second\": {:.3e}}}",
             if unrolled { "unrolled" } else { "plate" },
-            (n * batch) as f64 / s
+            (sub.map_or(n, |m| m.min(n)) * batch) as f64 / s
         );
     }
 }
