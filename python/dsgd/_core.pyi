@@ -164,9 +164,14 @@ class Model:
         precise_rel_se: Optional[float] = None,
         precise_min_samples: Optional[int] = None,
         precise_max_samples: Optional[int] = None,
+        subsample: Optional[int] = None,
     ) -> Fit:
         """Optimises the model with ``dsgd run``'s options; each one left out (None) takes
         ``dsgd run``'s default, and a built-in model its own recommended settings.
+
+        ``subsample=M`` (``dsgd run --subsample M``): each step reads M rows of every loop
+        kept as a plate, drawn afresh, the plate's sum scaled by rows / M (an unbiased
+        gradient); the objective is still measured on every row.
 
         ``precise=True`` also measures the objective at the final parameters with many
         fresh samples (``dsgd run --precise``): until its standard error is at most
@@ -229,6 +234,7 @@ class FitOptions:
         precise_rel_se: Optional[float] = None,
         precise_min_samples: Optional[int] = None,
         precise_max_samples: Optional[int] = None,
+        subsample: Optional[int] = None,
     ) -> None: ...
 
 def _restore_model(state: Tuple[Any, ...], data: List[Any]) -> Model: ...

@@ -31,6 +31,7 @@ pub const FIT_KEYS: &[&str] = &[
     "precise_rel_se",
     "precise_min_samples",
     "precise_max_samples",
+    "subsample",
 ];
 
 /// A refused setting as the Python exception for it: `MemoryError` when it cannot fit in
@@ -124,6 +125,7 @@ impl FitOptions {
         precise_rel_se = None,
         precise_min_samples = None,
         precise_max_samples = None,
+        subsample = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -144,6 +146,7 @@ impl FitOptions {
         precise_rel_se: Option<f64>,
         precise_min_samples: Option<i128>,
         precise_max_samples: Option<i128>,
+        subsample: Option<i128>,
     ) -> PyResult<FitOptions> {
         let precise_given = [
             ("precise_rel_se", precise_rel_se.is_some()),
@@ -176,6 +179,7 @@ impl FitOptions {
                     })
                 })
                 .transpose()?,
+            subsample: size("subsample", subsample, 1)?,
         };
         Ok(FitOptions { options })
     }

@@ -76,6 +76,11 @@ pub struct RunArgs {
     /// Worker threads [default: all cores]; results do not depend on it.
     #[arg(long, value_parser = threads)]
     threads: Option<usize>,
+    /// Each step reads M rows of every loop kept as a plate, drawn afresh, the plate's sum
+    /// scaled by rows / M: an unbiased gradient whose cost does not grow with the rows. The
+    /// objective is still measured on every row. Not with LYY18.
+    #[arg(long, value_name = "M", value_parser = count::<1>)]
+    subsample: Option<usize>,
     /// What to do when the objective or a gradient is NaN or infinite.
     #[arg(long, value_enum, default_value_t = OnNonFiniteArg::Stop)]
     on_nonfinite: OnNonFiniteArg,
@@ -158,6 +163,7 @@ impl RunArgs {
                 min_samples: Some(self.precise_min_samples),
                 max_samples: Some(self.precise_max_samples),
             }),
+            subsample: self.subsample,
         }
     }
 }
@@ -337,6 +343,14 @@ fn write_summary(
         r.final_value,
         r.final_value_se
     )?;
+    if let Some(m) = r.subsample {
+        writeln!(
+            out,
+            "steps read {m} rows of each plate, drawn afresh at each step (sums scaled by rows / {m}); \
+             the {what} is measured on every row, from {} fresh samples",
+            r.log_samples
+        )?;
+    }
     if let Some(p) = &r.final_precise {
         writeln!(
             out,

@@ -64,6 +64,10 @@ pub struct Engine {
     ahead: Option<(StreamKey, usize)>,
     ahead_s: Vec<f64>,
     spare_s: Vec<f64>,
+    /// Rows a plate reads per batch (`--subsample`): `None` reads every row.
+    subsample: Option<usize>,
+    /// The last batch's subsample.
+    drawn: Option<super::Subsample>,
 }
 
 /// Drawing the next batch's noise beside the current one pays off from about this many
@@ -111,7 +115,21 @@ impl Engine {
             ahead: None,
             ahead_s: Vec::new(),
             spare_s: Vec::new(),
+            subsample: None,
+            drawn: None,
         }
+    }
+
+    /// Each batch's plates read `m` rows drawn afresh (the same for every sample of the
+    /// batch, a function of its key), their sums scaled by `n / m` ([`super::Subsample`]):
+    /// an unbiased gradient of the full-data objective. `None` reads every row.
+    pub fn set_subsample(&mut self, m: Option<usize>) {
+        self.subsample = m.filter(|&m| m > 0);
+    }
+
+    /// The subsample of the last batch (`None` when every row was read).
+    pub fn subsample(&self) -> Option<&super::Subsample> {
+        self.drawn.as_ref()
     }
 
     pub fn problem(&self) -> &Problem {
@@ -235,6 +253,9 @@ impl Engine {
     ) -> Result<(), FamilyError> {
         let iteration = key.iteration;
         self.state.update(self.problem.family(), theta)?;
+        self.drawn = self
+            .subsample
+            .and_then(|m| self.problem.subsample(key, m, &self.state));
         let d = self.problem.dim();
         self.batch = batch;
         self.grads.resize(batch * d);
@@ -254,6 +275,7 @@ impl Engine {
             _ => None,
         };
         let (problem, estimator, state) = (&self.problem, self.estimator.as_ref(), &self.state);
+        let subsample = self.drawn.as_ref();
         let semantics = estimator.semantics(iteration);
         let crisp_differs = semantics != crate::ir::Semantics::Crisp;
         let run = |c: usize,
@@ -281,6 +303,7 @@ impl Engine {
                     key,
                     first,
                     values: wanted,
+                    subsample,
                 };
                 estimator.chunk(&cx, sc, grads, values);
                 // Each component's lanes summed in lane order: one dependent chain of additions
@@ -297,7 +320,7 @@ impl Engine {
                 }
                 if want_crisp {
                     if crisp_differs {
-                        problem.crisp_values(state, theta, sc, crisp);
+                        problem.crisp_values_of(state, theta, sc, crisp, subsample);
                     } else {
                         crisp.copy_from_slice(values);
                     }

@@ -31,7 +31,14 @@ pub struct Lyy18 {
 
 impl Lyy18 {
     /// Refuses a program with a jump whose guard is not affine, naming the first one.
+    /// Refuses a model with plates too: its forced sweeps run the outer program only.
     pub fn new(problem: &Problem) -> Result<Lyy18, EstimateError> {
+        if let Some(plate) = problem.plates.first() {
+            return Err(EstimateError::Plates {
+                var: plate.plate.var.clone(),
+                span: plate.plate.span,
+            });
+        }
         let analysis = problem.analysis();
         if let Some((g, why)) = analysis.first_non_affine() {
             return Err(EstimateError::NotAffine {

@@ -11,6 +11,7 @@ mod engine;
 mod lyy18;
 pub mod normal;
 mod pathwise;
+mod plates;
 mod problem;
 mod rloo;
 mod rng;
@@ -22,6 +23,7 @@ pub use adaptive::{Adjustment, AutoEta, GapProbe, START_AMPLITUDE, race};
 pub use engine::{AllSamples, Engine, NonFinite, on_a_worker};
 pub use lyy18::Lyy18;
 pub use pathwise::Pathwise;
+pub use plates::Subsample;
 pub use problem::{Problem, ProblemData, Scratch};
 pub use rloo::Rloo;
 pub use rng::{Channel, Purpose, SampleRng, StreamKey};
@@ -124,6 +126,17 @@ pub enum EstimateError {
         /// What makes the guard non-affine.
         reason: NotAffine,
     },
+    /// LYY18 was asked for on a model with a loop kept as a plate.
+    #[error(
+        "LYY18 does not run loops kept as plates: the loop over `{var}`{} is one; choose another estimator, or unroll the loops with `--plates off`",
+        span.map_or(String::new(), |s| format!(" (source bytes {}..{})", s.start, s.end))
+    )]
+    Plates {
+        /// The first plate's loop variable.
+        var: String,
+        /// Where the loop is in the source.
+        span: Option<crate::ir::Span>,
+    },
 }
 
 /// Everything a gradient sample depends on besides its own noise.
@@ -143,6 +156,8 @@ pub struct Context<'a> {
     /// What the chunk's `f` values must be: exact, or only checked for finiteness (an
     /// optimisation step's, see [`Values::Checked`]).
     pub values: Values,
+    /// The rows the plates read at this iteration, when subsampled (every row otherwise).
+    pub subsample: Option<&'a Subsample>,
 }
 
 /// One gradient estimator.

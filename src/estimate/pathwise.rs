@@ -53,9 +53,9 @@ pub(super) fn pathwise_chunk(
     values: &mut [f64],
 ) {
     let p = cx.problem;
-    p.sweep_gradient(cx.state, cx.theta, semantics, scratch, wanted);
+    p.sweep_gradient(cx.state, cx.theta, semantics, scratch, wanted, cx.subsample);
     let logp = std::mem::take(&mut scratch.grad.value);
-    p.f_values(cx.state, scratch, &logp, values);
+    p.f_values(cx.state, scratch, &logp, values, cx.subsample);
     scratch.grad.value = logp;
-    p.pathwise_block(cx.state, scratch, grads);
+    p.pathwise_block(cx.state, scratch, grads, cx.subsample);
 }

@@ -4,10 +4,27 @@
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
+use super::plates::{Outer, PlateRun, PlateScratch, Subsample, Target};
 use super::rng::{Channel, StreamKey};
 use crate::eval::{BatchGradient, CHUNK, ForcedScratch, Tape, Values, Workspace};
 use crate::family::{Family, FamilyError, FamilyState};
 use crate::ir::{Analysis, Mode, Model, Program, analyse};
+
+/// The outer program's analysis with each plate body's guards after its own (renumbered),
+/// and the deepest nesting of all.
+fn analysis_with_plates(model: &Model) -> Analysis {
+    let mut a = analyse(&model.program);
+    for plate in &model.plates {
+        let view = super::plates::analysis_view(plate, model.program.param_names());
+        let b = analyse(&view);
+        a.nesting_depth = a.nesting_depth.max(b.nesting_depth);
+        for mut g in b.guards {
+            g.index = a.guards.len();
+            a.guards.push(g);
+        }
+    }
+    a
+}
 
 /// Scratch slots per problem: one per thread of the current pool, and at least one per core.
 fn scratch_slots() -> usize {
@@ -45,10 +62,17 @@ pub struct ProblemData {
     pub(crate) family: Family,
     pub(crate) tape: Tape,
     pub(crate) analysis: Analysis,
+    /// If-statements the objective evaluates: the outer program's, and each plate's body's
+    /// once per row.
+    if_statements: usize,
     /// The latents some parameter moves ([`Family::moved_latents`]): the rows of the
     /// tape's gradient and the latents the per-latent loops visit. A fixed latent has no
     /// parameters, so its gradient is never read and its Jacobian is empty.
     pub(crate) moved: Vec<u32>,
+    /// The row of `moved` of each latent (`u32::MAX` for a fixed one).
+    pub(crate) moved_row: Vec<u32>,
+    /// The model's plates, each with its body's tape.
+    pub(crate) plates: Vec<PlateRun>,
     /// The pathwise gradient's assembly plan ([`PathwisePlan`]).
     pathwise: PathwisePlan,
     /// One scratch per thread index, made at that thread's first chunk and shared by every
@@ -93,15 +117,49 @@ impl PathwisePlan {
 impl Problem {
     pub fn new(model: &Model) -> Result<Problem, FamilyError> {
         let family = Family::new(model)?;
+        let wanted = family.gradient_wanted();
+        let tape = Tape::compile_active(&model.program, 0, Some(&wanted));
+        let moved = family.moved_latents();
+        let mut moved_row = vec![u32::MAX; family.latent_count()];
+        for (r, &i) in moved.iter().enumerate() {
+            moved_row[i as usize] = r as u32;
+        }
+        // The outer rows the outer sweep writes at every call; each plate overwrites the
+        // others the first time it writes them.
+        let m = family.model_param_count();
+        let mut written: std::collections::HashSet<Target> = (0..m)
+            .filter(|&k| tape.writes_param_gradient(k))
+            .map(Target::Param)
+            .chain(
+                moved
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &i)| tape.writes_latent_gradient(i as usize))
+                    .map(|(r, _)| Target::Latent(r)),
+            )
+            .collect();
+        let plates = model
+            .plates
+            .iter()
+            .map(|p| PlateRun::new(p, &wanted, &moved_row, &mut written))
+            .collect();
         Ok(Problem(Arc::new(ProblemData {
+            moved_row,
+            plates,
             name: model.name.clone(),
             mode: model.mode,
             objective_sign: model.objective_sign(),
             program: model.program.clone(),
             // Fixed latents have no parameters: their gradient is never read, so the reverse
             // sweep skips what depends on them alone.
-            tape: Tape::compile_active(&model.program, 0, Some(&family.gradient_wanted())),
-            analysis: analyse(&model.program),
+            tape,
+            analysis: analysis_with_plates(model),
+            if_statements: model.program.if_count()
+                + model
+                    .plates
+                    .iter()
+                    .map(|p| p.rows * p.body.if_count())
+                    .sum::<usize>(),
             moved: family.moved_latents(),
             pathwise: PathwisePlan::new(&family, &family.moved_latents()),
             family,
@@ -132,8 +190,16 @@ impl ProblemData {
         &self.family
     }
 
+    /// The analysis of the outer program's if-statements, then of each plate's body's (once
+    /// per plate, in the model's terms: see `plates::analysis_view`); for the count of
+    /// if-statements per row, [`ProblemData::if_statements`].
     pub fn analysis(&self) -> &Analysis {
         &self.analysis
+    }
+
+    /// The if-statements the objective evaluates, a plate's body's once per row.
+    pub fn if_statements(&self) -> usize {
+        self.if_statements
     }
 
     /// The dimension of `theta`.
@@ -181,6 +247,7 @@ impl ProblemData {
             moves: Vec::with_capacity(CHUNK),
             lanes: Vec::with_capacity(CHUNK),
             out: vec![0.0; 2 * CHUNK],
+            plates: self.plates.iter().map(PlateRun::scratch).collect(),
             w: 0,
         }
     }
@@ -209,6 +276,7 @@ impl ProblemData {
         semantics: crate::ir::Semantics,
         scratch: &mut Scratch,
         values: Values,
+        sub: Option<&Subsample>,
     ) {
         let w = scratch.w;
         let m = self.family.model_param_count();
@@ -222,6 +290,69 @@ impl ProblemData {
             &mut scratch.grad,
             values,
         );
+        let o = Outer {
+            theta: &theta[..m],
+            state,
+            s: &scratch.s[..n * w],
+            w,
+            moved_row: &self.moved_row,
+        };
+        for (p, (plate, ps)) in self.plates.iter().zip(&mut scratch.plates).enumerate() {
+            let rows = Subsample::rows(sub, p);
+            plate.add_gradient(ps, &o, semantics, values, rows, &mut scratch.grad);
+        }
+    }
+
+    /// The values of the program (output 0 plus the plates' sums) at the drawn lanes under
+    /// `semantics`, by forward sweeps only, into `out[..w]`.
+    pub(crate) fn forward_values(
+        &self,
+        state: &FamilyState,
+        theta: &[f64],
+        semantics: crate::ir::Semantics,
+        scratch: &mut Scratch,
+        out: &mut [f64],
+        sub: Option<&Subsample>,
+    ) {
+        let w = scratch.w;
+        let m = self.family.model_param_count();
+        let n = self.family.latent_count();
+        self.tape.forward_latents(
+            &mut scratch.ws,
+            semantics,
+            &theta[..m],
+            state.latents(&scratch.s[..n * w]),
+            &mut out[..w],
+        );
+        let o = Outer {
+            theta: &theta[..m],
+            state,
+            s: &scratch.s[..n * w],
+            w,
+            moved_row: &self.moved_row,
+        };
+        for (p, (plate, ps)) in self.plates.iter().zip(&mut scratch.plates).enumerate() {
+            plate.add_values(ps, &o, semantics, Subsample::rows(sub, p), out);
+        }
+    }
+
+    /// The model's plates.
+    pub fn plates(&self) -> impl Iterator<Item = &crate::ir::Plate> {
+        self.plates.iter().map(|p| &p.plate)
+    }
+
+    /// Whether the model has plates.
+    pub fn has_plates(&self) -> bool {
+        !self.plates.is_empty()
+    }
+
+    /// The subsample of `m` rows a plate of iteration `key` reads, at the family's current
+    /// state (`None` when no plate has more than `m` rows).
+    pub fn subsample(&self, key: StreamKey, m: usize, state: &FamilyState) -> Option<Subsample> {
+        if self.plates.is_empty() {
+            return None;
+        }
+        super::plates::subsample(&self.plates, &self.family.in_entropy, key, m, state)
     }
 
     /// `f` for the drawn lanes from the program's values `logp`: adds `-log q(z)` in
@@ -232,7 +363,13 @@ impl ProblemData {
         scratch: &Scratch,
         logp: &[f64],
         out: &mut [f64],
+        sub: Option<&Subsample>,
     ) {
+        if let Some(weights) = Subsample::weights(sub) {
+            let c = sub.map_or(0.0, |s| s.entropy_const);
+            self.f_values_weighted(c, weights, scratch, logp, out);
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if crate::cpu::avx2_fma() {
             // SAFETY: the CPU has AVX2 and FMA (checked just above).
@@ -240,6 +377,38 @@ impl ProblemData {
             return;
         }
         self.f_values_body(state, scratch, logp, out);
+    }
+
+    /// `f_S` of a subsample whose row latents' `-log q` are weighted ([`Subsample`]): latent
+    /// `i`'s `0.5 s^2` counts `weights[i]` times, and not at all where the weight is 0.
+    fn f_values_weighted(
+        &self,
+        c: f64,
+        weights: &[f64],
+        scratch: &Scratch,
+        logp: &[f64],
+        out: &mut [f64],
+    ) {
+        let w = scratch.w;
+        let mut sq = [0.0; CHUNK];
+        for &i in &self.moved {
+            let i = i as usize;
+            let wt = weights[i];
+            if !self.family.in_entropy[i] || wt == 0.0 {
+                continue;
+            }
+            for (q, &s) in sq[..w].iter_mut().zip(&scratch.s[i * w..(i + 1) * w]) {
+                *q += wt * (s * s);
+            }
+        }
+        let any = self.family.in_entropy.iter().any(|&e| e);
+        for l in 0..w {
+            out[l] = if any {
+                logp[l] + (c + 0.5 * sq[l])
+            } else {
+                logp[l]
+            };
+        }
     }
 
     /// [`Problem::f_values`] compiled for AVX2 (no fused multiply-adds, so the same bits).
@@ -293,7 +462,7 @@ impl ProblemData {
         }
     }
 
-    /// Crisp `f` at the drawn lanes (into `out[..w]`).
+    /// Crisp `f` at the drawn lanes (into `out[..w]`), every row of the plates read.
     pub fn crisp_values(
         &self,
         state: &FamilyState,
@@ -301,18 +470,30 @@ impl ProblemData {
         scratch: &mut Scratch,
         out: &mut [f64],
     ) {
-        let w = scratch.w;
-        let m = self.family.model_param_count();
-        let n = self.family.latent_count();
-        self.tape.forward_latents(
-            &mut scratch.ws,
+        self.crisp_values_of(state, theta, scratch, out, None);
+    }
+
+    /// [`Problem::crisp_values`] of the subsample's rows, if one is given.
+    pub(crate) fn crisp_values_of(
+        &self,
+        state: &FamilyState,
+        theta: &[f64],
+        scratch: &mut Scratch,
+        out: &mut [f64],
+        sub: Option<&Subsample>,
+    ) {
+        let mut logp = std::mem::take(&mut scratch.out);
+        self.forward_values(
+            state,
+            theta,
             crate::ir::Semantics::Crisp,
-            &theta[..m],
-            state.latents(&scratch.s[..n * w]),
-            &mut scratch.out[..w],
+            scratch,
+            &mut logp,
+            sub,
         );
+        scratch.out = logp;
         let logp = std::mem::take(&mut scratch.out);
-        self.f_values(state, scratch, &logp, out);
+        self.f_values(state, scratch, &logp, out, sub);
         scratch.out = logp;
     }
 
@@ -322,36 +503,65 @@ impl ProblemData {
     /// Component-major, as every estimator's chunk: `grads[p * w + l]`, so the lane loops
     /// are contiguous; each `(l, p)` gets its start value, then latent by latent (the moved
     /// ones: a fixed latent's Jacobian is empty).
-    pub(crate) fn pathwise_block(&self, state: &FamilyState, scratch: &Scratch, grads: &mut [f64]) {
+    ///
+    /// With a subsample whose row latents are weighted ([`Subsample`]), a latent's entropy
+    /// term counts its weight's times.
+    pub(crate) fn pathwise_block(
+        &self,
+        state: &FamilyState,
+        scratch: &Scratch,
+        grads: &mut [f64],
+        sub: Option<&Subsample>,
+    ) {
+        let weights = Subsample::weights(sub);
         #[cfg(target_arch = "x86_64")]
         if crate::cpu::avx2_fma() {
             // SAFETY: the CPU has AVX2 and FMA (checked just above).
-            unsafe { self.pathwise_avx2(state, scratch, grads) };
+            unsafe { self.pathwise_avx2(state, scratch, grads, weights) };
             return;
         }
-        self.pathwise_body(state, scratch, grads);
+        self.pathwise_body(state, scratch, grads, weights);
     }
 
     /// [`Problem::pathwise_block`] compiled for AVX2 (4 lanes a vector instead of 2; no
     /// fused multiply-adds, so the same bits).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    fn pathwise_avx2(&self, state: &FamilyState, scratch: &Scratch, grads: &mut [f64]) {
-        self.pathwise_body(state, scratch, grads);
+    fn pathwise_avx2(
+        &self,
+        state: &FamilyState,
+        scratch: &Scratch,
+        grads: &mut [f64],
+        weights: Option<&[f64]>,
+    ) {
+        self.pathwise_body(state, scratch, grads, weights);
     }
 
     #[inline(always)]
-    fn pathwise_body(&self, state: &FamilyState, scratch: &Scratch, grads: &mut [f64]) {
+    fn pathwise_body(
+        &self,
+        state: &FamilyState,
+        scratch: &Scratch,
+        grads: &mut [f64],
+        weights: Option<&[f64]>,
+    ) {
         // A full chunk with its width known at compile time: straight-line lane loops.
         if scratch.w == CHUNK {
-            self.pathwise_lanes(CHUNK, state, scratch, grads);
+            self.pathwise_lanes(CHUNK, state, scratch, grads, weights);
         } else {
-            self.pathwise_lanes(scratch.w, state, scratch, grads);
+            self.pathwise_lanes(scratch.w, state, scratch, grads, weights);
         }
     }
 
     #[inline(always)]
-    fn pathwise_lanes(&self, w: usize, state: &FamilyState, scratch: &Scratch, grads: &mut [f64]) {
+    fn pathwise_lanes(
+        &self,
+        w: usize,
+        state: &FamilyState,
+        scratch: &Scratch,
+        grads: &mut [f64],
+        weights: Option<&[f64]>,
+    ) {
         let d = self.dim();
         let m = self.family.model_param_count();
         let g = &scratch.grad;
@@ -371,7 +581,11 @@ impl ProblemData {
             for ((p, dl, ds), &first) in state.jacobian(i).zip(&mut first) {
                 let a = &mut acc[p * w..(p + 1) * w];
                 // `v + ds / scale` for latents in the entropy, `v` itself otherwise.
-                let add = if entropy { ds * inv_scale } else { 0.0 };
+                let add = match (entropy, weights) {
+                    (false, _) => 0.0,
+                    (true, None) => ds * inv_scale,
+                    (true, Some(wt)) => wt[i] * (ds * inv_scale),
+                };
                 let k = Contribution {
                     dl,
                     ds,
@@ -465,6 +679,8 @@ pub struct Scratch {
     /// Per lane, LYY18's choice: `(if-statement, coordinate, a_kj, q_j(z*_j))`.
     pub(crate) lanes: Vec<Option<(usize, usize, f64, f64)>>,
     pub(crate) out: Vec<f64>,
+    /// Per plate, its body's scratch.
+    pub(crate) plates: Vec<PlateScratch>,
     /// Lanes currently drawn.
     pub(crate) w: usize,
 }

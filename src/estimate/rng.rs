@@ -66,6 +66,8 @@ pub struct StreamKey {
 pub enum Channel {
     Noise,
     Choice,
+    /// The rows a subsampled plate reads in one iteration (the same for every sample).
+    Rows,
 }
 
 /// SplitMix64's finaliser: a bijection of `u64` that mixes every bit into every other.
@@ -86,12 +88,15 @@ impl StreamKey {
 
     /// A generator for `channel`; position it on a sample with [`SampleRng::lane`].
     pub fn rng(self, channel: Channel) -> SampleRng {
-        let ch = match channel {
-            Channel::Noise => 0,
-            Channel::Choice => 1,
+        // For a fixed seed, `seed ^ h` is injective in `h`, so is the key's low half. The
+        // rows' channel came later: its `h` has every high bit set, which no small tag's
+        // `tag << 1 | ch` has.
+        let h = match channel {
+            Channel::Noise => self.purpose.tag() << 1,
+            Channel::Choice => self.purpose.tag() << 1 | 1,
+            Channel::Rows => !(self.purpose.tag() << 1),
         };
-        // For a fixed seed, `seed ^ h` is injective in `h`, so is the key's low half.
-        let key = mix(self.seed ^ mix(self.purpose.tag() << 1 | ch));
+        let key = mix(self.seed ^ mix(h));
         SampleRng {
             keys: ars::Keys::new([key, mix(key)]),
             iteration: self.iteration,

@@ -43,23 +43,32 @@ pub(super) fn direct_and_values(
     let w = scratch.w;
     let d = p.dim();
     let m = fam.model_param_count();
-    let n = fam.latent_count();
     // Only the model's own parameters need the tape's reverse sweep; without them the
     // direct derivative of log p is zero and a forward pass suffices.
     if m > 0 {
-        p.sweep_gradient(cx.state, cx.theta, Semantics::Crisp, scratch, Values::Exact);
+        p.sweep_gradient(
+            cx.state,
+            cx.theta,
+            Semantics::Crisp,
+            scratch,
+            Values::Exact,
+            cx.subsample,
+        );
         scratch.out[..w].copy_from_slice(&scratch.grad.value[..w]);
     } else {
-        p.tape.forward_latents(
-            &mut scratch.ws,
+        let mut out = std::mem::take(&mut scratch.out);
+        p.forward_values(
+            cx.state,
+            cx.theta,
             Semantics::Crisp,
-            &cx.theta[..m],
-            cx.state.latents(&scratch.s[..n * w]),
-            &mut scratch.out[..w],
+            scratch,
+            &mut out,
+            cx.subsample,
         );
+        scratch.out = out;
     }
     let logp = std::mem::take(&mut scratch.out);
-    p.f_values(cx.state, scratch, &logp, values);
+    p.f_values(cx.state, scratch, &logp, values, cx.subsample);
     scratch.out = logp;
     grads[..m * w].copy_from_slice(&scratch.grad.params[..m * w]);
     grads[m * w..d * w].fill(0.0);
@@ -96,11 +105,18 @@ fn add_scores(cx: &Context<'_>, scratch: &Scratch, grads: &mut [f64], values: &[
     let w = scratch.w;
     // d log N(z | loc, scale) = (s / scale) d loc + ((s^2 - 1) / scale) d scale at fixed z.
     // In variational mode f contains -log q(z), whose direct derivative is the negative.
-    // A fixed latent's Jacobian is empty: only the moved latents contribute.
+    // A fixed latent's Jacobian is empty: only the moved latents contribute. Subsampled, the
+    // `-log q` of a drawn row's latent counts `n / M` times, and an undrawn row's latents are
+    // not in `f_S` (see `Subsample`): no score.
+    let weights = super::Subsample::weights(cx.subsample);
     for &i in &cx.problem.moved {
         let i = i as usize;
         let inv = 1.0 / cx.state.scale(i);
-        let entropy = if fam.in_entropy(i) { 1.0 } else { 0.0 };
+        let weight = weights.map_or(1.0, |wt| wt[i]);
+        if weight == 0.0 {
+            continue;
+        }
+        let entropy = if fam.in_entropy(i) { weight } else { 0.0 };
         for (q, dl, ds) in cx.state.jacobian(i) {
             let s = &scratch.s[i * w..(i + 1) * w];
             for ((g, &s), &v) in grads[q * w..(q + 1) * w].iter_mut().zip(s).zip(values) {

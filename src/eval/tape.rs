@@ -114,6 +114,18 @@ impl Tape {
         self.param_slots.len()
     }
 
+    /// Whether a gradient sweep writes latent `i`'s gradient at every call; where it does
+    /// not, its row of a [`super::BatchGradient`] holds zeros written once, which whoever
+    /// adds to that row (a plate's rows) must then write afresh instead.
+    pub fn writes_latent_gradient(&self, i: usize) -> bool {
+        self.latent_adj[i] != super::instr::NONE
+    }
+
+    /// [`Tape::writes_latent_gradient`] for parameter `k`.
+    pub fn writes_param_gradient(&self, k: usize) -> bool {
+        self.param_adj[k] != super::instr::NONE
+    }
+
     /// Number of instructions (live nodes of the compiled output).
     pub fn len(&self) -> usize {
         self.len

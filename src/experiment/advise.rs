@@ -28,7 +28,7 @@ use super::check::{CheckReport, GuardNote};
 use super::cost::{self, CostConfig};
 use super::run::RunError;
 use crate::estimate::{self, Engine, EstimatorKind, ITERATION_AT_ETA, Problem, Purpose, StreamKey};
-use crate::ir::{Model, Span, analyse};
+use crate::ir::{Model, Span};
 use crate::special::probit;
 
 /// The pilot's settings.
@@ -219,8 +219,9 @@ pub fn advise(
         ));
     }
     let check = CheckReport::new(model, locate);
-    let analysis = analyse(&model.program);
     let problem = Problem::new(model)?;
+    // The outer program's if-statements and every plate body's (see `Problem::analysis`).
+    let analysis = problem.analysis().clone();
     let theta = problem.family().init();
     let names = problem.family().names().to_vec();
     let moving = !check.param_dependent_guards.is_empty();
@@ -309,7 +310,7 @@ pub fn advise(
     let (recommendation, reasons) = recommend(&check, &advice, reparam_bias.as_ref());
     Ok(AdviseReport {
         model: model.name.clone(),
-        if_statements: analysis.if_count(),
+        if_statements: problem.if_statements(),
         param_dependent_guards: check.param_dependent_guards.clone(),
         affine_guards: check.affine_guards,
         lyy18_applicable: check.lyy18_applicable,

@@ -2,7 +2,8 @@
 //! its key, the reference interpreter finds the term whose value or derivative is NaN or
 //! infinite there ([`crate::ir::blame`]), and this says which statement it is, where, with
 //! the values it was given: `observe 1 ~ Exponential(z) at m.dsgd:2:1 gives log-density NaN
-//! (value 1, rate -0.53): log(-0.53) is NaN`.
+//! (value 1, rate -0.53): log(-0.53) is NaN`. In a loop kept as a plate, the first row whose
+//! body is not finite is named.
 
 use crate::estimate::{Problem, StreamKey};
 use crate::family::FamilyState;
@@ -31,8 +32,24 @@ pub(crate) fn explain(
     state.reparameterise(&s, &mut z, 1);
     let m = family.model_param_count();
     let program = problem.program();
-    let culprit = find_culprit(program, semantics, &theta[..m], &z)?;
-    Some(describe(program, &culprit))
+    if let Some(culprit) = find_culprit(program, semantics, &theta[..m], &z) {
+        return Some(describe(program, &culprit));
+    }
+    // Then the plates, row by row in order: the first row whose body is not finite.
+    for run in problem.plates() {
+        let shared = run.shared_values(&theta[..m], &z);
+        for r in 0..run.rows {
+            let inputs = run.row_inputs(r, &z);
+            if let Some(c) = find_culprit(&run.body, semantics, &shared, &inputs) {
+                return Some(format!(
+                    "{} (row {r} of the loop over `{}`)",
+                    describe(&run.body, &c),
+                    run.var
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// The sentence for a culprit.

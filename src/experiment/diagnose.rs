@@ -103,8 +103,8 @@ pub fn diagnose(model: &Model, config: &DiagnoseConfig) -> Result<DiagnoseReport
         taken += 1;
         let s: Vec<f64> = scratch.s[..n].to_vec();
         for (si, &(_, sem)) in sems.iter().enumerate() {
-            problem.sweep_gradient(&state, &theta, sem, &mut scratch, Values::Exact);
-            problem.pathwise_block(&state, &scratch, &mut ad);
+            problem.sweep_gradient(&state, &theta, sem, &mut scratch, Values::Exact, None);
+            problem.pathwise_block(&state, &scratch, &mut ad, None);
             for p in 0..d {
                 let h = 1e-5 * theta[p].abs().max(1.0);
                 let mut t = theta.clone();

@@ -157,6 +157,11 @@ pub struct RunReport {
     pub log_every: u64,
     /// Fresh samples per measurement.
     pub log_samples: usize,
+    /// The rows of each plate an optimisation step read (`--subsample`); absent when steps
+    /// read every row. The measured values read every row whatever it is: they are the
+    /// full-data objective, estimated from `log_samples` fresh samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subsample: Option<usize>,
     /// The last measured value of the objective (the ELBO, or the user's `E`).
     pub final_value: f64,
     /// Monte Carlo standard error of `final_value`.

@@ -107,6 +107,8 @@ fn run_in_pool(
     let probe_estimator = estimate::build(config.estimator, &problem, eta, Some(decay))?;
     let probe = Engine::new(problem.clone(), probe_estimator);
     let mut engine = Engine::new(problem, estimator);
+    // Steps may read a subsample of each plate's rows; the measurements read every row.
+    engine.set_subsample(config.subsample);
     let mut runner = Runner::new(&mut engine, probe, config, cancel, schedule);
     runner.auto = auto;
     for o in observers.iter_mut() {
@@ -183,6 +185,7 @@ fn run_in_pool(
         iterations_requested: config.iterations,
         log_every: config.log_every,
         log_samples: config.log_samples,
+        subsample: config.subsample.filter(|_| problem.has_plates()),
         final_value,
         final_value_se: last.map_or(f64::NAN, |r| r.value_se),
         final_elbo: (objective == ObjectiveKind::Elbo).then_some(final_value),

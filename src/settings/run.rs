@@ -173,6 +173,10 @@ pub struct RunConfig {
     /// Measure the objective at the final parameters precisely (many samples, a stated
     /// standard error) besides the paper's 1,000-sample final value; `None`: do not.
     pub precise: Option<PreciseConfig>,
+    /// Each optimisation step reads this many rows of every plate, drawn afresh, the plate's
+    /// sums scaled by `n / M` (an unbiased gradient); `None` reads every row. Measurements
+    /// always read every row.
+    pub subsample: Option<usize>,
 }
 
 impl Default for RunConfig {
@@ -191,6 +195,7 @@ impl Default for RunConfig {
             on_nonfinite: OnNonFinite::Stop,
             threads: None,
             precise: None,
+            subsample: None,
         }
     }
 }
@@ -238,6 +243,15 @@ impl RunConfig {
         }
         if let Some(p) = &self.precise {
             p.validate()?;
+        }
+        if let Some(m) = self.subsample {
+            at_least("subsample", m, 1)?;
+            if self.estimator == EstimatorKind::Lyy18 {
+                return Err(SettingError::invalid(
+                    "subsample",
+                    "subsamples the rows of loops kept as plates, which LYY18 does not run",
+                ));
+            }
         }
         Ok(())
     }
@@ -377,6 +391,8 @@ pub struct RunOptions {
     pub threads: Option<usize>,
     /// The precise final measurement, when asked for.
     pub precise: Option<PreciseOptions>,
+    /// Rows of each plate read per optimisation step.
+    pub subsample: Option<usize>,
 }
 
 impl RunOptions {
@@ -444,6 +460,7 @@ impl RunOptions {
             on_nonfinite: self.on_nonfinite.unwrap_or(d.on_nonfinite),
             threads: self.threads,
             precise,
+            subsample: self.subsample,
         };
         config.validate()?;
         Ok(config)

@@ -1,0 +1,420 @@
+//! Plates in the estimators: a model whose loop is kept as a plate gives the values and
+//! gradient samples of the same model unrolled (within 1e-12 relative: the additions are in
+//! another order), under every estimator that runs plates; LYY18 refuses it; the results do
+//! not depend on the number of threads; and a subsampled plate's gradient is unbiased for
+//! the full-data one.
+
+use std::sync::Arc;
+
+use dsgd::estimate::{Engine, EstimatorKind, Problem, Purpose, StreamKey, build};
+use dsgd::ir::{
+    Builder, Dist, LatentKind, LatentSpec, Mode, Model, ParamSpec, Plate, RowLatents, Shared, Var,
+};
+
+/// The data: `x` spread over [-2, 2], `y` a deterministic 0/1 pattern.
+fn data(n: usize) -> (Vec<f64>, Vec<f64>) {
+    let x = (0..n)
+        .map(|r| -2.0 + 4.0 * ((r * 37) % n) as f64 / n as f64)
+        .collect();
+    let y = (0..n).map(|r| ((r * 7 + 3) % 5 < 2) as u8 as f64).collect();
+    (x, y)
+}
+
+fn guided(name: String, mean: f64, std: f64) -> LatentSpec {
+    LatentSpec {
+        name,
+        kind: LatentKind::Guided {
+            init_mean: mean,
+            init_std: std,
+        },
+        span: None,
+    }
+}
+
+/// One row's term: `log N(u | a, 1)` (with row latents) plus
+/// `y ln p + (1 - y) ln(1 - p)`, `p = if a + b x + c t + u < 0 then 0.1 else 0.9` with
+/// `t = theta * x` (`theta` a model parameter), minus `0.05 (b x - y)^2` (a smooth part, so
+/// that the crisp pathwise gradient sees the rows too).
+#[allow(clippy::too_many_arguments)]
+fn row_term<'b>(
+    bld: &'b Builder,
+    a: Var<'b>,
+    b: Var<'b>,
+    c: Var<'b>,
+    theta: Var<'b>,
+    x: Var<'b>,
+    y: Var<'b>,
+    u: Option<Var<'b>>,
+) -> Var<'b> {
+    let one = bld.constant(1.0);
+    let mut guard = a + b * x + c * (theta * x);
+    let mut term = bld.constant(0.0);
+    if let Some(u) = u {
+        guard = guard + u;
+        term = bld.log_density(Dist::Normal, u, &[a, one]).unwrap();
+    }
+    let p = bld.if_neg(guard, bld.constant(0.1), bld.constant(0.9));
+    let smooth = b * x - y;
+    term + y * p.ln() + (1.0 - y) * (1.0 - p).ln() - 0.05 * smooth * smooth
+}
+
+/// The outer part: priors on `a` and `b` (not on `c`, which only the rows read) and a
+/// penalty on `theta`.
+fn outer_term<'b>(bld: &'b Builder, a: Var<'b>, b: Var<'b>, theta: Var<'b>) -> Var<'b> {
+    let (zero, five) = (bld.constant(0.0), bld.constant(5.0));
+    bld.log_density(Dist::Normal, a, &[zero, five]).unwrap()
+        + bld.log_density(Dist::Normal, b, &[zero, five]).unwrap()
+        - 0.5 * theta * theta
+}
+
+fn latents(n: usize, row_latents: bool) -> Vec<LatentSpec> {
+    let mut l = vec![
+        guided("a".into(), 0.2, 0.7),
+        guided("b".into(), -0.4, 0.5),
+        guided("c".into(), 0.1, 0.3),
+    ];
+    if row_latents {
+        l.extend((0..n).map(|r| guided(format!("u[{r}]"), 0.01 * (r % 7) as f64, 0.4)));
+    }
+    l
+}
+
+fn model(name: &str, program: dsgd::ir::Program, n: usize, rl: bool, plates: Vec<Plate>) -> Model {
+    Model {
+        name: name.into(),
+        mode: Mode::Variational,
+        program: program.into(),
+        latents: latents(n, rl),
+        params: vec![ParamSpec {
+            name: "theta".into(),
+            init: 0.6,
+        }],
+        plates,
+    }
+}
+
+/// The model with its loop unrolled.
+fn unrolled(n: usize, rl: bool) -> Model {
+    let (x, y) = data(n);
+    let bld = Builder::new();
+    let theta = bld.param("theta");
+    let (a, b, c) = (bld.latent("a"), bld.latent("b"), bld.latent("c"));
+    let us: Vec<Var> = if rl {
+        (0..n).map(|r| bld.latent(&format!("u[{r}]"))).collect()
+    } else {
+        Vec::new()
+    };
+    let mut f = outer_term(&bld, a, b, theta);
+    for r in 0..n {
+        let (xr, yr) = (bld.constant(x[r]), bld.constant(y[r]));
+        f = f + row_term(&bld, a, b, c, theta, xr, yr, us.get(r).copied());
+    }
+    model("unrolled", bld.finish(&[f]).unwrap(), n, rl, Vec::new())
+}
+
+/// The same model with its loop kept as a plate (as lowering will build it).
+fn plated(n: usize, rl: bool) -> Model {
+    let (x, y) = data(n);
+    let bld = Builder::new();
+    let theta = bld.param("theta");
+    let (a, b, _c) = (bld.latent("a"), bld.latent("b"), bld.latent("c"));
+    if rl {
+        for r in 0..n {
+            bld.latent(&format!("u[{r}]"));
+        }
+    }
+    let f = outer_term(&bld, a, b, theta);
+    let outer = bld.finish(&[f]).unwrap();
+    let body = Builder::new();
+    let (ba, bb, bc, bt) = (
+        body.param("a"),
+        body.param("b"),
+        body.param("c"),
+        body.param("theta"),
+    );
+    let (bx, by) = (body.latent("x"), body.latent("y"));
+    let bu = rl.then(|| body.latent("u"));
+    let g = row_term(&body, ba, bb, bc, bt, bx, by, bu);
+    let plate = Plate {
+        var: "i".into(),
+        span: None,
+        rows: n,
+        body: Arc::new(body.finish(&[g]).unwrap()),
+        shared: vec![
+            Shared::Latent(0),
+            Shared::Latent(1),
+            Shared::Latent(2),
+            Shared::Param(0),
+        ],
+        columns: vec![x.into(), y.into()],
+        row_latents: if rl {
+            vec![RowLatents {
+                first: 3,
+                stride: 1,
+            }]
+        } else {
+            Vec::new()
+        },
+    };
+    model("plated", outer, n, rl, vec![plate])
+}
+
+const PLATED: [EstimatorKind; 5] = [
+    EstimatorKind::Dsgd,
+    EstimatorKind::Fixed,
+    EstimatorKind::Reparam,
+    EstimatorKind::Score,
+    EstimatorKind::Rloo,
+];
+
+fn engine(model: &Model, kind: EstimatorKind) -> Engine {
+    let problem = Problem::new(model).unwrap();
+    let est = build(kind, &problem, 0.3, None).unwrap();
+    Engine::new(problem, est)
+}
+
+/// Gradient samples, values and crisp values of one batch.
+fn batch(e: &mut Engine, theta: &[f64], key: StreamKey, n: usize) -> Vec<f64> {
+    e.evaluate(theta, key, n, true).unwrap();
+    let mut out = e.sample_gradients();
+    out.extend(e.values());
+    out.extend(e.crisp_values());
+    out
+}
+
+/// `got` equals `want` within 1e-12 of the batch's scale of each kind of number.
+fn assert_close(want: &[f64], got: &[f64], what: &str) {
+    assert_eq!(want.len(), got.len());
+    for (i, (&w, &g)) in want.iter().zip(got).enumerate() {
+        assert!(
+            (w - g).abs() <= 1e-12 * w.abs().max(g.abs()).max(1.0),
+            "{what}: entry {i}: {w} against {g}"
+        );
+    }
+}
+
+/// A plate and its unrolled loop: the same numbers, for every estimator that runs plates,
+/// with and without row latents, over several blocks of rows and a short chunk of lanes.
+/// Catches a row summed twice or not at all, a gradient sent to the wrong row, a row
+/// latent's value formed from another row's noise, the entropy of a row latent lost.
+#[test]
+fn a_plate_gives_the_unrolled_loops_values_and_gradients() {
+    for (n, rl) in [(1100, false), (700, true)] {
+        let (flat, plate) = (unrolled(n, rl), plated(n, rl));
+        let theta = Problem::new(&flat).unwrap().family().init();
+        for kind in PLATED {
+            let (mut ef, mut ep) = (engine(&flat, kind), engine(&plate, kind));
+            for (it, lanes) in [(0, 16), (5, 37)] {
+                let key = StreamKey::new(11, it, Purpose::Step);
+                let want = batch(&mut ef, &theta, key, lanes);
+                let got = batch(&mut ep, &theta, key, lanes);
+                assert_close(&want, &got, &format!("{kind} n {n} row latents {rl}"));
+                // An optimisation step's sweeps (values only checked): the same gradient
+                // samples (each sample's, not their mean, whose terms may cancel).
+                ef.step(&theta, key, lanes).unwrap();
+                ep.step(&theta, key, lanes).unwrap();
+                assert_close(
+                    &ef.sample_gradients(),
+                    &ep.sample_gradients(),
+                    &format!("{kind} step n {n} row latents {rl}"),
+                );
+            }
+        }
+    }
+}
+
+/// LYY18 does not run plates: it refuses the model, naming the loop.
+#[test]
+fn lyy18_refuses_a_plate() {
+    let problem = Problem::new(&plated(10, false)).unwrap();
+    let err = build(EstimatorKind::Lyy18, &problem, 0.3, None).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("plate") && msg.contains("`i`"), "{msg}");
+}
+
+/// One thread or two: the same bits (the rows' sums are in row order in each lane).
+#[test]
+fn a_plates_results_do_not_depend_on_the_threads() {
+    let model = plated(900, true);
+    let theta = Problem::new(&model).unwrap().family().init();
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            PLATED
+                .iter()
+                .flat_map(|&k| {
+                    let mut e = engine(&model, k);
+                    batch(&mut e, &theta, StreamKey::new(3, 2, Purpose::Step), 50)
+                })
+                .map(f64::to_bits)
+                .collect::<Vec<_>>()
+        })
+    };
+    assert!(run(1) == run(2));
+}
+
+/// The mean of subsampled gradients is the full-data gradient: the paired differences
+/// (the same noise, subsampled and not) have mean zero within 4 standard errors, for each
+/// estimator, with and without row latents; and they are not all zero (the subsample does
+/// change the gradient). Catches a missing `n / M`, a drawn row latent's entropy not scaled,
+/// an undrawn row latent given a gradient.
+#[test]
+fn subsampled_gradients_are_unbiased() {
+    for (n, m, rl) in [(60, 7, false), (40, 6, true)] {
+        let model = plated(n, rl);
+        let theta = Problem::new(&model).unwrap().family().init();
+        for kind in PLATED {
+            let mut full = engine(&model, kind);
+            let mut sub = engine(&model, kind);
+            sub.set_subsample(Some(m));
+            let d = theta.len();
+            let batches = 1500;
+            let (mut sum, mut sq) = (vec![0.0; d], vec![0.0; d]);
+            for it in 0..batches {
+                let key = StreamKey::new(5, it, Purpose::Step);
+                full.evaluate(&theta, key, 16, false).unwrap();
+                sub.evaluate(&theta, key, 16, false).unwrap();
+                assert!(sub.subsample().is_some());
+                for p in 0..d {
+                    let diff = sub.mean_gradient()[p] - full.mean_gradient()[p];
+                    sum[p] += diff;
+                    sq[p] += diff * diff;
+                }
+            }
+            let k = batches as f64;
+            let mut moved = 0;
+            for p in 0..d {
+                let mean = sum[p] / k;
+                let var = (sq[p] / k - mean * mean) * k / (k - 1.0);
+                let se = (var / k).sqrt();
+                if se > 0.0 {
+                    moved += 1;
+                }
+                assert!(
+                    mean.abs() <= 4.0 * se + 1e-12,
+                    "{kind} n {n} m {m} row latents {rl}: component {p}: mean difference {mean}, se {se}"
+                );
+            }
+            assert!(moved > 0, "{kind}: the subsample changed nothing");
+        }
+    }
+}
+
+/// What the estimators' analysis sees of a plate: its body's if-statement among the
+/// model's (a jump whose guard reads a latent, as in the unrolled model, where every row's
+/// is one), counted once per row, and the nesting depth of the unrolled model.
+#[test]
+fn a_plates_if_statements_are_analysed_and_counted_per_row() {
+    let n = 12;
+    let (flat, plate) = (
+        Problem::new(&unrolled(n, true)).unwrap(),
+        Problem::new(&plated(n, true)).unwrap(),
+    );
+    assert_eq!(plate.if_statements(), n);
+    assert_eq!(flat.if_statements(), n);
+    let (fa, pa) = (flat.analysis(), plate.analysis());
+    assert_eq!(pa.if_count(), 1);
+    assert_eq!(pa.nesting_depth, fa.nesting_depth);
+    assert_eq!(pa.latent_dependent().count(), 1);
+    assert_eq!(fa.latent_dependent().count(), n);
+    assert_eq!(
+        pa.param_dependent().count() > 0,
+        fa.param_dependent().count() > 0
+    );
+}
+
+/// A run with `subsample` reports it and climbs the full-data ELBO (its measurements read
+/// every row); zero rows and LYY18 are refused, naming the option.
+#[test]
+fn a_subsampled_run_reports_it_and_lyy18_refuses_it() {
+    let model = plated(400, false);
+    let base = dsgd::RunConfig {
+        iterations: 300,
+        log_every: 100,
+        log_samples: 200,
+        threads: Some(1),
+        ..dsgd::RunConfig::default()
+    };
+    let sub = dsgd::fit(
+        &model,
+        &dsgd::RunConfig {
+            subsample: Some(40),
+            ..base.clone()
+        },
+    )
+    .unwrap();
+    assert_eq!(sub.subsample, Some(40));
+    assert!(sub.to_json().contains("\"subsample\": 40"));
+    let full = dsgd::fit(&model, &base).unwrap();
+    assert_eq!(full.subsample, None);
+    assert!(!full.to_json().contains("subsample"));
+    let (first, last) = (&sub.trajectory[0], sub.trajectory.last().unwrap());
+    assert!(
+        last.value - first.value > 4.0 * last.value_se.hypot(first.value_se),
+        "{} -> {}",
+        first.value,
+        last.value
+    );
+    for (m, estimator, option) in [
+        (0, EstimatorKind::Dsgd, "subsample"),
+        (5, EstimatorKind::Lyy18, "subsample"),
+    ] {
+        let bad = dsgd::RunConfig {
+            subsample: Some(m),
+            estimator,
+            ..base.clone()
+        };
+        let msg = bad.validate().unwrap_err().to_string();
+        assert!(msg.contains(option), "{msg}");
+    }
+}
+
+/// A run that stops on a non-finite value names the plate's row behind it: the first row
+/// whose body is not finite at the failing sample.
+#[test]
+fn a_non_finite_row_is_named() {
+    let n = 30;
+    let bad = 7;
+    let bld = Builder::new();
+    let a = bld.latent("a");
+    let (zero, one) = (bld.constant(0.0), bld.constant(1.0));
+    let outer = bld
+        .finish(&[bld.log_density(Dist::Normal, a, &[zero, one]).unwrap()])
+        .unwrap();
+    let body = Builder::new();
+    let (ba, x) = (body.param("a"), body.latent("x"));
+    let g = (x - 0.1 * ba).ln();
+    let x: Vec<f64> = (0..n)
+        .map(|r| if r == bad { -50.0 } else { 5.0 + r as f64 })
+        .collect();
+    let model = Model {
+        name: "bad_row".into(),
+        mode: Mode::Variational,
+        program: outer.into(),
+        latents: vec![guided("a".into(), 0.0, 0.5)],
+        params: Vec::new(),
+        plates: vec![Plate {
+            var: "i".into(),
+            span: None,
+            rows: n,
+            body: Arc::new(body.finish(&[g]).unwrap()),
+            shared: vec![Shared::Latent(0)],
+            columns: vec![x.into()],
+            row_latents: Vec::new(),
+        }],
+    };
+    let report = dsgd::fit(
+        &model,
+        &dsgd::RunConfig {
+            iterations: 5,
+            threads: Some(1),
+            ..dsgd::RunConfig::default()
+        },
+    )
+    .unwrap();
+    let msg = report.stop_message.unwrap_or_default();
+    assert!(msg.contains("row 7 of the loop over `i`"), "{msg}");
+}
