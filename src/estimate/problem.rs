@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use super::rng::{Channel, StreamKey};
 use crate::eval::{BatchGradient, CHUNK, ForcedScratch, Tape, Values, Workspace};
 use crate::family::{Family, FamilyError, FamilyState};
-use crate::ir::{Analysis, Mode, Model, Program, analyse};
+use crate::ir::{Analysis, GuardScaled, Mode, Model, Program, analyse, scale_guards};
 
 /// Scratch slots per problem: one per thread of the current pool, and at least one per core.
 fn scratch_slots() -> usize {
@@ -45,6 +45,9 @@ pub struct ProblemData {
     pub(crate) family: Family,
     pub(crate) tape: Tape,
     pub(crate) analysis: Analysis,
+    /// With guards smoothed relative to their spread ([`Problem::relative`]): the factors
+    /// the tape's program reads after the model's parameters.
+    guard_scaled: Option<GuardScaled>,
     /// The latents some parameter moves ([`Family::moved_latents`]): the rows of the
     /// tape's gradient and the latents the per-latent loops visit. A fixed latent has no
     /// parameters, so its gradient is never read and its Jacobian is empty.
@@ -92,7 +95,22 @@ impl PathwisePlan {
 
 impl Problem {
     pub fn new(model: &Model) -> Result<Problem, FamilyError> {
+        Problem::build(model, None)
+    }
+
+    /// The problem whose smoothed sweeps read each guard linear in the latents in units of
+    /// its spread under the guide (`ir::scale_guards`): DSGD's relative smoothing. Its crisp
+    /// values are those of [`Problem::new`]; only the estimators that run the tape through
+    /// [`ProblemData::sweep_gradient`] and [`ProblemData::crisp_values`] may use it.
+    pub fn relative(model: &Model) -> Result<Problem, FamilyError> {
+        Problem::build(model, scale_guards(&model.program))
+    }
+
+    fn build(model: &Model, guard_scaled: Option<GuardScaled>) -> Result<Problem, FamilyError> {
         let family = Family::new(model)?;
+        let tape_program = guard_scaled
+            .as_ref()
+            .map_or(&*model.program, |g| &g.program);
         Ok(Problem(Arc::new(ProblemData {
             name: model.name.clone(),
             mode: model.mode,
@@ -100,7 +118,8 @@ impl Problem {
             program: model.program.clone(),
             // Fixed latents have no parameters: their gradient is never read, so the reverse
             // sweep skips what depends on them alone.
-            tape: Tape::compile_active(&model.program, 0, Some(&family.gradient_wanted())),
+            tape: Tape::compile_active(tape_program, 0, Some(&family.gradient_wanted())),
+            guard_scaled,
             analysis: analyse(&model.program),
             moved: family.moved_latents(),
             pathwise: PathwisePlan::new(&family, &family.moved_latents()),
@@ -139,6 +158,31 @@ impl ProblemData {
     /// The dimension of `theta`.
     pub fn dim(&self) -> usize {
         self.family.dim()
+    }
+
+    /// Whether the smoothed sweeps read guards relative to their spread ([`Problem::relative`]).
+    pub fn relative_guards(&self) -> bool {
+        self.guard_scaled.is_some()
+    }
+
+    /// The tape's parameters: the model's, then (relative smoothing) each scaled guard's
+    /// factor from the guide's scales in `state`, written into `buf`. Every sweep of the
+    /// tape takes its parameters from here.
+    pub(crate) fn tape_params<'a>(
+        &self,
+        state: &FamilyState,
+        params: &'a [f64],
+        buf: &'a mut Vec<f64>,
+    ) -> &'a [f64] {
+        match &self.guard_scaled {
+            None => params,
+            Some(g) => {
+                buf.clear();
+                buf.extend_from_slice(params);
+                g.factors(|i| state.scale(i), buf);
+                buf
+            }
+        }
     }
 
     /// `f` run with the scratch of the calling thread (by its index in its rayon pool; 0
@@ -181,6 +225,7 @@ impl ProblemData {
             moves: Vec::with_capacity(CHUNK),
             lanes: Vec::with_capacity(CHUNK),
             out: vec![0.0; 2 * CHUNK],
+            params: Vec::new(),
             w: 0,
         }
     }
@@ -214,10 +259,11 @@ impl ProblemData {
         let m = self.family.model_param_count();
         let n = self.family.latent_count();
         scratch.grad.resize(&self.tape, w);
+        let params = self.tape_params(state, &theta[..m], &mut scratch.params);
         self.tape.gradient_latents(
             &mut scratch.ws,
             semantics,
-            &theta[..m],
+            params,
             state.latents(&scratch.s[..n * w]),
             &mut scratch.grad,
             values,
@@ -304,10 +350,11 @@ impl ProblemData {
         let w = scratch.w;
         let m = self.family.model_param_count();
         let n = self.family.latent_count();
+        let params = self.tape_params(state, &theta[..m], &mut scratch.params);
         self.tape.forward_latents(
             &mut scratch.ws,
             crate::ir::Semantics::Crisp,
-            &theta[..m],
+            params,
             state.latents(&scratch.s[..n * w]),
             &mut scratch.out[..w],
         );
@@ -465,6 +512,8 @@ pub struct Scratch {
     /// Per lane, LYY18's choice: `(if-statement, coordinate, a_kj, q_j(z*_j))`.
     pub(crate) lanes: Vec<Option<(usize, usize, f64, f64)>>,
     pub(crate) out: Vec<f64>,
+    /// The tape's parameters when they extend the model's (relative smoothing).
+    pub(crate) params: Vec<f64>,
     /// Lanes currently drawn.
     pub(crate) w: usize,
 }

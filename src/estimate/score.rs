@@ -50,10 +50,11 @@ pub(super) fn direct_and_values(
         p.sweep_gradient(cx.state, cx.theta, Semantics::Crisp, scratch, Values::Exact);
         scratch.out[..w].copy_from_slice(&scratch.grad.value[..w]);
     } else {
+        let params = p.tape_params(cx.state, &cx.theta[..m], &mut scratch.params);
         p.tape.forward_latents(
             &mut scratch.ws,
             Semantics::Crisp,
-            &cx.theta[..m],
+            params,
             cx.state.latents(&scratch.s[..n * w]),
             &mut scratch.out[..w],
         );
