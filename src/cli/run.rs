@@ -316,21 +316,20 @@ fn write_summary(
 ) -> std::io::Result<()> {
     let mark = |yes: bool| if yes { " (the model's own)" } else { "" };
     let mut est = r.estimator.clone();
-    if r.eta_auto {
-        est += " (eta auto";
-        if let Some(d) = r.eta_decay {
-            est += &format!(", decay {d}{}", mark(own.decay));
-        }
-        est += ")";
-    } else if let Some(eta) = r.eta {
+    let eta = if r.eta_auto {
+        Some("auto".to_string())
+    } else {
+        r.eta.map(|eta| eta.to_string())
+    };
+    if let Some(eta) = eta {
         est += &format!(" (eta {eta}");
         if let Some(d) = r.eta_decay {
             est += &format!(", decay {d}{}", mark(own.decay));
         }
+        if let Some(scale) = &r.eta_scale {
+            est += &format!(", {scale} to each guard's spread");
+        }
         est += ")";
-    }
-    if let Some(scale) = &r.eta_scale {
-        est += &format!(", eta {scale} to each guard's spread");
     }
     let optimizer = match r.lr {
         Some(lr) => format!("{} lr {lr}{}", r.optimizer, mark(own.lr)),
