@@ -12,10 +12,12 @@ set -euo pipefail
 mode=$1; dir=$2; bin=${3:-target/release/dsgd}
 write() {
   local out=$1; mkdir -p "$out"
+  # Pinned to the paper's absolute eta (the default is eta relative to each guard's spread),
+  # so that outputs made before that option existed still compare.
   for m in example temperature xornet walk cheating textmsg influenza; do
     for e in dsgd fixed score reparam lyy18; do
       for s in 0 1; do
-        "$bin" run $m --estimator $e --optimizer adam --iters 2000 --seed $s --json --threads 1 2>/dev/null \
+        "$bin" run $m --estimator $e --optimizer adam --eta-scale absolute --iters 2000 --seed $s --json --threads 1 2>/dev/null \
           | sed -E 's/"seconds": ?[0-9.eE+-]+,?//' > "$out/$m.$e.$s.json" || true
       done
     done

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
-use crate::estimate::{self, Engine, Problem, Purpose, StreamKey};
+use crate::estimate::{self, Engine, Purpose, StreamKey};
 use crate::experiment::observe::Observer;
 use crate::experiment::report::RunReport;
 use crate::experiment::run::{RunConfig, RunError, run, run_cancellable};
@@ -106,7 +106,7 @@ pub fn gradient_samples_cancellable(
         vec![("n", n.to_string())],
         Footprint::of(model).gradient_bytes(n as u64),
     )?;
-    let problem = Problem::new(model)?;
+    let problem = crate::experiment::run::problem_for(model, config)?;
     if theta.len() != problem.dim() {
         return Err(RunError::Config(format!(
             "theta has {} components, the model's family has {} ({})",

@@ -179,7 +179,8 @@ fn run_writes_json_and_csv_and_a_summary() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.starts_with(
-            "example: dsgd (eta 0.1, decay 0.5), dog (no step size, iterates averaged)"
+            "example: dsgd (eta 0.1, decay 0.5, relative to each guard's spread), dog (no step \
+             size, iterates averaged)"
         ),
         "{text}"
     );

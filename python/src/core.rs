@@ -551,9 +551,15 @@ pub fn gradients(
     )?;
     let eta = settings::eta(o.eta.unwrap_or(DEFAULT_ETA))?;
     let eta_decay = o.eta_decay.map(settings::eta_decay).transpose()?;
-    let problem = Problem::new(model).map_err(|e| CoreError::Invalid(e.to_string()))?;
-    check_dim(&problem, theta)?;
     let kind = o.estimator.unwrap_or(EstimatorKind::Dsgd);
+    // The problem a run with the default eta scale differentiates (relative for DSGD).
+    let run = dsgd::RunConfig {
+        estimator: kind,
+        ..Default::default()
+    };
+    let problem = dsgd::experiment::run::problem_for(model, &run)
+        .map_err(|e| CoreError::Invalid(e.to_string()))?;
+    check_dim(&problem, theta)?;
     let estimator = estimate::build(kind, &problem, eta, eta_decay)
         .map_err(|e| CoreError::Invalid(e.to_string()))?;
     let d = problem.dim();

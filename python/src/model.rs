@@ -299,7 +299,9 @@ impl Model {
 
     /// Optimises the model; returns a `Fit`. The keywords are those of `dsgd run`
     /// (`dsgd._core.FitOptions` holds their signature): estimator ("dsgd", "fixed",
-    /// "reparam", "score", "lyy18" or "rloo"), eta (a number or "auto"), eta_decay, iters,
+    /// "reparam", "score", "lyy18" or "rloo"), eta (a number or "auto"), eta_decay,
+    /// eta_scale ("relative", the default: DSGD smooths each guard linear in the latents at
+    /// eta times its standard deviation under the guide; "absolute": in the guard's units), iters,
     /// batch, optimizer ("dog", "adam" or "sgd"; left out, "adam" when lr is given or a
     /// built-in model has its own step size, else "dog", which needs none), lr, sgd_power,
     /// seed, log_every, log_samples, on_nonfinite ("stop" or "continue"), threads (results

@@ -12,8 +12,8 @@ use dsgd::experiment::report::{ObjectiveKind, RunReport, StopReason};
 use dsgd::experiment::run::{RunError, run as run_model};
 use dsgd::models::Recommended;
 use dsgd::settings::{
-    EtaSetting, OnNonFinite, OptimizerKind, PreciseConfig, PreciseOptions, RunConfig, RunOptions,
-    Style,
+    EtaScale, EtaSetting, OnNonFinite, OptimizerKind, PreciseConfig, PreciseOptions, RunConfig,
+    RunOptions, Style,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -41,6 +41,11 @@ pub struct RunArgs {
     /// else 1 / (2 * nesting depth)].
     #[arg(long, allow_negative_numbers = true, value_parser = eta_decay)]
     eta_decay: Option<f64>,
+    /// The units of DSGD's eta: `relative` smooths each guard linear in the latents at eta
+    /// times its standard deviation under the guide; `absolute` at eta in the guard's own
+    /// units, as the paper does [default: relative] (docs/adaptive-eta.md).
+    #[arg(long, value_parser = eta_scale)]
+    eta_scale: Option<EtaScale>,
     /// Optimisation steps.
     #[arg(long, default_value_t = RunConfig::default().iterations, value_parser = clap::value_parser!(u64).range(1..))]
     iters: u64,
@@ -131,6 +136,12 @@ fn optimizer(s: &str) -> Result<OptimizerKind, String> {
         .map_err(|e: dsgd::settings::SettingError| e.why().to_string())
 }
 
+/// `--eta-scale`: relative or absolute.
+fn eta_scale(s: &str) -> Result<EtaScale, String> {
+    s.parse()
+        .map_err(|e: dsgd::settings::SettingError| e.why().to_string())
+}
+
 impl RunArgs {
     /// What the user gave; the library fills in the rest.
     fn options(&self) -> RunOptions {
@@ -145,6 +156,7 @@ impl RunArgs {
             }),
             eta: self.eta,
             eta_decay: self.eta_decay,
+            eta_scale: self.eta_scale,
             iterations: Some(self.iters),
             batch: Some(self.batch),
             optimizer: self.optimizer,
@@ -310,16 +322,18 @@ fn write_summary(
 ) -> std::io::Result<()> {
     let mark = |yes: bool| if yes { " (the model's own)" } else { "" };
     let mut est = r.estimator.clone();
-    if r.eta_auto {
-        est += " (eta auto";
-        if let Some(d) = r.eta_decay {
-            est += &format!(", decay {d}{}", mark(own.decay));
-        }
-        est += ")";
-    } else if let Some(eta) = r.eta {
+    let eta = if r.eta_auto {
+        Some("auto".to_string())
+    } else {
+        r.eta.map(|eta| eta.to_string())
+    };
+    if let Some(eta) = eta {
         est += &format!(" (eta {eta}");
         if let Some(d) = r.eta_decay {
             est += &format!(", decay {d}{}", mark(own.decay));
+        }
+        if let Some(scale) = &r.eta_scale {
+            est += &format!(", {scale} to each guard's spread");
         }
         est += ")";
     }

@@ -156,7 +156,6 @@ impl Lyy18 {
         let w = scratch.w;
         let m = p.family.model_param_count();
         let n = p.family.latent_count();
-        let params = &cx.theta[..m];
         let mut rng = cx.key.rng(Channel::Choice);
         scratch.forced.clear();
         scratch.lanes.clear();
@@ -203,6 +202,7 @@ impl Lyy18 {
         let (forced_else, forced_then) = scratch.forced.split_at(w);
         let (ws, fs, moves) = (&mut scratch.ws, &mut scratch.forcing, &scratch.moves[..]);
         let latents = st.latents(s);
+        let params = p.tape_params(st, &cx.theta[..m], &mut scratch.params);
         p.tape
             .forward_forced_moved(ws, fs, params, latents, moves, forced_else, else_out);
         p.tape

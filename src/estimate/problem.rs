@@ -8,7 +8,7 @@ use super::plates::{Outer, PlateRun, PlateScratch, Subsample, Target};
 use super::rng::{Channel, StreamKey};
 use crate::eval::{BatchGradient, CHUNK, ForcedScratch, Tape, Values, Workspace};
 use crate::family::{Family, FamilyError, FamilyState};
-use crate::ir::{Analysis, Mode, Model, Program, analyse};
+use crate::ir::{Analysis, GuardScaled, Mode, Model, Program, analyse, scale_guards};
 
 /// The outer program's analysis with each plate body's guards after its own (renumbered),
 /// and the deepest nesting of all.
@@ -65,6 +65,9 @@ pub struct ProblemData {
     /// If-statements the objective evaluates: the outer program's, and each plate's body's
     /// once per row.
     if_statements: usize,
+    /// With guards smoothed relative to their spread ([`Problem::relative`]): the factors
+    /// the tape's program reads after the model's parameters.
+    guard_scaled: Option<GuardScaled>,
     /// The latents some parameter moves ([`Family::moved_latents`]): the rows of the
     /// tape's gradient and the latents the per-latent loops visit. A fixed latent has no
     /// parameters, so its gradient is never read and its Jacobian is empty.
@@ -116,9 +119,24 @@ impl PathwisePlan {
 
 impl Problem {
     pub fn new(model: &Model) -> Result<Problem, FamilyError> {
+        Problem::build(model, None)
+    }
+
+    /// The problem whose smoothed sweeps read each guard linear in the latents in units of
+    /// its spread under the guide (`ir::scale_guards`): DSGD's relative smoothing. Its crisp
+    /// values are those of [`Problem::new`]; only the estimators that run the tape through
+    /// [`ProblemData::sweep_gradient`] and [`ProblemData::crisp_values`] may use it.
+    pub fn relative(model: &Model) -> Result<Problem, FamilyError> {
+        Problem::build(model, scale_guards(&model.program))
+    }
+
+    fn build(model: &Model, guard_scaled: Option<GuardScaled>) -> Result<Problem, FamilyError> {
         let family = Family::new(model)?;
         let wanted = family.gradient_wanted();
-        let tape = Tape::compile_active(&model.program, 0, Some(&wanted));
+        let tape_program = guard_scaled
+            .as_ref()
+            .map_or(&*model.program, |g| &g.program);
+        let tape = Tape::compile_active(tape_program, 0, Some(&wanted));
         let moved = family.moved_latents();
         let mut moved_row = vec![u32::MAX; family.latent_count()];
         for (r, &i) in moved.iter().enumerate() {
@@ -153,6 +171,7 @@ impl Problem {
             // Fixed latents have no parameters: their gradient is never read, so the reverse
             // sweep skips what depends on them alone.
             tape,
+            guard_scaled,
             analysis: analysis_with_plates(model),
             if_statements: model.program.if_count()
                 + model
@@ -207,6 +226,31 @@ impl ProblemData {
         self.family.dim()
     }
 
+    /// Whether the smoothed sweeps read guards relative to their spread ([`Problem::relative`]).
+    pub fn relative_guards(&self) -> bool {
+        self.guard_scaled.is_some()
+    }
+
+    /// The tape's parameters: the model's, then (relative smoothing) each scaled guard's
+    /// factor from the guide's scales in `state`, written into `buf`. Every sweep of the
+    /// tape takes its parameters from here.
+    pub(crate) fn tape_params<'a>(
+        &self,
+        state: &FamilyState,
+        params: &'a [f64],
+        buf: &'a mut Vec<f64>,
+    ) -> &'a [f64] {
+        match &self.guard_scaled {
+            None => params,
+            Some(g) => {
+                buf.clear();
+                buf.extend_from_slice(params);
+                g.factors(|i| state.scale(i), buf);
+                buf
+            }
+        }
+    }
+
     /// `f` run with the scratch of the calling thread (by its index in its rayon pool; 0
     /// outside any pool), made at its first use.
     ///
@@ -248,6 +292,7 @@ impl ProblemData {
             lanes: Vec::with_capacity(CHUNK),
             out: vec![0.0; 2 * CHUNK],
             plates: self.plates.iter().map(PlateRun::scratch).collect(),
+            params: Vec::new(),
             w: 0,
         }
     }
@@ -282,10 +327,11 @@ impl ProblemData {
         let m = self.family.model_param_count();
         let n = self.family.latent_count();
         scratch.grad.resize(&self.tape, w);
+        let params = self.tape_params(state, &theta[..m], &mut scratch.params);
         self.tape.gradient_latents(
             &mut scratch.ws,
             semantics,
-            &theta[..m],
+            params,
             state.latents(&scratch.s[..n * w]),
             &mut scratch.grad,
             values,
@@ -317,10 +363,11 @@ impl ProblemData {
         let w = scratch.w;
         let m = self.family.model_param_count();
         let n = self.family.latent_count();
+        let params = self.tape_params(state, &theta[..m], &mut scratch.params);
         self.tape.forward_latents(
             &mut scratch.ws,
             semantics,
-            &theta[..m],
+            params,
             state.latents(&scratch.s[..n * w]),
             &mut out[..w],
         );
@@ -681,6 +728,8 @@ pub struct Scratch {
     pub(crate) out: Vec<f64>,
     /// Per plate, its body's scratch.
     pub(crate) plates: Vec<PlateScratch>,
+    /// The tape's parameters when they extend the model's (relative smoothing).
+    pub(crate) params: Vec<f64>,
     /// Lanes currently drawn.
     pub(crate) w: usize,
 }

@@ -139,6 +139,11 @@ pub struct RunReport {
     pub eta_auto: bool,
     /// The decay of DSGD's schedule; null for other estimators.
     pub eta_decay: Option<f64>,
+    /// `relative` when DSGD smoothed each guard linear in the latents at eta times its
+    /// standard deviation under the guide (`--eta-scale relative`); absent when every eta is
+    /// in the guards' own units (the paper's smoothing, and Fixed's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eta_scale: Option<String>,
     /// `dog`, `adam` or `sgd`.
     pub optimizer: String,
     /// The step size (Adam's, or SGD's `gamma_0`); null for DoG, which has none.

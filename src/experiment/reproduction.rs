@@ -108,6 +108,8 @@ impl ReproduceConfig {
         RunConfig {
             eta: self.variance_eta,
             eta_decay: decay,
+            // The paper smooths every guard in its own units.
+            eta_scale: crate::settings::EtaScale::Absolute,
             iterations: self.iterations,
             batch: self.batch,
             optimizer: OptimizerConfig::Adam(AdamConfig {

@@ -28,7 +28,7 @@ use crate::estimate::{
 use crate::family::FamilyError;
 use crate::ir::{Mode, Model, Semantics};
 use crate::optim::OptimizerConfig;
-use crate::settings::SettingError;
+use crate::settings::{EtaScale, SettingError};
 
 pub use crate::settings::{OnNonFinite, RunConfig};
 
@@ -95,7 +95,7 @@ fn run_in_pool(
     cancel: &AtomicBool,
 ) -> Result<RunReport, RunError> {
     let clock = Instant::now();
-    let problem = Problem::new(model)?;
+    let problem = problem_for(model, config)?;
     let decay = estimate::decay_or_default(config.eta_decay, problem.analysis());
     let auto = config
         .eta_auto
@@ -173,6 +173,9 @@ fn run_in_pool(
         eta: (kind.uses_eta() && !config.eta_auto).then_some(config.eta),
         eta_auto: config.eta_auto,
         eta_decay: (kind == EstimatorKind::Dsgd).then_some(decay),
+        eta_scale: problem
+            .relative_guards()
+            .then(|| EtaScale::Relative.name().to_string()),
         optimizer: config.optimizer.name().to_string(),
         lr: config.optimizer.lr(),
         sgd_power: match config.optimizer {
@@ -208,6 +211,17 @@ fn run_in_pool(
         o.finished(&report);
     }
     Ok(report)
+}
+
+/// The problem `config`'s estimator differentiates: DSGD with `--eta-scale relative` reads
+/// each guard linear in the latents in units of its spread under the guide
+/// ([`Problem::relative`]); everything else reads the program as written.
+pub fn problem_for(model: &Model, config: &RunConfig) -> Result<Problem, FamilyError> {
+    if config.estimator == EstimatorKind::Dsgd && config.eta_scale == EtaScale::Relative {
+        Problem::relative(model)
+    } else {
+        Problem::new(model)
+    }
 }
 
 /// The loop's state.

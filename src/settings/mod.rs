@@ -22,7 +22,7 @@ pub use resources::{
     memory_limit,
 };
 pub use run::{
-    DEFAULT_ETA, EtaSetting, Ignored, MAX_ETA_DECAY, OnNonFinite, OptimizerKind, RunConfig,
-    RunOptions, eta, eta_decay,
+    DEFAULT_ETA, EtaScale, EtaSetting, Ignored, MAX_ETA_DECAY, OnNonFinite, OptimizerKind,
+    RunConfig, RunOptions, eta, eta_decay,
 };
 pub use values::{at_least, non_negative, positive, whole};

@@ -99,6 +99,43 @@ impl FromStr for EtaSetting {
     }
 }
 
+/// The units DSGD's `eta` is in: each guard's own spread under the guide, or the guard's
+/// units as written (the paper's).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum EtaScale {
+    /// `eta_j = eta * sd_q(g_j)` for each guard linear in the latents (`ir::scale_guards`):
+    /// the smoothed problem keeps the crisp one's invariance to the latents' scale.
+    #[default]
+    Relative,
+    /// One `eta` for every guard, in the guard's units.
+    Absolute,
+}
+
+impl EtaScale {
+    /// The setting's name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            EtaScale::Relative => "relative",
+            EtaScale::Absolute => "absolute",
+        }
+    }
+}
+
+impl FromStr for EtaScale {
+    type Err = SettingError;
+    fn from_str(s: &str) -> Result<Self, SettingError> {
+        [EtaScale::Relative, EtaScale::Absolute]
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                SettingError::invalid(
+                    "eta_scale",
+                    format!("must be relative or absolute, got `{s}`"),
+                )
+            })
+    }
+}
+
 /// Which optimiser (its hyperparameters come from the other options). None is named by
 /// default: [`RunOptions::optimizer_kind`] chooses DoG, or Adam when a step size is given.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -154,6 +191,8 @@ pub struct RunConfig {
     /// `--eta auto`: DSGD's accuracy is chosen from the run's measurements
     /// (`estimate::AutoEta`) and `eta` is not read.
     pub eta_auto: bool,
+    /// The units of DSGD's `eta` (Fixed always uses the guards' own).
+    pub eta_scale: EtaScale,
     /// Optimisation steps.
     pub iterations: u64,
     /// Gradient samples averaged per step.
@@ -186,6 +225,7 @@ impl Default for RunConfig {
             eta: DEFAULT_ETA,
             eta_decay: None,
             eta_auto: false,
+            eta_scale: EtaScale::default(),
             iterations: 10_000,
             batch: 16,
             optimizer: OptimizerConfig::default(),
@@ -369,6 +409,8 @@ pub struct RunOptions {
     pub eta: Option<EtaSetting>,
     /// DSGD's decay.
     pub eta_decay: Option<f64>,
+    /// The units of DSGD's `eta`.
+    pub eta_scale: Option<EtaScale>,
     /// Optimisation steps.
     pub iterations: Option<u64>,
     /// Gradient samples per step.
@@ -451,6 +493,10 @@ impl RunOptions {
             eta,
             eta_auto,
             eta_decay: self.eta_decay.or(recommended.eta_decay),
+            eta_scale: self
+                .eta_scale
+                .or(recommended.eta_scale)
+                .unwrap_or(d.eta_scale),
             iterations: self.iterations.unwrap_or(d.iterations),
             batch: self.batch.unwrap_or(d.batch),
             optimizer: self.optimizer_config(recommended),
@@ -560,6 +606,7 @@ mod tests {
         let xornet = Recommended {
             lr: Some(0.01),
             eta_decay: Some(0.2),
+            eta_scale: Some(EtaScale::Absolute),
         };
         let c = RunOptions::default().resolve(xornet).unwrap();
         assert_eq!(c.optimizer.lr(), Some(0.01));
@@ -573,13 +620,26 @@ mod tests {
         assert_eq!(c.optimizer.lr(), Some(0.5));
         assert!(c.eta_auto && c.eta == START_AMPLITUDE);
         assert_eq!(RunConfig::recommended("xornet").optimizer.lr(), Some(0.01));
+        // The model's absolute eta, unless the user names the scale.
+        assert_eq!(c.eta_scale, EtaScale::Absolute);
+        assert_eq!(none.eta_scale, EtaScale::Relative);
+        let relative = RunOptions {
+            eta_scale: Some(EtaScale::Relative),
+            ..RunOptions::default()
+        };
+        assert_eq!(
+            relative.resolve(xornet).unwrap().eta_scale,
+            EtaScale::Relative
+        );
+        assert_eq!("Absolute".parse::<EtaScale>(), Ok(EtaScale::Absolute));
+        assert!("both".parse::<EtaScale>().is_err());
     }
 
     #[test]
     fn the_optimiser_is_dog_unless_a_step_size_is_given() {
         let temperature = Recommended {
             lr: Some(0.0015),
-            eta_decay: None,
+            ..Recommended::default()
         };
         let kind = |o: &RunOptions, r| o.resolve(r).unwrap().optimizer.name();
         assert_eq!(kind(&RunOptions::default(), Recommended::default()), "dog");
