@@ -87,6 +87,9 @@ class Fit:
         """The objective at the final parameters from many fresh samples (``fit(...,
         precise=True)``), or None when not asked for."""
     @property
+    def eta(self) -> Union[float, str, None]:
+        """The accuracy asked for: a number, ``"auto"``, or None when nothing is smoothed."""
+    @property
     def converged(self) -> bool: ...
     @property
     def convergence(self) -> str:

@@ -310,7 +310,7 @@ fn write_summary(
             est += &format!(", decay {d}{}", mark(own.decay));
         }
         est += ")";
-    } else if let Some(eta) = r.eta {
+    } else if let Some(eta) = r.eta.and_then(EtaSetting::value) {
         est += &format!(" (eta {eta}");
         if let Some(d) = r.eta_decay {
             est += &format!(", decay {d}{}", mark(own.decay));

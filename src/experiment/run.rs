@@ -28,7 +28,7 @@ use crate::estimate::{
 use crate::family::FamilyError;
 use crate::ir::{Mode, Model, Semantics};
 use crate::optim::OptimizerConfig;
-use crate::settings::SettingError;
+use crate::settings::{EtaSetting, SettingError};
 
 pub use crate::settings::{OnNonFinite, RunConfig};
 
@@ -168,7 +168,11 @@ fn run_in_pool(
         model: problem.name().to_string(),
         kind: objective,
         estimator: kind.name().to_string(),
-        eta: (kind.uses_eta() && !config.eta_auto).then_some(config.eta),
+        eta: kind.uses_eta().then_some(if config.eta_auto {
+            EtaSetting::Auto
+        } else {
+            EtaSetting::Value(config.eta)
+        }),
         eta_auto: config.eta_auto,
         eta_decay: (kind == EstimatorKind::Dsgd).then_some(decay),
         optimizer: config.optimizer.name().to_string(),
