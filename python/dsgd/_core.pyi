@@ -100,6 +100,12 @@ class Fit:
     @property
     def message(self) -> Optional[str]: ...
     @property
+    def bias_warning(self) -> Optional[str]:
+        """Why the estimator is biased for this program, or None."""
+    @property
+    def smoothing_warning(self) -> Optional[str]:
+        """The warning that the final smoothing gap exceeds its noise, or None."""
+    @property
     def iterations(self) -> int: ...
     @property
     def seconds(self) -> float: ...

@@ -236,6 +236,20 @@ impl Fit {
         self.report.stop_message.clone()
     }
 
+    /// Why the estimator is biased for this program (the `warning:` `dsgd run` prints, and
+    /// `bias_warning` in `run.json`), or None when it is not.
+    #[getter]
+    fn bias_warning(&self) -> Option<String> {
+        self.report.bias_warning.clone()
+    }
+
+    /// The warning that the smoothing gap at the end exceeds its noise (`smoothing_warning`
+    /// in `run.json`), or None.
+    #[getter]
+    fn smoothing_warning(&self) -> Option<String> {
+        self.report.smoothing_warning.clone()
+    }
+
     /// Steps taken.
     #[getter]
     fn iterations(&self) -> u64 {

@@ -105,6 +105,17 @@ def test_to_pandas_has_the_columns_and_numbers_of_trajectory_csv(cli, tmp_path):
     assert fit.latents["q50"][1] == pytest.approx(np.exp(df["u_loc[s]"].iloc[-1]), rel=1e-12)
 
 
+def test_bias_warning_says_when_the_estimator_is_biased_for_the_program():
+    m = dsgd.Model.builtin("example")   # a jump on the latent: Reparam is biased, DSGD not
+    biased = m.fit(estimator="reparam", iters=200)
+    assert biased.bias_warning is not None and "reparam is biased" in biased.bias_warning
+    assert biased.bias_warning == biased.report["bias_warning"]
+    assert biased.convergence.startswith(("converged, but to the estimator's biased", "not"))
+    fine = m.fit(estimator="dsgd", iters=200)
+    assert fine.bias_warning is None and fine.report["bias_warning"] is None
+    assert fine.smoothing_warning == fine.report["smoothing_warning"]
+
+
 def test_eta_reads_as_asked_auto_included():
     m = dsgd.Model.builtin("example")
     assert m.fit(iters=100, eta=0.14).eta == 0.14
