@@ -258,11 +258,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             eprintln!("error: run stopped {msg}");
             Ok(ExitCode::from(1))
         }
-        (_, Some(msg)) => {
-            eprintln!(
-                "warning: {} non-finite step(s) skipped; first {msg}",
-                report.skipped_steps
-            );
+        (_, Some(_)) => {
+            if let Some(note) = report.nonfinite_note() {
+                eprintln!("warning: {note}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         _ => Ok(ExitCode::SUCCESS),

@@ -217,6 +217,39 @@ impl RunReport {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
 
+    /// With `--on-nonfinite continue`, what went past a non-finite value, in a sentence: how
+    /// many steps were skipped and how many measurements were not finite (each counted only
+    /// when there is one: a non-finite measurement skips no step), then where the first
+    /// problem was; `None` when nothing did or the run stopped there.
+    pub fn nonfinite_note(&self) -> Option<String> {
+        if self.stop_reason != StopReason::Completed {
+            return None;
+        }
+        let msg = self.stop_message.as_deref()?;
+        let measurements = self
+            .trajectory
+            .iter()
+            .filter(|r| !r.value.is_finite())
+            .count();
+        let mut parts = Vec::new();
+        if self.skipped_steps > 0 {
+            parts.push(format!("{} non-finite step(s) skipped", self.skipped_steps));
+        }
+        if measurements > 0 {
+            let tail = if self.skipped_steps == 0 {
+                " (no step was skipped)"
+            } else {
+                ""
+            };
+            parts.push(format!("{measurements} measurement(s) not finite{tail}"));
+        }
+        Some(if parts.is_empty() {
+            format!("a non-finite value was met and passed; first {msg}")
+        } else {
+            format!("{}; first {msg}", parts.join(" and "))
+        })
+    }
+
     /// The trajectory as a table, the columns of `trajectory.csv` and of the Python
     /// package's `Fit.to_pandas()` alike: `iter`, `value` (the ELBO or objective, as `kind`
     /// says) and `value_se`, the variances, `eta`, the smoothed value, the smoothing gap and
