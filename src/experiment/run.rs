@@ -505,7 +505,8 @@ fn steps(
             None => {
                 window.before(k, theta);
                 optimizer.step(theta, engine.mean_gradient());
-                window.after(k, engine.mean_gradient(), theta);
+                let answer = optimizer.average().unwrap_or(theta);
+                window.after(k, engine.mean_gradient(), theta, answer);
             }
         }
         seg.done = k + 1;
