@@ -65,6 +65,8 @@ pub struct RunFacts<'a> {
     pub kind: ObjectiveKind,
     /// Why the run ended.
     pub stop: StopReason,
+    /// What went non-finite, when something did (the run's stop message).
+    pub stop_message: Option<&'a str>,
     /// Steps taken.
     pub done: u64,
     /// Steps skipped as non-finite.
@@ -99,8 +101,9 @@ pub fn assess(facts: &RunFacts) -> Verdict {
     };
     if facts.stop == StopReason::NonFinite {
         return no(format!(
-            "not converged: the run stopped early at iteration {} on a non-finite value; try a smaller step size",
-            facts.done
+            "not converged: the run stopped early at iteration {} on a non-finite value; {}",
+            facts.done,
+            nonfinite_advice(facts.stop_message)
         ));
     }
     if facts.done > 0 && facts.skipped == facts.done {
@@ -235,6 +238,27 @@ pub fn assess(facts: &RunFacts) -> Verdict {
             None => format!("converged: {base}"),
             Some(why) => format!("converged, but to the estimator's biased answer: {base}. {why}"),
         },
+    }
+}
+
+/// What to do about a run that stopped on a non-finite value, from what went non-finite: an
+/// objective or log-density that is itself infinite or NaN at some samples is the model's
+/// (a term that is minus infinity where the samples reach, from the start), not the step's;
+/// a gradient that overflows where the value is finite may be the step's.
+fn nonfinite_advice(message: Option<&str>) -> &'static str {
+    let value = message.is_some_and(|m| {
+        [
+            "objective estimate is ",
+            "log p(x, z) is ",
+            "the objective is ",
+        ]
+        .iter()
+        .any(|what| m.contains(what))
+    });
+    if value {
+        "the objective itself is not finite at some samples (the error names the term), which no step size mends: start where the term is finite (`init(mean = .., std = ..)` on the latent's `sample`), give the latent a prior that keeps it away, or write the term so it stays finite (`log_normal_cdf(x)` for `log(normal_cdf(x))`)"
+    } else {
+        "a gradient overflowed where the objective is finite (the error names the term): try a smaller step size, or start nearer the answer"
     }
 }
 
@@ -485,6 +509,7 @@ pub(super) mod tests {
         assess(&RunFacts {
             kind: ObjectiveKind::Objective,
             stop: StopReason::Completed,
+            stop_message: None,
             done: 10_000,
             skipped: 0,
             trajectory: &f.rows,
@@ -606,6 +631,7 @@ pub(super) mod tests {
         assess(&RunFacts {
             kind: ObjectiveKind::Elbo,
             stop: StopReason::Completed,
+            stop_message: None,
             done: n,
             skipped: 0,
             trajectory: &rows,
@@ -668,6 +694,7 @@ pub(super) mod tests {
         assess(&RunFacts {
             kind: ObjectiveKind::Objective,
             stop,
+            stop_message: None,
             done: rows.last().map_or(0, |r| r.iter),
             skipped,
             trajectory: rows,
@@ -723,6 +750,7 @@ pub(super) mod tests {
         assess(&RunFacts {
             kind: ObjectiveKind::Objective,
             stop: StopReason::Completed,
+            stop_message: None,
             done: n,
             skipped: 0,
             trajectory: &rows,
@@ -748,6 +776,47 @@ pub(super) mod tests {
         assert!(last.reason.contains("smaller step size"), "{}", last.reason);
         let avg = bouncing(true);
         assert!(avg.converged, "{}", avg.reason);
+    }
+
+    #[test]
+    fn a_run_stopped_on_an_infinite_objective_is_told_the_model_not_the_step() {
+        let rows: Vec<_> = (0..=1).map(|k| row(k * 100, -10.0, 0.1, 0.3)).collect();
+        let names = ["theta".to_string()];
+        let judge = |msg: &str| {
+            assess(&RunFacts {
+                kind: ObjectiveKind::Elbo,
+                stop: StopReason::NonFinite,
+                stop_message: Some(msg),
+                done: 100,
+                skipped: 0,
+                trajectory: &rows,
+                param_names: &[],
+                latent_names: &[],
+                stationarity: None,
+                theta_names: &names,
+                adam_lr: None,
+                bias: None,
+                maximise: true,
+            })
+        };
+        let v = judge(
+            "at iteration 100: the objective estimate is -inf (f = -inf at measurement sample \
+             688); factor log(normal_cdf((mu - limit) / sigma)) at m.dsgd:13:5 gives \
+             log-density -inf: log(0) is -inf",
+        );
+        assert!(!v.converged);
+        assert!(!v.reason.contains("smaller step"), "{}", v.reason);
+        assert!(
+            v.reason.contains("not finite")
+                && v.reason.contains("init(")
+                && v.reason.contains("log_normal_cdf"),
+            "{}",
+            v.reason
+        );
+        let v = judge("at iteration 100: the log-density log p(x, z) is NaN at gradient sample 3");
+        assert!(!v.reason.contains("smaller step"), "{}", v.reason);
+        let v = judge("at iteration 7: the gradient with respect to mu[z] is inf");
+        assert!(v.reason.contains("smaller step size"), "{}", v.reason);
     }
 
     #[test]

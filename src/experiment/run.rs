@@ -148,6 +148,7 @@ fn run_in_pool(
     let verdict = assess(&RunFacts {
         kind: objective,
         stop,
+        stop_message: message.as_deref(),
         done,
         skipped,
         trajectory: &trajectory,
