@@ -68,6 +68,50 @@ pub fn normal_cdf(x: f64) -> f64 {
     0.5 * libm::erfc(-x / SQRT_2)
 }
 
+/// Below this, [`log_normal_cdf`] uses the asymptotic series (`erfc` is still a normal
+/// number here: about 1e-268).
+const LOG_CDF_ASYMPTOTIC: f64 = -35.0;
+
+/// `1 - 1/x^2 + 3/x^4 - 15/x^6 + ...` to eight terms: `Phi(x) = phi(x) / (-x)` times this,
+/// for `x <= -35` (the ninth term is below 1e-19 there).
+fn mills_series(x: f64) -> f64 {
+    let u = 1.0 / (x * x);
+    let mut term = 1.0;
+    let mut sum = 1.0;
+    for k in 1..8 {
+        term *= -f64::from(2 * k - 1) * u;
+        sum += term;
+    }
+    sum
+}
+
+/// `ln Phi(x)`, finite for every finite `x` (where `ln(normal_cdf(x))` is minus infinity
+/// below about -38.5): `ln` of `erfc` down to -35, the asymptotic series `-x^2/2 - ln(-x) -
+/// ln(2 pi)/2 + ln(1 - 1/x^2 + 3/x^4 - ...)` below, and `log1p(-Phi(-x))` above 0, where
+/// `Phi(x)` is near 1.
+#[inline]
+pub fn log_normal_cdf(x: f64) -> f64 {
+    if x > 0.0 {
+        elementary::log1p(-0.5 * libm::erfc(x / SQRT_2))
+    } else if x >= LOG_CDF_ASYMPTOTIC {
+        elementary::ln(0.5 * libm::erfc(-x / SQRT_2))
+    } else {
+        -0.5 * x * x - elementary::ln(-x) - HALF_LN_2PI + elementary::ln(mills_series(x))
+    }
+}
+
+/// The derivative of [`log_normal_cdf`], `phi(x) / Phi(x)`, given its value `v`:
+/// `exp(ln phi(x) - v)`, and below -35 `-x / (1 - 1/x^2 + ...)`, free of the cancellation
+/// of two numbers near `x^2 / 2`.
+#[inline]
+pub fn log_normal_cdf_derivative(x: f64, v: f64) -> f64 {
+    if x >= LOG_CDF_ASYMPTOTIC {
+        elementary::exp(-0.5 * x * x - HALF_LN_2PI - v)
+    } else {
+        -x / mills_series(x)
+    }
+}
+
 /// The standard normal density `phi(x)`.
 #[inline]
 pub fn normal_pdf(x: f64) -> f64 {

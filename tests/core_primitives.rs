@@ -135,6 +135,7 @@ fn method(op: Unary, x: Var<'_>) -> Var<'_> {
         Unary::Lgamma => x.lgamma(),
         Unary::Probit => x.probit(),
         Unary::NormalCdf => x.normal_cdf(),
+        Unary::LogNormalCdf => x.log_normal_cdf(),
         Unary::Powi(n) => x.powi(n),
     }
 }

@@ -118,6 +118,8 @@ fn into_domain(op: Unary, x: Var<'_>) -> Var<'_> {
         | Unary::Sin
         | Unary::Cos
         | Unary::NormalCdf => x,
+        // Far into the lower tail too, where `ln(normal_cdf)` underflows.
+        Unary::LogNormalCdf => 20.0 * x,
     }
 }
 

@@ -134,3 +134,55 @@ fn the_command_line_names_the_statement_on_stderr_and_in_the_json() {
         "{msg}"
     );
 }
+
+/// `--on-nonfinite continue` past a measurement that is not finite counts what it passed,
+/// and does not call it a skipped step: censored readings without an `init`, whose first
+/// guide is wide enough that among a measurement's 1,000 samples some `sigma` is tiny and
+/// `normal_cdf((mu - 10) / sigma)` is 0 in floating point, while no step's 16 samples are.
+#[test]
+fn continuing_past_a_non_finite_measurement_says_so_and_counts_no_skipped_step() {
+    let dir = std::env::temp_dir().join(format!("dsgd-nonfinite-m-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("m.dsgd"),
+        "data y;\nlet mu = sample Normal(5, 10);\nlet sigma = sample HalfNormal(5);\n\
+         for i in 0..len(y) {\n  if y[i] >= 10 {\n    factor log(normal_cdf((mu - 10) / sigma));\n\
+         \x20 } else {\n    observe y[i] ~ Normal(mu, sigma);\n  }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("y.json"),
+        r#"{"y": [7.1, 8.4, 10, 6.2, 9.3, 10, 5.8, 8.9, 10, 7.7, 9.6, 10]}"#,
+    )
+    .unwrap();
+    let args = ["run", "m.dsgd", "--data", "y.json", "--iters", "1000"];
+    let o = Command::new(env!("CARGO_BIN_EXE_dsgd"))
+        .args(args)
+        .args(["--on-nonfinite", "continue", "--json"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(json["skipped_steps"], 0, "{stderr}");
+    let bad = json["trajectory"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| !r["value"].is_number())
+        .count();
+    assert!(bad > 0, "no non-finite measurement: {stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("warning: "))
+        .unwrap_or_else(|| panic!("no warning: {stderr}"));
+    assert!(!line.contains("step(s) skipped"), "{line}");
+    assert!(
+        line.starts_with(&format!(
+            "warning: {bad} measurement(s) not finite (no step was skipped); first at iteration"
+        )),
+        "{line}"
+    );
+}

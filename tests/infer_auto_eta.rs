@@ -96,7 +96,7 @@ fn auto_runs_are_the_same_for_any_thread_count() {
         &mut [],
     )
     .unwrap();
-    assert!(one.eta_auto && one.eta.is_none());
+    assert!(one.eta_auto && one.eta == Some(dsgd::settings::EtaSetting::Auto));
     assert_eq!(strip(one), strip(two));
 }
 

@@ -304,7 +304,7 @@ fn reports_are_written_atomically_as_json_and_csv() {
     let csv = std::fs::read_to_string(dir.join("trajectory.csv")).unwrap();
     assert!(
         csv.starts_with(
-            "iter,objective,objective_se,var_component,var_norm,eta,smoothed,gap,gap_se,theta,loc[z],scale[z]\n"
+            "iter,value,value_se,var_component,var_norm,eta,smoothed,gap,gap_se,theta,u_loc[z],u_scale[z]\n"
         ),
         "{csv}"
     );

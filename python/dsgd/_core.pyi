@@ -87,6 +87,9 @@ class Fit:
         """The objective at the final parameters from many fresh samples (``fit(...,
         precise=True)``), or None when not asked for."""
     @property
+    def eta(self) -> Union[float, str, None]:
+        """The accuracy asked for: a number, ``"auto"``, or None when nothing is smoothed."""
+    @property
     def converged(self) -> bool: ...
     @property
     def convergence(self) -> str:
@@ -96,6 +99,12 @@ class Fit:
         """``"completed"`` or ``"non_finite"``."""
     @property
     def message(self) -> Optional[str]: ...
+    @property
+    def bias_warning(self) -> Optional[str]:
+        """Why the estimator is biased for this program, or None."""
+    @property
+    def smoothing_warning(self) -> Optional[str]:
+        """The warning that the final smoothing gap exceeds its noise, or None."""
     @property
     def iterations(self) -> int: ...
     @property

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use dsgd::experiment::report::{RunReport, StopReason};
+use dsgd::settings::EtaSetting;
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -195,6 +196,18 @@ impl Fit {
             .transpose()
     }
 
+    /// The smoothing accuracy asked for: a number (DSGD's at iteration 4000, Fixed's
+    /// constant), `"auto"` (`eta="auto"`), or None for estimators that do not smooth; the
+    /// trajectory's `eta` is the accuracy used at each measurement.
+    #[getter]
+    fn eta<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(match self.report.eta {
+            Some(EtaSetting::Value(x)) => x.into_pyobject(py)?.into_any(),
+            Some(EtaSetting::Auto) => "auto".into_pyobject(py)?.into_any(),
+            None => py.None().into_bound(py),
+        })
+    }
+
     /// Whether the run converged by the documented rule (see `convergence` for why).
     #[getter]
     fn converged(&self) -> bool {
@@ -221,6 +234,20 @@ impl Fit {
     #[getter]
     fn message(&self) -> Option<String> {
         self.report.stop_message.clone()
+    }
+
+    /// Why the estimator is biased for this program (the `warning:` `dsgd run` prints, and
+    /// `bias_warning` in `run.json`), or None when it is not.
+    #[getter]
+    fn bias_warning(&self) -> Option<String> {
+        self.report.bias_warning.clone()
+    }
+
+    /// The warning that the smoothing gap at the end exceeds its noise (`smoothing_warning`
+    /// in `run.json`), or None.
+    #[getter]
+    fn smoothing_warning(&self) -> Option<String> {
+        self.report.smoothing_warning.clone()
     }
 
     /// Steps taken.
@@ -257,32 +284,29 @@ impl Fit {
         Ok(PyArray1::from_vec(py, z).reshape([rows, k])?.into_any())
     }
 
-    /// The trajectory as a pandas DataFrame (needs pandas): `iter`, `value`, `value_se`,
-    /// `var_component`, `var_norm`, `eta`, `smoothed`, `gap`, `gap_se`, and one column per
-    /// model parameter.
+    /// The trajectory as a pandas DataFrame (needs pandas), with the columns of
+    /// `trajectory.csv`: `iter`, `value`, `value_se`, `var_component`, `var_norm`, `eta`,
+    /// `smoothed`, `gap`, `gap_se` (NaN where unused), one column per model parameter (in its
+    /// own units), then `u_loc[z]` and `u_scale[z]` per fitted latent, on the latent's
+    /// unconstrained scale (the guide's Gaussian on `u`; `log z` for a positive latent).
     fn to_pandas<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let t = self.trajectory(py)?;
+        let (header, rows) = self.report.trajectory_table();
         let d = PyDict::new(py);
-        for key in [
-            "iter",
-            "value",
-            "value_se",
-            "var_component",
-            "var_norm",
-            "eta",
-            "smoothed",
-            "gap",
-            "gap_se",
-        ] {
-            if let Some(v) = t.get_item(key)? {
-                d.set_item(key, v)?;
+        for (j, name) in header.iter().enumerate() {
+            if j == 0 {
+                let iters: Vec<i64> = self
+                    .report
+                    .trajectory
+                    .iter()
+                    .map(|r| r.iter as i64)
+                    .collect();
+                d.set_item(name, PyArray1::from_vec(py, iters))?;
+            } else {
+                d.set_item(
+                    name,
+                    array(py, rows.iter().map(|r| r[j].unwrap_or(f64::NAN))),
+                )?;
             }
-        }
-        for (k, (name, _)) in self.report.params.0.iter().enumerate() {
-            d.set_item(
-                name,
-                array(py, self.report.trajectory.iter().map(|r| r.params[k])),
-            )?;
         }
         py.import("pandas")?.call_method1("DataFrame", (d,))
     }
@@ -296,8 +320,13 @@ impl Fit {
     }
 
     fn __repr__(&self) -> String {
+        let eta = match self.report.eta {
+            Some(EtaSetting::Value(x)) => x.to_string(),
+            Some(EtaSetting::Auto) => "'auto'".into(),
+            None => "None".into(),
+        };
         format!(
-            "Fit(model={:?}, estimator={:?}, {}={}, status={:?}, converged={}, iterations={})",
+            "Fit(model={:?}, estimator={:?}, eta={eta}, {}={}, status={:?}, converged={}, iterations={})",
             self.report.model,
             self.report.estimator,
             self.kind(),

@@ -22,7 +22,7 @@ def test_compare_is_what_the_cli_says(cli, tmp_path):
     # DSGD at each eta and with eta auto, then Fixed at each eta, then the eta-free estimators.
     assert got["estimator"][:5] == ["dsgd", "dsgd", "dsgd", "fixed", "fixed"]
     assert {"score", "rloo", "reparam", "lyy18"} <= set(got["estimator"])
-    assert got["eta"][:5] == [0.1, 0.14, None, 0.1, 0.14] and set(got["eta"][5:]) == {None}
+    assert got["eta"][:5] == [0.1, 0.14, "auto", 0.1, 0.14] and set(got["eta"][5:]) == {None}
     assert len({len(v) for v in got.values()}) == 1
     for i, cell in enumerate(expected["cells"]):
         assert got["mean"][i] == cell["summary"]["mean"]

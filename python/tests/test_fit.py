@@ -74,13 +74,58 @@ def test_the_fit_views_agree_with_the_report():
     df = fit.to_pandas()
     assert list(df.columns) == [
         "iter", "value", "value_se", "var_component", "var_norm", "eta", "smoothed", "gap",
-        "gap_se",
+        "gap_se", "u_loc[l1]", "u_scale[l1]", "u_loc[l2]", "u_scale[l2]", "u_loc[tau]",
+        "u_scale[tau]",
     ]
+    assert df["u_loc[tau]"].tolist() == t["latent_loc"][:, 2].tolist()
+    assert df["u_scale[l1]"].tolist() == t["latent_scale"][:, 0].tolist()
     # The smoothing gap, logged by DSGD, is the smoothed value minus the crisp one.
     for key in ["smoothed", "gap", "gap_se"]:
         assert t[key].tolist() == [row[key] for row in r["trajectory"]], key
     assert np.allclose(t["gap"], t["smoothed"] - t["value"], rtol=1e-9, atol=1e-9)
     assert len(df) == 4 and df["value"].iloc[-1] == fit.final_value
+
+
+def test_to_pandas_has_the_columns_and_numbers_of_trajectory_csv(cli, tmp_path):
+    pd = pytest.importorskip("pandas")
+    # A positive latent: its `u_` columns are on the log scale.
+    text = """
+    let a = sample Normal(0, 1);
+    let s = sample Gamma(2, 1);
+    observe 1.5 ~ Normal(a, s);
+    """
+    path = tmp_path / "m.dsgd"
+    path.write_text(text)
+    fit = dsgd.Model.from_file(path).fit(iters=300, seed=4)
+    cli("run", path, "--iters", "300", "--seed", "4", "--json", "--out", tmp_path / "out")
+    csv = pd.read_csv(tmp_path / "out" / "trajectory.csv")
+    df = fit.to_pandas()
+    assert list(df.columns) == list(csv.columns)
+    assert list(df.columns)[-4:] == ["u_loc[a]", "u_scale[a]", "u_loc[s]", "u_scale[s]"]
+    for col in df.columns:
+        assert np.allclose(df[col], csv[col], rtol=1e-15, atol=0, equal_nan=True), col
+    # `u_loc[s]` is the guide's location of log(s): the summary's median is its exp.
+    assert fit.latents["q50"][1] == pytest.approx(np.exp(df["u_loc[s]"].iloc[-1]), rel=1e-12)
+
+
+def test_bias_warning_says_when_the_estimator_is_biased_for_the_program():
+    m = dsgd.Model.builtin("example")   # a jump on the latent: Reparam is biased, DSGD not
+    biased = m.fit(estimator="reparam", iters=200)
+    assert biased.bias_warning is not None and "reparam is biased" in biased.bias_warning
+    assert biased.bias_warning == biased.report["bias_warning"]
+    assert biased.convergence.startswith(("converged, but to the estimator's biased", "not"))
+    fine = m.fit(estimator="dsgd", iters=200)
+    assert fine.bias_warning is None and fine.report["bias_warning"] is None
+    assert fine.smoothing_warning == fine.report["smoothing_warning"]
+
+
+def test_eta_reads_as_asked_auto_included():
+    m = dsgd.Model.builtin("example")
+    assert m.fit(iters=100, eta=0.14).eta == 0.14
+    auto = m.fit(iters=100, eta="auto")
+    assert auto.eta == "auto" == auto.report["eta"] and auto.report["eta_auto"] is True
+    assert "eta='auto'" in repr(auto)
+    assert m.fit(iters=100, estimator="score").eta is None
 
 
 def test_eta_is_nan_for_estimators_that_do_not_smooth():

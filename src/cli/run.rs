@@ -276,11 +276,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             eprintln!("error: run stopped {msg}");
             Ok(ExitCode::from(1))
         }
-        (_, Some(msg)) => {
-            eprintln!(
-                "warning: {} non-finite step(s) skipped; first {msg}",
-                report.skipped_steps
-            );
+        (_, Some(_)) => {
+            if let Some(note) = report.nonfinite_note() {
+                eprintln!("warning: {note}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         _ => Ok(ExitCode::SUCCESS),
@@ -325,7 +324,7 @@ fn write_summary(
     let eta = if r.eta_auto {
         Some("auto".to_string())
     } else {
-        r.eta.map(|eta| eta.to_string())
+        r.eta.and_then(EtaSetting::value).map(|eta| eta.to_string())
     };
     if let Some(eta) = eta {
         est += &format!(" (eta {eta}");

@@ -39,6 +39,7 @@ macro_rules! each_unary {
             Unary::Lgamma => $m!(Unary::Lgamma),
             Unary::Probit => $m!(Unary::Probit),
             Unary::NormalCdf => $m!(Unary::NormalCdf),
+            Unary::LogNormalCdf => $m!(Unary::LogNormalCdf),
             Unary::Powi(2) => $m!(Unary::Powi(2)),
             Unary::Powi(n) => $m!(Unary::Powi(n)),
         }
@@ -369,6 +370,7 @@ pub fn stand_in_forward(op: Unary, a: &Lanes) -> Lanes {
         | Unary::Lgamma
         | Unary::Probit
         | Unary::NormalCdf
+        | Unary::LogNormalCdf
         | Unary::Powi(_) => unreachable!("no stand-in for {op:?}"),
     }
 }

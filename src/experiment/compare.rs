@@ -16,18 +16,25 @@ use super::sweep::Job;
 use crate::estimate::{self, EstimatorKind, Problem};
 use crate::ir::Model;
 use crate::optim::OptimizerConfig;
-use crate::settings::{SettingError, at_least};
+use crate::settings::{EtaSetting, SettingError, at_least};
 
 /// One cell of the comparison: an estimator, with its eta when it smooths.
-#[derive(Copy, Clone, Debug, PartialEq, Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq)]
 pub struct Arm {
-    #[serde(serialize_with = "ser_kind")]
     pub estimator: EstimatorKind,
     pub eta: Option<f64>,
 }
 
-fn ser_kind<S: serde::Serializer>(k: &EstimatorKind, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(k.name())
+/// `{estimator, eta}`, `eta` the number, `"auto"` for DSGD's `--eta auto` arm (as `run.json`
+/// and the tables say it), or null.
+impl Serialize for Arm {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Arm", 2)?;
+        st.serialize_field("estimator", self.estimator.name())?;
+        st.serialize_field("eta", &self.eta_setting())?;
+        st.end()
+    }
 }
 
 impl Arm {
@@ -36,7 +43,10 @@ impl Arm {
     pub fn matches(&self, run: &RunReport) -> bool {
         run.estimator == self.estimator.name()
             && match self.eta {
-                Some(e) => run.eta.is_some_and(|x| (x - e).abs() < 1e-9),
+                Some(e) => run
+                    .eta
+                    .and_then(EtaSetting::value)
+                    .is_some_and(|x| (x - e).abs() < 1e-9),
                 None => run.eta_auto == self.is_auto(),
             }
     }
@@ -51,6 +61,15 @@ impl Arm {
         Arm {
             estimator: config.estimator,
             eta: (config.estimator.uses_eta() && !config.eta_auto).then_some(config.eta),
+        }
+    }
+
+    /// The arm's eta as a setting: the number, `auto`, or `None`.
+    pub fn eta_setting(&self) -> Option<EtaSetting> {
+        match self.eta {
+            Some(eta) => Some(EtaSetting::Value(eta)),
+            None if self.is_auto() => Some(EtaSetting::Auto),
+            None => None,
         }
     }
 

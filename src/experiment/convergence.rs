@@ -12,9 +12,13 @@
 //!   vector, `|mean| / se` of the steps' own gradients is within the Bonferroni-corrected `t`
 //!   threshold (a stationary point of the estimator; a biased estimator's is its own, which
 //!   the verdict then says);
-//! - **the values no longer drift**: the two halves of the window agree within their
+//! - **the gradient at the answer is within its noise**: the answer the run reports (the
+//!   last iterate, or DoG's average) is where the gradient's line through the window puts
+//!   zero, within its standard error (`stationarity.rs`): an answer that is one iterate of
+//!   many bouncing about the optimum is off it by as much as they bounce;
+//! - **the answer no longer drifts**: the two halves of the window agree within their
 //!   batch-means standard errors, component by component;
-//! - **the values do not jump**: a guided latent's location spreads over the window by less
+//! - **the answer does not jump**: a guided latent's location spreads over the window by less
 //!   than [`JUMP`] of its guide scale, its `rho` by less than [`JUMP`];
 //! - **the gradient test can see**: for a guided latent the test's threshold times the mean
 //!   gradient's standard error, divided by the curvature `1 / scale^2` of the ELBO in the
@@ -61,6 +65,8 @@ pub struct RunFacts<'a> {
     pub kind: ObjectiveKind,
     /// Why the run ended.
     pub stop: StopReason,
+    /// What went non-finite, when something did (the run's stop message).
+    pub stop_message: Option<&'a str>,
     /// Steps taken.
     pub done: u64,
     /// Steps skipped as non-finite.
@@ -95,8 +101,9 @@ pub fn assess(facts: &RunFacts) -> Verdict {
     };
     if facts.stop == StopReason::NonFinite {
         return no(format!(
-            "not converged: the run stopped early at iteration {} on a non-finite value; try a smaller step size",
-            facts.done
+            "not converged: the run stopped early at iteration {} on a non-finite value; {}",
+            facts.done,
+            nonfinite_advice(facts.stop_message)
         ));
     }
     if facts.done > 0 && facts.skipped == facts.done {
@@ -183,6 +190,19 @@ pub fn assess(facts: &RunFacts) -> Verdict {
             st.gradient_threshold
         ));
     }
+    // The gradient at the answer, when it is the last iterate: one of many bouncing about
+    // the optimum. (DoG's average is the iterates' centre, which the mean gradient judges.)
+    if let Some((p, z)) = answer_off(facts, st, &window) {
+        let c = &st.components[p];
+        return no(format!(
+            "not converged: the gradient in `{}` at the answer is {} ({} standard errors, threshold {:.1}; its mean over the last fifth, {span}, is within its noise): the answer, the last iterate, is not a stationary point: the iterates bounce about the optimum (by {} per step) more than the gradient allows; {SMALLER}, or leave out --lr for DoG, which averages them",
+            name(p),
+            fmt(c.answer_gradient),
+            fmt(z),
+            st.drift_threshold,
+            fmt(c.path / st.steps.max(1) as f64)
+        ));
+    }
     if let Some((p, _)) = st.worst_drift().filter(|w| w.1 > 1.0) {
         let c = &st.components[p];
         let advice = direction(facts, st, c);
@@ -221,6 +241,27 @@ pub fn assess(facts: &RunFacts) -> Verdict {
     }
 }
 
+/// What to do about a run that stopped on a non-finite value, from what went non-finite: an
+/// objective or log-density that is itself infinite or NaN at some samples is the model's
+/// (a term that is minus infinity where the samples reach, from the start), not the step's;
+/// a gradient that overflows where the value is finite may be the step's.
+fn nonfinite_advice(message: Option<&str>) -> &'static str {
+    let value = message.is_some_and(|m| {
+        [
+            "objective estimate is ",
+            "log p(x, z) is ",
+            "the objective is ",
+        ]
+        .iter()
+        .any(|what| m.contains(what))
+    });
+    if value {
+        "the objective itself is not finite at some samples (the error names the term), which no step size mends: start where the term is finite (`init(mean = .., std = ..)` on the latent's `sample`), give the latent a prior that keeps it away, or write the term so it stays finite (`log_normal_cdf(x)` for `log(normal_cdf(x))`)"
+    } else {
+        "a gradient overflowed where the objective is finite (the error names the term): try a smaller step size, or start nearer the answer"
+    }
+}
+
 /// The guided latent (by the index of its `mu` in the optimised vector) named `mu[name]`,
 /// with its guide scale at the end.
 fn guided<'a>(facts: &'a RunFacts, window: &[&TrajectoryRow]) -> Vec<(usize, &'a str, f64)> {
@@ -235,6 +276,41 @@ fn guided<'a>(facts: &'a RunFacts, window: &[&TrajectoryRow]) -> Vec<(usize, &'a
             Some((p, n.as_str(), last.latent_scale.get(i).copied()?))
         })
         .collect()
+}
+
+/// The component whose gradient at the answer is resolvably non-zero, with its `z`, when the
+/// answer is the last iterate: a model parameter at any size (it has no scale of its own but
+/// what the gradient resolves), a guided latent's location or scale only when the offset the
+/// gradient implies (through the curvature at the guide's optimum, as [`unresolved`] reads
+/// it) exceeds [`RESOLUTION`] of its guide scale.
+fn answer_off(
+    facts: &RunFacts,
+    st: &Stationarity,
+    window: &[&TrajectoryRow],
+) -> Option<(usize, f64)> {
+    if st.averaged {
+        return None;
+    }
+    let guided = guided(facts, window);
+    let matters = |p: usize, c: &ComponentTest| -> bool {
+        for &(q, _, scale) in &guided {
+            if p == q {
+                return c.answer_gradient.abs() * scale * scale > RESOLUTION * scale;
+            }
+            if p == q + 1 {
+                let slope = 1.0 - crate::elementary::exp(-scale);
+                return c.answer_gradient.abs() * scale * scale / (2.0 * slope)
+                    > RESOLUTION * scale;
+            }
+        }
+        true
+    };
+    st.components
+        .iter()
+        .enumerate()
+        .map(|(p, c)| (p, c.answer_gradient_z()))
+        .filter(|&(p, z)| z > st.drift_threshold && matters(p, &st.components[p]))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
 /// Why the values jump, if they do.
@@ -433,6 +509,7 @@ pub(super) mod tests {
         assess(&RunFacts {
             kind: ObjectiveKind::Objective,
             stop: StopReason::Completed,
+            stop_message: None,
             done: 10_000,
             skipped: 0,
             trajectory: &f.rows,
@@ -516,7 +593,9 @@ pub(super) mod tests {
     }
 
     /// A variational run of one guided latent `z` whose location and `rho` follow `loc(k)`
-    /// and `rho(k)` with the guide scale `scale`, the location's gradient `g(k)`.
+    /// and `rho(k)` with the guide scale `scale`, the location's gradient `g(k)`. (`loc` and
+    /// `g` must draw on other noise: step `k`'s gradient is taken at `loc(k - 1)`, and a
+    /// gradient noise equal to the iterate's would read as curvature.)
     fn guided(g: impl Fn(u64) -> f64, loc: impl Fn(u64) -> f64, scale: f64) -> Verdict {
         guided_rho(g, loc, scale, 0.1)
     }
@@ -552,6 +631,7 @@ pub(super) mod tests {
         assess(&RunFacts {
             kind: ObjectiveKind::Elbo,
             stop: StopReason::Completed,
+            stop_message: None,
             done: n,
             skipped: 0,
             trajectory: &rows,
@@ -569,7 +649,7 @@ pub(super) mod tests {
     fn a_guided_latent_converges_when_its_gradient_resolves_it() {
         // Gradient noise 0.1 per step: the mean is known to about 0.1 / sqrt(2000), which at
         // scale 0.4 locates the optimum far within a quarter of the scale.
-        let v = guided(|k| 0.1 * noise(k), |k| 1.0 + 0.002 * noise(k + 1), 0.4);
+        let v = guided(|k| 0.1 * noise(k), |k| 1.0 + 0.002 * noise(k + 1001), 0.4);
         assert!(v.converged, "{}", v.reason);
     }
 
@@ -577,7 +657,7 @@ pub(super) mod tests {
     fn a_gradient_too_noisy_to_locate_the_optimum_does_not_vouch_for_it() {
         // Score-like noise: 30 per step, so the mean is known to about 0.67, and
         // 3.2 x 0.67 x 0.64^2 is far more than a quarter of the scale 0.64.
-        let v = guided(|k| 30.0 * noise(k), |k| 1.4 + 0.002 * noise(k + 1), 0.64);
+        let v = guided(|k| 30.0 * noise(k), |k| 1.4 + 0.002 * noise(k + 1001), 0.64);
         assert!(!v.converged);
         assert!(v.reason.contains("too noisy to locate `z`"), "{}", v.reason);
     }
@@ -588,7 +668,7 @@ pub(super) mod tests {
         // (sigmoid(rho) = 0.45) leaves the scale undecided within 3.2 x 0.67 x 0.36 / 0.9.
         let v = guided_rho(
             |k| 0.1 * noise(k),
-            |k| 1.0 + 0.002 * noise(k + 1),
+            |k| 1.0 + 0.002 * noise(k + 1001),
             0.6,
             30.0,
         );
@@ -598,7 +678,7 @@ pub(super) mod tests {
 
     #[test]
     fn a_location_that_jumps_by_more_than_half_a_scale_wants_a_smaller_step() {
-        let v = guided(|k| 0.1 * noise(k), |k| 1.0 + 5.0 * noise(k + 1), 0.35);
+        let v = guided(|k| 0.1 * noise(k), |k| 1.0 + 5.0 * noise(k + 1001), 0.35);
         assert!(!v.converged, "{}", v.reason);
         assert!(v.reason.contains("the values jump"), "{}", v.reason);
         assert!(v.reason.contains("smaller step size"), "{}", v.reason);
@@ -614,6 +694,7 @@ pub(super) mod tests {
         assess(&RunFacts {
             kind: ObjectiveKind::Objective,
             stop,
+            stop_message: None,
             done: rows.last().map_or(0, |r| r.iter),
             skipped,
             trajectory: rows,
@@ -642,6 +723,100 @@ pub(super) mod tests {
             "{}",
             v.reason
         );
+    }
+
+    /// Iterates bouncing by 1 about the optimum 2 of `-(x - 2)^2 / 2` (gradient `2 - x` plus
+    /// noise), the last one at 3.5: judged as the answer, it is off by 1.5 where the gradient
+    /// resolves hundredths; the average of the iterates, judged as the answer, is at the
+    /// optimum. The mean gradient over the window is zero in both.
+    fn bouncing(averaged: bool) -> Verdict {
+        let n = 10_000;
+        let x = |k: u64| if k == n - 1 { 3.5 } else { 2.0 + noise(k + 17) };
+        let mut window = Window::new(n, 1);
+        let mut avg = 2.0;
+        for k in 0..n {
+            let before = if k == 0 { 2.0 } else { x(k - 1) };
+            let g = 2.0 - before + 0.5 * noise(k);
+            avg += (x(k) - avg) / (k + 1) as f64;
+            let answer = if averaged { avg } else { x(k) };
+            window.record_answer(k, &[before], &[g], &[x(k)], &[answer]);
+        }
+        let rows: Vec<_> = (0..=n / 100)
+            .map(|j| row(j * 100, flat(j * 100), 0.1, 2.0))
+            .collect();
+        let names = ["theta".to_string()];
+        let st = window.assess();
+        assert_eq!(st.as_ref().unwrap().averaged, averaged);
+        assess(&RunFacts {
+            kind: ObjectiveKind::Objective,
+            stop: StopReason::Completed,
+            stop_message: None,
+            done: n,
+            skipped: 0,
+            trajectory: &rows,
+            param_names: &names,
+            latent_names: &[],
+            stationarity: st.as_ref(),
+            theta_names: &names,
+            adam_lr: Some(1.0),
+            bias: None,
+            maximise: true,
+        })
+    }
+
+    #[test]
+    fn the_answer_is_judged_a_bouncing_last_iterate_is_not_an_average_is() {
+        let last = bouncing(false);
+        assert!(!last.converged, "{}", last.reason);
+        assert!(
+            last.reason.contains("at the answer is -1.5"),
+            "{}",
+            last.reason
+        );
+        assert!(last.reason.contains("smaller step size"), "{}", last.reason);
+        let avg = bouncing(true);
+        assert!(avg.converged, "{}", avg.reason);
+    }
+
+    #[test]
+    fn a_run_stopped_on_an_infinite_objective_is_told_the_model_not_the_step() {
+        let rows: Vec<_> = (0..=1).map(|k| row(k * 100, -10.0, 0.1, 0.3)).collect();
+        let names = ["theta".to_string()];
+        let judge = |msg: &str| {
+            assess(&RunFacts {
+                kind: ObjectiveKind::Elbo,
+                stop: StopReason::NonFinite,
+                stop_message: Some(msg),
+                done: 100,
+                skipped: 0,
+                trajectory: &rows,
+                param_names: &[],
+                latent_names: &[],
+                stationarity: None,
+                theta_names: &names,
+                adam_lr: None,
+                bias: None,
+                maximise: true,
+            })
+        };
+        let v = judge(
+            "at iteration 100: the objective estimate is -inf (f = -inf at measurement sample \
+             688); factor log(normal_cdf((mu - limit) / sigma)) at m.dsgd:13:5 gives \
+             log-density -inf: log(0) is -inf",
+        );
+        assert!(!v.converged);
+        assert!(!v.reason.contains("smaller step"), "{}", v.reason);
+        assert!(
+            v.reason.contains("not finite")
+                && v.reason.contains("init(")
+                && v.reason.contains("log_normal_cdf"),
+            "{}",
+            v.reason
+        );
+        let v = judge("at iteration 100: the log-density log p(x, z) is NaN at gradient sample 3");
+        assert!(!v.reason.contains("smaller step"), "{}", v.reason);
+        let v = judge("at iteration 7: the gradient with respect to mu[z] is inf");
+        assert!(v.reason.contains("smaller step size"), "{}", v.reason);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use serde::{Serialize, Serializer};
 pub use super::draws::{DrawError, Draws};
 use super::precise::PreciseValue;
 pub use super::summary::LatentSummary;
+use crate::settings::EtaSetting;
 
 /// One measurement: at iteration `iter` (steps taken so far), the crisp objective estimate,
 /// the variance of the estimator's gradient samples, and the fitted values at that iterate.
@@ -132,10 +133,13 @@ pub struct RunReport {
     pub kind: ObjectiveKind,
     /// `dsgd`, `fixed`, `reparam`, `score` or `lyy18`.
     pub estimator: String,
-    /// `--eta` (the accuracy at iteration 4000, or Fixed's constant); null when unused.
-    pub eta: Option<f64>,
+    /// `--eta` (the accuracy at iteration 4000, or Fixed's constant), `auto` (in JSON the
+    /// string `"auto"`) when DSGD chose its accuracy from the run's measurements; `None`
+    /// (null) when unused.
+    pub eta: Option<EtaSetting>,
     /// True when DSGD chose its accuracy from the run's measurements (`--eta auto`; `eta`
-    /// is then null and the trajectory's `eta` shows the accuracy used at each measurement).
+    /// is then `auto` and the trajectory's `eta` shows the accuracy used at each
+    /// measurement).
     pub eta_auto: bool,
     /// The decay of DSGD's schedule; null for other estimators.
     pub eta_decay: Option<f64>,
@@ -223,51 +227,107 @@ impl RunReport {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
 
-    /// The trajectory as CSV: `iter`, the value (`elbo` or `objective`) and its standard
-    /// error, the variances, `eta`, the smoothed value, the smoothing gap and its standard
-    /// error (empty unless smoothed), then one column per parameter and `loc[z]`, `scale[z]`
-    /// per fitted latent.
-    pub fn trajectory_csv(&self) -> Result<String, csv::Error> {
-        let mut w = csv::Writer::from_writer(Vec::new());
-        let col = self.kind.column();
-        let mut header: Vec<String> = vec![
-            "iter".into(),
-            col.into(),
-            format!("{col}_se"),
-            "var_component".into(),
-            "var_norm".into(),
-            "eta".into(),
-            "smoothed".into(),
-            "gap".into(),
-            "gap_se".into(),
-        ];
+    /// With `--on-nonfinite continue`, what went past a non-finite value, in a sentence: how
+    /// many steps were skipped and how many measurements were not finite (each counted only
+    /// when there is one: a non-finite measurement skips no step), then where the first
+    /// problem was; `None` when nothing did or the run stopped there.
+    pub fn nonfinite_note(&self) -> Option<String> {
+        if self.stop_reason != StopReason::Completed {
+            return None;
+        }
+        let msg = self.stop_message.as_deref()?;
+        let measurements = self
+            .trajectory
+            .iter()
+            .filter(|r| !r.value.is_finite())
+            .count();
+        let mut parts = Vec::new();
+        if self.skipped_steps > 0 {
+            parts.push(format!("{} non-finite step(s) skipped", self.skipped_steps));
+        }
+        if measurements > 0 {
+            let tail = if self.skipped_steps == 0 {
+                " (no step was skipped)"
+            } else {
+                ""
+            };
+            parts.push(format!("{measurements} measurement(s) not finite{tail}"));
+        }
+        Some(if parts.is_empty() {
+            format!("a non-finite value was met and passed; first {msg}")
+        } else {
+            format!("{}; first {msg}", parts.join(" and "))
+        })
+    }
+
+    /// The trajectory as a table, the columns of `trajectory.csv` and of the Python
+    /// package's `Fit.to_pandas()` alike: `iter`, `value` (the ELBO or objective, as `kind`
+    /// says) and `value_se`, the variances, `eta`, the smoothed value, the smoothing gap and
+    /// its standard error (`None` unless smoothed), then one column per parameter (in its own
+    /// units) and `u_loc[z]`, `u_scale[z]` per fitted latent: the `u_` columns are on the
+    /// latent's unconstrained scale (the guide's Gaussian on `u`, with `z = T(u)`; `log z`
+    /// for a positive latent). A cell is `None` where a row has no value (a family that
+    /// could not be evaluated).
+    pub fn trajectory_table(&self) -> (Vec<String>, Vec<Vec<Option<f64>>>) {
+        let mut header: Vec<String> = [
+            "iter",
+            "value",
+            "value_se",
+            "var_component",
+            "var_norm",
+            "eta",
+            "smoothed",
+            "gap",
+            "gap_se",
+        ]
+        .map(String::from)
+        .to_vec();
         header.extend(self.params.names().map(String::from));
         for l in &self.latents {
-            header.push(format!("loc[{}]", l.name));
-            header.push(format!("scale[{}]", l.name));
+            header.push(format!("u_loc[{}]", l.name));
+            header.push(format!("u_scale[{}]", l.name));
         }
+        let rows = self
+            .trajectory
+            .iter()
+            .map(|row| {
+                let mut rec = vec![
+                    Some(row.iter as f64),
+                    Some(row.value),
+                    Some(row.value_se),
+                    Some(row.var_component),
+                    Some(row.var_norm),
+                    row.eta,
+                    row.smoothed,
+                    row.gap,
+                    row.gap_se,
+                ];
+                rec.extend(row.params.iter().copied().map(Some));
+                for (loc, scale) in row.latent_loc.iter().zip(&row.latent_scale) {
+                    rec.push(Some(*loc));
+                    rec.push(Some(*scale));
+                }
+                rec.resize(header.len(), None);
+                rec
+            })
+            .collect();
+        (header, rows)
+    }
+
+    /// The trajectory as CSV: the columns of [`RunReport::trajectory_table`], an empty cell
+    /// where it has none.
+    pub fn trajectory_csv(&self) -> Result<String, csv::Error> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let (header, rows) = self.trajectory_table();
         w.write_record(&header)?;
-        let num = |x: f64| x.to_string();
-        for row in &self.trajectory {
-            let mut rec: Vec<String> = vec![
-                row.iter.to_string(),
-                num(row.value),
-                num(row.value_se),
-                num(row.var_component),
-                num(row.var_norm),
-                row.eta.map(num).unwrap_or_default(),
-                row.smoothed.map(num).unwrap_or_default(),
-                row.gap.map(num).unwrap_or_default(),
-                row.gap_se.map(num).unwrap_or_default(),
-            ];
-            rec.extend(row.params.iter().copied().map(num));
-            for (loc, scale) in row.latent_loc.iter().zip(&row.latent_scale) {
-                rec.push(num(*loc));
-                rec.push(num(*scale));
-            }
-            // A row whose family could not be evaluated has no fitted values: empty cells.
-            rec.resize(header.len(), String::new());
-            w.write_record(&rec)?;
+        for (row, rec) in self.trajectory.iter().zip(rows) {
+            let mut cells: Vec<String> = rec
+                .into_iter()
+                .map(|x| x.map(|x| x.to_string()).unwrap_or_default())
+                .collect();
+            // `iter` as an integer, as it was counted.
+            cells[0] = row.iter.to_string();
+            w.write_record(&cells)?;
         }
         let bytes = w
             .into_inner()

@@ -28,7 +28,7 @@ use crate::estimate::{
 use crate::family::FamilyError;
 use crate::ir::{Mode, Model, Semantics};
 use crate::optim::OptimizerConfig;
-use crate::settings::{EtaScale, SettingError};
+use crate::settings::{EtaScale, EtaSetting, SettingError};
 
 pub use crate::settings::{OnNonFinite, RunConfig};
 
@@ -150,6 +150,7 @@ fn run_in_pool(
     let verdict = assess(&RunFacts {
         kind: objective,
         stop,
+        stop_message: message.as_deref(),
         done,
         skipped,
         trajectory: &trajectory,
@@ -170,7 +171,11 @@ fn run_in_pool(
         model: problem.name().to_string(),
         kind: objective,
         estimator: kind.name().to_string(),
-        eta: (kind.uses_eta() && !config.eta_auto).then_some(config.eta),
+        eta: kind.uses_eta().then_some(if config.eta_auto {
+            EtaSetting::Auto
+        } else {
+            EtaSetting::Value(config.eta)
+        }),
         eta_auto: config.eta_auto,
         eta_decay: (kind == EstimatorKind::Dsgd).then_some(decay),
         eta_scale: problem
@@ -518,7 +523,8 @@ fn steps(
             None => {
                 window.before(k, theta);
                 optimizer.step(theta, engine.mean_gradient());
-                window.after(k, engine.mean_gradient(), theta);
+                let answer = optimizer.average().unwrap_or(theta);
+                window.after(k, engine.mean_gradient(), theta, answer);
             }
         }
         seg.done = k + 1;

@@ -3,8 +3,13 @@
 //!
 //! The runner hands every step of the window (the iterations at or after 80 % of those asked
 //! for) to a [`Window`], which keeps per-component sums over [`BATCHES`] consecutive batches
-//! of steps: of the step's mean gradient, and of the optimised vector after the step. That is
-//! all it keeps (`2 x BATCHES` sums per component), so it costs nothing next to a step.
+//! of steps: of the step's mean gradient, of the iterate after the step (where the gradients
+//! are taken), and of the *answer* after the step: what the run reports, the iterate itself
+//! for Adam and SGD, the average of the iterates for DoG. That is all it keeps (a few sums
+//! per batch and component), so it costs nothing next to a step.
+//!
+//! The gradients are taken at the iterates, and what the user reads is the answer; the tests
+//! below judge the answer, using the iterates only where the gradient is:
 //!
 //! From the batch sums, per component of the optimised vector:
 //!
@@ -15,15 +20,28 @@
 //!   degrees of freedom at [`LEVEL`], Bonferroni over the components. A biased estimator
 //!   (Reparam on latent-dependent jumps) passes at its own stationary point, which is not the
 //!   program's: the rule says so where the estimator is known to be biased.
-//! - **the values**: the difference of the means of the window's two halves against its
-//!   standard error from the batch means of each half (a drift); same level, same correction.
+//! - **the gradient at the answer**: the gradient's batch means against the iterates' give,
+//!   per component, a least-squares line (its slope the curvature); the gradient at the final
+//!   answer is the line's value there, `mean + slope x (answer - mean iterate)`, with the
+//!   standard error of both terms. Where the answer is one iterate of many bouncing about the
+//!   optimum (Adam at too large a step), it is off the optimum by as much as they bounce, and
+//!   the line resolves the gradient there even when the mean over the window is zero; the
+//!   rule reads it for such an answer (DoG's average is the iterates' centre, which the mean
+//!   gradient judges). Same level, `BATCHES - 2` degrees of freedom.
+//! - **the values**: the difference of the means of the iterates over the window's two halves
+//!   against its standard error from the batch means of each half (a drift); same level, same
+//!   correction. A trend is tested where the noise is: an average of the iterates trends as
+//!   they do, lagging, but its batch means are too correlated to give their own error (on
+//!   Example 1.1 they call a settled average drifting); whether the answer is where the
+//!   gradient vanishes is the test above.
 //!   At a fixed step size Adam's iterate on the paper's models returns more slowly than a
 //!   batch even where it sits at the optimum, so batch means are correlated: both standard
 //!   errors are widened by the AR(1) factor of the batch means' lag-1 autocorrelation, and
 //!   a slow walk away from the optimum is left to `convergence.rs`'s resolution test (a
 //!   gradient too noisy to locate the optimum cannot vouch for it).
-//! - **how the values moved**: the net move over the window, the path (sum of absolute
-//!   steps), the spread of the batch means and the gradient's root mean square, which the
+//! - **how the values moved**: the answer's net move over the window, the iterates' path (sum
+//!   of absolute steps), the spread of the answer's batch means and the gradient's root mean
+//!   square, which the
 //!   verdict's advice reads (a steady climb wants a larger step, a bouncing or stalled one a
 //!   smaller one).
 //!
@@ -45,20 +63,32 @@ pub struct Window {
     to: u64,
     dim: usize,
     batches: usize,
-    /// `[b * dim + p]`: sums over batch `b` of component `p`'s gradient and value.
+    /// `[b * dim + p]`: sums over batch `b` of component `p`'s gradient, iterate and answer.
     gradient: Vec<f64>,
     value: Vec<f64>,
+    answer: Vec<f64>,
     count: Vec<u64>,
-    /// Per component: the sum of `|step|` over the window, and the value before its first
-    /// step and after its last.
+    /// Per component: the sum of `|step|` of the iterate over the window, and the answer
+    /// before its first step and after its last.
     path: Vec<f64>,
     /// Per component: the sum of the squared gradients over the window.
     gradient_sq: Vec<f64>,
     first: Vec<f64>,
     last: Vec<f64>,
+    /// The iterate before the window's first step, the shift of the regression's sums.
+    origin: Vec<f64>,
     /// The value before the step being recorded.
     before: Vec<f64>,
     steps: u64,
+    /// Whether the answer was ever not the iterate (an averaging optimiser).
+    averaged: bool,
+    /// Per component, over the window's steps, with `dx` the iterate at which the step's
+    /// gradient `g` was taken minus the window's first iterate (a shift that keeps the sums
+    /// of a parameter near 10^4 exact): the sums of `dx`, `dx^2`, `dx g` and `g^2`.
+    sx: Vec<f64>,
+    sxx: Vec<f64>,
+    sxg: Vec<f64>,
+    sgg: Vec<f64>,
 }
 
 impl Window {
@@ -75,19 +105,31 @@ impl Window {
             batches,
             gradient: vec![0.0; batches * dim],
             value: vec![0.0; batches * dim],
+            answer: vec![0.0; batches * dim],
             count: vec![0; batches],
             path: vec![0.0; dim],
             gradient_sq: vec![0.0; dim],
             first: Vec::new(),
             last: vec![0.0; dim],
+            origin: Vec::new(),
             before: vec![0.0; dim],
             steps: 0,
+            averaged: false,
+            sx: vec![0.0; dim],
+            sxx: vec![0.0; dim],
+            sxg: vec![0.0; dim],
+            sgg: vec![0.0; dim],
         }
     }
 
     /// The window's first iteration.
     pub fn from(&self) -> u64 {
         self.from
+    }
+
+    /// The shift of component `p`'s regression sums.
+    fn origin(&self, p: usize, fallback: &[f64]) -> f64 {
+        self.origin.get(p).copied().unwrap_or(fallback[p])
     }
 
     /// Whether step `k` is in the window.
@@ -103,35 +145,108 @@ impl Window {
     }
 
     /// Step `k` moved the vector from what [`Window::before`] kept to `theta` along
-    /// `gradient`.
-    pub fn after(&mut self, k: u64, gradient: &[f64], theta: &[f64]) {
+    /// `gradient`, and the answer the run reports is now `answer` (`theta` itself, or the
+    /// optimiser's average).
+    pub fn after(&mut self, k: u64, gradient: &[f64], theta: &[f64], answer: &[f64]) {
         if self.wants(k) {
             let before = std::mem::take(&mut self.before);
-            self.record(k, &before, gradient, theta);
+            self.record_answer(k, &before, gradient, theta, answer);
             self.before = before;
         }
     }
 
-    /// Step `k` moved the vector from `before` to `after` along `gradient`.
+    /// Step `k` moved the vector from `before` to `after` along `gradient`, the answer being
+    /// the iterate.
     pub fn record(&mut self, k: u64, before: &[f64], gradient: &[f64], after: &[f64]) {
+        self.record_answer(k, before, gradient, after, after);
+    }
+
+    /// Step `k` moved the iterate from `before` to `after` along `gradient`, and the answer
+    /// is now `answer`.
+    pub fn record_answer(
+        &mut self,
+        k: u64,
+        before: &[f64],
+        gradient: &[f64],
+        after: &[f64],
+        answer: &[f64],
+    ) {
         if !self.wants(k) || self.batches == 0 {
             return;
         }
         let len = self.to - self.from;
         let b = ((k - self.from) * self.batches as u64 / len) as usize;
         let d = self.dim;
+        if answer != after {
+            self.averaged = true;
+        }
+        if self.origin.is_empty() {
+            self.origin = before.to_vec();
+        }
         if self.first.is_empty() {
-            self.first = before.to_vec();
+            // The answer before the window's first step: the iterate's, or an average's
+            // after it (one step moves an average by a small fraction of the iterate's move).
+            self.first = if answer == after {
+                before.to_vec()
+            } else {
+                answer.to_vec()
+            };
         }
         for p in 0..d {
+            // The gradient was taken at `before`.
+            let dx = before[p] - self.origin(p, before);
+            self.sx[p] += dx;
+            self.sxx[p] += dx * dx;
+            self.sxg[p] += dx * gradient[p];
+            self.sgg[p] += gradient[p] * gradient[p];
             self.gradient[b * d + p] += gradient[p];
             self.value[b * d + p] += after[p];
+            self.answer[b * d + p] += answer[p];
             self.path[p] += (after[p] - before[p]).abs();
             self.gradient_sq[p] += gradient[p] * gradient[p];
         }
-        self.last.copy_from_slice(after);
+        self.last.copy_from_slice(answer);
         self.count[b] += 1;
         self.steps += 1;
+    }
+
+    /// The gradient at the final answer and its standard error, for component `p`: the
+    /// least-squares line of the steps' gradients against the iterates they were taken at,
+    /// through the mean gradient `g_mean` at the mean iterate and with its slope from the
+    /// steps, evaluated at the answer. Its error is `g_se` (the mean's, from batch means) and
+    /// the slope's error times the distance from the mean iterate, in quadrature (the centred
+    /// line's coefficients are uncorrelated). Each step's gradient noise is fresh, independent
+    /// of the iterate it is taken at, so the slope's error is the residuals' over
+    /// `sqrt(Sxx)` over the steps. Where the iterates did not spread (`Sxx = 0`) there is no
+    /// line, and the answer is judged by the mean alone.
+    fn at_answer(&self, p: usize, g_mean: f64, g_se: f64) -> (f64, f64) {
+        let n = self.steps as f64;
+        if self.steps < 3 || self.origin.is_empty() {
+            return (g_mean, g_se);
+        }
+        let x_mean = self.sx[p] / n;
+        let sxx = self.sxx[p] - n * x_mean * x_mean;
+        // The mean gradient over the steps (the batch means' mean weighs batches equally).
+        let g_steps = (0..self.batches)
+            .map(|b| self.gradient[b * self.dim + p])
+            .sum::<f64>()
+            / n;
+        let sxg = self.sxg[p] - n * x_mean * g_steps;
+        let offset = self.last[p] - (self.origin[p] + x_mean);
+        if sxx.is_nan() || sxx <= 0.0 || offset == 0.0 {
+            return (g_mean, g_se);
+        }
+        let slope = sxg / sxx;
+        let syy = self.sgg[p] - n * g_steps * g_steps;
+        let rss = (syy - slope * sxg).max(0.0);
+        let slope_se = (rss / (n - 2.0) / sxx).sqrt();
+        let value = g_mean + slope * offset;
+        let se = g_se.hypot(slope_se * offset);
+        if value.is_finite() && se.is_finite() {
+            (value, se)
+        } else {
+            (g_mean, g_se)
+        }
     }
 
     /// The tests, or `None` when fewer than 4 batches of the window were stepped (a short
@@ -153,18 +268,24 @@ impl Window {
             .map(|p| {
                 let g = means(&self.gradient, p);
                 let (g_mean, g_var) = mean_var(&g);
-                let v = means(&self.value, p);
-                let (a, b) = v.split_at(half);
+                let gradient_se = (g_var / nb as f64).sqrt() * ar1_inflation(&g);
+                let (answer_gradient, answer_gradient_se) = self.at_answer(p, g_mean, gradient_se);
+                // The trend where the noise is: the iterates (an average only filters them,
+                // and its batch means are too correlated to give their own error).
+                let x = means(&self.value, p);
+                let (a, b) = x.split_at(half);
                 let (a_mean, a_var) = mean_var(a);
                 let (b_mean, b_var) = mean_var(b);
                 let drift = b_mean - a_mean;
                 let drift_se = (a_var / a.len() as f64 + b_var / b.len() as f64).sqrt()
                     * ar1_inflation(a).max(ar1_inflation(b));
-                let (_, v_var) = mean_var(&v);
+                let (_, v_var) = mean_var(&means(&self.answer, p));
                 ComponentTest {
                     gradient_rms: (self.gradient_sq[p] / self.steps as f64).sqrt(),
                     gradient_mean: g_mean,
-                    gradient_se: (g_var / nb as f64).sqrt() * ar1_inflation(&g),
+                    gradient_se,
+                    answer_gradient,
+                    answer_gradient_se,
                     drift,
                     drift_se,
                     moved: self.last[p] - self.first.get(p).copied().unwrap_or(self.last[p]),
@@ -178,6 +299,7 @@ impl Window {
             to: self.to,
             batches: nb,
             steps: self.steps,
+            averaged: self.averaged,
             gradient_threshold,
             drift_threshold,
             components,
@@ -193,14 +315,19 @@ pub struct ComponentTest {
     /// The mean of the steps' gradients over the window and its batch-means standard error.
     pub gradient_mean: f64,
     pub gradient_se: f64,
-    /// The second half's mean value minus the first half's, and its standard error.
+    /// The gradient at the final answer, from the line of the gradient's batch means against
+    /// the iterates', and its standard error (`gradient_mean`, `gradient_se` when the answer
+    /// is the iterates' centre or the line has no slope to speak of).
+    pub answer_gradient: f64,
+    pub answer_gradient_se: f64,
+    /// The second half's mean iterate minus the first half's, and its standard error.
     pub drift: f64,
     pub drift_se: f64,
-    /// The value after the window's last step minus before its first.
+    /// The answer after the window's last step minus before its first.
     pub moved: f64,
-    /// The sum of the absolute steps over the window.
+    /// The sum of the iterate's absolute steps over the window.
     pub path: f64,
-    /// The standard deviation of the value's batch means.
+    /// The standard deviation of the answer's batch means.
     pub spread: f64,
 }
 
@@ -214,6 +341,11 @@ impl ComponentTest {
     /// `|drift| / se`, likewise.
     pub fn drift_z(&self) -> f64 {
         ratio(self.drift, self.drift_se)
+    }
+
+    /// `|gradient at the answer| / se`, likewise.
+    pub fn answer_gradient_z(&self) -> f64 {
+        ratio(self.answer_gradient, self.answer_gradient_se)
     }
 }
 
@@ -234,7 +366,10 @@ pub struct Stationarity {
     pub to: u64,
     pub batches: usize,
     pub steps: u64,
-    /// What `gradient_z` and `drift_z` may reach under stationarity.
+    /// Whether the answer is an average of the iterates (DoG), not the last iterate.
+    pub averaged: bool,
+    /// What `gradient_z`, `drift_z` and `answer_gradient_z` (`t` with `BATCHES - 2`
+    /// degrees of freedom, as `drift_z`) may reach under stationarity.
     pub gradient_threshold: f64,
     pub drift_threshold: f64,
     /// One per component of the optimised vector.

@@ -336,6 +336,9 @@ impl<'b> Var<'b> {
     pub fn normal_cdf(self) -> Var<'b> {
         self.unary(Unary::NormalCdf)
     }
+    pub fn log_normal_cdf(self) -> Var<'b> {
+        self.unary(Unary::LogNormalCdf)
+    }
     pub fn powi(self, n: i32) -> Var<'b> {
         self.unary(Unary::Powi(n))
     }

@@ -27,6 +27,7 @@ pub fn unary_value(op: Unary, x: f64) -> f64 {
         Unary::Lgamma => special::lgamma(x),
         Unary::Probit => special::probit(x),
         Unary::NormalCdf => special::normal_cdf(x),
+        Unary::LogNormalCdf => special::log_normal_cdf(x),
         Unary::Powi(n) => x.powi(n),
     }
 }
@@ -54,6 +55,7 @@ pub fn unary_derivative(op: Unary, x: f64, v: f64) -> f64 {
         // d Phi^{-1}(p) / dp = 1 / phi(Phi^{-1}(p)).
         Unary::Probit => 1.0 / special::normal_pdf(v),
         Unary::NormalCdf => special::normal_pdf(x),
+        Unary::LogNormalCdf => special::log_normal_cdf_derivative(x, v),
         Unary::Powi(0) => 0.0,
         Unary::Powi(n) => f64::from(n) * x.powi(n - 1),
     }

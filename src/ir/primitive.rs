@@ -56,6 +56,8 @@ primitives! {
         Probit,
         /// The standard normal CDF `Phi`.
         NormalCdf,
+        /// `ln Phi`, finite where `Phi` underflows (a censored observation's log-likelihood).
+        LogNormalCdf,
         /// `x^n` for a compile-time integer `n` (defined for negative `x`, unlike `Pow`).
         Powi(i32) = 3,
     }
@@ -220,6 +222,12 @@ impl Unary {
             Unary::Lgamma => row("lgamma", a, (CallBack, CallBack), Domain::Positive),
             Unary::Probit => row("probit", v, (CallBack, CallBack), Domain::OpenUnit),
             Unary::NormalCdf => row("normal_cdf", a, (CallBack, CallBack), Domain::Real),
+            Unary::LogNormalCdf => row(
+                "log_normal_cdf",
+                a.and(v),
+                (CallBack, CallBack),
+                Domain::Real,
+            ),
             // Written `pow(x, n)` in the language (`Builder::pow`).
             Unary::Powi(n) => UnaryInfo {
                 function: false,

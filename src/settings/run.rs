@@ -86,6 +86,27 @@ pub enum EtaSetting {
     Auto,
 }
 
+impl EtaSetting {
+    /// The accuracy given, or `None` for `auto`.
+    pub fn value(self) -> Option<f64> {
+        match self {
+            EtaSetting::Value(x) => Some(x),
+            EtaSetting::Auto => None,
+        }
+    }
+}
+
+/// A number, or the string `"auto"`: the label `--eta auto` and Python's `eta="auto"` use,
+/// which every output repeats.
+impl serde::Serialize for EtaSetting {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            EtaSetting::Value(x) => s.serialize_f64(*x),
+            EtaSetting::Auto => s.serialize_str("auto"),
+        }
+    }
+}
+
 impl FromStr for EtaSetting {
     type Err = SettingError;
     fn from_str(s: &str) -> Result<Self, SettingError> {

@@ -651,6 +651,7 @@ impl Emitter<'_> {
             | Unary::Lgamma
             | Unary::Probit
             | Unary::NormalCdf
+            | Unary::LogNormalCdf
             | Unary::Powi(_) => unreachable!("no inline form of {op} here"),
         }
     }

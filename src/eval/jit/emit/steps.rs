@@ -58,6 +58,7 @@ impl Emitter<'_> {
             | Unary::Lgamma
             | Unary::Probit
             | Unary::NormalCdf
+            | Unary::LogNormalCdf
             | Unary::Powi(_) => unreachable!("no inline form of {op} here"),
         }
     }
@@ -218,6 +219,7 @@ impl Emitter<'_> {
                 | Unary::Lgamma
                 | Unary::Probit
                 | Unary::NormalCdf
+                | Unary::LogNormalCdf
                 | Unary::Powi(_) => unreachable!("no stand-in for {op:?}"),
             }
             self.a.vmovapd(ZMM[2 * d + h], X[5])?;
