@@ -249,7 +249,8 @@ fn notes(rep: &Reproduction, band: &[BandCell]) -> Value {
         walk,
         influenza,
         temperature,
-        order_differs => order_differs(rep),
+        // The models where our order of the estimators differs from the paper's, if any.
+        order_differs => Some(order_differs(rep).join("; ")).filter(|s| !s.is_empty()),
     }
 }
 
