@@ -47,6 +47,8 @@ pub enum ReproduceError {
     },
     #[error(transparent)]
     Plot(#[from] PlotError),
+    #[error("cannot compose REPORT.md: {0}")]
+    Report(String),
     #[error(transparent)]
     OutDir(#[from] OutDirError),
 }
@@ -385,7 +387,9 @@ pub fn reproduce(
         serde_json::to_string_pretty(&rep).map_err(|e| io(&summary)(std::io::Error::other(e)))?;
     write_atomic(&summary, json.as_bytes()).map_err(io(&summary))?;
     let report = out.join("REPORT.md");
-    write_atomic(&report, super::report_md::render(&rep).as_bytes()).map_err(io(&report))?;
+    let markdown =
+        super::report_md::render(&rep).map_err(|e| ReproduceError::Report(format!("{e:#}")))?;
+    write_atomic(&report, markdown.as_bytes()).map_err(io(&report))?;
     out_dir.wrote([summary, report]);
     out_dir.write_manifest()?;
     Ok(rep)
