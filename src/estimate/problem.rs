@@ -92,6 +92,12 @@ impl PathwisePlan {
 
 impl Problem {
     pub fn new(model: &Model) -> Result<Problem, FamilyError> {
+        // The tapes run the model's program only: a plate's rows would be left out.
+        if !model.plates.is_empty() {
+            return Err(FamilyError::PlatesNotEvaluated {
+                plates: model.plates.len(),
+            });
+        }
         let family = Family::new(model)?;
         Ok(Problem(Arc::new(ProblemData {
             name: model.name.clone(),

@@ -41,6 +41,12 @@ pub enum FamilyError {
         "the model has nothing to optimise: it declares no `param` and no latent with a guide (only fixed latents, or none)"
     )]
     NothingToOptimise,
+    /// The model keeps loops as plates, which this build's estimators do not run (compile
+    /// with `--plates off` to unroll them).
+    #[error(
+        "plates are not evaluated by this build: the model keeps {plates} loop(s) as plates; compile it with `--plates off` (Python: `plates=\"off\"`) to unroll them"
+    )]
+    PlatesNotEvaluated { plates: usize },
 }
 
 /// Which group of `theta` a component belongs to (`diagnose` reports per block).
