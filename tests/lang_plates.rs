@@ -161,6 +161,33 @@ for i in 0..n {{
     }
 }
 
+/// A saturated logistic regression: `p` rounds to exactly 0 or 1 at some points, where the
+/// unrolled rows drop the other outcome's infinite logarithm with its zero factor; the plate
+/// must give the same finite values (not `0 * -inf`).
+#[test]
+fn bernoulli_rows_match_where_the_probability_saturates() {
+    let src = format!(
+        "{DATA_DECLS}
+let a = sample Normal(0, 5);
+let b = sample Normal(0, 5);
+for i in 0..n {{
+  observe yb[i] ~ Bernoulli(sigmoid(60 * (a + b * x[i])));
+}}"
+    );
+    plated(&src, &data(12), 1);
+    // Every row's `p` is exactly 1 at `a = 2, b = 0`, and every row observed 1.
+    let ones =
+        r#"{"n": 4, "x": [1, 2, 3, 4], "y": [0, 0, 0, 0], "yb": [1, 1, 1, 1], "g": [0, 0, 0, 0]}"#;
+    let on = compile(&src, ones, PlatePolicy::On);
+    let off = compile(&src, ones, PlatePolicy::Off);
+    let z = [2.0, 0.0];
+    let (a, b) = (
+        on.evaluate(Semantics::Crisp, &[], &z),
+        off.program.evaluate(Semantics::Crisp, &[], &z),
+    );
+    assert!(b.is_finite() && a == b, "with plates {a}, unrolled {b}");
+}
+
 #[test]
 fn row_latents_are_named_and_numbered_as_unrolled() {
     let src = format!(

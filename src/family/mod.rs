@@ -44,7 +44,7 @@ pub enum FamilyError {
     /// The model keeps loops as plates, which this build's estimators do not run (compile
     /// with `--plates off` to unroll them).
     #[error(
-        "plates are not evaluated by this build: the model keeps {plates} loop(s) as plates; compile it with `--plates off` (Python: `plates=\"off\"`) to unroll them"
+        "plates are not evaluated by this build: the model keeps {plates} loop(s) as plates; compile it with `--plates off` to unroll them"
     )]
     PlatesNotEvaluated { plates: usize },
 }
