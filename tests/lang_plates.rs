@@ -379,6 +379,14 @@ fn each_rule_broken_keeps_the_loop_unrolled_with_its_reason() {
             "a condition that reads only data takes different branches",
         ),
         (
+            "if a > 0 { for i in 0..n { observe y[i] ~ Normal(a, 1); } }",
+            "inside an if-statement on a latent or parameter",
+        ),
+        (
+            "fn f(m) { for i in 0..n { observe y[i] ~ Normal(m, 1); } } if a < 1 { f(a); } else { f(2 * a); }",
+            "inside an if-statement on a latent or parameter",
+        ),
+        (
             "for i in 0..n { factor -(a^g[i]); }",
             "an exponent read from data",
         ),

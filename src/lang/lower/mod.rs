@@ -85,6 +85,9 @@ pub(crate) struct Lowerer<'b, 'r> {
     /// The plates made so far, and what became of each loop.
     plates: Vec<crate::ir::Plate>,
     loops: Vec<crate::ir::LoopNote>,
+    /// How many if-statements on latents or parameters enclose the code being lowered: their
+    /// terms count in one branch only, so no loop inside them is a plate.
+    branch_depth: usize,
 }
 
 /// Lowers a parsed program to a model.
@@ -120,6 +123,7 @@ pub(crate) fn lower(
         body: None,
         plates: Vec::new(),
         loops: Vec::new(),
+        branch_depth: 0,
     };
     l.collect_functions(program)?;
     for s in &program.stmts {
@@ -360,6 +364,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         self.tick(span, self.frame.iter().map(Map::len).sum::<usize>() + 1)?;
         let before = self.frame.clone();
         let outer_terms = std::mem::take(&mut self.terms);
+        self.branch_depth += 1;
         let vt = self.block(then_, need_value)?;
         let frame_t = std::mem::replace(&mut self.frame, before);
         let terms_t = std::mem::take(&mut self.terms);
@@ -374,6 +379,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             }
             None => Value::Unit,
         };
+        self.branch_depth -= 1;
         let terms_e = std::mem::replace(&mut self.terms, outer_terms);
         self.b.set_span(Some(span));
         if !terms_t.is_empty() || !terms_e.is_empty() {

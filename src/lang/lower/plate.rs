@@ -397,12 +397,32 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 "{rows} iterations, fewer than {PLATE_MIN_ROWS} (`--plates auto`)"
             )),
             _ if rows == 0 => Some("no iterations".to_string()),
+            _ if self.branch_depth > 0 => Some(
+                "inside an if-statement on a latent or parameter (the loop's terms count in \
+                 one branch only)"
+                    .to_string(),
+            ),
             _ => None,
         };
+        let seen = self.loops.iter().any(|n| n.span == Some(span));
         let outcome = match policy_refusal {
+            // Too short for `auto`: whether it would qualify is still worth saying (once
+            // per loop of the source; the program is the unrolled one either way).
+            Some(why)
+                if self.opts.plates == PlatePolicy::Auto
+                    && rows > 0
+                    && self.branch_depth == 0
+                    && !seen =>
+            {
+                match self.try_plate(var, lo, hi, body, span, false)? {
+                    Ok(_) => Err((format!("it qualifies, but has {why}"), None)),
+                    Err(refusal) => Err(refusal),
+                }
+            }
             Some(why) => Err((why, None)),
-            None => self.try_plate(var, lo, hi, body, span)?,
+            None => self.try_plate(var, lo, hi, body, span, true)?,
         };
+        let outcome = outcome.and_then(|p| p.ok_or_else(|| ("it qualifies".to_string(), None)));
         match outcome {
             Ok(plate) => {
                 self.loops.push(LoopNote {
@@ -439,7 +459,8 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         hi: i64,
         body: &Block,
         span: Span,
-    ) -> Result<Result<Plate, Refusal>, Diag> {
+        commit: bool,
+    ) -> Result<Result<Option<Plate>, Refusal>, Diag> {
         let rows = usize::try_from(hi - lo).unwrap_or(0);
         let steps_before = self.steps;
         if cost_steps(rows as u64) > self.opts.step_limit.saturating_sub(self.steps) {
@@ -500,6 +521,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             }),
             plates: Vec::new(),
             loops: Vec::new(),
+            branch_depth: 0,
         };
         let lowered = l.block(body, false);
         let ctx = l.body.take().expect("body mode");
@@ -543,6 +565,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 return Ok(Err((format!("its body does not build: {e}"), None)));
             }
         };
+        if !commit {
+            // It qualifies; the loop is unrolled all the same.
+            self.steps = steps_before;
+            return Ok(Ok(None));
+        }
         // The body's latents: the columns it reads, then the row latents, in order.
         let read = program.latents_read();
         let is_column = |k: u32| columns.iter().any(|c| c.0 == k);
@@ -582,7 +609,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 });
             }
         }
-        Ok(Ok(Plate {
+        Ok(Ok(Some(Plate {
             var: var.name.clone(),
             span: Some(span),
             rows,
@@ -595,7 +622,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     stride: stride as u32,
                 })
                 .collect(),
-        }))
+        })))
     }
 }
 
