@@ -494,3 +494,29 @@ for i in 0..n {{ observe y[i] ~ Normal(a, 1); }}"
     };
     assert!(e.to_string().contains("plates are not evaluated"), "{e}");
 }
+
+/// What a body computes row by row at compile time (data-only `abs` folded into columns)
+/// counts against the step limit: a body that would fold a hundred columns of a million rows
+/// is refused, not compiled for minutes.
+#[test]
+fn folding_data_row_by_row_counts_against_the_step_limit() {
+    let terms: Vec<String> = (0..100)
+        .map(|k| format!("abs(i - {})", 500_000 + k))
+        .collect();
+    let src = format!(
+        "let a = sample Normal(0, 1);\nfor i in 0..1000000 {{ factor -a * ({}); }}",
+        terms.join(" + ")
+    );
+    let opts = CompileOptions {
+        plates: PlatePolicy::On,
+        ..CompileOptions::default()
+    };
+    let e = dsgd::lang::compile_source("t.dsgd", &src, Path::new("."), &opts).unwrap_err();
+    assert!(e.message.contains("steps"), "{e}");
+    // With a few such columns it fits.
+    let src = "let a = sample Normal(0, 1);\nfor i in 0..1000000 { factor -a * abs(i - 500000); }";
+    let m = dsgd::lang::compile_source("t.dsgd", src, Path::new("."), &opts)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(m.plates.len(), 1);
+    assert_eq!(m.plates[0].body.if_count(), 0, "abs of data is a column");
+}

@@ -469,8 +469,25 @@ impl Builder {
         if !self.is_row_constant(v) {
             return None;
         }
-        let g = self.g.borrow();
-        g.rows.as_deref().map(|rows| rows.values(&g.nodes, v.id))
+        let mut g = self.g.borrow_mut();
+        let g = &mut *g;
+        g.rows
+            .as_deref_mut()
+            .map(|rows| rows.values(&g.nodes, v.id))
+    }
+
+    /// How many units of `per_unit` values a body has computed row by row since the last
+    /// call (the rest carries over): the front end counts them as work.
+    pub fn take_row_work(&self, per_unit: u64) -> u64 {
+        let mut g = self.g.borrow_mut();
+        match g.rows.as_deref_mut() {
+            Some(rows) if per_unit > 0 => {
+                let units = rows.work / per_unit;
+                rows.work %= per_unit;
+                units
+            }
+            _ => 0,
+        }
     }
 
     /// The first place where a body cannot stand for its unrolled rows, and why.

@@ -33,6 +33,8 @@ pub(crate) struct RowData {
     flags: Vec<bool>,
     /// The first place where the body cannot stand for the unrolled rows, and why.
     pub(crate) problem: Option<(String, Option<Span>)>,
+    /// Values computed row by row and not yet counted by the front end.
+    pub(crate) work: u64,
 }
 
 impl RowData {
@@ -94,7 +96,7 @@ impl RowData {
 
     /// The value of row-constant node `id` at every row, as constant folding would compute
     /// it (an if-statement takes the branch its guard's sign says).
-    pub(crate) fn values(&self, nodes: &[Node], id: NodeId) -> Vec<f64> {
+    pub(crate) fn values(&mut self, nodes: &[Node], id: NodeId) -> Vec<f64> {
         // The cone, in arena (topological) order.
         let mut seen: HashMap<NodeId, usize, FastBuild> = HashMap::default();
         let mut stack = vec![id];
@@ -110,6 +112,9 @@ impl RowData {
         for (k, n) in cone.iter().enumerate() {
             seen.insert(*n, k);
         }
+        self.work = self
+            .work
+            .saturating_add((cone.len() as u64).saturating_mul(self.rows as u64));
         let at = |n: NodeId| seen[&n];
         let mut vals = vec![0.0; cone.len()];
         let mut out = Vec::with_capacity(self.rows);

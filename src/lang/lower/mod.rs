@@ -206,6 +206,13 @@ impl<'b, 'r> Lowerer<'b, 'r> {
     /// Counts one step of work and stops when a limit is reached.
     fn tick(&mut self, span: Span, cost: usize) -> Result<(), Diag> {
         self.steps = self.steps.saturating_add(cost);
+        if self.body.is_some() {
+            // What a plate's body computed row by row (folding data-only if-statements).
+            let rows = self.b.take_row_work(plate::VALUES_PER_STEP as u64);
+            self.steps = self
+                .steps
+                .saturating_add(usize::try_from(rows).unwrap_or(usize::MAX));
+        }
         if self.opts.cancelled() {
             return Err(Diag::new(
                 span,
