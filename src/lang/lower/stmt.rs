@@ -73,8 +73,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     // A 0/1 read from data: unrolled, `x ln p + (1 - x) ln(1 - p)` folds to
                     // one of its logarithms, and a logarithm of 0 in the other is dropped
                     // with its zero factor. This gives the same bits in every row.
-                    let p = a[0];
-                    (x * p + (1.0 - x) * (1.0 - p)).ln()
+                    self.b.bernoulli_of_binary(x, a[0])
                 } else {
                     self.b
                         .log_density(d, x, &a)
