@@ -111,6 +111,7 @@ fn model(n: usize, unrolled: bool, survey: bool) -> Model {
             .collect(),
         params: Vec::new(),
         plates,
+        loops: Vec::new(),
     }
 }
 

@@ -173,9 +173,18 @@ pub fn builtin(name: &str) -> Option<Result<Model, CompileError>> {
 
 /// [`builtin`] with its `data` declarations bound from `data` (replacing the embedded data).
 pub fn builtin_with_data(name: &str, data: &DataSet) -> Option<Result<Model, CompileError>> {
+    builtin_with_options(name, data, &CompileOptions::default())
+}
+
+/// [`builtin_with_data`] compiled with `opts` (`--plates`, a cancel flag).
+pub fn builtin_with_options(
+    name: &str,
+    data: &DataSet,
+    opts: &CompileOptions,
+) -> Option<Result<Model, CompileError>> {
     let source = builtin_source(name)?;
     let file = format!("{name}.dsgd");
-    let mut r = compile_with_data(&file, source, &Embedded, data, &CompileOptions::default());
+    let mut r = compile_with_data(&file, source, &Embedded, data, opts);
     if let Ok(m) = &mut r {
         m.name = name.to_string();
     }

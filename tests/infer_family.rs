@@ -52,6 +52,7 @@ fn user_family() -> Model {
             },
         ],
         plates: Vec::new(),
+        loops: Vec::new(),
     }
 }
 
@@ -124,6 +125,7 @@ fn a_non_positive_scale_is_an_error_naming_the_latent() {
             init: -1.0,
         }],
         plates: Vec::new(),
+        loops: Vec::new(),
     };
     let fam = Family::new(&model).unwrap();
     let mut st = fam.state();
@@ -185,6 +187,7 @@ fn the_first_invalid_latent_is_named_whether_fixed_or_not() {
                 init: -1.0,
             }],
             plates: Vec::new(),
+            loops: Vec::new(),
         };
         let fam = Family::new(&model).unwrap();
         let mut st = fam.state();
@@ -234,6 +237,7 @@ fn a_location_that_reads_a_latent_is_refused() {
         ],
         params: vec![],
         plates: Vec::new(),
+        loops: Vec::new(),
     };
     let err = Family::new(&model).unwrap_err();
     assert_eq!(

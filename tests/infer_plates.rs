@@ -90,6 +90,7 @@ fn model(name: &str, program: dsgd::ir::Program, n: usize, rl: bool, plates: Vec
             init: 0.6,
         }],
         plates,
+        loops: Vec::new(),
     }
 }
 
@@ -396,6 +397,7 @@ fn a_non_finite_row_is_named() {
         program: outer.into(),
         latents: vec![guided("a".into(), 0.0, 0.5)],
         params: Vec::new(),
+        loops: Vec::new(),
         plates: vec![Plate {
             var: "i".into(),
             span: None,

@@ -29,6 +29,7 @@ fn vi_step_shifted(a: [f64; 2], c: f64, shift: f64) -> Model {
         latents: base.latents,
         params: vec![],
         plates: Vec::new(),
+        loops: Vec::new(),
     }
 }
 

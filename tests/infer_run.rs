@@ -190,6 +190,7 @@ fn exponential_prior() -> Model {
         }],
         params: vec![],
         plates: Vec::new(),
+        loops: Vec::new(),
     }
 }
 

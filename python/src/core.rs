@@ -65,10 +65,12 @@ impl From<RunError> for CoreError {
     }
 }
 
-/// The compiler's options: the command line's limits, stopping when `cancel` rises.
+/// The compiler's options: the command line's limits, stopping when `cancel` rises. Every
+/// loop is unrolled (`--plates off`) until the package takes a `plates=` keyword.
 fn compile_options(cancel: &Arc<AtomicBool>) -> CompileOptions {
     CompileOptions {
         cancel: Some(cancel.clone()),
+        plates: dsgd::lang::PlatePolicy::Off,
         ..CompileOptions::default()
     }
 }
@@ -182,7 +184,11 @@ fn compiled(r: Result<Model, CompileError>) -> Result<Model, CoreError> {
 /// Compiles a built-in model, its `data` declarations bound from `data` (replacing the
 /// embedded values).
 pub fn compile_builtin(name: &str, data: Data) -> Result<Compiled, CoreError> {
-    match dsgd::models::builtin_with_data(name, &dataset(&data)?) {
+    let opts = CompileOptions {
+        plates: dsgd::lang::PlatePolicy::Off,
+        ..CompileOptions::default()
+    };
+    match dsgd::models::builtin_with_options(name, &dataset(&data)?, &opts) {
         None => Err(CoreError::Invalid(format!(
             "no built-in model `{name}` (built-ins: {})",
             dsgd::models::builtin_names().join(", ")

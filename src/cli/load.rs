@@ -7,7 +7,7 @@ use clap::Args;
 use dsgd::ir::Model;
 use dsgd::lang::{
     CompileOptions, DEFAULT_MAX_DATA_BYTES, DEFAULT_NODE_LIMIT, DEFAULT_STEP_LIMIT, DataSet,
-    FsResolver, compile_with_data, read_source,
+    FsResolver, PlatePolicy, compile_with_data, read_source,
 };
 use dsgd::models;
 
@@ -31,6 +31,16 @@ pub struct SourceArgs {
     /// A directory besides the model's own that `csv(..)` may read from (repeatable).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Vec<PathBuf>,
+    /// Which `for` loops whose iterations are independent are kept as plates (compiled once
+    /// and run over the rows) instead of unrolled: `auto` (those of at least 1000 rows),
+    /// `on` (all) or `off` (none: every loop unrolled).
+    #[arg(long, value_name = "auto|on|off", default_value = "auto", value_parser = parse_plates)]
+    pub plates: PlatePolicy,
+}
+
+/// `--plates auto|on|off`.
+fn parse_plates(s: &str) -> Result<PlatePolicy, String> {
+    PlatePolicy::from_name(s).ok_or_else(|| format!("`{s}` is not `auto`, `on` or `off`"))
 }
 
 impl Default for SourceArgs {
@@ -41,6 +51,7 @@ impl Default for SourceArgs {
             max_data_bytes: DEFAULT_MAX_DATA_BYTES,
             allow_data_outside: false,
             data_dir: Vec::new(),
+            plates: PlatePolicy::Auto,
         }
     }
 }
@@ -54,6 +65,7 @@ impl SourceArgs {
             max_data_bytes: self.max_data_bytes,
             allow_data_outside: self.allow_data_outside,
             data_dirs: self.data_dir.clone(),
+            plates: self.plates,
             ..CompileOptions::default()
         }
     }
@@ -85,7 +97,7 @@ pub fn load_with_data(
         None => DataSet::default(),
     };
     if let Some(name) = spec.strip_prefix(BUILTIN_PREFIX) {
-        return load_builtin(name, &data);
+        return load_builtin(name, &data, args.plates);
     }
     let path = Path::new(spec);
     if path.is_file() {
@@ -110,7 +122,7 @@ pub fn load_with_data(
         });
     }
     if models::builtin_source(spec).is_some() {
-        return load_builtin(spec, &data);
+        return load_builtin(spec, &data, args.plates);
     }
     if path.exists() {
         bail!("`{spec}` is not a file");
@@ -122,8 +134,12 @@ pub fn load_with_data(
 }
 
 /// The built-in model `spec`.
-fn load_builtin(spec: &str, data: &DataSet) -> anyhow::Result<Loaded> {
-    if let Some(result) = models::builtin_with_data(spec, data) {
+fn load_builtin(spec: &str, data: &DataSet, plates: PlatePolicy) -> anyhow::Result<Loaded> {
+    let opts = CompileOptions {
+        plates,
+        ..CompileOptions::default()
+    };
+    if let Some(result) = models::builtin_with_options(spec, data, &opts) {
         let model =
             result.map_err(|e| anyhow::anyhow!("cannot compile built-in model `{spec}`\n{e}"))?;
         let source = models::builtin_source(spec).unwrap_or_default().to_string();

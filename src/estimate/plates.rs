@@ -831,6 +831,7 @@ mod tests {
             program: outer.finish(&[f]).unwrap().into(),
             latents,
             params: Vec::new(),
+            loops: Vec::new(),
             plates: vec![Plate {
                 var: "i".into(),
                 span: None,

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::ir::{Mode, Model, Span, analyse};
+use crate::ir::{LoopOutcome, Mode, Model, Span, analyse};
 
 /// Everything `dsgd check` says about a model. Its keys are documented in docs/json.md.
 #[derive(Clone, Debug, Serialize)]
@@ -40,6 +40,45 @@ pub struct CheckReport {
     /// Every latent's support and the transform that puts it on the real line (the guide is
     /// Gaussian on the unconstrained value).
     pub latent_supports: Vec<LatentSupport>,
+    /// The `for` loops kept as plates (compiled once, run over their rows). The counts and
+    /// analyses above are the program's outside the plates.
+    pub plates: Vec<PlateNote>,
+    /// The `for` loops unrolled, each with the first rule it failed (or the policy that kept
+    /// it unrolled).
+    pub unrolled_loops: Vec<UnrolledLoop>,
+}
+
+/// A loop kept as a plate.
+#[derive(Clone, Debug, Serialize)]
+pub struct PlateNote {
+    /// Where the loop is: `file:line:col`.
+    pub location: String,
+    /// The loop variable.
+    pub var: String,
+    pub rows: usize,
+    /// Nodes of the body program (compiled once, whatever the number of rows).
+    pub body_nodes: usize,
+    /// If-statements of the body (each taken once per row).
+    pub body_if_statements: usize,
+    /// Data columns the body reads by row.
+    pub columns: usize,
+    /// Latents sampled in each row.
+    pub row_latents: usize,
+    /// Parameters and outer latents the body reads.
+    pub shared_inputs: usize,
+}
+
+/// A loop unrolled, and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct UnrolledLoop {
+    /// Where the loop is: `file:line:col`.
+    pub location: String,
+    pub var: String,
+    pub rows: usize,
+    /// The first rule it failed, or the policy.
+    pub reason: String,
+    /// Where the rule failed, if at a place of its own.
+    pub at: Option<String>,
 }
 
 /// Where one latent lives: `support` `real`, `(0, inf)`, `(0, 1)`; `transform` `identity`,
@@ -153,7 +192,36 @@ impl CheckReport {
                 }
             })
             .collect();
+        let place = |s: Option<Span>| s.map_or_else(|| "(no source)".to_string(), locate);
+        let mut plates = Vec::new();
+        let mut unrolled_loops = Vec::new();
+        for note in &model.loops {
+            match &note.outcome {
+                LoopOutcome::Plate { index } => {
+                    let plate = &model.plates[*index];
+                    plates.push(PlateNote {
+                        location: place(note.span),
+                        var: note.var.clone(),
+                        rows: note.rows,
+                        body_nodes: plate.body.node_count(),
+                        body_if_statements: plate.body.if_count(),
+                        columns: plate.columns.len(),
+                        row_latents: plate.row_latents.len(),
+                        shared_inputs: plate.shared.len(),
+                    });
+                }
+                LoopOutcome::Unrolled { reason, at } => unrolled_loops.push(UnrolledLoop {
+                    location: place(note.span),
+                    var: note.var.clone(),
+                    rows: note.rows,
+                    reason: reason.clone(),
+                    at: at.map(locate),
+                }),
+            }
+        }
         CheckReport {
+            plates,
+            unrolled_loops,
             guards,
             latent_supports,
             model: model.name.clone(),
@@ -282,6 +350,40 @@ impl std::fmt::Display for CheckReport {
                 "  LYY18          not applicable: the jump at {} is not affine ({})",
                 g.location, g.reason
             )?,
+        }
+        for (k, p) in self.plates.iter().enumerate() {
+            let label = if k == 0 { "plates" } else { "" };
+            writeln!(
+                f,
+                "  {label:<13}  {}: for {} over {} rows, body of {} nodes ({} if-statements, \
+                 {} columns, {} latents per row)",
+                p.location,
+                p.var,
+                p.rows,
+                p.body_nodes,
+                p.body_if_statements,
+                p.columns,
+                p.row_latents
+            )?;
+        }
+        for (k, l) in self.unrolled_loops.iter().take(10).enumerate() {
+            let label = if k == 0 { "unrolled" } else { "" };
+            let at = match &l.at {
+                Some(at) if *at != l.location => format!(" (at {at})"),
+                _ => String::new(),
+            };
+            writeln!(
+                f,
+                "  {label:<13}  {}: for {} over {} rows: {}{at}",
+                l.location, l.var, l.rows, l.reason
+            )?;
+        }
+        if self.unrolled_loops.len() > 10 {
+            writeln!(
+                f,
+                "                 ... and {} more",
+                self.unrolled_loops.len() - 10
+            )?;
         }
         let decay = format!("{:.4}", self.default_eta_decay);
         let decay = decay.trim_end_matches('0').trim_end_matches('.');

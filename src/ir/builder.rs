@@ -14,6 +14,7 @@ use super::hash::{FastBuild, hash32, spread};
 use super::node::{Binary, Node, NodeId, Unary};
 use super::ops::{binary_value, unary_value};
 use super::program::Program;
+use super::rows::RowData;
 use super::source::Span;
 use super::term::{PendingTerm, Term, TermKind, TermNode};
 use super::transform::Transform;
@@ -51,6 +52,8 @@ pub(crate) struct Graph {
     next_if: u32,
     limit: usize,
     overflowed: bool,
+    /// A plate body's columns ([`Builder::for_rows`]); `None` for an ordinary program.
+    rows: Option<Box<RowData>>,
 }
 
 impl Graph {
@@ -119,6 +122,25 @@ impl Graph {
             term_hoisted: g.term_hoisted,
             source: None,
         }
+    }
+
+    /// The column latent of a body ([`Builder::for_rows`]) holding `values` (an existing one
+    /// if one holds them).
+    fn column(&mut self, values: std::sync::Arc<[f64]>) -> NodeId {
+        let found = self.rows.as_deref().and_then(|r| r.find_column(&values));
+        let k = match found {
+            Some(k) => k,
+            None => {
+                let k = self.latent_names.len() as u32;
+                self.latent_names.push(format!("column{k}"));
+                self.latent_transforms.push(Transform::Identity);
+                if let Some(rows) = self.rows.as_deref_mut() {
+                    rows.add_column(k, values);
+                }
+                k
+            }
+        };
+        self.add(Node::Latent(k))
     }
 
     fn node(&self, id: NodeId) -> Node {
@@ -191,6 +213,39 @@ impl Graph {
                 }
                 if then_ == else_ {
                     return then_;
+                }
+                if let Some(rows) = self.rows.as_deref_mut()
+                    && rows.row_constant(&self.nodes, guard)
+                {
+                    // Unrolled, each row's guard is a constant: fold when the rows agree.
+                    let g = rows.values(&self.nodes, guard);
+                    // The crisp choice: `then_` when `g < 0` (so a NaN guard takes `else_`).
+                    let takes_then: Vec<bool> = g.iter().map(|&g| g < 0.0).collect();
+                    if takes_then.iter().all(|&t| t) {
+                        return then_;
+                    }
+                    if takes_then.iter().all(|&t| !t) {
+                        return else_;
+                    }
+                    if rows.row_constant(&self.nodes, then_)
+                        && rows.row_constant(&self.nodes, else_)
+                    {
+                        // A choice between data values (`abs(x[i])`): a column of its own.
+                        let (t, e) = (
+                            rows.values(&self.nodes, then_),
+                            rows.values(&self.nodes, else_),
+                        );
+                        let values: std::sync::Arc<[f64]> = takes_then
+                            .iter()
+                            .zip(t.iter().zip(&e))
+                            .map(|(&then, (&t, &e))| if then { t } else { e })
+                            .collect();
+                        return self.column(values);
+                    }
+                    rows.flag(
+                        "an if-statement whose condition reads only data takes different branches in different rows",
+                        self.current_span,
+                    );
                 }
                 let probe = Node::If {
                     guard,
@@ -369,6 +424,162 @@ impl Builder {
         }
     }
 
+    /// A builder for a plate's body over `rows` rows: its columns ([`Builder::column`]) are
+    /// known row by row, and it folds what depends only on them as unrolling would (see
+    /// `rows.rs`).
+    pub fn for_rows(limit: usize, rows: usize) -> Builder {
+        Builder {
+            g: RefCell::new(Graph {
+                limit,
+                rows: Some(Box::new(RowData::new(rows))),
+                ..Graph::default()
+            }),
+        }
+    }
+
+    /// A column of a body ([`Builder::for_rows`]): a latent whose value at row `r` is
+    /// `values[r]`. Equal columns are one latent.
+    ///
+    /// # Panics
+    /// If the builder was not made by [`Builder::for_rows`] or `values` has another length.
+    pub fn column(&self, name: &str, values: std::sync::Arc<[f64]>) -> Var<'_> {
+        let mut g = self.g.borrow_mut();
+        let rows = g.rows.as_deref().expect("a body builder");
+        assert_eq!(values.len(), rows.rows, "a column has a value per row");
+        let id = g.column(values);
+        if let Node::Latent(k) = g.node(id)
+            && let Some(slot) = g.latent_names.get_mut(k as usize)
+            && slot.starts_with("column")
+        {
+            *slot = name.to_string();
+        }
+        drop(g);
+        self.wrap(id)
+    }
+
+    /// Whether `v` depends only on a body's columns and constants.
+    pub fn is_row_constant(&self, v: Var<'_>) -> bool {
+        let mut g = self.g.borrow_mut();
+        let g = &mut *g;
+        match g.rows.as_deref_mut() {
+            Some(rows) => rows.row_constant(&g.nodes, v.id),
+            None => false,
+        }
+    }
+
+    /// The value of `v` at every row, when it depends only on columns and constants.
+    pub fn row_values(&self, v: Var<'_>) -> Option<Vec<f64>> {
+        if !self.is_row_constant(v) {
+            return None;
+        }
+        let mut g = self.g.borrow_mut();
+        let g = &mut *g;
+        g.rows
+            .as_deref_mut()
+            .map(|rows| rows.values(&g.nodes, v.id))
+    }
+
+    /// How many units of `per_unit` values a body has computed row by row since the last
+    /// call (the rest carries over): the front end counts them as work.
+    pub fn take_row_work(&self, per_unit: u64) -> u64 {
+        let mut g = self.g.borrow_mut();
+        match g.rows.as_deref_mut() {
+            Some(rows) if per_unit > 0 => {
+                let units = rows.work / per_unit;
+                rows.work %= per_unit;
+                units
+            }
+            _ => 0,
+        }
+    }
+
+    /// The first place where a body cannot stand for its unrolled rows, and why.
+    pub fn row_problem(&self) -> Option<(String, Option<Span>)> {
+        let g = self.g.borrow();
+        g.rows.as_deref().and_then(|r| r.problem.clone())
+    }
+
+    /// Records a place where a body cannot stand for its unrolled rows (the first is kept).
+    pub fn flag_rows(&self, why: &str, span: Option<Span>) {
+        if let Some(rows) = self.g.borrow_mut().rows.as_deref_mut() {
+            rows.flag(why, span);
+        }
+    }
+
+    /// The columns of a body, by its latent index (call before [`Builder::finish`]).
+    pub fn columns(&self) -> Vec<(u32, std::sync::Arc<[f64]>)> {
+        let g = self.g.borrow();
+        let mut out: Vec<_> = g
+            .rows
+            .as_deref()
+            .map(|r| r.columns().map(|(k, v)| (k, v.clone())).collect())
+            .unwrap_or_default();
+        out.sort_by_key(|c| c.0);
+        out
+    }
+
+    /// Declares the next latent without a node: a latent of the model that this program does
+    /// not read (a plate's row latent, read by the plate's body). Returns its index.
+    pub fn declare_latent(&self, name: &str, transform: Transform) -> u32 {
+        let mut g = self.g.borrow_mut();
+        g.latent_names.push(name.to_string());
+        g.latent_transforms.push(transform);
+        g.latent_names.len() as u32 - 1
+    }
+
+    /// Copies the cone of `root`, a node of `from`, into this builder: inputs (`Param`,
+    /// `Latent`) become what `input` returns, if-statements keep their spans. `copied` maps
+    /// nodes of `from` already copied (kept between calls, so shared parts are copied once).
+    pub fn import(
+        &self,
+        from: &Builder,
+        root: NodeId,
+        copied: &mut HashMap<NodeId, NodeId, FastBuild>,
+        input: &mut dyn FnMut(Node) -> NodeId,
+    ) -> NodeId {
+        let mut stack = vec![(root, false)];
+        while let Some((id, ready)) = stack.pop() {
+            if copied.contains_key(&id) {
+                continue;
+            }
+            let (node, span) = {
+                let f = from.g.borrow();
+                (f.node(id), f.if_spans.get(&id).copied())
+            };
+            if !ready {
+                stack.push((id, true));
+                for op in node.operands() {
+                    if !copied.contains_key(&op) {
+                        stack.push((op, false));
+                    }
+                }
+                continue;
+            }
+            let new = match node {
+                Node::Param(_) | Node::Latent(_) => input(node),
+                Node::Const(c) => self.g.borrow_mut().constant(c),
+                other => {
+                    let mapped = other.map_operands(|o| copied[&o]);
+                    let mut g = self.g.borrow_mut();
+                    let saved = g.current_span;
+                    if span.is_some() {
+                        g.current_span = span;
+                    }
+                    let id = g.add(mapped);
+                    g.current_span = saved;
+                    id
+                }
+            };
+            copied.insert(id, new);
+        }
+        copied[&root]
+    }
+
+    /// A handle to node `id` of this builder, unchecked (for ids this builder handed out).
+    pub fn handle(&self, id: NodeId) -> Var<'_> {
+        self.wrap(id)
+    }
+
     pub(super) fn wrap(&self, id: NodeId) -> Var<'_> {
         Var { builder: self, id }
     }
@@ -534,6 +745,14 @@ impl Builder {
 
     /// `a^e`; a compile-time integer exponent becomes `powi`, which is defined for `a < 0`.
     pub fn pow<'b>(&'b self, a: Var<'b>, e: Var<'b>) -> Var<'b> {
+        if e.as_const().is_none() && self.is_row_constant(e) {
+            // Unrolled, an integer exponent from data would be `powi`, defined for `a < 0`.
+            let mut g = self.g.borrow_mut();
+            let span = g.current_span;
+            if let Some(rows) = g.rows.as_deref_mut() {
+                rows.flag("an exponent read from data", span);
+            }
+        }
         match e.as_const() {
             Some(n) if n == n.trunc() && n.abs() <= 64.0 => self.unary(Unary::Powi(n as i32), a),
             _ => self.binary(Binary::Pow, a, e),

@@ -89,6 +89,14 @@ impl Builder {
         })
     }
 
+    /// `log p(x | p)` of a Bernoulli whose `x` is known to be 0 or 1 but is not a constant
+    /// (a plate's data column): `ln(x p + (1 - x)(1 - p))`, which is exactly `ln p` at 1 and
+    /// `ln(1 - p)` at 0, as [`Builder::log_density`] folds a constant `x` to; its
+    /// `x ln p + (1 - x) ln(1 - p)` would give `0 * -inf = NaN` where `p` rounds to 0 or 1.
+    pub fn bernoulli_of_binary<'b>(&'b self, x: Var<'b>, p: Var<'b>) -> Var<'b> {
+        (x * p + (1.0 - x) * (1.0 - p)).ln()
+    }
+
     /// Declares the next latent on `transform`: the program's latent is `u`, the model's value
     /// `z = T(u)`. The caller adds `log_jacobian` (if any) to the log-density.
     pub fn constrained_latent(&self, name: &str, transform: Transform) -> Constrained<'_> {

@@ -6,7 +6,7 @@
 //! the program, because it decides the family, not the objective.
 
 use super::node::NodeId;
-use super::plate::Plate;
+use super::plate::{LoopNote, Plate};
 use super::program::{Program, Semantics};
 use super::source::Span;
 use super::transform::Transform;
@@ -89,6 +89,9 @@ pub struct Model {
     /// the sum over its rows of its body's output 0 ([`Plate`]). Empty for a program with
     /// every loop unrolled.
     pub plates: Vec<Plate>,
+    /// What became of each `for` loop of the source (one note per loop and, for a loop
+    /// inside an unrolled loop, per iteration that made a plate): for `dsgd check`.
+    pub loops: Vec<LoopNote>,
 }
 
 impl Model {

@@ -95,3 +95,34 @@ impl Plate {
             .collect()
     }
 }
+
+/// What became of one `for` loop of the source: kept as a plate, or unrolled and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopNote {
+    /// The loop variable's name.
+    pub var: String,
+    /// Where the loop is in the source, if known.
+    pub span: Option<Span>,
+    /// How many iterations it has.
+    pub rows: usize,
+    /// A plate (its index in `Model::plates`), or unrolled.
+    pub outcome: LoopOutcome,
+}
+
+/// Whether a loop became a plate.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LoopOutcome {
+    /// Kept as `Model::plates[index]`.
+    Plate {
+        /// Its index in `Model::plates`.
+        index: usize,
+    },
+    /// Unrolled: the first rule the loop failed (or the policy that did not try it), and
+    /// where in the source that rule failed, if it is a place of its own.
+    Unrolled {
+        /// Why, in words.
+        reason: String,
+        /// The statement or expression that failed the rule.
+        at: Option<Span>,
+    },
+}

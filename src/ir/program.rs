@@ -54,6 +54,44 @@ pub struct Program {
 }
 
 impl Program {
+    /// Renumbers the latents: new latent `k` is old latent `order[k]`. Old latents not in
+    /// `order` are dropped, so none of them may be read by a node.
+    ///
+    /// # Panics
+    /// If a node reads a latent that `order` drops.
+    pub(crate) fn renumber_latents(&mut self, order: &[u32]) {
+        let mut new_of = vec![u32::MAX; self.latent_names.len()];
+        for (k, &old) in order.iter().enumerate() {
+            new_of[old as usize] = k as u32;
+        }
+        for n in &mut self.nodes {
+            if let Node::Latent(i) = n {
+                let k = new_of[*i as usize];
+                assert!(k != u32::MAX, "a dropped latent is read");
+                *i = k;
+            }
+        }
+        self.latent_names = order
+            .iter()
+            .map(|&o| self.latent_names[o as usize].clone())
+            .collect();
+        self.latent_transforms = order
+            .iter()
+            .map(|&o| self.latent_transforms[o as usize])
+            .collect();
+    }
+
+    /// Which latents some node reads, by latent index.
+    pub(crate) fn latents_read(&self) -> Vec<bool> {
+        let mut read = vec![false; self.latent_names.len()];
+        for n in &self.nodes {
+            if let Node::Latent(i) = n {
+                read[*i as usize] = true;
+            }
+        }
+        read
+    }
+
     /// The source text, if the program was compiled from one.
     pub fn source(&self) -> Option<&SourceText> {
         self.source.as_deref()

@@ -46,7 +46,50 @@ pub struct CompileOptions {
     /// parsing (every few thousand tokens) and the lowering (at its next step) stop with an
     /// error that says so.
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Which `for` loops are kept as plates (`--plates`).
+    pub plates: PlatePolicy,
 }
+
+/// Which qualifying `for` loops are kept as plates (a loop over rows compiled once and run
+/// over the rows) rather than unrolled. A loop qualifies when its iterations are independent
+/// and it only adds to the objective (docs/language.md says the rules); a loop that does not
+/// is unrolled whatever the policy.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum PlatePolicy {
+    /// A qualifying loop of at least [`PLATE_MIN_ROWS`] iterations is a plate.
+    #[default]
+    Auto,
+    /// Every qualifying loop is a plate.
+    On,
+    /// Every loop is unrolled.
+    Off,
+}
+
+impl PlatePolicy {
+    /// The policy's name as the option takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlatePolicy::Auto => "auto",
+            PlatePolicy::On => "on",
+            PlatePolicy::Off => "off",
+        }
+    }
+
+    /// The policy named `name` (`auto`, `on` or `off`).
+    pub fn from_name(name: &str) -> Option<PlatePolicy> {
+        match name {
+            "auto" => Some(PlatePolicy::Auto),
+            "on" => Some(PlatePolicy::On),
+            "off" => Some(PlatePolicy::Off),
+            _ => None,
+        }
+    }
+}
+
+/// Under [`PlatePolicy::Auto`], the fewest iterations for which a qualifying loop is kept as
+/// a plate: below it, unrolled code is as fast and the paper's models compile as they always
+/// did.
+pub const PLATE_MIN_ROWS: usize = 1000;
 
 /// Default of [`CompileOptions::node_limit`]: the built-in `cheating` survey with 10,000
 /// students has 130,000 nodes.
@@ -75,6 +118,7 @@ impl Default for CompileOptions {
             allow_data_outside: false,
             data_dirs: Vec::new(),
             cancel: None,
+            plates: PlatePolicy::Auto,
         }
     }
 }
@@ -211,10 +255,14 @@ pub fn compile_with_data(
         check_data_names(&program, data, name)?;
         let mut model =
             lower::lower(&program, &model_name, resolver, data, opts).map_err(to_error)?;
-        std::sync::Arc::make_mut(&mut model.program).set_source(std::sync::Arc::new(SourceText {
+        let text = std::sync::Arc::new(SourceText {
             file: name.to_string(),
             text: source.to_string(),
-        }));
+        });
+        std::sync::Arc::make_mut(&mut model.program).set_source(text.clone());
+        for plate in &mut model.plates {
+            std::sync::Arc::make_mut(&mut plate.body).set_source(text.clone());
+        }
         Ok(model)
     };
     std::thread::scope(|s| {

@@ -30,6 +30,7 @@ pub fn example() -> Model {
             init: 1.0,
         }],
         plates: Vec::new(),
+        loops: Vec::new(),
     }
 }
 
@@ -69,6 +70,7 @@ pub fn vi_step(a: [f64; 2], c: f64) -> Model {
         ],
         params: vec![],
         plates: Vec::new(),
+        loops: Vec::new(),
     }
 }
 
@@ -123,6 +125,7 @@ pub fn vi_nonaffine() -> Model {
         ],
         params: vec![],
         plates: Vec::new(),
+        loops: Vec::new(),
     }
 }
 

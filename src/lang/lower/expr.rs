@@ -40,7 +40,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             }
             ExprKind::Var(id) => match self.lookup(&id.name) {
                 Some(v) => v.clone(),
-                None => return Err(self.unknown_name(id)),
+                None => match self.read_outer(id, &[]) {
+                    Some(v) => v?,
+                    None => return Err(self.unknown_name(id)),
+                },
             },
             ExprKind::Array(items) => {
                 let mut out = Vec::with_capacity(items.len());
@@ -108,6 +111,16 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 let l = self.num(l, lhs.span)?;
                 let r = self.expr(rhs)?;
                 let r = self.num(r, rhs.span)?;
+                if self.in_body()
+                    && ((self.constrained.contains_key(&l.id()) && self.row_dependent(r))
+                        || (self.constrained.contains_key(&r.id()) && self.row_dependent(l)))
+                {
+                    return Err(self.refuse(
+                        "compares a constrained latent with data (unrolled, the comparison is \
+                         moved onto the unconstrained latent)",
+                        e.span,
+                    ));
+                }
                 if let Some(c) = self.constrained_comparison(*op, l, r) {
                     return Ok(c);
                 }
@@ -123,7 +136,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 }
                 // `a < b` holds when `a - b < 0`; `a >= b` is its negation, so that the
                 // crisp meaning of each comparison is exact (it matters for constants).
-                Ok(match op {
+                let c = match op {
                     CmpOp::Lt => Cond::guard(l - r, false),
                     CmpOp::Ge => Cond::guard(l - r, true),
                     CmpOp::Gt => Cond::guard(r - l, false),
@@ -135,7 +148,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                             "`<`, `<=`, `>` or `>=` for values that depend on latents or parameters",
                         ));
                     }
-                })
+                };
+                if self.in_body() {
+                    return self.rows_condition(c, e.span);
+                }
+                Ok(c)
             }
             _ => Err(Diag::new(
                 e.span,
@@ -183,6 +200,9 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             spine.push((leaf.span, &**index, &**base));
             leaf = base;
         }
+        if self.in_body() {
+            return self.body_index_chain(leaf, spine);
+        }
         let mut arr = self.expr(leaf)?;
         let mut base_span = leaf.span;
         for (k, (span, index, base)) in spine.into_iter().enumerate().rev() {
@@ -204,6 +224,60 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             base_span = span;
         }
         Ok(arr)
+    }
+
+    /// An index chain in a plate's body, where an index may depend on the loop variable
+    /// (each row then reads its own element). An array from outside the loop is indexed
+    /// there, so that only the elements read come into the body.
+    fn body_index_chain(
+        &mut self,
+        leaf: &Expr,
+        spine: Vec<(Span, &Expr, &Expr)>,
+    ) -> Result<Value<'b>, Diag> {
+        let mut steps = Vec::with_capacity(spine.len());
+        for (k, (span, index, _)) in spine.iter().enumerate().rev() {
+            if k + 1 < spine.len() {
+                self.tick(*span, 1)?;
+            }
+            steps.push(self.body_index(index)?);
+        }
+        if let ExprKind::Var(id) = &leaf.kind
+            && self.lookup(&id.name).is_none()
+            && let Some(v) = self.read_outer(id, &steps)
+        {
+            return v;
+        }
+        let arr = self.expr(leaf)?;
+        match super::plate::pick(arr, &steps) {
+            Ok(super::plate::Picked::One(v)) => Ok(v),
+            Ok(super::plate::Picked::Rows(vals)) => self.collapse_rows(&vals, leaf.span),
+            Err((why, at)) => Err(self.refuse(why, at.unwrap_or(leaf.span))),
+        }
+    }
+
+    /// In a plate's body, a guard that reads only data (and the loop variable): constant
+    /// when every row takes the same branch, as each unrolled row's would be; otherwise
+    /// the plate is refused.
+    fn rows_condition(&mut self, c: Cond<'b>, span: Span) -> Result<Cond<'b>, Diag> {
+        let Cond::Guard { g, negate } = c else {
+            return Ok(c);
+        };
+        if !self.row_dependent(g) {
+            return Ok(c);
+        }
+        let rows = self.b.row_values(g).unwrap_or_default();
+        self.tick(span, rows.len() / super::plate::VALUES_PER_STEP)?;
+        let taken = |g: f64| (g < 0.0) != negate;
+        if rows.iter().all(|&g| taken(g)) {
+            Ok(Cond::Const(true))
+        } else if rows.iter().all(|&g| !taken(g)) {
+            Ok(Cond::Const(false))
+        } else {
+            Err(self.refuse(
+                "a condition that reads only data takes different branches in different rows",
+                span,
+            ))
+        }
     }
 
     /// A chain of `&&` and `||`, lowered along its left spine in a loop (see
@@ -440,7 +514,15 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             self.call_depth += 1;
             let frame = std::mem::replace(&mut self.frame, vec![scope]);
             let hint = self.name_hint.take();
+            // A function sees the globals, not the caller's variables.
+            let visible = self
+                .body
+                .as_mut()
+                .map(|b| std::mem::replace(&mut b.frames_visible, false));
             let r = self.block(&f.body, gives_value(&f.body));
+            if let (Some(body), Some(v)) = (self.body.as_mut(), visible) {
+                body.frames_visible = v;
+            }
             self.name_hint = hint;
             self.frame = frame;
             self.call_depth -= 1;
@@ -627,6 +709,18 @@ impl<'b, 'r> Lowerer<'b, 'r> {
     ) -> Result<Value<'b>, Diag> {
         let d = self.sample_distribution(dist, args.len())?;
         let a = self.num_args(args)?;
+        if self.in_body() {
+            if self.objective && fixed.is_none() {
+                return Err(self.refuse("samples a latent in an objective program", span));
+            }
+            if let Some(k) = a.iter().position(|v| self.row_dependent(*v)) {
+                return Err(self.refuse(
+                    "a latent's distribution reads data (its guide would start differently \
+                     in each row)",
+                    args[k].span,
+                ));
+            }
+        }
         if let Some(d) = d {
             self.check_constant_arguments(d, &a, args)?;
         }

@@ -8,6 +8,7 @@
 //! runaway loop or recursion stops early with an error instead of exhausting memory.
 
 mod expr;
+mod plate;
 mod stmt;
 mod value;
 
@@ -31,19 +32,19 @@ use value::{Cond, merge};
 
 /// How a latent is distributed, before the program is finished (family expressions are
 /// builder handles until then).
-enum PendingKind<'b> {
+pub(super) enum PendingKind<'b> {
     Done(LatentKind),
     Family { loc: Var<'b>, scale: Var<'b> },
 }
 
-struct PendingLatent<'b> {
+pub(super) struct PendingLatent<'b> {
     name: String,
     kind: PendingKind<'b>,
     span: Span,
 }
 
 /// A name bound at the top level with `const`, `data` or `param`.
-struct Global<'b> {
+pub(super) struct Global<'b> {
     value: Value<'b>,
     kind: &'static str,
 }
@@ -79,6 +80,14 @@ pub(crate) struct Lowerer<'b, 'r> {
     data_files: BTreeMap<String, Rc<str>>,
     /// The columns parsed so far, by (path, column).
     data_columns: BTreeMap<(String, String), Rc<Vec<f64>>>,
+    /// Set while lowering a plate's body (see `plate.rs`).
+    body: Option<plate::BodyCtx<'r, 'b>>,
+    /// The plates made so far, and what became of each loop.
+    plates: Vec<crate::ir::Plate>,
+    loops: Vec<crate::ir::LoopNote>,
+    /// How many if-statements on latents or parameters enclose the code being lowered: their
+    /// terms count in one branch only, so no loop inside them is a plate.
+    branch_depth: usize,
 }
 
 /// Lowers a parsed program to a model.
@@ -111,6 +120,10 @@ pub(crate) fn lower(
         constrained: Map::default(),
         data_files: BTreeMap::new(),
         data_columns: BTreeMap::new(),
+        body: None,
+        plates: Vec::new(),
+        loops: Vec::new(),
+        branch_depth: 0,
     };
     l.collect_functions(program)?;
     for s in &program.stmts {
@@ -193,6 +206,13 @@ impl<'b, 'r> Lowerer<'b, 'r> {
     /// Counts one step of work and stops when a limit is reached.
     fn tick(&mut self, span: Span, cost: usize) -> Result<(), Diag> {
         self.steps = self.steps.saturating_add(cost);
+        if self.body.is_some() {
+            // What a plate's body computed row by row (folding data-only if-statements).
+            let rows = self.b.take_row_work(plate::VALUES_PER_STEP as u64);
+            self.steps = self
+                .steps
+                .saturating_add(usize::try_from(rows).unwrap_or(usize::MAX));
+        }
         if self.opts.cancelled() {
             return Err(Diag::new(
                 span,
@@ -254,8 +274,22 @@ impl<'b, 'r> Lowerer<'b, 'r> {
     /// A name for a new latent: the variable it is bound to, the enclosing loop indices,
     /// and a counter if the name is taken.
     fn latent_name(&mut self) -> String {
-        let mut base = self.name_hint.clone().unwrap_or_else(|| "_".to_string());
-        for i in &self.loop_suffix {
+        let hint = self.name_hint.clone().unwrap_or_else(|| "_".to_string());
+        if let Some(body) = self.body.as_mut() {
+            // Named per row when the plate is made (see `plate.rs`).
+            body.names.push((hint.clone(), self.loop_suffix.clone()));
+            return hint;
+        }
+        let suffix = std::mem::take(&mut self.loop_suffix);
+        let name = self.unique_name(&hint, &suffix);
+        self.loop_suffix = suffix;
+        name
+    }
+
+    /// `hint[i][j]..` for the loop indices `suffix`, with `#2`, `#3`, .. if taken.
+    fn unique_name(&mut self, hint: &str, suffix: &[i64]) -> String {
+        let mut base = hint.to_string();
+        for i in suffix {
             base.push_str(&format!("[{i}]"));
         }
         let n = self.used_names.entry(base.clone()).or_insert(0);
@@ -337,6 +371,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         self.tick(span, self.frame.iter().map(Map::len).sum::<usize>() + 1)?;
         let before = self.frame.clone();
         let outer_terms = std::mem::take(&mut self.terms);
+        self.branch_depth += 1;
         let vt = self.block(then_, need_value)?;
         let frame_t = std::mem::replace(&mut self.frame, before);
         let terms_t = std::mem::take(&mut self.terms);
@@ -351,6 +386,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             }
             None => Value::Unit,
         };
+        self.branch_depth -= 1;
         let terms_e = std::mem::replace(&mut self.terms, outer_terms);
         self.b.set_span(Some(span));
         if !terms_t.is_empty() || !terms_e.is_empty() {
@@ -487,7 +523,8 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             program: std::sync::Arc::new(program_ir),
             latents,
             params: self.params,
-            plates: Vec::new(),
+            plates: self.plates,
+            loops: self.loops,
         })
     }
 }

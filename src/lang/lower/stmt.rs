@@ -6,8 +6,9 @@ use std::rc::Rc;
 use super::super::ast::{Expr, Ident, Stmt, StmtKind};
 use super::super::bind::DataValue;
 use super::super::diagnostic::Diag;
+use super::plate;
 use super::{Global, Lowerer, Value};
-use crate::ir::{Dist, ParamSpec, Span, TermKind};
+use crate::ir::{Dist, ParamSpec, Span, TermKind, Var};
 
 impl<'b, 'r> Lowerer<'b, 'r> {
     pub(super) fn stmt(&mut self, s: &Stmt) -> Result<(), Diag> {
@@ -25,6 +26,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 indices,
                 value,
             } => self.assign(name, indices, value)?,
+            StmtKind::Const { .. } | StmtKind::Data { .. } | StmtKind::Param { .. }
+                if self.in_body() =>
+            {
+                return Err(self.refuse("declares a `const`, `data` or `param`", s.span));
+            }
             StmtKind::Const { name, value } => {
                 let v = self.constant_value(name, value, "const")?;
                 self.declare(name, v, "const")?;
@@ -56,16 +62,23 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 let d = self.distribution(dist, args.len())?;
                 let a = self.num_args(args)?;
                 self.check_constant_arguments(d, &a, args)?;
+                self.check_rows(d, x, &a, value.span, dist.span)?;
                 if let Some(c) = x.as_const() {
                     let consts: Vec<Option<f64>> = a.iter().map(|v| v.as_const()).collect();
                     d.check_value(c, &consts)
                         .map_err(|p| Diag::new(value.span, p.message, p.expected))?;
                 }
                 self.b.set_span(Some(s.span));
-                let lp = self
-                    .b
-                    .log_density(d, x, &a)
-                    .map_err(|e| Diag::new(dist.span, e.to_string(), "matching arguments"))?;
+                let lp = if d == Dist::Bernoulli && self.row_dependent(x) {
+                    // A 0/1 read from data: unrolled, `x ln p + (1 - x) ln(1 - p)` folds to
+                    // one of its logarithms, and a logarithm of 0 in the other is dropped
+                    // with its zero factor. This gives the same bits in every row.
+                    self.b.bernoulli_of_binary(x, a[0])
+                } else {
+                    self.b
+                        .log_density(d, x, &a)
+                        .map_err(|e| Diag::new(dist.span, e.to_string(), "matching arguments"))?
+                };
                 let inputs: Vec<_> = std::iter::once(x).chain(a.iter().copied()).collect();
                 self.b
                     .record_term(TermKind::Observe(d), s.span, lp, &inputs);
@@ -100,6 +113,9 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 let hi_v = self.const_int(hi, "the end of the loop range")?;
                 // Every iteration costs a step and one per statement of the body: a loop that
                 // cannot fit in the steps left is refused before its first iteration.
+                if self.lower_for(var, lo_v, hi_v, body, s.span)? {
+                    return Ok(());
+                }
                 let per_iteration = 1 + body.stmts.len() + usize::from(body.tail.is_some());
                 self.refuse_long_loop(lo_v, hi_v, per_iteration, s.span)?;
                 for i in lo_v..hi_v {
@@ -207,6 +223,20 @@ impl<'b, 'r> Lowerer<'b, 'r> {
 
     fn assign(&mut self, name: &Ident, indices: &[Expr], value: &Expr) -> Result<(), Diag> {
         let depth = self.frame.iter().rposition(|s| s.contains_key(&name.name));
+        if depth.is_none()
+            && let Some(body) = self.body.as_ref()
+            && body.outer.declared(&name.name, body.frames_visible) == Some(true)
+        {
+            let why = if indices.is_empty() {
+                format!("assigns `{}`, declared outside the loop", name.name)
+            } else {
+                format!(
+                    "assigns an element of `{}`, declared outside the loop",
+                    name.name
+                )
+            };
+            return Err(self.refuse(why, name.span));
+        }
         let Some(depth) = depth else {
             if let Some(g) = self.globals.get(&name.name) {
                 return Err(Diag::new(
@@ -280,6 +310,51 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             ));
         }
         Ok(d)
+    }
+}
+
+impl<'b, 'r> Lowerer<'b, 'r> {
+    /// In a plate's body, the checks unrolling makes of an observed value and arguments that
+    /// are constants, made row by row where they are read from data: a row that fails refuses
+    /// the plate (the unrolled loop then reports it).
+    fn check_rows(
+        &mut self,
+        d: Dist,
+        x: Var<'b>,
+        a: &[Var<'b>],
+        value_span: Span,
+        dist_span: Span,
+    ) -> Result<(), Diag> {
+        if !self.row_dependent(x) && !a.iter().any(|v| self.row_dependent(*v)) {
+            return Ok(());
+        }
+        let b = self.b;
+        let per_row = |v: Var<'b>| b.row_values(v);
+        let xs = per_row(x);
+        let args: Vec<Option<Vec<f64>>> = a.iter().map(|v| per_row(*v)).collect();
+        let rows = xs
+            .as_ref()
+            .map(Vec::len)
+            .or_else(|| args.iter().flatten().map(Vec::len).next())
+            .unwrap_or(0);
+        self.tick(value_span, rows * (1 + a.len()) / plate::VALUES_PER_STEP)?;
+        for r in 0..rows {
+            let consts: Vec<Option<f64>> = args.iter().map(|c| c.as_ref().map(|c| c[r])).collect();
+            let problem = d
+                .check_arguments(&consts)
+                .err()
+                .map(|p| (p.message, dist_span))
+                .or_else(|| {
+                    let x = xs.as_ref()?[r];
+                    d.check_value(x, &consts)
+                        .err()
+                        .map(|p| (p.message, value_span))
+                });
+            if let Some((message, at)) = problem {
+                return Err(self.refuse(format!("in row {r}: {message}"), at));
+            }
+        }
+        Ok(())
     }
 }
 
