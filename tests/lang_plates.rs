@@ -518,3 +518,61 @@ fn folding_data_row_by_row_counts_against_the_step_limit() {
     assert_eq!(m.plates.len(), 1);
     assert_eq!(m.plates[0].body.if_count(), 0, "abs of data is a column");
 }
+
+/// Relative smoothing in a plate: a guard linear in the shared latents with coefficients from
+/// the data gets a factor whose spread is the root-mean-square over rows of its coefficients
+/// times the guide's scales, `a + b x[i]` giving mean squares 1 and mean(x^2); the crisp
+/// value is unchanged (a positive factor keeps the sign), and a guard reading a row's own
+/// latent keeps the absolute eta.
+#[test]
+fn a_plate_guard_linear_in_shared_latents_is_scaled_by_its_rms_spread() {
+    let src = format!(
+        "{DATA_DECLS}
+let a = sample Normal(0, 5);
+let b = sample Normal(0, 5);
+for i in 0..n {{
+  observe yb[i] ~ Bernoulli(if a + b * x[i] < 0 {{ 0.1 }} else {{ 0.9 }});
+}}"
+    );
+    let n = 12;
+    let m = compile(&src, &data(n), PlatePolicy::On);
+    let plate = &m.plates[0];
+    let (scaled, factors) = dsgd::ir::scale_plate_guards(plate).expect("one scaled guard");
+    assert_eq!(factors.len(), 1);
+    let x = &plate.columns[plate
+        .columns
+        .iter()
+        .position(|c| c.iter().any(|&v| v != 0.0 && v != 1.0))
+        .expect("the x column")];
+    let mean_x2 = x.iter().map(|v| v * v).sum::<f64>() / n as f64;
+    let mut f = factors[0].clone();
+    f.sort_by_key(|p| p.0);
+    assert_eq!(f.len(), 2);
+    assert!((f[0].1 - 1.0).abs() < 1e-12, "{f:?}");
+    assert!(
+        (f[1].1 - mean_x2).abs() < 1e-12 * mean_x2,
+        "{f:?} against {mean_x2}"
+    );
+    let factor = dsgd::ir::plate_guard_factor(&f, |i| [0.5, 2.0][i]);
+    assert!((factor - 1.0 / (0.25 + 4.0 * mean_x2).sqrt()).abs() < 1e-12);
+    // Crisp values agree at any positive factor.
+    let shared = [0.3, -0.7];
+    for r in 0..n {
+        let inputs: Vec<f64> = plate.columns.iter().map(|c| c[r]).collect();
+        let crisp = plate.body.evaluate(Semantics::Crisp, &shared, &inputs);
+        let with = scaled
+            .body
+            .evaluate(Semantics::Crisp, &[shared[0], shared[1], 3.7], &inputs);
+        assert_eq!(crisp, with);
+    }
+    let src = format!(
+        "{DATA_DECLS}
+let a = sample Normal(0, 5);
+for i in 0..n {{
+  let u = sample Normal(a, 1);
+  observe yb[i] ~ Bernoulli(if u < 0 {{ 0.1 }} else {{ 0.9 }});
+}}"
+    );
+    let m = compile(&src, &data(n), PlatePolicy::On);
+    assert!(dsgd::ir::scale_plate_guards(&m.plates[0]).is_none());
+}

@@ -139,6 +139,10 @@ pub(crate) struct PlateRun {
     targets: Vec<(Target, bool)>,
     /// The row latents with a gradient, by their index `q` among the plate's.
     active: Vec<usize>,
+    /// Per guard factor of a body smoothed relative to its guards' spread
+    /// ([`Shared::GuardFactor`]): the model latents it reads with their mean-square
+    /// coefficients (`ir::scale_plate_guards`).
+    factors: Vec<Vec<(u32, f64)>>,
 }
 
 /// One thread's scratch for one plate.
@@ -261,6 +265,7 @@ impl PlateRun {
         wanted: &[bool],
         moved_row: &[u32],
         written: &mut std::collections::HashSet<Target>,
+        factors: Vec<Vec<(u32, f64)>>,
     ) -> PlateRun {
         let body = &plate.body;
         let c = plate.columns.len();
@@ -291,6 +296,8 @@ impl PlateRun {
                         u32::MAX => Target::Nowhere,
                         r => Target::Latent(r as usize),
                     },
+                    // A schedule value: its derivative is never read.
+                    Shared::GuardFactor(_) => Target::Nowhere,
                 };
                 let first = t != Target::Nowhere && written.insert(t);
                 (t, first)
@@ -302,6 +309,7 @@ impl PlateRun {
             single: RowsTape::new(body, 1, &active_inputs),
             targets,
             active,
+            factors,
         }
     }
 
@@ -351,6 +359,9 @@ impl PlateRun {
                     let i = i as usize;
                     // As `Latents::load` forms it: multiplied, then added.
                     o.state.loc(i) + o.state.scale(i) * o.s[i * o.w + l]
+                }
+                Shared::GuardFactor(j) => {
+                    crate::ir::plate_guard_factor(&self.factors[j as usize], |i| o.state.scale(i))
                 }
             };
         }
@@ -739,6 +750,8 @@ pub(crate) fn analysis_view(plate: &Plate, param_names: &[String]) -> Program {
                 (_, Some(id)) => var(id),
                 (Shared::Param(p), None) => b.param_at(p as usize).expect("declared above"),
                 (Shared::Latent(_), None) => unreachable!("declared above"),
+                // The analysis reads the model's own plates, whose guards have no factors.
+                (Shared::GuardFactor(_), None) => b.constant(1.0),
             },
             Node::Latent(j) => b
                 .latent_at(first_input + j as usize)

@@ -8,7 +8,9 @@ use super::plates::{Outer, PlateRun, PlateScratch, Subsample, Target};
 use super::rng::{Channel, StreamKey};
 use crate::eval::{BatchGradient, CHUNK, ForcedScratch, Tape, Values, Workspace};
 use crate::family::{Family, FamilyError, FamilyState};
-use crate::ir::{Analysis, GuardScaled, Mode, Model, Program, analyse, scale_guards};
+use crate::ir::{
+    Analysis, GuardScaled, Mode, Model, Plate, Program, analyse, scale_guards, scale_plate_guards,
+};
 
 /// The outer program's analysis with each plate body's guards after its own (renumbered),
 /// and the deepest nesting of all.
@@ -68,6 +70,9 @@ pub struct ProblemData {
     /// With guards smoothed relative to their spread ([`Problem::relative`]): the factors
     /// the tape's program reads after the model's parameters.
     guard_scaled: Option<GuardScaled>,
+    /// Whether any guard, of the program or of a plate's body, is smoothed relative to its
+    /// spread.
+    relative: bool,
     /// The latents some parameter moves ([`Family::moved_latents`]): the rows of the
     /// tape's gradient and the latents the per-latent loops visit. A fixed latent has no
     /// parameters, so its gradient is never read and its Jacobian is empty.
@@ -119,7 +124,7 @@ impl PathwisePlan {
 
 impl Problem {
     pub fn new(model: &Model) -> Result<Problem, FamilyError> {
-        Problem::build(model, None)
+        Problem::build(model, None, None)
     }
 
     /// The problem whose smoothed sweeps read each guard linear in the latents in units of
@@ -127,10 +132,29 @@ impl Problem {
     /// values are those of [`Problem::new`]; only the estimators that run the tape through
     /// [`ProblemData::sweep_gradient`] and [`ProblemData::crisp_values`] may use it.
     pub fn relative(model: &Model) -> Result<Problem, FamilyError> {
-        Problem::build(model, scale_guards(&model.program))
+        let plates: Vec<(Plate, Vec<Vec<(u32, f64)>>)> = model
+            .plates
+            .iter()
+            .map(|p| scale_plate_guards(p).unwrap_or_else(|| (p.clone(), Vec::new())))
+            .collect();
+        Problem::build(model, scale_guards(&model.program), Some(plates))
     }
 
-    fn build(model: &Model, guard_scaled: Option<GuardScaled>) -> Result<Problem, FamilyError> {
+    /// The problem of `model`, its tape reading `guard_scaled`'s program when given, its
+    /// plates run from `plates` (with their guard factors) when given, else the model's.
+    fn build(
+        model: &Model,
+        guard_scaled: Option<GuardScaled>,
+        plates: Option<Vec<(Plate, Vec<Vec<(u32, f64)>>)>>,
+    ) -> Result<Problem, FamilyError> {
+        let plates = plates.unwrap_or_else(|| {
+            model
+                .plates
+                .iter()
+                .map(|p| (p.clone(), Vec::new()))
+                .collect()
+        });
+        let relative = guard_scaled.is_some() || plates.iter().any(|(_, f)| !f.is_empty());
         let family = Family::new(model)?;
         let wanted = family.gradient_wanted();
         let tape_program = guard_scaled
@@ -156,10 +180,9 @@ impl Problem {
                     .map(|(r, _)| Target::Latent(r)),
             )
             .collect();
-        let plates = model
-            .plates
-            .iter()
-            .map(|p| PlateRun::new(p, &wanted, &moved_row, &mut written))
+        let plates = plates
+            .into_iter()
+            .map(|(p, factors)| PlateRun::new(&p, &wanted, &moved_row, &mut written, factors))
             .collect();
         Ok(Problem(Arc::new(ProblemData {
             moved_row,
@@ -172,6 +195,7 @@ impl Problem {
             // sweep skips what depends on them alone.
             tape,
             guard_scaled,
+            relative,
             analysis: analysis_with_plates(model),
             if_statements: model.program.if_count()
                 + model
@@ -228,7 +252,7 @@ impl ProblemData {
 
     /// Whether the smoothed sweeps read guards relative to their spread ([`Problem::relative`]).
     pub fn relative_guards(&self) -> bool {
-        self.guard_scaled.is_some()
+        self.relative
     }
 
     /// The tape's parameters: the model's, then (relative smoothing) each scaled guard's

@@ -193,6 +193,22 @@ fn forms(program: &Program) -> Vec<Option<Form>> {
 /// model's; `None` when no guard is.
 pub fn scale_guards(program: &Program) -> Option<GuardScaled> {
     let memo = forms(program);
+    let (program, scaled) = with_factors(program, |guard| match &memo[guard.index()] {
+        Some(Form::Linear(coefficients)) => {
+            Some(coefficients.iter().map(|(&i, &a)| (i, a)).collect())
+        }
+        _ => None,
+    })?;
+    Some(GuardScaled { program, scaled })
+}
+
+/// `program` with each guard `pick` says something of multiplied by a new parameter after the
+/// program's own, and per such guard, in the order of its parameter, its if-statement's index
+/// and what `pick` said; `None` when `pick` picks none.
+fn with_factors<T>(
+    program: &Program,
+    mut pick: impl FnMut(NodeId) -> Option<T>,
+) -> Option<(Program, Vec<(u32, T)>)> {
     let nodes = program.nodes();
     let m = program.param_count() as u32;
     let mut out: Vec<Node> = Vec::with_capacity(nodes.len() + 2 * program.if_count());
@@ -211,13 +227,13 @@ pub fn scale_guards(program: &Program) -> Option<GuardScaled> {
                 else_,
                 index,
             } => {
-                let guard = match &memo[guard.index()] {
-                    Some(Form::Linear(coefficients)) => {
+                let guard = match pick(guard) {
+                    Some(what) => {
                         let p = push(&mut out, Node::Param(m + scaled.len() as u32));
-                        scaled.push((index, coefficients.iter().map(|(&i, &a)| (i, a)).collect()));
+                        scaled.push((index, what));
                         push(&mut out, Node::Binary(Binary::Mul, map[guard.index()], p))
                     }
-                    _ => map[guard.index()],
+                    None => map[guard.index()],
                 };
                 let id = push(
                     &mut out,
@@ -252,9 +268,198 @@ pub fn scale_guards(program: &Program) -> Option<GuardScaled> {
     for t in &mut p.term_inputs {
         *t = remap(*t);
     }
-    p.param_names
-        .extend((0..scaled.len()).map(|j| format!("guard factor {}", scaled[j].0)));
-    Some(GuardScaled { program: p, scaled })
+    p.param_names.extend(
+        scaled
+            .iter()
+            .map(|(index, _)| format!("guard factor {index}")),
+    );
+    Some((p, scaled))
+}
+
+/// How many rows, evenly spaced, a plate's guard coefficients are averaged over.
+const COEFFICIENT_ROWS: usize = 1024;
+
+/// What the plate analysis knows of a body node.
+#[derive(Clone, Debug)]
+enum RowForm {
+    /// Reads no shared latent; `params` says whether it reads a model parameter (a
+    /// coefficient must not: it is measured once, from the data).
+    Free {
+        params: bool,
+    },
+    /// Linear in these body parameters (shared latents), each with a coefficient made of
+    /// columns and constants only, plus a free offset.
+    Linear(std::collections::BTreeSet<u32>),
+    Other,
+}
+
+/// A plate's body with each guard linear in the shared latents (coefficients from the row's
+/// data) multiplied by a factor of its own, a new body parameter read as
+/// [`Shared::GuardFactor`](super::Shared::GuardFactor); and per factor, the model latents
+/// the guard reads with the mean over rows of their coefficient's square, `(latent, m)`, so
+/// that `1 / sqrt(sum m scale^2)` is the guard's root-mean-square spread over rows under the
+/// guide. Guards reading a row's own latents keep the absolute `eta`. `None` when no guard
+/// is scaled.
+pub fn scale_plate_guards(plate: &super::Plate) -> Option<(super::Plate, Vec<Vec<(u32, f64)>>)> {
+    use super::Shared;
+    use std::collections::BTreeSet;
+    let body = &plate.body;
+    let columns = plate.columns.len() as u32;
+    let mut memo: Vec<RowForm> = Vec::with_capacity(body.node_count());
+    for &node in body.nodes() {
+        let form = |id: NodeId| memo[id.index()].clone();
+        let f = match node {
+            Node::Const(_) => RowForm::Free { params: false },
+            Node::Param(k) => match plate.shared[k as usize] {
+                Shared::Latent(_) => RowForm::Linear(BTreeSet::from([k])),
+                Shared::Param(_) => RowForm::Free { params: true },
+                Shared::GuardFactor(_) => RowForm::Other,
+            },
+            Node::Latent(j) if j < columns => RowForm::Free { params: false },
+            Node::Latent(_) => RowForm::Other,
+            Node::Unary(Unary::Neg, a) => form(a),
+            Node::Unary(_, a) => match form(a) {
+                f @ RowForm::Free { .. } => f,
+                _ => RowForm::Other,
+            },
+            Node::Binary(op, a, b) => match (op, form(a), form(b)) {
+                (_, RowForm::Free { params: p }, RowForm::Free { params: q }) => {
+                    RowForm::Free { params: p || q }
+                }
+                (Binary::Add | Binary::Sub, RowForm::Linear(x), RowForm::Linear(y)) => {
+                    RowForm::Linear(x.union(&y).copied().collect())
+                }
+                (Binary::Add | Binary::Sub, RowForm::Linear(x), RowForm::Free { .. })
+                | (Binary::Add | Binary::Sub, RowForm::Free { .. }, RowForm::Linear(x)) => {
+                    RowForm::Linear(x)
+                }
+                (Binary::Mul, RowForm::Linear(x), RowForm::Free { params: false })
+                | (Binary::Mul, RowForm::Free { params: false }, RowForm::Linear(x))
+                | (Binary::Div, RowForm::Linear(x), RowForm::Free { params: false }) => {
+                    RowForm::Linear(x)
+                }
+                _ => RowForm::Other,
+            },
+            Node::If { .. } => {
+                let free = node
+                    .operands()
+                    .all(|a| matches!(form(a), RowForm::Free { .. }));
+                if free {
+                    RowForm::Free {
+                        params: node
+                            .operands()
+                            .any(|a| matches!(form(a), RowForm::Free { params: true })),
+                    }
+                } else {
+                    RowForm::Other
+                }
+            }
+        };
+        memo.push(f);
+    }
+    // The coefficients, row by row, as differences of the guard at unit steps of each shared
+    // latent from zero (exact for a linear form up to rounding), the parameters at 1.
+    let candidates: Vec<(NodeId, Vec<u32>)> = (0..body.if_count())
+        .filter_map(|k| match body.node(body.if_node(k)) {
+            Node::If { guard, .. } => match &memo[guard.index()] {
+                RowForm::Linear(vars) => Some((guard, vars.iter().copied().collect())),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    if candidates.is_empty() || plate.rows == 0 {
+        return None;
+    }
+    let mut vars: Vec<u32> = candidates.iter().flat_map(|(_, v)| v.clone()).collect();
+    vars.sort_unstable();
+    vars.dedup();
+    let base: Vec<f64> = plate
+        .shared
+        .iter()
+        .map(|s| match s {
+            Shared::Param(_) => 1.0,
+            _ => 0.0,
+        })
+        .collect();
+    let rows = plate.rows.min(COEFFICIENT_ROWS);
+    let mut sums: Vec<Vec<f64>> = candidates.iter().map(|(_, v)| vec![0.0; v.len()]).collect();
+    let mut finite = vec![true; candidates.len()];
+    let semantics = super::Semantics::Crisp;
+    for t in 0..rows {
+        let r = t * plate.rows / rows;
+        let mut inputs: Vec<f64> = plate.columns.iter().map(|c| c[r]).collect();
+        inputs.resize(body.latent_count(), 0.0);
+        let at_base = body.evaluate_all(semantics, &base, &inputs);
+        let mut stepped = Vec::with_capacity(vars.len());
+        for &v in &vars {
+            let mut params = base.clone();
+            params[v as usize] = 1.0;
+            stepped.push(body.evaluate_all(semantics, &params, &inputs));
+        }
+        for (c, (guard, gvars)) in candidates.iter().enumerate() {
+            for (slot, v) in gvars.iter().enumerate() {
+                let at = vars.binary_search(v).expect("collected above");
+                let a = stepped[at][guard.index()] - at_base[guard.index()];
+                if !a.is_finite() {
+                    finite[c] = false;
+                }
+                sums[c][slot] += a * a;
+            }
+        }
+    }
+    let picked: Vec<Option<Vec<(u32, f64)>>> = candidates
+        .iter()
+        .enumerate()
+        .map(|(c, (_, gvars))| {
+            finite[c].then(|| {
+                gvars
+                    .iter()
+                    .zip(&sums[c])
+                    .map(|(&k, &s)| match plate.shared[k as usize] {
+                        Shared::Latent(i) => (i, s / rows as f64),
+                        _ => unreachable!("a linear form's variables are shared latents"),
+                    })
+                    .collect()
+            })
+        })
+        .collect();
+    let mut next = 0;
+    let mut by_guard = std::collections::HashMap::new();
+    for ((guard, _), p) in candidates.iter().zip(picked) {
+        if let Some(p) = p {
+            by_guard.insert(*guard, p);
+        }
+    }
+    let (new_body, scaled) = with_factors(body, |guard| by_guard.get(&guard).cloned())?;
+    let mut scaled_plate = plate.clone();
+    scaled_plate.body = std::sync::Arc::new(new_body);
+    let mut factors = Vec::with_capacity(scaled.len());
+    for (_, what) in scaled {
+        scaled_plate.shared.push(Shared::GuardFactor(next));
+        next += 1;
+        factors.push(what);
+    }
+    Some((scaled_plate, factors))
+}
+
+/// The factor `1 / sqrt(sum_i m_i scale(i)^2)` of a plate guard from its latents' mean-square
+/// coefficients ([`scale_plate_guards`]) and the guide's scales, or 1 (the absolute `eta`) where
+/// that spread is zero or not finite.
+pub fn plate_guard_factor(coefficients: &[(u32, f64)], scale: impl Fn(usize) -> f64) -> f64 {
+    let var: f64 = coefficients
+        .iter()
+        .map(|&(i, m)| {
+            let s = scale(i as usize);
+            m * s * s
+        })
+        .sum();
+    let sd = var.sqrt();
+    if sd > 0.0 && sd.is_finite() && (1.0 / sd).is_finite() {
+        1.0 / sd
+    } else {
+        1.0
+    }
 }
 
 #[cfg(test)]

@@ -28,6 +28,10 @@ pub enum Shared {
     Param(u32),
     /// The model's latent `z_i` (sampled outside the loop).
     Latent(u32),
+    /// The `j`-th factor of a guard smoothed relative to its spread (`scale_plate_guards`):
+    /// set by the estimator from the guide, never differentiated; 1 (the absolute `eta`) in
+    /// the reference evaluation.
+    GuardFactor(u32),
 }
 
 /// One latent sampled in every iteration: row `r`'s is the model's latent
@@ -81,6 +85,7 @@ impl Plate {
             .map(|s| match *s {
                 Shared::Param(k) => theta[k as usize],
                 Shared::Latent(i) => z[i as usize],
+                Shared::GuardFactor(_) => 1.0,
             })
             .collect()
     }
