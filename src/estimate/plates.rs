@@ -142,7 +142,7 @@ pub(crate) struct PlateRun {
     /// Per guard factor of a body smoothed relative to its guards' spread
     /// ([`Shared::GuardFactor`]): the model latents it reads with their mean-square
     /// coefficients (`ir::scale_plate_guards`).
-    factors: Vec<Vec<(u32, f64)>>,
+    factors: crate::ir::PlateFactors,
 }
 
 /// One thread's scratch for one plate.
@@ -265,7 +265,7 @@ impl PlateRun {
         wanted: &[bool],
         moved_row: &[u32],
         written: &mut std::collections::HashSet<Target>,
-        factors: Vec<Vec<(u32, f64)>>,
+        factors: crate::ir::PlateFactors,
     ) -> PlateRun {
         let body = &plate.body;
         let c = plate.columns.len();

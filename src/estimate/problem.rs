@@ -9,7 +9,8 @@ use super::rng::{Channel, StreamKey};
 use crate::eval::{BatchGradient, CHUNK, ForcedScratch, Tape, Values, Workspace};
 use crate::family::{Family, FamilyError, FamilyState};
 use crate::ir::{
-    Analysis, GuardScaled, Mode, Model, Plate, Program, analyse, scale_guards, scale_plate_guards,
+    Analysis, GuardScaled, Mode, Model, Plate, PlateFactors, Program, analyse, scale_guards,
+    scale_plate_guards,
 };
 
 /// The outer program's analysis with each plate body's guards after its own (renumbered),
@@ -132,7 +133,7 @@ impl Problem {
     /// values are those of [`Problem::new`]; only the estimators that run the tape through
     /// [`ProblemData::sweep_gradient`] and [`ProblemData::crisp_values`] may use it.
     pub fn relative(model: &Model) -> Result<Problem, FamilyError> {
-        let plates: Vec<(Plate, Vec<Vec<(u32, f64)>>)> = model
+        let plates: Vec<(Plate, PlateFactors)> = model
             .plates
             .iter()
             .map(|p| scale_plate_guards(p).unwrap_or_else(|| (p.clone(), Vec::new())))
@@ -145,7 +146,7 @@ impl Problem {
     fn build(
         model: &Model,
         guard_scaled: Option<GuardScaled>,
-        plates: Option<Vec<(Plate, Vec<Vec<(u32, f64)>>)>>,
+        plates: Option<Vec<(Plate, PlateFactors)>>,
     ) -> Result<Problem, FamilyError> {
         let plates = plates.unwrap_or_else(|| {
             model

@@ -276,6 +276,10 @@ fn with_factors<T>(
     Some((p, scaled))
 }
 
+/// Per guard factor of a plate body, the model latents its guard reads with the mean over rows
+/// of their coefficients' squares (`scale_plate_guards`).
+pub type PlateFactors = Vec<Vec<(u32, f64)>>;
+
 /// How many rows, evenly spaced, a plate's guard coefficients are averaged over.
 const COEFFICIENT_ROWS: usize = 1024;
 
@@ -300,7 +304,7 @@ enum RowForm {
 /// that `1 / sqrt(sum m scale^2)` is the guard's root-mean-square spread over rows under the
 /// guide. Guards reading a row's own latents keep the absolute `eta`. `None` when no guard
 /// is scaled.
-pub fn scale_plate_guards(plate: &super::Plate) -> Option<(super::Plate, Vec<Vec<(u32, f64)>>)> {
+pub fn scale_plate_guards(plate: &super::Plate) -> Option<(super::Plate, PlateFactors)> {
     use super::Shared;
     use std::collections::BTreeSet;
     let body = &plate.body;

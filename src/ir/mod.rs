@@ -33,7 +33,9 @@ pub use density::{Constrained, Sampled};
 pub use dist::{ConstantProblem, Dist, Support};
 pub use error::IrError;
 pub use functions::{Arity, Function};
-pub use guard_scale::{GuardScaled, plate_guard_factor, scale_guards, scale_plate_guards};
+pub use guard_scale::{
+    GuardScaled, PlateFactors, plate_guard_factor, scale_guards, scale_plate_guards,
+};
 pub(crate) use hash::FastBuild;
 pub use model::{LatentKind, LatentSpec, Mode, Model, ParamSpec};
 pub use node::{Branch, Node, NodeId};
