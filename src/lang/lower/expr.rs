@@ -346,8 +346,16 @@ impl<'b, 'r> Lowerer<'b, 'r> {
 
     /// An index error into `data` names the data, the indices taken before (`x[1]`, the
     /// row whose element is missing) and the file its value came from; a ragged data array
-    /// says so (shapes of run-time data are checked where they are used).
-    fn name_data_in(&self, d: Diag, base: &Expr, taken: &[i64], i: i64, len: usize) -> Diag {
+    /// says so (shapes of run-time data are checked where they are used). A loop kept as a
+    /// plate that would read past a data column gives the same message.
+    pub(super) fn name_data_in(
+        &self,
+        d: Diag,
+        base: &Expr,
+        taken: &[i64],
+        i: i64,
+        len: usize,
+    ) -> Diag {
         let mut root = base;
         while let ExprKind::Index { base, .. } = &root.kind {
             root = base;
