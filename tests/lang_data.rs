@@ -236,3 +236,65 @@ fn non_finite_numbers_in_buffers_are_refused_with_the_array_and_the_index() {
     assert!(e.contains("`y[2]` is -inf"), "{e}");
     assert!(set.is_empty());
 }
+
+/// A data file of one column, many rows.
+struct OneColumn(usize);
+
+impl Resolver for OneColumn {
+    fn read(&self, path: &str) -> Result<String, String> {
+        match path {
+            "rows.csv" => Ok(std::iter::once("x".to_string())
+                .chain((0..self.0).map(|i| format!("{}", (i % 10) as f64 * 0.5)))
+                .collect::<Vec<_>>()
+                .join("\n")),
+            _ => Err("no such file".to_string()),
+        }
+    }
+}
+
+/// Catches packed numbers counted as steps where they are declared, gathered into an array
+/// or summed: a `csv` column of 10^6 rows, declared, put in an array three times and summed,
+/// compiles within 40,000 steps (reading and parsing the file's 3.5 MB count a step per 256
+/// bytes each).
+#[test]
+fn a_csv_column_costs_steps_for_its_bytes_not_its_rows() {
+    let src = "data x = csv(\"rows.csv\", \"x\");
+data three = [x, x, x];
+let a = sample Normal(0, 1);
+observe sum(three[2]) + len(three) ~ Normal(a, 1);";
+    let opts = CompileOptions {
+        step_limit: 40_000,
+        node_limit: 100,
+        ..CompileOptions::default()
+    };
+    let m = compile_with_data(
+        "m.dsgd",
+        src,
+        &OneColumn(1_000_000),
+        &DataSet::default(),
+        &opts,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let total = (0..1_000_000).fold(0.0, |acc, i| acc + (i % 10) as f64 * 0.5);
+    let a = 0.5;
+    let normal =
+        |v: f64, mu: f64| -0.5 * (v - mu).powi(2) - 0.5 * (2.0 * std::f64::consts::PI).ln();
+    let want = normal(a, 0.0) + normal(total + 3.0, a);
+    let got = m.program.evaluate(Semantics::Crisp, &[], &[a]);
+    assert!((got - want).abs() <= 1e-9 * want.abs(), "{got} vs {want}");
+    // The same column in a smaller step budget than its bytes is refused, naming the limit.
+    let tight = CompileOptions {
+        step_limit: 10_000,
+        ..CompileOptions::default()
+    };
+    let e = compile_with_data(
+        "m.dsgd",
+        src,
+        &OneColumn(1_000_000),
+        &DataSet::default(),
+        &tight,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("steps"), "{e}");
+}

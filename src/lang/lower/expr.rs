@@ -632,7 +632,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
     }
 
     /// An array value, refused if it would nest deeper than [`MAX_ARRAY_DEPTH`] or hold more
-    /// numbers (counted with repetition) than the step limit.
+    /// numbers (counted with repetition, packed data numbers left out) than the step limit.
     pub(super) fn array(&self, items: Vec<Value<'b>>, span: Span) -> Result<Value<'b>, Diag> {
         let depth = 1 + items.iter().map(Value::depth).max().unwrap_or(0);
         if usize::from(depth) > MAX_ARRAY_DEPTH {
@@ -645,15 +645,28 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         let size = items
             .iter()
             .fold(0u64, |acc, v| acc.saturating_add(v.size()));
-        if size > self.opts.step_limit as u64 {
+        let packed = items
+            .iter()
+            .fold(0u64, |acc, v| acc.saturating_add(v.packed_size()));
+        // Packed data numbers cost nothing until read (and then a node each, which the node
+        // limit counts): only the others are bounded here.
+        let unpacked = size - packed;
+        if unpacked > self.opts.step_limit as u64 {
             return Err(Diag::new(
                 span,
-                format!("this array would hold {size} numbers, more than the step limit"),
+                format!("this array would hold {unpacked} numbers, more than the step limit"),
                 "a smaller array",
             )
             .with_note(super::STEP_LIMIT_NOTE));
         }
-        Ok(Value::Array(Rc::new(items), Shape { depth, size }))
+        Ok(Value::Array(
+            Rc::new(items),
+            Shape {
+                depth,
+                size,
+                packed,
+            },
+        ))
     }
 
     fn sample(

@@ -128,7 +128,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         kind: &str,
     ) -> Result<Value<'b>, Diag> {
         let v = self.expr(value)?;
-        self.tick(value.span, usize::try_from(v.size()).unwrap_or(usize::MAX))?;
+        self.tick(
+            value.span,
+            usize::try_from(v.unpacked_size()).unwrap_or(usize::MAX),
+        )?;
         if !v.is_constant() {
             return Err(Diag::new(
                 value.span,

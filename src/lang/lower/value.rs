@@ -147,6 +147,25 @@ impl<'b> Value<'b> {
         }
     }
 
+    /// The number of numbers in the value that are not held packed, counted with repetition
+    /// (each was a step of lowering to make; packed data numbers cost nothing until read).
+    pub fn unpacked_size(&self) -> u64 {
+        match self {
+            Value::Array(_, shape) => shape.size - shape.packed,
+            Value::Numbers(_) | Value::Unit => 0,
+            Value::Num(_) => 1,
+        }
+    }
+
+    /// The number of numbers held packed, counted with repetition.
+    pub fn packed_size(&self) -> u64 {
+        match self {
+            Value::Array(_, shape) => shape.packed,
+            Value::Numbers(n) => n.size() as u64,
+            Value::Num(_) | Value::Unit => 0,
+        }
+    }
+
     /// The constant numbers of an array (flattened), if every element is a constant.
     pub fn is_constant(&self) -> bool {
         match self {
@@ -268,6 +287,8 @@ impl<'b> Value<'b> {
 pub struct Shape {
     pub depth: u16,
     pub size: u64,
+    /// How many of the `size` numbers are packed data ([`Value::Numbers`]).
+    pub packed: u64,
 }
 
 /// A condition after lowering. Negation is pushed into the leaves, so there is no `Not`.
@@ -372,6 +393,8 @@ pub fn merge<'b>(
                 Shape {
                     depth: t.depth().max(e.depth()),
                     size: t.size().max(e.size()),
+                    // Merged element by element: nothing stays packed.
+                    packed: 0,
                 },
             ))
         }
@@ -413,11 +436,22 @@ mod tests {
                 Value::Num(b.constant(7.0)),
                 Value::Num(b.constant(8.0)),
             ]),
-            Shape { depth: 1, size: 2 },
+            Shape {
+                depth: 1,
+                size: 2,
+                packed: 0,
+            },
         );
         assert_eq!(&written.column(0..2).unwrap()[..], &[7.0, 8.0]);
         let z = b.latent("z");
-        let with_latent = Value::Array(Rc::new(vec![Value::Num(z)]), Shape { depth: 1, size: 1 });
+        let with_latent = Value::Array(
+            Rc::new(vec![Value::Num(z)]),
+            Shape {
+                depth: 1,
+                size: 1,
+                packed: 0,
+            },
+        );
         assert!(with_latent.column(0..1).is_none());
     }
 
@@ -431,14 +465,22 @@ mod tests {
                 Value::Num(b.constant(0.5)),
                 Value::Num(b.constant(-0.0)),
             ]),
-            Shape { depth: 1, size: 2 },
+            Shape {
+                depth: 1,
+                size: 2,
+                packed: 0,
+            },
         );
         let other = Value::Array(
             Rc::new(vec![
                 Value::Num(b.constant(0.5)),
                 Value::Num(b.constant(0.0)),
             ]),
-            Shape { depth: 1, size: 2 },
+            Shape {
+                depth: 1,
+                size: 2,
+                packed: 0,
+            },
         );
         assert!(x.same(&same) && same.same(&x));
         assert!(!x.same(&other), "-0 and 0 are different constants");
