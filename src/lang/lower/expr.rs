@@ -659,12 +659,14 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             )
             .with_note(super::STEP_LIMIT_NOTE));
         }
+        let constant = items.iter().all(Value::is_constant);
         Ok(Value::Array(
             Rc::new(items),
             Shape {
                 depth,
                 size,
                 packed,
+                constant,
             },
         ))
     }

@@ -170,7 +170,7 @@ impl<'b> Value<'b> {
     pub fn is_constant(&self) -> bool {
         match self {
             Value::Num(v) => v.as_const().is_some(),
-            Value::Array(a, _) => a.iter().all(Value::is_constant),
+            Value::Array(_, shape) => shape.constant,
             Value::Numbers(_) => true,
             Value::Unit => false,
         }
@@ -289,6 +289,9 @@ pub struct Shape {
     pub size: u64,
     /// How many of the `size` numbers are packed data ([`Value::Numbers`]).
     pub packed: u64,
+    /// Whether every number is a constant (kept here, since arrays shared many times over
+    /// must not be walked element by element: `[e, e]` nested 60 deep holds 2^60 arrays).
+    pub constant: bool,
 }
 
 /// A condition after lowering. Negation is pushed into the leaves, so there is no `Not`.
@@ -388,6 +391,7 @@ pub fn merge<'b>(
                 .zip(y.iter())
                 .map(|(p, q)| merge(b, cond, p, q))
                 .collect::<Result<Vec<_>, _>>()?;
+            let constant = items.iter().all(Value::is_constant);
             Ok(Value::Array(
                 Rc::new(items),
                 Shape {
@@ -395,6 +399,7 @@ pub fn merge<'b>(
                     size: t.size().max(e.size()),
                     // Merged element by element: nothing stays packed.
                     packed: 0,
+                    constant,
                 },
             ))
         }
@@ -440,6 +445,7 @@ mod tests {
                 depth: 1,
                 size: 2,
                 packed: 0,
+                constant: true,
             },
         );
         assert_eq!(&written.column(0..2).unwrap()[..], &[7.0, 8.0]);
@@ -450,6 +456,7 @@ mod tests {
                 depth: 1,
                 size: 1,
                 packed: 0,
+                constant: false,
             },
         );
         assert!(with_latent.column(0..1).is_none());
@@ -469,6 +476,7 @@ mod tests {
                 depth: 1,
                 size: 2,
                 packed: 0,
+                constant: true,
             },
         );
         let other = Value::Array(
@@ -480,6 +488,7 @@ mod tests {
                 depth: 1,
                 size: 2,
                 packed: 0,
+                constant: true,
             },
         );
         assert!(x.same(&same) && same.same(&x));
