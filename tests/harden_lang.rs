@@ -270,7 +270,7 @@ fn csv_reads_only_regular_files_and_never_echoes_other_files() {
 }
 
 #[test]
-fn csv_size_and_rows_are_capped() {
+fn csv_size_is_capped_and_rows_are_not_nodes() {
     let dir = tempdir("size");
     std::fs::write(
         dir.join("big.csv"),
@@ -285,15 +285,12 @@ fn csv_size_and_rows_are_capped() {
     let err = compile_at(&m, &small).unwrap_err();
     assert!(err.contains("larger than 1000 bytes"), "{err}");
     assert!(err.contains("--max-data-bytes"), "{err}");
-    // Rows beyond what the node limit leaves are refused while reading, naming the flags,
-    // not blamed on loop bounds.
+    // The rows are held packed: a column of 300,000 rows and its mean fit in a hundred
+    // nodes (the byte cap bounds the file, and so the column).
     let few_nodes = CompileOptions {
-        node_limit: 100_000,
+        node_limit: 100,
         ..CompileOptions::default()
     };
-    let err = compile_at(&m, &few_nodes).unwrap_err();
-    assert!(err.contains("has more than"), "{err}");
-    assert!(err.contains("--max-nodes"), "{err}");
-    assert!(!err.contains("loop bounds"), "{err}");
+    compile_at(&m, &few_nodes).unwrap_or_else(|e| panic!("{e}"));
     compile_at(&m, &CompileOptions::default()).unwrap_or_else(|e| panic!("{e}"));
 }

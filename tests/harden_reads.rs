@@ -261,6 +261,8 @@ fn json_data_are_counted_as_read_and_names_given_twice_refused() {
     let o = dsgd_in(&dir, &["check", "m.dsgd", "--data", "twice.json"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("`y` is given twice"), "{}", stderr(&o));
+    // The numbers are held packed, not as nodes: the node limit does not bound them, the
+    // byte cap does (and its message names the option).
     let many = format!(r#"{{"y": [{}1]}}"#, "1, ".repeat(5_000));
     std::fs::write(dir.join("many.json"), many).unwrap();
     let o = dsgd_in(
@@ -274,10 +276,22 @@ fn json_data_are_counted_as_read_and_names_given_twice_refused() {
             "1000",
         ],
     );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = dsgd_in(
+        &dir,
+        &[
+            "check",
+            "m.dsgd",
+            "--data",
+            "many.json",
+            "--max-data-bytes",
+            "1000",
+        ],
+    );
     assert!(!o.status.success());
     let e = stderr(&o);
     assert!(
-        e.contains("more than 1000 values") && e.contains("--max-nodes"),
+        e.contains("larger than 1000 bytes") && e.contains("--max-data-bytes"),
         "{e}"
     );
 }

@@ -79,3 +79,15 @@ fn arrays_that_share_elements_cannot_grow_exponentially() {
         .to_string();
     assert!(err.contains("arrays nest deeper than 64 levels"), "{err}");
 }
+
+/// Catches a check that walks an array element by element where the array is shared many
+/// times over: `[e, e]` nested 59 deep holds 2^59 arrays, declared `const` at once.
+#[test]
+fn a_constant_of_shared_nested_arrays_is_checked_at_once() {
+    let mut src = String::from("let e0 = [];\n");
+    for i in 1..60 {
+        src.push_str(&format!("let e{i} = [e{}, e{}];\n", i - 1, i - 1));
+    }
+    src.push_str("const c = e59;\nlet z = sample Normal(len(c), 1);\nlet w = if z < 0 { e59 } else { e59 };\nconst d = w;");
+    assert!(nodes(&src) > 0);
+}

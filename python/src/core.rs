@@ -131,13 +131,14 @@ impl Resolver for Recorded<'_> {
 }
 
 /// Values bound to a model's `data` declarations: per name, the array's shape (empty for a
-/// number) and its numbers row-major, as numpy holds them.
-pub type Data = Vec<(String, Vec<usize>, Vec<f64>)>;
+/// number) and its numbers row-major, as numpy holds them. The numbers are shared with the
+/// compiled model's data set (bound without a copy).
+pub type Data = Vec<(String, Vec<usize>, Arc<[f64]>)>;
 
 fn dataset(data: &Data) -> Result<DataSet, CoreError> {
     let mut set = DataSet::new("data");
     for (name, shape, values) in data {
-        set.insert_array(name, shape, values)
+        set.insert_packed(name, shape, values.clone())
             .map_err(|e| CoreError::Invalid(e.to_string()))?;
     }
     Ok(set)

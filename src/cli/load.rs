@@ -21,7 +21,8 @@ pub struct SourceArgs {
     /// Most compilation steps (statements, expressions, loop iterations, data values).
     #[arg(long, default_value_t = DEFAULT_STEP_LIMIT, value_parser = super::args::count::<1>)]
     pub max_steps: usize,
-    /// Largest data file `csv(..)` may read, in bytes.
+    /// Largest data file read (`--data` JSON or a `csv(..)` file), in bytes. The default,
+    /// 64 MiB, holds 10^6 rows of two full-precision columns as JSON.
     #[arg(long, default_value_t = DEFAULT_MAX_DATA_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_data_bytes: u64,
     /// Let `csv(..)` read files outside the model's directory (a model may come from
@@ -93,7 +94,7 @@ pub fn load_with_data(
     data: Option<&Path>,
 ) -> anyhow::Result<Loaded> {
     let data = match data {
-        Some(path) => read_data(path, args.max_data_bytes, args.max_nodes)?,
+        Some(path) => read_data(path, args.max_data_bytes)?,
         None => DataSet::default(),
     };
     if let Some(name) = spec.strip_prefix(BUILTIN_PREFIX) {
@@ -156,8 +157,9 @@ fn load_builtin(spec: &str, data: &DataSet, plates: PlatePolicy) -> anyhow::Resu
     )
 }
 
-/// The JSON data file given with `--data`: a regular file of at most `max_bytes`, holding
-/// at most as many values as the node limit allows.
-fn read_data(path: &Path, max_bytes: u64, max_values: usize) -> anyhow::Result<DataSet> {
+/// The JSON data file given with `--data`: a regular file of at most `max_bytes` (which
+/// bounds its values too: the numbers are held packed, not as IR nodes).
+fn read_data(path: &Path, max_bytes: u64) -> anyhow::Result<DataSet> {
+    let max_values = dsgd::lang::max_data_values_in(max_bytes);
     Ok(DataSet::from_json_file(path, max_bytes, max_values)?)
 }

@@ -6,25 +6,100 @@
 //! and gives one to a declaration without (`data y;`). Every number must be finite, and every
 //! name the set holds must be a `data` declaration of the model: a misspelt name is an error,
 //! not silently unused data.
+//!
+//! A rectangular array (a column, a matrix) is held packed, as its extents and its numbers
+//! row-major ([`Packed`]): a million rows cost a million `f64`s, and the compiler makes an IR
+//! node of a number only where the model reads it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use thiserror::Error;
 
 /// A number or an array of values (arrays may nest and need not be rectangular).
+///
+/// One value has one form: an array whose elements are all numbers, or all rectangular
+/// arrays of one shape, is [`DataValue::Numbers`]; only a ragged array (elements of different
+/// shapes) is [`DataValue::Array`]. Build arrays with [`DataValue::array`], which keeps that.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DataValue {
     Num(f64),
+    /// A rectangular array, packed.
+    Numbers(Packed),
+    /// A ragged array: its elements differ in shape.
     Array(Vec<DataValue>),
 }
 
+/// A rectangular array of numbers: its extents, outermost first (at least one), and its
+/// numbers row-major (as numpy and C store them). The numbers are shared, so that the
+/// compiler and a plate's columns can hold them without a copy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Packed {
+    dims: Vec<usize>,
+    values: Arc<[f64]>,
+}
+
+impl Packed {
+    /// `values` as an array of extents `dims`; `None` unless there is at least one extent
+    /// and the extents multiply to the number of values.
+    pub fn new(dims: Vec<usize>, values: Arc<[f64]>) -> Option<Packed> {
+        let size = dims.iter().try_fold(1usize, |acc, &n| acc.checked_mul(n))?;
+        (!dims.is_empty() && size == values.len()).then_some(Packed { dims, values })
+    }
+
+    /// The extents, outermost first.
+    pub fn dims(&self) -> &[usize] {
+        &self.dims
+    }
+
+    /// The numbers, row-major.
+    pub fn values(&self) -> &Arc<[f64]> {
+        &self.values
+    }
+
+    /// The index path (`[2][0]`) of the number at flat position `k`.
+    pub fn path_of(&self, mut k: usize) -> String {
+        let mut ix = vec![0; self.dims.len()];
+        for (slot, &n) in ix.iter_mut().zip(&self.dims).rev() {
+            if n > 0 {
+                *slot = k % n;
+                k /= n;
+            }
+        }
+        ix.iter().map(|i| format!("[{i}]")).collect()
+    }
+}
+
 impl DataValue {
+    /// An array of `items`, packed when they are all numbers or all rectangular arrays of
+    /// one shape (an empty array is packed, of extent 0).
+    pub fn array(items: Vec<DataValue>) -> DataValue {
+        let mut acc = Items::default();
+        for it in items {
+            acc.push(it);
+        }
+        acc.finish()
+    }
+
+    /// `values` (row-major) as an array of extents `shape`; a number if `shape` is empty.
+    /// `None` if the extents do not multiply to the number of values.
+    pub fn from_packed(shape: &[usize], values: Arc<[f64]>) -> Option<DataValue> {
+        if shape.is_empty() {
+            return (values.len() == 1).then(|| DataValue::Num(values[0]));
+        }
+        Packed::new(shape.to_vec(), values).map(DataValue::Numbers)
+    }
+
     /// The first non-finite number, with its index path (`[2][0]`), if any.
     fn first_non_finite(&self) -> Option<(String, f64)> {
         match self {
             DataValue::Num(x) if !x.is_finite() => Some((String::new(), *x)),
             DataValue::Num(_) => None,
+            DataValue::Numbers(p) => {
+                let k = p.values.iter().position(|x| !x.is_finite())?;
+                Some((p.path_of(k), p.values[k]))
+            }
             DataValue::Array(items) => items.iter().enumerate().find_map(|(i, v)| {
                 v.first_non_finite()
                     .map(|(path, x)| (format!("[{i}]{path}"), x))
@@ -36,7 +111,136 @@ impl DataValue {
     pub fn len_numbers(&self) -> usize {
         match self {
             DataValue::Num(_) => 1,
+            DataValue::Numbers(p) => p.values.len(),
             DataValue::Array(items) => items.iter().map(DataValue::len_numbers).sum(),
+        }
+    }
+
+    /// The extents of its elements when they differ (a ragged array): for messages that
+    /// say why an index is out of range in one row and not another.
+    pub fn ragged_lengths(&self) -> Option<Vec<Option<usize>>> {
+        let DataValue::Array(items) = self else {
+            return None;
+        };
+        Some(
+            items
+                .iter()
+                .map(|v| match v {
+                    DataValue::Num(_) => None,
+                    DataValue::Numbers(p) => Some(p.dims[0]),
+                    DataValue::Array(items) => Some(items.len()),
+                })
+                .collect(),
+        )
+    }
+}
+
+/// The elements of an array as they are read: packed while they are numbers, or arrays of
+/// one shape, one after another; a list of values from the first element that differs.
+enum Items {
+    Flat {
+        /// The extents of every element so far (empty for numbers); `None` before the first.
+        inner: Option<Vec<usize>>,
+        values: Vec<f64>,
+        count: usize,
+    },
+    Ragged(Vec<DataValue>),
+}
+
+impl Default for Items {
+    fn default() -> Items {
+        Items::Flat {
+            inner: None,
+            values: Vec::new(),
+            count: 0,
+        }
+    }
+}
+
+impl Items {
+    fn push(&mut self, v: DataValue) {
+        if let Items::Flat {
+            inner,
+            values,
+            count,
+        } = self
+        {
+            let fits = match (&v, inner.as_deref()) {
+                (DataValue::Num(x), None | Some([])) => {
+                    values.push(*x);
+                    true
+                }
+                (DataValue::Numbers(p), None) => {
+                    values.extend_from_slice(&p.values);
+                    true
+                }
+                (DataValue::Numbers(p), Some(dims)) if dims == p.dims => {
+                    values.extend_from_slice(&p.values);
+                    true
+                }
+                _ => false,
+            };
+            if fits {
+                if inner.is_none() {
+                    *inner = Some(match &v {
+                        DataValue::Numbers(p) => p.dims.clone(),
+                        _ => Vec::new(),
+                    });
+                }
+                *count += 1;
+                return;
+            }
+            let before = std::mem::take(self).finish_elements();
+            *self = Items::Ragged(before);
+        }
+        if let Items::Ragged(items) = self {
+            items.push(v);
+        }
+    }
+
+    /// The elements read so far, one value each.
+    fn finish_elements(self) -> Vec<DataValue> {
+        match self {
+            Items::Ragged(items) => items,
+            Items::Flat {
+                inner,
+                values,
+                count,
+            } => {
+                let inner = inner.unwrap_or_default();
+                let step = inner.iter().product::<usize>();
+                (0..count)
+                    .map(|i| {
+                        let part = &values[i * step..(i + 1) * step];
+                        if inner.is_empty() {
+                            DataValue::Num(part[0])
+                        } else {
+                            DataValue::Numbers(Packed {
+                                dims: inner.clone(),
+                                values: part.into(),
+                            })
+                        }
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    fn finish(self) -> DataValue {
+        match self {
+            Items::Ragged(items) => DataValue::Array(items),
+            Items::Flat {
+                inner,
+                values,
+                count,
+            } => {
+                let mut dims = vec![count];
+                dims.extend(inner.unwrap_or_default());
+                DataValue::Numbers(Packed {
+                    dims,
+                    values: values.into(),
+                })
+            }
         }
     }
 }
@@ -94,12 +298,24 @@ impl DataSet {
     }
 
     /// Adds `name` as an array of `shape` (row-major `values`, as numpy stores them); an
-    /// empty shape is a single number.
+    /// empty shape is a single number. The numbers are copied once; see
+    /// [`DataSet::insert_packed`] to share them.
     pub fn insert_array(
         &mut self,
         name: &str,
         shape: &[usize],
         values: &[f64],
+    ) -> Result<(), DataError> {
+        self.insert_packed(name, shape, values.into())
+    }
+
+    /// Adds `name` as an array of `shape` whose numbers (row-major) are `values`, without
+    /// copying them; an empty shape is a single number.
+    pub fn insert_packed(
+        &mut self,
+        name: &str,
+        shape: &[usize],
+        values: Arc<[f64]>,
     ) -> Result<(), DataError> {
         let expected = shape
             .iter()
@@ -112,24 +328,8 @@ impl DataSet {
                 values.len()
             )));
         }
-        fn build(shape: &[usize], values: &[f64]) -> DataValue {
-            match shape.split_first() {
-                None => DataValue::Num(values[0]),
-                Some((&n, rest)) => {
-                    let step = rest.iter().product::<usize>();
-                    DataValue::Array(
-                        (0..n)
-                            .map(|i| build(rest, &values[i * step..(i + 1) * step]))
-                            .collect(),
-                    )
-                }
-            }
-        }
-        let value = if shape.contains(&0) {
-            build_empty(shape)
-        } else {
-            build(shape, values)
-        };
+        let value = DataValue::from_packed(shape, values)
+            .expect("the extents multiply to the number of values");
         self.insert(name, value)
     }
 
@@ -192,9 +392,21 @@ impl DataSet {
     }
 }
 
-/// Default of the most values (numbers and arrays) a JSON data set may hold: the default
-/// node limit, since every number becomes a node.
-pub const DEFAULT_MAX_VALUES: usize = super::DEFAULT_NODE_LIMIT;
+/// Default of the most values (numbers and arrays) a JSON data set may hold: as many as a
+/// file of the default `--max-data-bytes` can (a value takes at least two bytes of JSON, a
+/// digit and a separator). Numbers are held packed and become IR nodes only where the model
+/// reads them, so the node limit does not bound the data.
+pub const DEFAULT_MAX_VALUES: usize = max_values_in(super::DEFAULT_MAX_DATA_BYTES);
+
+/// The most values a JSON text of `max_bytes` bytes can hold.
+pub const fn max_values_in(max_bytes: u64) -> usize {
+    let n = max_bytes / 2 + 1;
+    if n > usize::MAX as u64 {
+        usize::MAX
+    } else {
+        n as usize
+    }
+}
 
 /// The longest name quoted in a message, in characters.
 const SHOWN_NAME_CHARS: usize = 60;
@@ -240,8 +452,7 @@ impl JsonReader<'_> {
         self.count += 1;
         if self.count > self.max_values {
             return Err(E::custom(format!(
-                "the data hold more than {} values (numbers and arrays), more than the node \
-                 limit (raise it with `--max-nodes`)",
+                "the data hold more than the {} values (numbers and arrays) allowed",
                 self.max_values
             )));
         }
@@ -281,7 +492,7 @@ impl<'de> serde::de::Visitor<'de> for Members<'_, '_> {
                     clip(&name)
                 )));
             }
-            let mut path = String::new();
+            let mut path = Vec::new();
             let value = map.next_value_seed(Value {
                 reader: &mut *self.0,
                 name: &name,
@@ -327,11 +538,12 @@ fn clip(name: &str) -> String {
     crate::lang::diagnostic::clip(name, SHOWN_NAME_CHARS)
 }
 
-/// One value of member `name` at index path `path` (`[2][0]`).
+/// One value of member `name` at index path `path` (`[2][0]`, written out only for a
+/// message: a million numbers must not cost a million strings).
 struct Value<'s, 'a, 'n> {
     reader: &'s mut JsonReader<'a>,
     name: &'n str,
-    path: &'s mut String,
+    path: &'s mut Vec<usize>,
 }
 
 impl Value<'_, '_, '_> {
@@ -339,7 +551,7 @@ impl Value<'_, '_, '_> {
         E::custom(format!(
             "`{}{}` is {kind}, not a number or an array of numbers",
             clip(self.name),
-            self.path
+            index_path(self.path)
         ))
     }
 
@@ -349,7 +561,7 @@ impl Value<'_, '_, '_> {
             return Err(E::custom(format!(
                 "`{}{}` = {x} is not a finite 64-bit number",
                 clip(self.name),
-                self.path
+                index_path(self.path)
             )));
         }
         Ok(DataValue::Num(x))
@@ -382,22 +594,21 @@ impl<'de> serde::de::Visitor<'de> for Value<'_, '_, '_> {
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<DataValue, A::Error> {
         self.reader.count()?;
-        let mut items = Vec::new();
-        loop {
-            let len = self.path.len();
-            self.path.push_str(&format!("[{}]", items.len()));
+        let mut items = Items::default();
+        for k in 0.. {
+            self.path.push(k);
             let item = seq.next_element_seed(Value {
                 reader: &mut *self.reader,
                 name: self.name,
                 path: &mut *self.path,
             })?;
-            self.path.truncate(len);
+            self.path.pop();
             match item {
                 Some(v) => items.push(v),
                 None => break,
             }
         }
-        Ok(DataValue::Array(items))
+        Ok(items.finish())
     }
 
     fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<DataValue, E> {
@@ -414,12 +625,9 @@ impl<'de> serde::de::Visitor<'de> for Value<'_, '_, '_> {
     }
 }
 
-/// An array of the given shape with no numbers (some extent is 0).
-fn build_empty(shape: &[usize]) -> DataValue {
-    match shape.split_first() {
-        None => DataValue::Array(Vec::new()),
-        Some((&n, rest)) => DataValue::Array((0..n).map(|_| build_empty(rest)).collect()),
-    }
+/// `[2][0]` for the indices 2, 0.
+fn index_path(path: &[usize]) -> String {
+    path.iter().map(|k| format!("[{k}]")).collect()
 }
 
 /// The byte offset of 1-based `line` and `column` (serde_json's error position).
@@ -444,9 +652,14 @@ mod tests {
         assert_eq!(d.get("n"), Some(&DataValue::Num(3.0)));
         assert_eq!(
             d.get("y"),
+            DataValue::from_packed(&[2], vec![1.0, 2.5].into()).as_ref()
+        );
+        // A ragged array is a list of its elements, each packed.
+        assert_eq!(
+            d.get("m"),
             Some(&DataValue::Array(vec![
-                DataValue::Num(1.0),
-                DataValue::Num(2.5)
+                DataValue::from_packed(&[1], vec![1.0].into()).unwrap(),
+                DataValue::from_packed(&[2], vec![2.0, 3.0].into()).unwrap(),
             ]))
         );
         assert_eq!(d.get("m").unwrap().len_numbers(), 3);
@@ -489,10 +702,7 @@ mod tests {
         let e = DataSet::from_json_str_within(text, "d.json", 4)
             .unwrap_err()
             .0;
-        assert!(
-            e.contains("more than 4 values") && e.contains("--max-nodes"),
-            "{e}"
-        );
+        assert!(e.contains("more than the 4 values"), "{e}");
         // Deep nesting is refused by the reader's depth limit, not by the stack.
         let deep = format!(r#"{{"y": {}{}}}"#, "[".repeat(100_000), "]".repeat(100_000));
         let e = DataSet::from_json_str(&deep, "d.json").unwrap_err().0;
@@ -504,17 +714,11 @@ mod tests {
         let mut d = DataSet::new("dict");
         d.insert_array("w", &[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
             .unwrap();
-        let DataValue::Array(rows) = d.get("w").unwrap() else {
-            panic!()
+        let Some(DataValue::Numbers(w)) = d.get("w") else {
+            panic!("{:?}", d.get("w"))
         };
-        assert_eq!(
-            rows[1],
-            DataValue::Array(vec![
-                DataValue::Num(4.0),
-                DataValue::Num(5.0),
-                DataValue::Num(6.0)
-            ])
-        );
+        assert_eq!(w.dims(), &[2, 3]);
+        assert_eq!(&w.values()[3..], &[4.0, 5.0, 6.0]);
         assert!(d.insert_array("v", &[2], &[1.0]).is_err());
         assert!(
             d.insert_array("v", &[1], &[f64::NAN])

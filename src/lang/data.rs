@@ -236,15 +236,11 @@ pub(crate) fn read_data_file(resolver: &dyn Resolver, path: &str) -> Result<Stri
 
 /// The numbers in column `column` of `text`, the CSV file `path` (with a header row).
 ///
-/// At most `max_rows` numbers are read (the node and step limits left). Nothing of the file's
-/// text is quoted in an error unless it looks like a CSV header or a number: a model must not
-/// be able to print a file that is not its data.
-pub(crate) fn parse_column(
-    text: &str,
-    path: &str,
-    column: &str,
-    max_rows: usize,
-) -> Result<Vec<f64>, DataError> {
+/// The file is bounded by `--max-data-bytes`, so the column is too (its numbers are held
+/// packed, not as IR nodes). Nothing of the file's text is quoted in an error unless it looks
+/// like a CSV header or a number: a model must not be able to print a file that is not its
+/// data.
+pub(crate) fn parse_column(text: &str, path: &str, column: &str) -> Result<Vec<f64>, DataError> {
     // The model's strings are quoted back cut short: a 60 MB path must not print whole.
     let column_given = column;
     let path = &clip(path, SHOWN_PATH_CHARS);
@@ -297,16 +293,6 @@ pub(crate) fn parse_column(
                 row + 2
             ))
         })?;
-        if out.len() >= max_rows {
-            return Err(DataError {
-                message: format!(
-                    "`{path}`, column `{column}` has more than {max_rows} rows, more than the \
-                     node and step limits leave (raise them with `--max-nodes` and `--max-steps`)"
-                ),
-                expected: "a smaller data file".to_string(),
-                missing_column: false,
-            });
-        }
         out.push(x);
     }
     Ok(out)

@@ -16,7 +16,7 @@ pub mod parser;
 
 use std::path::{Path, PathBuf};
 
-pub use bind::{DataError, DataSet, DataValue};
+pub use bind::{DataError, DataSet, DataValue, Packed, max_values_in as max_data_values_in};
 pub use data::{FsResolver, Resolver};
 pub use diagnostic::{CompileError, LineIndex, Location, locate};
 

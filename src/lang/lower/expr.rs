@@ -5,15 +5,20 @@ use super::Map;
 use std::rc::Rc;
 
 use super::super::ast::{BinOp, Block, CmpOp, Comprehension, Expr, ExprKind, Ident, InitKey};
+use super::super::bind::DataValue;
 use super::super::data;
 use super::super::diagnostic::Diag;
-use super::value::{Cond, Shape};
+use super::value::{Cond, Numbers, Shape};
 use super::{BUILTINS, Lowerer, PendingKind, PendingLatent, Value};
 use crate::ir::{Dist, LatentKind, Span, TermKind, Transform, Var};
 use crate::special::softplus;
 
 /// Deepest nesting of arrays (a matrix is 2).
 pub(crate) const MAX_ARRAY_DEPTH: usize = 64;
+
+/// Packed numbers that `sum` and `mean` add per compilation step (a step is about a
+/// microsecond of lowering work; adding a number is about a nanosecond).
+const NUMBERS_PER_STEP: usize = 256;
 
 /// Loop bounds and indices must be integers of at most this size.
 const MAX_INT: f64 = 1e15;
@@ -205,12 +210,14 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         }
         let mut arr = self.expr(leaf)?;
         let mut base_span = leaf.span;
+        // The indices taken so far, for messages.
+        let mut taken = Vec::new();
         for (k, (span, index, base)) in spine.into_iter().enumerate().rev() {
             if k > 0 {
                 self.tick(span, 1)?;
             }
             let i = self.const_int(index, "an array index")?;
-            let Value::Array(items, _) = arr else {
+            let Some(len) = arr.len() else {
                 return Err(Diag::new(
                     base_span,
                     format!("cannot index into {}", arr.describe()),
@@ -218,9 +225,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 ));
             };
             let k = self
-                .check_index(i, items.len(), index.span)
-                .map_err(|d| self.name_data_in(d, base, i, items.len()))?;
-            arr = items[k].clone();
+                .check_index(i, len, index.span)
+                .map_err(|d| self.name_data_in(d, base, &taken, i, len))?;
+            arr = arr.element(self.b, k).unwrap_or(Value::Unit);
+            taken.push(i);
             base_span = span;
         }
         Ok(arr)
@@ -251,6 +259,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         match super::plate::pick(arr, &steps) {
             Ok(super::plate::Picked::One(v)) => Ok(v),
             Ok(super::plate::Picked::Rows(vals)) => self.collapse_rows(&vals, leaf.span),
+            Ok(super::plate::Picked::Number(x)) => Ok(Value::Num(self.b.constant(x))),
+            Ok(super::plate::Picked::Column(c)) => {
+                self.tick(leaf.span, super::plate::cost_steps(c.len() as u64))?;
+                Ok(Value::Num(self.b.column("row[..]", c)))
+            }
             Err((why, at)) => Err(self.refuse(why, at.unwrap_or(leaf.span))),
         }
     }
@@ -410,37 +423,46 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         Ok(x as i64)
     }
 
-    /// An index error into `data` names the data and the index, and where its value came
-    /// from (shapes of run-time data are checked where they are used).
-    fn name_data_in(&self, d: Diag, base: &Expr, i: i64, len: usize) -> Diag {
+    /// An index error into `data` names the data, the indices taken before (`x[1]`, the
+    /// row whose element is missing) and the file its value came from; a ragged data array
+    /// says so (shapes of run-time data are checked where they are used). A loop kept as a
+    /// plate that would read past a data column gives the same message.
+    pub(super) fn name_data_in(
+        &self,
+        d: Diag,
+        base: &Expr,
+        taken: &[i64],
+        i: i64,
+        len: usize,
+    ) -> Diag {
         let mut root = base;
-        let mut path = String::new();
-        while let ExprKind::Index { base, index } = &root.kind {
-            let ix = match &index.kind {
-                ExprKind::Num(x) => format!("[{x}]"),
-                _ => "[..]".to_string(),
-            };
-            path.insert_str(0, &ix);
+        while let ExprKind::Index { base, .. } = &root.kind {
             root = base;
         }
         let ExprKind::Var(id) = &root.kind else {
             return d;
         };
+        let path: String = taken.iter().map(|k| format!("[{k}]")).collect();
         let local = self.frame.iter().any(|s| s.contains_key(&id.name));
         match self.globals.get(&id.name) {
             Some(g) if !local && g.kind == "data" => {
+                let bound = self.data.get(&id.name);
+                let from = match bound {
+                    Some(_) => format!(" (from {})", self.data.origin()),
+                    None => String::new(),
+                };
                 let d = Diag::new(
                     d.span,
                     format!(
-                        "index {i} is out of range for data `{}{path}`, which has {len} element(s)",
+                        "index {i} is out of range for data `{}{path}`{from}, which has {len} \
+                         element(s)",
                         id.name
                     ),
                     format!("an index from 0 to {}", len as i64 - 1),
                 );
-                if self.data.get(&id.name).is_some() {
-                    d.with_note(format!("its value comes from {}", self.data.origin()))
-                } else {
-                    d
+                match bound.and_then(|v| ragged_note(&id.name, v, taken)) {
+                    Some(note) => d.with_note(note),
+                    None => d,
                 }
             }
             _ => d,
@@ -534,7 +556,9 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                     return Err(arity(name, "1", args.len()));
                 };
                 match self.expr(a)? {
-                    Value::Array(items, _) => Ok(Value::Num(b.constant(items.len() as f64))),
+                    v @ (Value::Array(..) | Value::Numbers(_)) => {
+                        Ok(Value::Num(b.constant(v.len().unwrap_or(0) as f64)))
+                    }
                     v => Err(Diag::new(
                         a.span,
                         format!("`len` needs an array, found {}", v.describe()),
@@ -545,8 +569,14 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             "csv" => self.csv(name, args, span),
             "sum" | "mean" if args.len() == 1 => {
                 let v = self.expr(&args[0])?;
+                if let Value::Numbers(numbers) = &v
+                    && numbers.dims().len() == 1
+                {
+                    return self.sum_numbers(n, numbers, &args[0], span);
+                }
                 let items = match v {
                     Value::Array(items, _) => items,
+                    Value::Numbers(_) => v.elements(b).unwrap_or_default(),
                     Value::Num(x) => Rc::new(vec![Value::Num(x)]),
                     Value::Unit => {
                         return Err(Diag::new(
@@ -599,6 +629,27 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         }
     }
 
+    /// `sum(x)` or `mean(x)` of a packed data column: one constant, folded without a node
+    /// per number (see [`folded_sum`]).
+    fn sum_numbers(
+        &mut self,
+        f: &str,
+        numbers: &Numbers,
+        arg: &Expr,
+        span: Span,
+    ) -> Result<Value<'b>, Diag> {
+        let xs = numbers.as_slice();
+        self.tick(span, xs.len() / NUMBERS_PER_STEP)?;
+        if xs.is_empty() {
+            return Err(Diag::new(
+                arg.span,
+                format!("`{f}` of an empty array"),
+                "an array with elements",
+            ));
+        }
+        Ok(Value::Num(self.b.constant(folded_sum(f, xs))))
+    }
+
     /// `csv("file.csv", "column")`: a column of a CSV file beside the model.
     fn csv(&mut self, name: &Ident, args: &[Expr], span: Span) -> Result<Value<'b>, Diag> {
         let strings: Vec<&str> = args
@@ -645,13 +696,9 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             Some(values) => values.clone(),
             None => {
                 self.tick(args[1].span, text.len() / data::BYTES_PER_STEP)?;
-                let max_rows = self
-                    .opts
-                    .step_limit
-                    .saturating_sub(self.steps)
-                    .min(self.opts.node_limit.saturating_sub(self.b.node_count()));
-                let values =
-                    Rc::new(data::parse_column(&text, path, column, max_rows).map_err(to_diag)?);
+                let values: std::sync::Arc<[f64]> = data::parse_column(&text, path, column)
+                    .map_err(to_diag)?
+                    .into();
                 self.data_columns.insert(key, values.clone());
                 values
             }
@@ -667,15 +714,12 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 "finite numbers in every row of the column",
             ));
         }
-        self.tick(span, values.len())?;
-        let b = self.b;
-        let items: Vec<Value<'b>> = values.iter().map(|&x| Value::Num(b.constant(x))).collect();
-        let size = items.len() as u64;
-        Ok(Value::Array(Rc::new(items), Shape { depth: 1, size }))
+        self.tick(span, 1)?;
+        Ok(Value::Numbers(Numbers::column(values)))
     }
 
     /// An array value, refused if it would nest deeper than [`MAX_ARRAY_DEPTH`] or hold more
-    /// numbers (counted with repetition) than the step limit.
+    /// numbers (counted with repetition, packed data numbers left out) than the step limit.
     pub(super) fn array(&self, items: Vec<Value<'b>>, span: Span) -> Result<Value<'b>, Diag> {
         let depth = 1 + items.iter().map(Value::depth).max().unwrap_or(0);
         if usize::from(depth) > MAX_ARRAY_DEPTH {
@@ -688,15 +732,30 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         let size = items
             .iter()
             .fold(0u64, |acc, v| acc.saturating_add(v.size()));
-        if size > self.opts.step_limit as u64 {
+        let packed = items
+            .iter()
+            .fold(0u64, |acc, v| acc.saturating_add(v.packed_size()));
+        // Packed data numbers cost nothing until read (and then a node each, which the node
+        // limit counts): only the others are bounded here.
+        let unpacked = size - packed;
+        if unpacked > self.opts.step_limit as u64 {
             return Err(Diag::new(
                 span,
-                format!("this array would hold {size} numbers, more than the step limit"),
+                format!("this array would hold {unpacked} numbers, more than the step limit"),
                 "a smaller array",
             )
             .with_note(super::STEP_LIMIT_NOTE));
         }
-        Ok(Value::Array(Rc::new(items), Shape { depth, size }))
+        let constant = items.iter().all(Value::is_constant);
+        Ok(Value::Array(
+            Rc::new(items),
+            Shape {
+                depth,
+                size,
+                packed,
+                constant,
+            },
+        ))
     }
 
     fn sample(
@@ -985,6 +1044,45 @@ fn gives_value(b: &Block) -> bool {
             ..
         }) => gives_value(&i.then_) && i.else_.as_ref().is_some_and(gives_value),
         Some(_) => true,
+    }
+}
+
+/// Says that a data array is ragged when an index into one of its rows failed: the rows'
+/// lengths, the first few.
+fn ragged_note(name: &str, value: &DataValue, taken: &[i64]) -> Option<String> {
+    let mut v = value;
+    for &k in taken.iter().take(taken.len().saturating_sub(1)) {
+        match v {
+            DataValue::Array(items) => v = items.get(usize::try_from(k).ok()?)?,
+            _ => return None,
+        }
+    }
+    let lengths = v.ragged_lengths()?;
+    if taken.is_empty() {
+        return None;
+    }
+    const SHOWN: usize = 8;
+    let shown: Vec<String> = lengths
+        .iter()
+        .take(SHOWN)
+        .map(|l| l.map_or("a number".to_string(), |l| l.to_string()))
+        .collect();
+    let more = if lengths.len() > SHOWN { ", ..." } else { "" };
+    Some(format!(
+        "the rows of `{name}` have different lengths ({}{more}): a ragged array",
+        shown.join(", ")
+    ))
+}
+
+/// `sum` or `mean` of packed numbers, as the builder folds a sum of constants: added left
+/// to right from 0 (then divided by the count for `mean`), so the result is the constant
+/// the unpacked array would give, without a node per number.
+fn folded_sum(f: &str, xs: &[f64]) -> f64 {
+    let total = xs.iter().fold(0.0, |acc, &x| acc + x);
+    if f == "mean" {
+        total / xs.len() as f64
+    } else {
+        total
     }
 }
 

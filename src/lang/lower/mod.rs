@@ -79,7 +79,7 @@ pub(crate) struct Lowerer<'b, 'r> {
     /// The data files read so far, by the path the model wrote: each is read once.
     data_files: BTreeMap<String, Rc<str>>,
     /// The columns parsed so far, by (path, column).
-    data_columns: BTreeMap<(String, String), Rc<Vec<f64>>>,
+    data_columns: BTreeMap<(String, String), std::sync::Arc<[f64]>>,
     /// Set while lowering a plate's body (see `plate.rs`).
     body: Option<plate::BodyCtx<'r, 'b>>,
     /// The plates made so far, and what became of each loop.

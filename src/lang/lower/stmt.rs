@@ -7,6 +7,7 @@ use super::super::ast::{Expr, Ident, Stmt, StmtKind};
 use super::super::bind::DataValue;
 use super::super::diagnostic::Diag;
 use super::plate;
+use super::value::Numbers;
 use super::{Global, Lowerer, Value};
 use crate::ir::{Dist, ParamSpec, Span, TermKind, Var};
 
@@ -143,7 +144,10 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         kind: &str,
     ) -> Result<Value<'b>, Diag> {
         let v = self.expr(value)?;
-        self.tick(value.span, usize::try_from(v.size()).unwrap_or(usize::MAX))?;
+        self.tick(
+            value.span,
+            usize::try_from(v.unpacked_size()).unwrap_or(usize::MAX),
+        )?;
         if !v.is_constant() {
             return Err(Diag::new(
                 value.span,
@@ -157,11 +161,13 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         Ok(v)
     }
 
-    /// A value from the run-time data set, as constants.
+    /// A value from the run-time data set: a number as a constant, a rectangular array
+    /// packed (no node until the model reads a number of it).
     fn bound_data(&mut self, value: &DataValue, span: Span) -> Result<Value<'b>, Diag> {
         self.tick(span, 1)?;
         match value {
             DataValue::Num(x) => Ok(Value::Num(self.b.constant(*x))),
+            DataValue::Numbers(p) => Ok(Value::Numbers(Numbers::of(p))),
             DataValue::Array(items) => {
                 let mut out = Vec::with_capacity(items.len());
                 for it in items {
@@ -273,7 +279,7 @@ impl<'b, 'r> Lowerer<'b, 'r> {
         let Some(&(i, span)) = path.first() else {
             return Ok(v);
         };
-        let Value::Array(items, _) = old else {
+        let Some(items) = old.elements(self.b) else {
             return Err(Diag::new(
                 span,
                 format!("cannot index into {}", old.describe()),
