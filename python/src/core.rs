@@ -65,12 +65,12 @@ impl From<RunError> for CoreError {
     }
 }
 
-/// The compiler's options: the command line's limits, stopping when `cancel` rises. Every
-/// loop is unrolled (`--plates off`) until the package takes a `plates=` keyword.
+/// The compiler's options: the command line's limits and its default plate policy (`auto`:
+/// a loop of independent iterations over at least `PLATE_MIN_ROWS` rows is kept as a loop),
+/// stopping when `cancel` rises.
 fn compile_options(cancel: &Arc<AtomicBool>) -> CompileOptions {
     CompileOptions {
         cancel: Some(cancel.clone()),
-        plates: dsgd::lang::PlatePolicy::Off,
         ..CompileOptions::default()
     }
 }
@@ -185,10 +185,7 @@ fn compiled(r: Result<Model, CompileError>) -> Result<Model, CoreError> {
 /// Compiles a built-in model, its `data` declarations bound from `data` (replacing the
 /// embedded values).
 pub fn compile_builtin(name: &str, data: Data) -> Result<Compiled, CoreError> {
-    let opts = CompileOptions {
-        plates: dsgd::lang::PlatePolicy::Off,
-        ..CompileOptions::default()
-    };
+    let opts = CompileOptions::default();
     match dsgd::models::builtin_with_options(name, &dataset(&data)?, &opts) {
         None => Err(CoreError::Invalid(format!(
             "no built-in model `{name}` (built-ins: {})",

@@ -196,3 +196,32 @@ def test_a_million_rows_bind_and_pickle_with_their_values():
         data={"s": total, "w": w},
     )
     assert np.array_equal(other.gradients(n=4, seed=1), m.gradients(n=4, seed=1))
+
+
+def test_a_loop_over_many_rows_is_a_plate_and_runs_subsampled(cli, tmp_path):
+    """A loop of independent iterations over at least a thousand rows is kept as a loop, as on
+    the command line (same report), and `subsample=` makes each step read a few rows."""
+    source = """
+data x;
+data y;
+data n;
+let a = sample Normal(0, 5);
+let b = sample Normal(0, 5);
+for i in 0..n { observe y[i] ~ Normal(a * x[i] + b, 1); }
+"""
+    k = 1500
+    d = data_set(k)
+    path = tmp_path / "reg.dsgd"
+    path.write_text(source)
+    (tmp_path / "d.json").write_text(json.dumps({key: np.asarray(v).tolist() for key, v in d.items()}))
+    checked = cli("check", path, "--data", tmp_path / "d.json", "--json")
+    assert len(checked["plates"]) == 1
+    expected = cli("run", path, "--data", tmp_path / "d.json", "--iters", "300", "--json")
+    m = dsgd.Model.from_file(path, data=d)
+    assert without_seconds(m.fit(iters=300).report) == without_seconds(expected)
+    sub = m.fit(iters=300, subsample=64)
+    assert sub.report["subsample"] == 64
+    # Measured on every row: a finite full-data ELBO.
+    assert np.isfinite(sub.report["final_value"])
+    again = pickle.loads(pickle.dumps(m))
+    assert again.fit(iters=300).report["final_value"] == expected["final_value"]
