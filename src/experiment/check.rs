@@ -344,6 +344,11 @@ impl std::fmt::Display for CheckReport {
             )?;
         }
         match &self.lyy18_blocked_by {
+            None if !self.plates.is_empty() => writeln!(
+                f,
+                "  LYY18          not on plates: `dsgd run --estimator lyy18` unrolls the loops \
+                 (`--plates off`)"
+            )?,
             None => writeln!(f, "  LYY18          applicable")?,
             Some(g) => writeln!(
                 f,
