@@ -420,3 +420,43 @@ fn a_non_finite_row_is_named() {
     let msg = report.stop_message.unwrap_or_default();
     assert!(msg.contains("row 7 of the loop over `i`"), "{msg}");
 }
+
+/// A subsampled measurement (each chunk of samples on rows of its own) estimates the
+/// full-data value without bias: over many measurements at one point, on the same samples,
+/// the mean difference from the full-data value is within its standard error.
+#[test]
+fn a_subsampled_measurement_is_unbiased_with_an_honest_standard_error() {
+    let (n, m, samples) = (700, 40, 160);
+    for rl in [false, true] {
+        let model = plated(n, rl);
+        let theta = Problem::new(&model).unwrap().family().init();
+        let mut full = engine(&model, EstimatorKind::Reparam);
+        let mut sub = engine(&model, EstimatorKind::Reparam);
+        sub.set_subsample(Some(m));
+        sub.set_rows_per_chunk(true);
+        assert!(sub.rows_per_chunk());
+        let reps = 300;
+        let (mut diffs, mut values) = (Vec::new(), Vec::new());
+        for it in 0..reps {
+            // The same samples (same key) with every row and with each chunk's rows.
+            let key = StreamKey::new(9, it, Purpose::Measure);
+            full.evaluate(&theta, key, samples, true).unwrap();
+            sub.evaluate(&theta, key, samples, true).unwrap();
+            assert!(sub.subsample().is_none(), "no one subsample for the batch");
+            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+            let (f, s) = (mean(full.crisp_values()), mean(sub.crisp_values()));
+            diffs.push(s - f);
+            values.push(s);
+        }
+        let k = reps as f64;
+        let mean = diffs.iter().sum::<f64>() / k;
+        let var = diffs.iter().map(|d| (d - mean) * (d - mean)).sum::<f64>() / (k - 1.0);
+        assert!(
+            mean.abs() <= 4.0 * (var / k).sqrt(),
+            "rows {rl}: bias {mean} against se {}",
+            (var / k).sqrt()
+        );
+        // Different rows per chunk: the measurements differ from the full-data ones.
+        assert!(var > 0.0);
+    }
+}

@@ -181,7 +181,8 @@ class Model:
 
         ``subsample=M`` (``dsgd run --subsample M``): each step reads M rows of every loop
         kept as a plate, drawn afresh, the plate's sum scaled by rows / M (an unbiased
-        gradient); the objective is still measured on every row.
+        gradient); the objective is then estimated on M rows per 16 samples, drawn
+        afresh, its standard error including the rows' sampling.
 
         ``precise=True`` also measures the objective at the final parameters with many
         fresh samples (``dsgd run --precise``): until its standard error is at most

@@ -83,7 +83,9 @@ pub struct RunArgs {
     threads: Option<usize>,
     /// Each step reads M rows of every loop kept as a plate, drawn afresh, the plate's sum
     /// scaled by rows / M: an unbiased gradient whose cost does not grow with the rows. The
-    /// objective is still measured on every row. Not with LYY18.
+    /// objective is measured on M rows per 16 samples, drawn afresh (an unbiased estimate
+    /// of the full-data objective, its standard error including the rows' sampling). Not
+    /// with LYY18.
     #[arg(long, value_name = "M", value_parser = count::<1>)]
     subsample: Option<usize>,
     /// What to do when the objective or a gradient is NaN or infinite.
@@ -365,8 +367,10 @@ fn write_summary(
         writeln!(
             out,
             "steps read {m} rows of each plate, drawn afresh at each step (sums scaled by rows / {m}); \
-             the {what} is measured on every row, from {} fresh samples",
-            r.log_samples
+             the {what} is estimated from {} fresh samples, each {} of them on {m} rows of their \
+             own, its standard error over those groups (the rows' sampling included)",
+            r.log_samples,
+            dsgd::eval::CHUNK
         )?;
     }
     if let Some(p) = &r.final_precise {

@@ -68,6 +68,8 @@ pub struct Engine {
     subsample: Option<usize>,
     /// The last batch's subsample.
     drawn: Option<super::Subsample>,
+    /// Each chunk draws its own rows ([`Engine::set_rows_per_chunk`]).
+    rows_per_chunk: bool,
 }
 
 /// Drawing the next batch's noise beside the current one pays off from about this many
@@ -116,6 +118,7 @@ impl Engine {
             ahead_s: Vec::new(),
             spare_s: Vec::new(),
             subsample: None,
+            rows_per_chunk: false,
             drawn: None,
         }
     }
@@ -127,7 +130,21 @@ impl Engine {
         self.subsample = m.filter(|&m| m > 0);
     }
 
-    /// The subsample of the last batch (`None` when every row was read).
+    /// With a subsample, each chunk of [`CHUNK`] samples reads rows of its own, drawn
+    /// independently (stream = the chunk's index in the batch), instead of one draw for the
+    /// whole batch: the chunks' means are then independent estimates of the full-data value,
+    /// so a standard error over chunks includes the rows' sampling (the measurements).
+    pub fn set_rows_per_chunk(&mut self, yes: bool) {
+        self.rows_per_chunk = yes;
+    }
+
+    /// Whether each chunk reads rows of its own (a subsampled measurement engine).
+    pub fn rows_per_chunk(&self) -> bool {
+        self.rows_per_chunk && self.subsample.is_some() && self.problem.has_plates()
+    }
+
+    /// The subsample of the last batch (`None` when every row was read, or when each chunk
+    /// drew its own).
     pub fn subsample(&self) -> Option<&super::Subsample> {
         self.drawn.as_ref()
     }
@@ -253,9 +270,13 @@ impl Engine {
     ) -> Result<(), FamilyError> {
         let iteration = key.iteration;
         self.state.update(self.problem.family(), theta)?;
-        self.drawn = self
-            .subsample
-            .and_then(|m| self.problem.subsample(key, m, &self.state));
+        let per_chunk = self.rows_per_chunk.then_some(self.subsample).flatten();
+        self.drawn = match per_chunk {
+            Some(_) => None,
+            None => self
+                .subsample
+                .and_then(|m| self.problem.subsample(key, m, &self.state)),
+        };
         let d = self.problem.dim();
         self.batch = batch;
         self.grads.resize(batch * d);
@@ -275,7 +296,7 @@ impl Engine {
             _ => None,
         };
         let (problem, estimator, state) = (&self.problem, self.estimator.as_ref(), &self.state);
-        let subsample = self.drawn.as_ref();
+        let batch_subsample = self.drawn.as_ref();
         let semantics = estimator.semantics(iteration);
         let crisp_differs = semantics != crate::ir::Semantics::Crisp;
         let run = |c: usize,
@@ -284,6 +305,9 @@ impl Engine {
                    crisp: &mut [f64],
                    sums: &mut [f64],
                    ahead: Option<&mut Vec<f64>>| {
+            let own =
+                per_chunk.and_then(|m| problem.subsample_stream(key, m, state, first_chunk + c));
+            let subsample = own.as_ref().or(batch_subsample);
             problem.with_scratch(|sc| {
                 let first = (first_chunk + c) * CHUNK;
                 let w = values.len();

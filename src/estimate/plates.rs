@@ -649,10 +649,10 @@ impl Subsample {
 
 /// `m` distinct rows of `0..n`, increasing, drawn by Floyd's algorithm from `key`'s rows
 /// channel (a function of the seed, purpose and iteration alone: the same for every sample).
-pub(crate) fn draw_rows(key: StreamKey, plate: usize, n: usize, m: usize) -> Vec<u32> {
+pub(crate) fn draw_rows(key: StreamKey, lane: usize, n: usize, m: usize) -> Vec<u32> {
     let mut rng = key.rng(Channel::Rows);
-    // Each plate its own lane of the stream.
-    rng.lane(plate);
+    // Each plate (and, for measurements, each chunk's plates) its own lane of the stream.
+    rng.lane(lane);
     let mut chosen = std::collections::HashSet::with_capacity(m);
     for j in n - m..n {
         let t = rng.index(j + 1);
@@ -673,13 +673,15 @@ pub(crate) fn subsample(
     key: StreamKey,
     m: usize,
     state: &FamilyState,
+    stream: usize,
 ) -> Option<Subsample> {
     let drawn: Vec<Option<(Vec<u32>, f64)>> = plates
         .iter()
         .enumerate()
         .map(|(p, pr)| {
             let n = pr.plate.rows;
-            (m < n).then(|| (draw_rows(key, p, n, m), n as f64 / m as f64))
+            let lane = stream * plates.len() + p;
+            (m < n).then(|| (draw_rows(key, lane, n, m), n as f64 / m as f64))
         })
         .collect();
     if drawn.iter().all(Option::is_none) {

@@ -424,7 +424,22 @@ impl ProblemData {
         if self.plates.is_empty() {
             return None;
         }
-        super::plates::subsample(&self.plates, &self.family.in_entropy, key, m, state)
+        self.subsample_stream(key, m, state, 0)
+    }
+
+    /// [`ProblemData::subsample`] from stream `stream` of the key's rows: independent rows
+    /// for each stream (a measurement draws one per chunk; a step's is stream 0).
+    pub fn subsample_stream(
+        &self,
+        key: StreamKey,
+        m: usize,
+        state: &FamilyState,
+        stream: usize,
+    ) -> Option<Subsample> {
+        if self.plates.is_empty() {
+            return None;
+        }
+        super::plates::subsample(&self.plates, &self.family.in_entropy, key, m, state, stream)
     }
 
     /// `f` for the drawn lanes from the program's values `logp`: adds `-log q(z)` in

@@ -167,8 +167,10 @@ pub struct RunReport {
     /// Fresh samples per measurement.
     pub log_samples: usize,
     /// The rows of each plate an optimisation step read (`--subsample`); absent when steps
-    /// read every row. The measured values read every row whatever it is: they are the
-    /// full-data objective, estimated from `log_samples` fresh samples.
+    /// read every row. The measurements then read M rows too, each chunk of 16 samples rows
+    /// of its own: `final_value` and the trajectory estimate the full-data objective from
+    /// `log_samples` fresh samples, their standard errors over those chunks (the rows'
+    /// sampling included).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subsample: Option<usize>,
     /// The last measured value of the objective (the ELBO, or the user's `E`).

@@ -105,10 +105,14 @@ fn run_in_pool(
     let estimator = estimate::build(config.estimator, &problem, eta, Some(decay))?;
     // The measurements get their own engine, so that they can run beside the steps.
     let probe_estimator = estimate::build(config.estimator, &problem, eta, Some(decay))?;
-    let probe = Engine::new(problem.clone(), probe_estimator);
+    let mut probe = Engine::new(problem.clone(), probe_estimator);
     let mut engine = Engine::new(problem, estimator);
-    // Steps may read a subsample of each plate's rows; the measurements read every row.
+    // Steps may read a subsample of each plate's rows; so do the measurements, each chunk of
+    // samples its own rows, so that they cost no more than the steps whatever the data's size
+    // and their standard errors (over chunks) include the rows' sampling.
     engine.set_subsample(config.subsample);
+    probe.set_subsample(config.subsample);
+    probe.set_rows_per_chunk(true);
     let mut runner = Runner::new(&mut engine, probe, config, cancel, schedule);
     runner.auto = auto;
     for o in observers.iter_mut() {
@@ -594,7 +598,13 @@ fn measure(
     let sign = engine.problem().objective_sign();
     let crisp = engine.crisp_values();
     let elbo = sign * crisp.iter().sum::<f64>() / n as f64;
-    let value_se = (sample_variance(crisp.iter().copied()) / n as f64).sqrt();
+    // Samples that share a chunk's rows are not independent: clusters of a chunk then.
+    let cluster = if engine.rows_per_chunk() {
+        crate::eval::CHUNK
+    } else {
+        1
+    };
+    let value_se = mean_se(crisp, cluster);
     let d = engine.problem().dim();
     let (variances, norms) = scratch;
     engine.gradient_spread(variances, norms);
@@ -609,7 +619,8 @@ fn measure(
             .zip(crisp)
             .map(|(s, c)| sign * (s - c));
         let gap = diffs.clone().sum::<f64>() / n as f64;
-        (gap, (sample_variance(diffs) / n as f64).sqrt())
+        let diffs: Vec<f64> = diffs.collect();
+        (gap, mean_se(&diffs, cluster))
     });
     let family = engine.problem().family();
     let (latent_loc, latent_scale) = guide_moments(family, theta);
@@ -667,6 +678,30 @@ fn smoothing_warning(row: &TrajectoryRow) -> Option<String> {
 pub const GAP_NOISE_FACTOR: f64 = 2.0;
 
 /// The sample variance (ddof 1), two-pass for accuracy.
+/// The standard error of the mean of `xs`, whose consecutive runs of `cluster` values are
+/// the independent units (1: every value): the cluster-robust formula
+/// `sqrt(G / (G - 1) * sum_g (S_g - n_g mean)^2) / n`, which for clusters of one is the
+/// sample standard deviation over `sqrt(n)`.
+fn mean_se(xs: &[f64], cluster: usize) -> f64 {
+    let n = xs.len();
+    if cluster <= 1 {
+        return (sample_variance(xs.iter().copied()) / n as f64).sqrt();
+    }
+    let groups = n.div_ceil(cluster);
+    if groups < 2 {
+        return 0.0;
+    }
+    let mean = xs.iter().sum::<f64>() / n as f64;
+    let ss: f64 = xs
+        .chunks(cluster)
+        .map(|g| {
+            let d = g.iter().sum::<f64>() - g.len() as f64 * mean;
+            d * d
+        })
+        .sum();
+    (groups as f64 / (groups - 1) as f64 * ss).sqrt() / n as f64
+}
+
 fn sample_variance(xs: impl Iterator<Item = f64> + Clone) -> f64 {
     let (mut n, mut sum) = (0usize, 0.0);
     for x in xs.clone() {
@@ -678,4 +713,25 @@ fn sample_variance(xs: impl Iterator<Item = f64> + Clone) -> f64 {
     }
     let mean = sum / n as f64;
     xs.map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mean_se;
+
+    #[test]
+    fn clusters_of_one_give_the_plain_standard_error_and_larger_ones_the_clustered() {
+        let xs = [1.0, 3.0, 2.0, 6.0, 4.0, 8.0];
+        // Variance 34 / 5 over 6 values.
+        let plain = (6.8f64 / 6.0).sqrt();
+        assert!((mean_se(&xs, 1) - plain).abs() < 1e-12);
+        // Clusters of two: sums 4, 8, 12 around 2 * 4 = 8: (16 + 0 + 16) * 3/2 = 48.
+        assert!((mean_se(&xs, 2) - 48f64.sqrt() / 6.0).abs() < 1e-12);
+        // One cluster has no spread to measure.
+        assert_eq!(mean_se(&xs, 6), 0.0);
+        // A last, shorter cluster: sums 16 and 8 around 5 * 4 and 1 * 4: (16 + 16) * 2 = 64.
+        let want = 64f64.sqrt() / 6.0;
+        let got = mean_se(&xs, 5);
+        assert!((got - want).abs() < 1e-12, "{got} {want}");
+    }
 }

@@ -235,7 +235,8 @@ pub struct RunConfig {
     pub precise: Option<PreciseConfig>,
     /// Each optimisation step reads this many rows of every plate, drawn afresh, the plate's
     /// sums scaled by `n / M` (an unbiased gradient); `None` reads every row. Measurements
-    /// always read every row.
+    /// read M rows per chunk of samples, drawn afresh for each chunk (standard errors over
+    /// chunks).
     pub subsample: Option<usize>,
 }
 
