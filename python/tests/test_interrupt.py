@@ -136,9 +136,11 @@ def test_a_panic_in_the_work_becomes_a_runtime_error_and_the_interpreter_goes_on
 
 
 def test_gradients_stop_on_ctrl_c():
-    # Computed in parts with a look at the flag between them. 3e7 samples of `example`:
-    # tens of seconds of work, and a few GB by the up-front estimate (within any test
-    # machine's memory; the samples' own arrays are filled only as far as the parts go).
-    m = dsgd.Model.builtin("example")
-    assert_interrupted(lambda: m.gradients(n=3 * 10**7))
+    # Computed in parts with a look at the flag between them. 3e6 samples of `temperature`
+    # (41 latents): tens of seconds of work however warm the caches (3e7 samples of the
+    # one-latent `example` could finish before the signal), and about 2 GB by the up-front
+    # estimate (within any test machine's memory; the samples' own arrays are filled only as
+    # far as the parts go).
+    m = dsgd.Model.builtin("temperature")
+    assert_interrupted(lambda: m.gradients(n=3 * 10**6))
     assert m.gradients(n=3).shape == (3, len(m.theta_names))
