@@ -328,6 +328,10 @@ fn json_data_numbers_are_read_correctly_rounded() {
     };
     for (t, &v) in texts.iter().zip(p.values().iter()) {
         let want: f64 = t.parse().unwrap();
-        assert_eq!(v.to_bits(), want.to_bits(), "{t}: read {v:?}, correctly rounded {want:?}");
+        assert_eq!(
+            v.to_bits(),
+            want.to_bits(),
+            "{t}: read {v:?}, correctly rounded {want:?}"
+        );
     }
 }
