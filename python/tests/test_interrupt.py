@@ -144,3 +144,23 @@ def test_gradients_stop_on_ctrl_c():
     m = dsgd.Model.builtin("temperature")
     assert_interrupted(lambda: m.gradients(n=3 * 10**6))
     assert m.gradients(n=3).shape == (3, len(m.theta_names))
+
+
+def test_a_measurement_over_many_rows_stops_on_ctrl_c():
+    # A loop over 2e5 rows kept as a plate: a measurement of 20,000 samples reads 4e9
+    # row-samples (many seconds), and Ctrl-C during it stops the fit promptly.
+    import numpy as np
+
+    n = 200_000
+    x = np.linspace(-2.0, 2.0, n)
+    source = """
+data x;
+data y;
+data n;
+let a = sample Normal(0, 5);
+let b = sample Normal(0, 5);
+for i in 0..n { observe y[i] ~ Normal(a * x[i] + b, 1); }
+"""
+    m = dsgd.Model.from_source(source, data={"x": x, "y": 2.0 * x + 1.0, "n": n})
+    assert m.check()["plates"]
+    assert_interrupted(lambda: m.fit(iters=1000, log_every=500, log_samples=20_000))

@@ -178,7 +178,31 @@ impl Engine {
         batch: usize,
         want_crisp: bool,
     ) -> Result<(), FamilyError> {
-        self.evaluate_with(theta, key, 0, batch, want_crisp, Values::Exact)
+        self.evaluate_with(theta, key, 0, batch, want_crisp, Values::Exact, None)
+            .map(|_| ())
+    }
+
+    /// [`Engine::evaluate`] that stops early when `cancel` rises, checked before each chunk:
+    /// `Ok(false)` when it stopped (the batch's results are then incomplete), `Ok(true)` with
+    /// the bits of [`Engine::evaluate`] otherwise. A measurement over a plate of many rows
+    /// takes seconds; this keeps Ctrl-C prompt there.
+    pub fn evaluate_or_cancel(
+        &mut self,
+        theta: &[f64],
+        key: StreamKey,
+        batch: usize,
+        want_crisp: bool,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> Result<bool, FamilyError> {
+        self.evaluate_with(
+            theta,
+            key,
+            0,
+            batch,
+            want_crisp,
+            Values::Exact,
+            Some(cancel),
+        )
     }
 
     /// Lanes `first_chunk * CHUNK .. first_chunk * CHUNK + batch` of a batch of `key`: what
@@ -195,7 +219,16 @@ impl Engine {
         batch: usize,
         want_crisp: bool,
     ) -> Result<(), FamilyError> {
-        self.evaluate_with(theta, key, first_chunk, batch, want_crisp, Values::Exact)
+        self.evaluate_with(
+            theta,
+            key,
+            first_chunk,
+            batch,
+            want_crisp,
+            Values::Exact,
+            None,
+        )
+        .map(|_| ())
     }
 
     /// Every sample of a batch of `n` at `theta` (its gradients sample-major, `[l * dim +
@@ -256,9 +289,12 @@ impl Engine {
     /// is all a step reads them for), and no crisp values. Logarithms (`ln`, `log1p`,
     /// `softplus`) that only `f` reads are not computed (a third of a textmsg sample).
     pub fn step(&mut self, theta: &[f64], key: StreamKey, batch: usize) -> Result<(), FamilyError> {
-        self.evaluate_with(theta, key, 0, batch, false, Values::Checked)
+        self.evaluate_with(theta, key, 0, batch, false, Values::Checked, None)
+            .map(|_| ())
     }
 
+    // The batch's position, what to compute and when to stop: each caller sets a few.
+    #[allow(clippy::too_many_arguments)]
     fn evaluate_with(
         &mut self,
         theta: &[f64],
@@ -267,8 +303,10 @@ impl Engine {
         batch: usize,
         want_crisp: bool,
         wanted: Values,
-    ) -> Result<(), FamilyError> {
+        cancel: Option<&std::sync::atomic::AtomicBool>,
+    ) -> Result<bool, FamilyError> {
         let iteration = key.iteration;
+        let stopped = || cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed));
         self.state.update(self.problem.family(), theta)?;
         let per_chunk = self.rows_per_chunk.then_some(self.subsample).flatten();
         self.drawn = match per_chunk {
@@ -305,6 +343,9 @@ impl Engine {
                    crisp: &mut [f64],
                    sums: &mut [f64],
                    ahead: Option<&mut Vec<f64>>| {
+            if stopped() {
+                return;
+            }
             let own =
                 per_chunk.and_then(|m| problem.subsample_stream(key, m, state, first_chunk + c));
             let subsample = own.as_ref().or(batch_subsample);
@@ -395,7 +436,7 @@ impl Engine {
         if let Some(s) = ahead {
             self.spare_s = s;
         }
-        Ok(())
+        Ok(!stopped())
     }
 
     /// [`Engine::step`], while another thread (when the pool has one) draws the noise of

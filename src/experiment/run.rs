@@ -326,8 +326,12 @@ impl<'a> Runner<'a> {
                 &self.theta,
                 self.done,
                 &mut self.spread,
+                self.cancel,
             );
-            self.record(measured, observers);
+            // A final measurement that Ctrl-C stopped is not recorded.
+            if let Some(measured) = measured {
+                self.record(measured, observers);
+            }
         }
     }
 
@@ -360,8 +364,13 @@ impl<'a> Runner<'a> {
             } = self;
             let (segment, measured) = rayon::join(
                 || steps(engine, cfg, optimizer, theta, k..end, cancel, window),
-                || measure(probe, cfg, self.schedule, &shown, k, spread),
+                || measure(probe, cfg, self.schedule, &shown, k, spread, cancel),
             );
+            // Ctrl-C during the measurement (seconds over a plate of many rows): stop here.
+            let Some(measured) = measured else {
+                self.done = segment.done;
+                return false;
+            };
             self.adapt_eta(&measured);
             if !self.record(measured, observers) {
                 // The run ended at the measurement: the segment's steps never happened.
@@ -585,15 +594,19 @@ fn measure(
     theta: &[f64],
     k: u64,
     scratch: &mut (Vec<f64>, Vec<f64>),
-) -> Measured {
+    cancel: &AtomicBool,
+) -> Option<Measured> {
     let n = cfg.log_samples;
-    if let Err(e) = engine.evaluate(
+    match engine.evaluate_or_cancel(
         theta,
         StreamKey::new(cfg.seed, k, Purpose::Measure),
         n,
         true,
+        cancel,
     ) {
-        return Err(format!("at iteration {k}: {e}"));
+        Err(e) => return Some(Err(format!("at iteration {k}: {e}"))),
+        Ok(false) => return None,
+        Ok(true) => {}
     }
     let sign = engine.problem().objective_sign();
     let crisp = engine.crisp_values();
@@ -653,7 +666,7 @@ fn measure(
         }
         None => format!("at iteration {k}: the objective estimate is {elbo}"),
     });
-    Ok((row, problem))
+    Some(Ok((row, problem)))
 }
 
 /// Why the final answer is still that of the smoothed problem, when the last measurement's
