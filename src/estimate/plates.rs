@@ -350,6 +350,15 @@ impl PlateRun {
         }))
     }
 
+    /// The tape a call runs: the body for one row per lane, or repeated for a group.
+    fn tape_for(&self, call: Call) -> &RowsTape {
+        if call.per == 1 {
+            &self.single
+        } else {
+            &self.group
+        }
+    }
+
     /// Fills lane `l`'s shared values.
     fn shared_values(&self, ps: &mut PlateScratch, o: &Outer<'_>, l: usize) {
         for (v, s) in ps.shared.iter_mut().zip(&self.plate.shared) {
@@ -447,15 +456,12 @@ impl PlateRun {
         }
         for call in Self::calls(count) {
             let (n, nb) = (call.lanes, call.padded());
-            let rt = if call.per == 1 {
-                &self.single
-            } else {
-                &self.group
-            };
+            let rt = self.tape_for(call);
             self.fill_columns(ps, call, rows);
             self.fill_row_latents(ps, o, call, rows);
             for l in 0..w {
                 self.shared_values(ps, o, l);
+                // Split from the other fields of `ps` the call reads.
                 let ts = if call.per == 1 {
                     &mut ps.single
                 } else {
@@ -538,15 +544,12 @@ impl PlateRun {
         let mut value = [0.0; CHUNK];
         for call in Self::calls(count) {
             let (n, nb) = (call.lanes, call.padded());
-            let rt = if call.per == 1 {
-                &self.single
-            } else {
-                &self.group
-            };
+            let rt = self.tape_for(call);
             self.fill_columns(ps, call, rows);
             self.fill_row_latents(ps, o, call, rows);
             for l in 0..w {
                 self.shared_values(ps, o, l);
+                // Split from the other fields of `ps` the call reads.
                 let ts = if call.per == 1 {
                     &mut ps.single
                 } else {

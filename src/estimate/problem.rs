@@ -361,16 +361,28 @@ impl ProblemData {
             &mut scratch.grad,
             values,
         );
-        let o = Outer {
-            theta: &theta[..m],
-            state,
-            s: &scratch.s[..n * w],
-            w,
-            moved_row: &self.moved_row,
-        };
+        let o = self.outer(state, &theta[..m], &scratch.s[..n * w], w);
         for (p, (plate, ps)) in self.plates.iter().zip(&mut scratch.plates).enumerate() {
             let rows = Subsample::rows(sub, p);
             plate.add_gradient(ps, &o, semantics, values, rows, &mut scratch.grad);
+        }
+    }
+
+    /// What a plate reads of the outer program at the drawn lanes: `theta` (the model's
+    /// parameters), the family's state and the chunk's noise `s` of `w` lanes.
+    fn outer<'a>(
+        &'a self,
+        state: &'a FamilyState,
+        theta: &'a [f64],
+        s: &'a [f64],
+        w: usize,
+    ) -> Outer<'a> {
+        Outer {
+            theta,
+            state,
+            s,
+            w,
+            moved_row: &self.moved_row,
         }
     }
 
@@ -396,13 +408,7 @@ impl ProblemData {
             state.latents(&scratch.s[..n * w]),
             &mut out[..w],
         );
-        let o = Outer {
-            theta: &theta[..m],
-            state,
-            s: &scratch.s[..n * w],
-            w,
-            moved_row: &self.moved_row,
-        };
+        let o = self.outer(state, &theta[..m], &scratch.s[..n * w], w);
         for (p, (plate, ps)) in self.plates.iter().zip(&mut scratch.plates).enumerate() {
             plate.add_values(ps, &o, semantics, Subsample::rows(sub, p), out);
         }
