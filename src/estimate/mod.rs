@@ -18,17 +18,18 @@ mod rng;
 mod schedule;
 mod score;
 mod share;
+mod subsample;
 
 pub use adaptive::{Adjustment, AutoEta, GapProbe, START_AMPLITUDE, race};
 pub use engine::{AllSamples, Engine, NonFinite, on_a_worker};
 pub use lyy18::Lyy18;
 pub use pathwise::Pathwise;
-pub use plates::Subsample;
 pub use problem::{Problem, ProblemData, Scratch};
 pub use rloo::Rloo;
 pub use rng::{Channel, Purpose, SampleRng, StreamKey};
 pub use schedule::{ITERATION_AT_ETA, K_MATCH, Schedule, decay_or_default};
 pub use score::Score;
+pub use subsample::Subsample;
 
 use std::fmt;
 use std::str::FromStr;

@@ -4,8 +4,9 @@
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
-use super::plates::{Outer, PlateRun, PlateScratch, Subsample, Target};
+use super::plates::{Outer, PlateRun, PlateScratch, Target};
 use super::rng::{Channel, StreamKey};
+use super::subsample::Subsample;
 use crate::eval::{BatchGradient, CHUNK, ForcedScratch, Tape, Values, Workspace};
 use crate::family::{Family, FamilyError, FamilyState};
 use crate::ir::{
@@ -445,7 +446,7 @@ impl ProblemData {
         if self.plates.is_empty() {
             return None;
         }
-        super::plates::subsample(&self.plates, &self.family.in_entropy, key, m, state, stream)
+        super::subsample::subsample(&self.plates, &self.family.in_entropy, key, m, state, stream)
     }
 
     /// `f` for the drawn lanes from the program's values `logp`: adds `-log q(z)` in
