@@ -219,12 +219,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         // Before the run, not after every iteration has run.
         dsgd::experiment::outfiles::check_out_writable(dir)?;
     }
-    let mut source = args.source.clone();
-    if let Some(estimator) = options.estimator {
-        source.plates =
-            dsgd::settings::plates_for(source.plates, estimator).map_err(UsageError::from)?;
-    }
-    let loaded = load_with_data(&args.model, &source, args.data.as_deref())?;
+    let loaded = load_with_data(&args.model, &args.source, args.data.as_deref())?;
     let recommended = if loaded.builtin {
         dsgd::models::recommended(&loaded.model.name)
     } else {

@@ -13,7 +13,8 @@
 //! (the point the surface integral is over). That product simplifies to
 //! `(1 / |a_kj|) sum_i a_ki (d loc_i / d theta_p + s*_i d scale_i / d theta_p)`.
 
-use super::pathwise::pathwise_chunk;
+use super::pathwise::pathwise_chunk_parts;
+use super::plates_lyy18::{PlateGuards, PlatePick, Point, row_jump};
 use super::{Channel, Context, EstimateError, Estimator, EstimatorKind, Problem, Scratch};
 use crate::eval::Values;
 use crate::ir::{AffineGuard, Branch, Semantics};
@@ -21,39 +22,39 @@ use crate::ir::{AffineGuard, Branch, Semantics};
 /// The LYY18 estimator for a program whose guards are all affine.
 #[derive(Clone, Debug)]
 pub struct Lyy18 {
-    /// Per if-statement its affine guard; `None` for a continuous one that is not affine
-    /// (its boundary term is zero).
+    /// Per if-statement of the outer program its affine guard; `None` for a continuous one
+    /// that is not affine (its boundary term is zero).
     guards: Vec<Option<AffineGuard>>,
+    /// The if-statements of the plates' bodies, one per row (`plates_lyy18`).
+    plates: PlateGuards,
     /// When set, each lane's jump `f_+ - f_-` is replaced by this per-guard value (the
     /// boundary weights alone, for measuring a control variate; see [`Lyy18::with_jumps`]).
     jumps: Option<Vec<f64>>,
 }
 
 impl Lyy18 {
-    /// Refuses a program with a jump whose guard is not affine, naming the first one.
-    /// Refuses a model with plates too: its forced sweeps run the outer program only.
+    /// Refuses a program with a jump whose guard is not affine, naming the first one (in a
+    /// plate's body: not affine in the latents at every row, its columns read as data).
     pub fn new(problem: &Problem) -> Result<Lyy18, EstimateError> {
-        if let Some(plate) = problem.plates.first() {
-            return Err(EstimateError::Plates {
-                var: plate.plate.var.clone(),
-                span: plate.plate.span,
-            });
-        }
         let analysis = problem.analysis();
-        if let Some((g, why)) = analysis.first_non_affine() {
+        let in_plates: usize = problem.plates().map(|p| p.body.if_count()).sum();
+        let (outer, bodies) = analysis.guards.split_at(analysis.guards.len() - in_plates);
+        if let Some((g, why)) = outer
+            .iter()
+            .filter(|g| g.jump())
+            .find_map(|g| g.affine.clone().err().map(|e| (g, e)))
+        {
             return Err(EstimateError::NotAffine {
                 index: g.index,
                 span: g.span,
                 reason: why,
             });
         }
-        let guards = analysis
-            .guards
-            .iter()
-            .map(|g| g.affine.clone().ok())
-            .collect();
+        let plates = PlateGuards::new(problem, bodies)?;
+        let guards = outer.iter().map(|g| g.affine.clone().ok()).collect();
         Ok(Lyy18 {
             guards,
+            plates,
             jumps: None,
         })
     }
@@ -70,10 +71,10 @@ impl Lyy18 {
         Ok(e)
     }
 
-    /// The number of if-statements (`K`).
+    /// The number of if-statements the analysis lists (a plate's body's once).
     #[doc(hidden)]
     pub fn guard_count(&self) -> usize {
-        self.guards.len()
+        self.guards.len() + self.plates.analysis_count()
     }
 }
 
@@ -146,12 +147,17 @@ impl Lyy18 {
         grads: &mut [f64],
         values: &mut [f64],
     ) {
-        pathwise_chunk(cx, Semantics::Crisp, Values::Exact, scratch, grads, values);
-        let big_k = self.guards.len();
+        // The outer program's values exact (its forced sweeps reuse them); the plates' as
+        // the engine wants them: a row's jump is evaluated afresh (`plates_lyy18`), and an
+        // optimisation step's plate sweeps with checked values cost about half as much.
+        let wanted = [Values::Exact, cx.values];
+        pathwise_chunk_parts(cx, Semantics::Crisp, wanted, scratch, grads, values);
+        let p = cx.problem;
+        let outer_k = self.guards.len();
+        let big_k = outer_k + self.plates.count(p, cx.subsample);
         if big_k == 0 {
             return;
         }
-        let p = cx.problem;
         let st = cx.state;
         let w = scratch.w;
         let m = p.family.model_param_count();
@@ -163,12 +169,34 @@ impl Lyy18 {
         // Latent `i` of lane `l` at `z`, as the sweeps form it from the noise.
         let s = &scratch.s[..n * w];
         let z = |i: usize, l: usize| st.loc(i) + st.scale(i) * s[i * w + l];
+        // Lanes that picked an if-statement of a plate's body: the pick, its guard at the
+        // row, the moved coordinate, its value, `a_kj` and `q_j(z*_j)`.
+        let mut in_plates: Vec<(usize, PlatePick, AffineGuard, u32, f64, f64, f64)> = Vec::new();
         // Each lane's boundary point, evaluated forced to else and then forced to then by
         // two batched forwards (the same bits as one call per point); right after the crisp
         // sweep at `z`, they redo only what the moved coordinate and forced if reach.
         for l in 0..w {
             let r = rng.lane(cx.first + l);
             let k = r.index(big_k);
+            if k >= outer_k {
+                scratch.lanes.push(None);
+                scratch.forced.push((u32::MAX, Branch::Else));
+                scratch.moves.push((u32::MAX, 0.0));
+                let pick = self.plates.locate(p, cx.subsample, k - outer_k);
+                let Some(guard) = self
+                    .plates
+                    .form(p, pick)
+                    .filter(|g| !g.coefficients.is_empty())
+                else {
+                    continue;
+                };
+                let (j, a_j, zj) = boundary_point(&guard, r, |i| z(i, l));
+                let q = st.marginal_density(j as usize, zj);
+                if q != 0.0 {
+                    in_plates.push((l, pick, guard, j, zj, a_j, q));
+                }
+                continue;
+            }
             let Some(guard) = self.guards[k]
                 .as_ref()
                 .filter(|g| !g.coefficients.is_empty())
@@ -178,15 +206,7 @@ impl Lyy18 {
                 scratch.moves.push((u32::MAX, 0.0));
                 continue;
             };
-            let (j, a_j) = guard.coefficients[r.index(guard.coefficients.len())];
-            // Solve a . z* + c = 0 for z*_j.
-            let rest: f64 = guard
-                .coefficients
-                .iter()
-                .filter(|&&(i, _)| i != j)
-                .map(|&(i, a)| a * z(i as usize, l))
-                .sum();
-            let zj = -(guard.constant + rest) / a_j;
+            let (j, a_j, zj) = boundary_point(guard, r, |i| z(i, l));
             scratch.moves.push((j, zj));
             let q = st.marginal_density(j as usize, zj);
             scratch
@@ -194,19 +214,21 @@ impl Lyy18 {
                 .push((q != 0.0).then_some((k, j as usize, a_j, q)));
             scratch.forced.push((k as u32, Branch::Else));
         }
-        for l in 0..w {
-            let (k, _) = scratch.forced[l];
-            scratch.forced.push((k, Branch::Then));
+        if scratch.lanes.iter().any(Option::is_some) {
+            for l in 0..w {
+                let (k, _) = scratch.forced[l];
+                scratch.forced.push((k, Branch::Then));
+            }
+            let (else_out, then_out) = scratch.out[..2 * w].split_at_mut(w);
+            let (forced_else, forced_then) = scratch.forced.split_at(w);
+            let (ws, fs, moves) = (&mut scratch.ws, &mut scratch.forcing, &scratch.moves[..]);
+            let latents = st.latents(s);
+            let params = p.tape_params(st, &cx.theta[..m], &mut scratch.params);
+            p.tape
+                .forward_forced_moved(ws, fs, params, latents, moves, forced_else, else_out);
+            p.tape
+                .forward_forced_moved(ws, fs, params, latents, moves, forced_then, then_out);
         }
-        let (else_out, then_out) = scratch.out[..2 * w].split_at_mut(w);
-        let (forced_else, forced_then) = scratch.forced.split_at(w);
-        let (ws, fs, moves) = (&mut scratch.ws, &mut scratch.forcing, &scratch.moves[..]);
-        let latents = st.latents(s);
-        let params = p.tape_params(st, &cx.theta[..m], &mut scratch.params);
-        p.tape
-            .forward_forced_moved(ws, fs, params, latents, moves, forced_else, else_out);
-        p.tape
-            .forward_forced_moved(ws, fs, params, latents, moves, forced_then, then_out);
         for l in 0..w {
             let Some((k, j, a_j, q)) = scratch.lanes[l] else {
                 continue;
@@ -222,14 +244,74 @@ impl Lyy18 {
                 continue;
             };
             let factor = big_k as f64 * diff * q / a_j.abs();
-            for &(i, a_i) in &guard.coefficients {
-                let i = i as usize;
-                let z_i = if i == j { scratch.moves[l].1 } else { z(i, l) };
-                let s_star = (z_i - st.loc(i)) / st.scale(i);
-                for (q_idx, dl, ds) in st.jacobian(i) {
-                    grads[q_idx * w + l] += factor * a_i * (dl + s_star * ds);
+            let zj = scratch.moves[l].1;
+            add_boundary_term(guard, factor, j as u32, zj, st, |i| z(i, l), grads, w, l);
+        }
+        for (l, pick, guard, j, zj, a_j, q) in in_plates {
+            let diff = match &self.jumps {
+                Some(jumps) => pick.scale * jumps[self.plates.analysis_index(pick)],
+                None => {
+                    let point = Point {
+                        theta: &cx.theta[..m],
+                        state: st,
+                        s,
+                        w,
+                        l,
+                        moved: (j, zj),
+                    };
+                    let pr = &p.plates[pick.plate];
+                    pick.scale * row_jump(pr, &mut scratch.boundary[pick.plate], pick, &point)
                 }
+            };
+            if diff == 0.0 {
+                continue;
             }
+            let factor = big_k as f64 * diff * q / a_j.abs();
+            add_boundary_term(&guard, factor, j, zj, st, |i| z(i, l), grads, w, l);
+        }
+    }
+}
+
+/// The boundary point of `guard` a lane moves to: the coordinate `j` it picks (uniformly
+/// among those with `a_j != 0`, from its choice stream `r`), `a_j`, and `z*_j` solving
+/// `a . z* + c = 0` with the other coordinates at `z`.
+#[inline(always)]
+fn boundary_point(
+    guard: &AffineGuard,
+    r: &mut super::SampleRng,
+    z: impl Fn(usize) -> f64,
+) -> (u32, f64, f64) {
+    let (j, a_j) = guard.coefficients[r.index(guard.coefficients.len())];
+    let rest: f64 = guard
+        .coefficients
+        .iter()
+        .filter(|&&(i, _)| i != j)
+        .map(|&(i, a)| a * z(i as usize))
+        .sum();
+    (j, a_j, -(guard.constant + rest) / a_j)
+}
+
+/// Adds lane `l`'s boundary term `factor sum_i a_i (d loc_i + s*_i d scale_i)` to `grads`,
+/// `s*` the noise of the boundary point (`z` with `z_j` moved to `zj`).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn add_boundary_term(
+    guard: &AffineGuard,
+    factor: f64,
+    j: u32,
+    zj: f64,
+    st: &crate::family::FamilyState,
+    z: impl Fn(usize) -> f64,
+    grads: &mut [f64],
+    w: usize,
+    l: usize,
+) {
+    for &(i, a_i) in &guard.coefficients {
+        let z_i = if i == j { zj } else { z(i as usize) };
+        let i = i as usize;
+        let s_star = (z_i - st.loc(i)) / st.scale(i);
+        for (q_idx, dl, ds) in st.jacobian(i) {
+            grads[q_idx * w + l] += factor * a_i * (dl + s_star * ds);
         }
     }
 }

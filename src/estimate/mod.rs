@@ -12,6 +12,7 @@ mod lyy18;
 pub mod normal;
 mod pathwise;
 mod plates;
+mod plates_lyy18;
 mod problem;
 mod rloo;
 mod rng;
@@ -126,17 +127,6 @@ pub enum EstimateError {
         span: Option<crate::ir::Span>,
         /// What makes the guard non-affine.
         reason: NotAffine,
-    },
-    /// LYY18 was asked for on a model with a loop kept as a plate.
-    #[error(
-        "LYY18 does not run loops kept as plates: the loop over `{var}`{} is one; choose another estimator, or unroll the loops with `--plates off`",
-        span.map_or(String::new(), |s| format!(" (source bytes {}..{})", s.start, s.end))
-    )]
-    Plates {
-        /// The first plate's loop variable.
-        var: String,
-        /// Where the loop is in the source.
-        span: Option<crate::ir::Span>,
     },
 }
 

@@ -52,8 +52,21 @@ pub(super) fn pathwise_chunk(
     grads: &mut [f64],
     values: &mut [f64],
 ) {
+    pathwise_chunk_parts(cx, semantics, [wanted; 2], scratch, grads, values);
+}
+
+/// [`pathwise_chunk`] with the outer program's values and the plates' wanted each exact or
+/// checked (see `ProblemData::sweep_gradient_parts`).
+pub(super) fn pathwise_chunk_parts(
+    cx: &Context<'_>,
+    semantics: Semantics,
+    wanted: [Values; 2],
+    scratch: &mut Scratch,
+    grads: &mut [f64],
+    values: &mut [f64],
+) {
     let p = cx.problem;
-    p.sweep_gradient(cx.state, cx.theta, semantics, scratch, wanted, cx.subsample);
+    p.sweep_gradient_parts(cx.state, cx.theta, semantics, scratch, wanted, cx.subsample);
     let logp = std::mem::take(&mut scratch.grad.value);
     p.f_values(cx.state, scratch, &logp, values, cx.subsample);
     scratch.grad.value = logp;

@@ -330,6 +330,11 @@ impl PlateRun {
         }
     }
 
+    /// The body's own tape (one row per lane): LYY18's forced sweeps run it.
+    pub(crate) fn body_tape(&self) -> &Tape {
+        &self.single.tape
+    }
+
     /// The calls that cover `count` rows: blocks through the group tape, then the rows left
     /// one to a lane.
     fn calls(count: usize) -> impl Iterator<Item = Call> {

@@ -5,6 +5,7 @@ use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
 use super::plates::{Outer, PlateRun, PlateScratch, Target};
+use super::plates_lyy18::BoundaryScratch;
 use super::rng::{Channel, StreamKey};
 use super::subsample::Subsample;
 use crate::eval::{BatchGradient, CHUNK, ForcedScratch, Tape, Values, Workspace};
@@ -318,6 +319,7 @@ impl ProblemData {
             lanes: Vec::with_capacity(CHUNK),
             out: vec![0.0; 2 * CHUNK],
             plates: self.plates.iter().map(PlateRun::scratch).collect(),
+            boundary: self.plates.iter().map(BoundaryScratch::new).collect(),
             params: Vec::new(),
             w: 0,
         }
@@ -349,6 +351,21 @@ impl ProblemData {
         values: Values,
         sub: Option<&Subsample>,
     ) {
+        self.sweep_gradient_parts(state, theta, semantics, scratch, [values; 2], sub);
+    }
+
+    /// [`ProblemData::sweep_gradient`] with the outer program's values and the plates' each
+    /// exact or checked (`values[0]`, `values[1]`): LYY18's forced sweeps reuse the outer
+    /// sweep's exact values, never a plate's.
+    pub(crate) fn sweep_gradient_parts(
+        &self,
+        state: &FamilyState,
+        theta: &[f64],
+        semantics: crate::ir::Semantics,
+        scratch: &mut Scratch,
+        [values, plate_values]: [Values; 2],
+        sub: Option<&Subsample>,
+    ) {
         let w = scratch.w;
         let m = self.family.model_param_count();
         let n = self.family.latent_count();
@@ -365,7 +382,7 @@ impl ProblemData {
         let o = self.outer(state, &theta[..m], &scratch.s[..n * w], w);
         for (p, (plate, ps)) in self.plates.iter().zip(&mut scratch.plates).enumerate() {
             let rows = Subsample::rows(sub, p);
-            plate.add_gradient(ps, &o, semantics, values, rows, &mut scratch.grad);
+            plate.add_gradient(ps, &o, semantics, plate_values, rows, &mut scratch.grad);
         }
     }
 
@@ -775,6 +792,8 @@ pub struct Scratch {
     pub(crate) out: Vec<f64>,
     /// Per plate, its body's scratch.
     pub(crate) plates: Vec<PlateScratch>,
+    /// Per plate, LYY18's forced sweeps of its body.
+    pub(crate) boundary: Vec<BoundaryScratch>,
     /// The tape's parameters when they extend the model's (relative smoothing).
     pub(crate) params: Vec<f64>,
     /// Lanes currently drawn.

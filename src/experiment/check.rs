@@ -31,6 +31,8 @@ pub struct CheckReport {
     /// guard is zero: `min`, `max`, `abs`, `relu`, ...): not jumps, so no estimator is biased
     /// by them and LYY18's boundary term for them is zero.
     pub continuous_guards: usize,
+    /// Every jump's guard is affine in the latents (a plate's at every row, its data read as
+    /// constants): LYY18 applies.
     pub lyy18_applicable: bool,
     /// The first guard that is not affine, when LYY18 does not apply.
     pub lyy18_blocked_by: Option<GuardNote>,
@@ -141,11 +143,31 @@ impl CheckReport {
                 })
             })
             .collect();
-        let lyy18_blocked_by = a.first_non_affine().map(|(g, why)| GuardNote {
-            index: g.index,
-            location: where_(g.index, g.span),
-            reason: why.to_string(),
-        });
+        // A plate's guard must be affine in the latents at every row, its columns read as
+        // data (as LYY18 reads it: `ir::RowGuard`).
+        let lyy18_blocked_by = a
+            .first_non_affine()
+            .map(|(g, why)| GuardNote {
+                index: g.index,
+                location: where_(g.index, g.span),
+                reason: why.to_string(),
+            })
+            .or_else(|| {
+                model.plates.iter().find_map(|plate| {
+                    let continuous: Vec<bool> = analyse(&plate.body)
+                        .guards
+                        .iter()
+                        .map(|g| g.continuous)
+                        .collect();
+                    crate::ir::first_non_affine_row_guard(plate, &continuous).map(|(k, why)| {
+                        GuardNote {
+                            index: k,
+                            location: where_(k, plate.body.if_span(k)),
+                            reason: why.to_string(),
+                        }
+                    })
+                })
+            });
         let param_dependent_guards = a
             .param_dependent()
             .map(|g| GuardNote {
@@ -241,7 +263,7 @@ impl CheckReport {
             param_dependent_guards,
             affine_guards: a.guards.iter().filter(|g| g.affine.is_ok()).count(),
             continuous_guards: a.continuous().count(),
-            lyy18_applicable: a.all_affine(),
+            lyy18_applicable: lyy18_blocked_by.is_none(),
             lyy18_blocked_by,
             default_eta_decay: a.default_eta_decay(),
         }
@@ -344,11 +366,6 @@ impl std::fmt::Display for CheckReport {
             )?;
         }
         match &self.lyy18_blocked_by {
-            None if !self.plates.is_empty() => writeln!(
-                f,
-                "  LYY18          not on plates: `dsgd run --estimator lyy18` unrolls the loops \
-                 (`--plates off`)"
-            )?,
             None => writeln!(f, "  LYY18          applicable")?,
             Some(g) => writeln!(
                 f,

@@ -299,15 +299,16 @@ fn safety_table(nodes: &[Node], facts: &[Facts]) -> Vec<Option<UnsafeReason>> {
     table
 }
 
-/// An affine form over latents during the analysis.
+/// An affine form over latents during the analysis (and, row by row, of a plate's guards:
+/// `ir::row_affine`).
 #[derive(Clone, Debug)]
-struct Affine {
+pub(crate) struct Affine {
     coefficients: BTreeMap<u32, f64>,
     constant: f64,
 }
 
 impl Affine {
-    fn constant(c: f64) -> Affine {
+    pub(crate) fn constant(c: f64) -> Affine {
         Affine {
             coefficients: BTreeMap::new(),
             constant: c,
@@ -343,7 +344,15 @@ impl Affine {
             .then_some(self.constant)
     }
 
-    fn finish(self) -> AffineGuard {
+    /// The form `z_j`.
+    pub(crate) fn latent(j: u32) -> Affine {
+        Affine {
+            coefficients: BTreeMap::from([(j, 1.0)]),
+            constant: 0.0,
+        }
+    }
+
+    pub(crate) fn finish(self) -> AffineGuard {
         AffineGuard {
             coefficients: self
                 .coefficients
@@ -375,7 +384,7 @@ fn affine_forms(program: &Program, guards: &[NodeId]) -> Vec<Option<Result<Affin
 }
 
 /// The affine form of `node` from those of its operands (already in `memo`).
-fn affine_step(
+pub(crate) fn affine_step(
     node: Node,
     memo: &[Option<Result<Affine, NotAffine>>],
     constrained: &dyn Fn(NodeId) -> bool,
@@ -386,10 +395,7 @@ fn affine_step(
     };
     match node {
         Node::Const(c) => Ok(Affine::constant(c)),
-        Node::Latent(j) => Ok(Affine {
-            coefficients: BTreeMap::from([(j, 1.0)]),
-            constant: 0.0,
-        }),
+        Node::Latent(j) => Ok(Affine::latent(j)),
         Node::Param(_) => Err(NotAffine::DependsOnParam),
         Node::If { .. } => Err(NotAffine::ContainsIf),
         Node::Unary(Unary::Neg, a) => form(a).map(|x| x.scaled(-1.0)),

@@ -26,21 +26,3 @@ pub use run::{
     RunConfig, RunOptions, eta, eta_decay,
 };
 pub use values::{at_least, non_negative, positive, whole};
-
-/// The plate policy a run compiles its model with (`--plates`, `plates=`). LYY18 does not
-/// run plates in this version: with it, `auto` unrolls every loop and `on` is refused.
-pub fn plates_for(
-    policy: crate::lang::PlatePolicy,
-    estimator: crate::estimate::EstimatorKind,
-) -> Result<crate::lang::PlatePolicy, SettingError> {
-    use crate::lang::PlatePolicy;
-    match (policy, estimator) {
-        (PlatePolicy::On, crate::estimate::EstimatorKind::Lyy18) => Err(SettingError::invalid(
-            "plates",
-            "cannot be `on` with the LYY18 estimator: LYY18 does not run plates in this \
-             version (use `auto` or `off`, which unroll every loop for it)",
-        )),
-        (PlatePolicy::Auto, crate::estimate::EstimatorKind::Lyy18) => Ok(PlatePolicy::Off),
-        (p, _) => Ok(p),
-    }
-}

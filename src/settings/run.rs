@@ -308,12 +308,6 @@ impl RunConfig {
         }
         if let Some(m) = self.subsample {
             at_least("subsample", m, 1)?;
-            if self.estimator == EstimatorKind::Lyy18 {
-                return Err(SettingError::invalid(
-                    "subsample",
-                    "subsamples the rows of loops kept as plates, which LYY18 does not run",
-                ));
-            }
         }
         Ok(())
     }

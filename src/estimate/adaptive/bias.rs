@@ -63,9 +63,7 @@ fn crisp_estimator(problem: &Problem) -> Option<Box<dyn Estimator>> {
     if problem.analysis().param_dependent().next().is_some() {
         return None;
     }
-    if problem.analysis().all_affine()
-        && let Ok(l) = Lyy18::new(problem)
-    {
+    if let Ok(l) = Lyy18::new(problem) {
         return Some(Box::new(l));
     }
     Some(Box::new(Rloo))
