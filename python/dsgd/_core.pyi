@@ -1,6 +1,6 @@
 """Type stubs of the Rust extension module ``dsgd._core`` (see its docstrings)."""
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple, TypedDict, Union
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, TypedDict, Union
 from os import PathLike
 
 import numpy as np
@@ -11,6 +11,7 @@ FIT_OPTIONS: List[str]
 
 Array = npt.NDArray[np.float64]
 Data = Dict[str, Union[float, Sequence[Any], Array]]
+Plates = Literal["auto", "on", "off"]
 
 class CompileError(Exception):
     """A model that does not compile; ``str(e)`` is the whole diagnostic."""
@@ -128,13 +129,25 @@ class Model:
         name: str = "model",
         base_dir: Optional[Union[str, PathLike[str]]] = None,
         data: Optional[Data] = None,
+        plates: Plates = "auto",
+    ) -> Model:
+        """Compiles model text. ``plates`` says which ``for`` loops stay loops, as the
+        command line's ``--plates``: ``"auto"`` (independent rows, at least 1,000 of them),
+        ``"on"`` (every qualifying loop) or ``"off"`` (every loop unrolled); the model keeps
+        it when data is bound and when it is pickled."""
+    @staticmethod
+    def from_file(
+        path: Union[str, PathLike[str]],
+        data: Optional[Data] = None,
+        plates: Plates = "auto",
     ) -> Model: ...
     @staticmethod
-    def from_file(path: Union[str, PathLike[str]], data: Optional[Data] = None) -> Model: ...
-    @staticmethod
-    def builtin(name: str, data: Optional[Data] = None) -> Model: ...
+    def builtin(name: str, data: Optional[Data] = None, plates: Plates = "auto") -> Model: ...
     def with_data(self, data: Data) -> Model:
         """The same model with ``data`` bound to its ``data`` declarations by name."""
+    @property
+    def plates(self) -> Plates:
+        """The plate policy the model compiles with."""
     @property
     def data(self) -> Dict[str, Array]: ...
     @property
@@ -249,4 +262,6 @@ class FitOptions:
         subsample: Optional[int] = None,
     ) -> None: ...
 
-def _restore_model(state: Tuple[Any, ...], data: Dict[str, Any]) -> Model: ...
+def _restore_model(
+    state: Tuple[Any, ...], data: Dict[str, Any], plates: Plates = "auto"
+) -> Model: ...

@@ -18,7 +18,9 @@ use dsgd::experiment::report::RunReport;
 use dsgd::experiment::run::{RunError, run_cancellable};
 use dsgd::experiment::tables;
 use dsgd::ir::Model;
-use dsgd::lang::{CompileError, CompileOptions, DataSet, Resolver, compile_with_data, locate};
+use dsgd::lang::{
+    CompileError, CompileOptions, DataSet, PlatePolicy, Resolver, compile_with_data, locate,
+};
 use dsgd::models::Recommended;
 use dsgd::settings::{
     self, DEFAULT_ETA, Footprint, RunConfig, RunOptions, SettingError, SettingKind, Style,
@@ -65,12 +67,13 @@ impl From<RunError> for CoreError {
     }
 }
 
-/// The compiler's options: the command line's limits and its default plate policy (`auto`:
-/// a loop of independent iterations over at least `PLATE_MIN_ROWS` rows is kept as a loop),
-/// stopping when `cancel` rises.
-fn compile_options(cancel: &Arc<AtomicBool>) -> CompileOptions {
+/// The compiler's options: the command line's limits and the plate policy `plates` (`auto`,
+/// the default: a loop of independent iterations over at least `PLATE_MIN_ROWS` rows is kept
+/// as a loop), stopping when `cancel` rises.
+fn compile_options(plates: PlatePolicy, cancel: &Arc<AtomicBool>) -> CompileOptions {
     CompileOptions {
         cancel: Some(cancel.clone()),
+        plates,
         ..CompileOptions::default()
     }
 }
@@ -144,12 +147,14 @@ fn dataset(data: &Data) -> Result<DataSet, CoreError> {
     Ok(set)
 }
 
-/// A compiled model with where it came from and the data bound to it.
+/// A compiled model with where it came from, the data bound to it and the plate policy it
+/// was compiled with (kept, so that binding other data or unpickling compiles it the same).
 #[derive(Clone, Debug)]
 pub struct Compiled {
     pub model: Model,
     pub source: ModelSource,
     pub data: Data,
+    pub plates: PlatePolicy,
 }
 
 impl Compiled {
@@ -184,8 +189,11 @@ fn compiled(r: Result<Model, CompileError>) -> Result<Model, CoreError> {
 
 /// Compiles a built-in model, its `data` declarations bound from `data` (replacing the
 /// embedded values).
-pub fn compile_builtin(name: &str, data: Data) -> Result<Compiled, CoreError> {
-    let opts = CompileOptions::default();
+pub fn compile_builtin(name: &str, data: Data, plates: PlatePolicy) -> Result<Compiled, CoreError> {
+    let opts = CompileOptions {
+        plates,
+        ..CompileOptions::default()
+    };
     match dsgd::models::builtin_with_options(name, &dataset(&data)?, &opts) {
         None => Err(CoreError::Invalid(format!(
             "no built-in model `{name}` (built-ins: {})",
@@ -195,6 +203,7 @@ pub fn compile_builtin(name: &str, data: Data) -> Result<Compiled, CoreError> {
             model: compiled(r)?,
             source: ModelSource::Builtin(name.to_string()),
             data,
+            plates,
         }),
     }
 }
@@ -206,6 +215,7 @@ pub fn compile_text(
     source: &str,
     base_dir: &Path,
     data: Data,
+    plates: PlatePolicy,
     cancel: &Arc<AtomicBool>,
 ) -> Result<Compiled, CoreError> {
     let resolver = RecordingResolver {
@@ -214,7 +224,13 @@ pub fn compile_text(
     };
     let set = dataset(&data)?;
     let model = compiled_or_cancelled(
-        compile_with_data(file, source, &resolver, &set, &compile_options(cancel)),
+        compile_with_data(
+            file,
+            source,
+            &resolver,
+            &set,
+            &compile_options(plates, cancel),
+        ),
         cancel,
     )?;
     let files = resolver.read.into_inner().unwrap_or_default();
@@ -226,6 +242,7 @@ pub fn compile_text(
             files,
         },
         data,
+        plates,
     })
 }
 
@@ -252,10 +269,11 @@ pub fn read_model_file(path: &Path) -> Result<String, CoreError> {
 pub fn recompile(
     source: &ModelSource,
     data: Data,
+    plates: PlatePolicy,
     cancel: &Arc<AtomicBool>,
 ) -> Result<Compiled, CoreError> {
     match source {
-        ModelSource::Builtin(name) => compile_builtin(name, data),
+        ModelSource::Builtin(name) => compile_builtin(name, data, plates),
         ModelSource::Text {
             file,
             source: text,
@@ -263,13 +281,20 @@ pub fn recompile(
         } => {
             let set = dataset(&data)?;
             let model = compiled_or_cancelled(
-                compile_with_data(file, text, &Recorded(files), &set, &compile_options(cancel)),
+                compile_with_data(
+                    file,
+                    text,
+                    &Recorded(files),
+                    &set,
+                    &compile_options(plates, cancel),
+                ),
                 cancel,
             )?;
             Ok(Compiled {
                 model,
                 source: source.clone(),
                 data,
+                plates,
             })
         }
     }

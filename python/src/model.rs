@@ -16,6 +16,7 @@ use crate::errors::{to_py, warn_all};
 use crate::fit::Fit;
 use crate::interrupt;
 use crate::options::{self, FitOptions};
+use dsgd::lang::PlatePolicy;
 
 /// A model compiled from `.dsgd` text, a file, or a built-in name.
 ///
@@ -41,7 +42,17 @@ enum State {
         source: ModelSource,
         base: Option<PathBuf>,
         error: Box<dsgd::lang::CompileError>,
+        plates: PlatePolicy,
     },
+}
+
+/// The plate policy named by `plates=` (`"auto"`, `"on"` or `"off"`, as `--plates`).
+fn plate_policy(plates: &str) -> PyResult<PlatePolicy> {
+    PlatePolicy::from_name(plates).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "plates must be \"auto\", \"on\" or \"off\", got {plates:?}"
+        ))
+    })
 }
 
 impl Model {
@@ -60,6 +71,7 @@ impl Model {
     fn compile(
         py: Python<'_>,
         waiting: Option<(ModelSource, Option<PathBuf>)>,
+        plates: PlatePolicy,
         f: impl FnOnce(&Arc<AtomicBool>) -> Result<Compiled, core::CoreError> + Send,
     ) -> PyResult<Model> {
         match (interrupt::run_core(py, f)?, waiting) {
@@ -72,6 +84,7 @@ impl Model {
                         source,
                         base,
                         error,
+                        plates,
                     },
                 })
             }
@@ -86,6 +99,14 @@ impl Model {
             State::NeedsData { error, .. } => {
                 Err(to_py(py, core::CoreError::Compile(error.clone())))
             }
+        }
+    }
+
+    /// The plate policy the model compiles with.
+    fn plate_policy(&self) -> PlatePolicy {
+        match &self.state {
+            State::Compiled { compiled, .. } => compiled.plates,
+            State::NeedsData { plates, .. } => *plates,
         }
     }
 
@@ -215,16 +236,21 @@ fn data_dict<'py>(py: Python<'py>, data: &core::Data) -> PyResult<Bound<'py, PyD
 impl Model {
     /// Compiles model text. `name` names it in error messages and reports; data files
     /// (`data x = csv("...")`) are read relative to `base_dir` (default: the current
-    /// directory), and `data` binds `data` declarations by name (see `with_data`).
+    /// directory), and `data` binds `data` declarations by name (see `with_data`). `plates`
+    /// says which `for` loops stay loops, as the command line's `--plates`: `"auto"` (loops
+    /// of independent rows over at least 1,000 rows), `"on"` (every qualifying loop) or
+    /// `"off"` (every loop unrolled); the model keeps it (binding data, pickling).
     #[staticmethod]
-    #[pyo3(signature = (text, name = "model", base_dir = None, data = None))]
+    #[pyo3(signature = (text, name = "model", base_dir = None, data = None, plates = "auto"))]
     fn from_source(
         py: Python<'_>,
         text: &str,
         name: &str,
         base_dir: Option<PathBuf>,
         data: Option<&Bound<'_, PyAny>>,
+        plates: &str,
     ) -> PyResult<Model> {
+        let plates = plate_policy(plates)?;
         let base = base_dir.unwrap_or_else(|| PathBuf::from("."));
         let data = data_of(py, data)?;
         let source = ModelSource::Text {
@@ -232,20 +258,23 @@ impl Model {
             source: text.to_string(),
             files: BTreeMap::new(),
         };
-        Model::compile(py, Some((source, Some(base.clone()))), |cancel| {
-            core::compile_text(name, text, &base, data, cancel)
+        Model::compile(py, Some((source, Some(base.clone()))), plates, |cancel| {
+            core::compile_text(name, text, &base, data, plates, cancel)
         })
     }
 
     /// Compiles the `.dsgd` file at `path`; data files are read relative to its directory,
-    /// and `data` binds `data` declarations by name (see `with_data`).
+    /// and `data` binds `data` declarations by name (see `with_data`); `plates` as in
+    /// `from_source`.
     #[staticmethod]
-    #[pyo3(signature = (path, data = None))]
+    #[pyo3(signature = (path, data = None, plates = "auto"))]
     fn from_file(
         py: Python<'_>,
         path: PathBuf,
         data: Option<&Bound<'_, PyAny>>,
+        plates: &str,
     ) -> PyResult<Model> {
+        let plates = plate_policy(plates)?;
         let data = data_of(py, data)?;
         let text = core::read_model_file(&path).map_err(|e| to_py(py, e))?;
         let source = ModelSource::Text {
@@ -255,18 +284,26 @@ impl Model {
         };
         let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
         let file = path.display().to_string();
-        Model::compile(py, Some((source, Some(base.clone()))), |cancel| {
-            core::compile_text(&file, &text, &base, data, cancel)
+        Model::compile(py, Some((source, Some(base.clone()))), plates, |cancel| {
+            core::compile_text(&file, &text, &base, data, plates, cancel)
         })
     }
 
     /// The built-in model `name` (see `dsgd.models()`), its `data` declarations optionally
-    /// bound from `data` (replacing the embedded values).
+    /// bound from `data` (replacing the embedded values); `plates` as in `from_source`.
     #[staticmethod]
-    #[pyo3(signature = (name, data = None))]
-    fn builtin(py: Python<'_>, name: &str, data: Option<&Bound<'_, PyAny>>) -> PyResult<Model> {
+    #[pyo3(signature = (name, data = None, plates = "auto"))]
+    fn builtin(
+        py: Python<'_>,
+        name: &str,
+        data: Option<&Bound<'_, PyAny>>,
+        plates: &str,
+    ) -> PyResult<Model> {
+        let plates = plate_policy(plates)?;
         let data = data_of(py, data)?;
-        Model::compile(py, None, |_| core::compile_builtin(name, data))
+        Model::compile(py, None, plates, |_| {
+            core::compile_builtin(name, data, plates)
+        })
     }
 
     /// The same model with `data` bound to its `data` declarations: a dict from a
@@ -286,13 +323,21 @@ impl Model {
             State::Compiled { .. } => None,
         };
         let waiting = Some((source.clone(), base.clone()));
-        Model::compile(py, waiting, |cancel| match (&source, &base) {
+        let plates = self.plate_policy();
+        Model::compile(py, waiting, plates, |cancel| match (&source, &base) {
             // Never compiled: its data files are read now, from where the model is.
             (ModelSource::Text { file, source, .. }, Some(base)) => {
-                core::compile_text(file, source, base, data, cancel)
+                core::compile_text(file, source, base, data, plates, cancel)
             }
-            _ => core::recompile(&source, data, cancel),
+            _ => core::recompile(&source, data, plates, cancel),
         })
+    }
+
+    /// The plate policy the model compiles with (`"auto"`, `"on"` or `"off"`; see
+    /// `from_source`).
+    #[getter]
+    fn plates(&self) -> &'static str {
+        self.plate_policy().name()
     }
 
     /// The data bound with `with_data` (or `data=`), as a dict of numpy arrays.
@@ -571,17 +616,25 @@ impl Model {
             State::NeedsData { .. } => PyDict::new(py),
         }
         .into_any();
-        PyTuple::new(py, [restore, PyTuple::new(py, [state, data])?.into_any()])
+        let plates = self.plate_policy().name().into_pyobject(py)?.into_any();
+        PyTuple::new(
+            py,
+            [restore, PyTuple::new(py, [state, data, plates])?.into_any()],
+        )
     }
 }
 
-/// Rebuilds a pickled [`Model`] from its source state and data (see `Model.__reduce__`).
+/// Rebuilds a pickled [`Model`] from its source state, data and plate policy (see
+/// `Model.__reduce__`; a pickle without the policy compiles with `"auto"`).
 #[pyfunction]
+#[pyo3(signature = (state, data, plates = "auto"))]
 pub fn _restore_model(
     py: Python<'_>,
     state: &Bound<'_, PyTuple>,
     data: &Bound<'_, PyAny>,
+    plates: &str,
 ) -> PyResult<Model> {
+    let plates = plate_policy(plates)?;
     let data = data_of(py, Some(data))?;
     let kind: String = state.get_item(0)?.extract()?;
     let source = match kind.as_str() {
@@ -598,7 +651,9 @@ pub fn _restore_model(
         }
     };
     let waiting = Some((source.clone(), None));
-    Model::compile(py, waiting, |cancel| core::recompile(&source, data, cancel))
+    Model::compile(py, waiting, plates, |cancel| {
+        core::recompile(&source, data, plates, cancel)
+    })
 }
 
 /// The built-in models: a dict from name to a one-line description.
