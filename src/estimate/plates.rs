@@ -139,6 +139,11 @@ pub(crate) struct PlateRun {
     /// ([`Shared::GuardFactor`]): the model latents it reads with their mean-square
     /// coefficients (`ir::scale_plate_guards`).
     factors: crate::ir::PlateFactors,
+    /// The columns of a full-data sweep's calls, each call's laid out as its inputs
+    /// (see [`PlateRun::fill_columns`]), one call after another: a full-data call reads its
+    /// inputs from here, as they are where the plate has no row latents, instead of
+    /// gathering them from the columns at every call of every sweep.
+    laid: Vec<f64>,
 }
 
 /// One thread's scratch for one plate.
@@ -299,14 +304,33 @@ impl PlateRun {
                 (t, first)
             })
             .collect();
-        PlateRun {
+        let mut run = PlateRun {
             plate: plate.clone(),
             group: RowsTape::new(body, GROUP_ROWS, &active_inputs),
             single: RowsTape::new(body, 1, &active_inputs),
             targets,
             active,
             factors,
+            laid: Vec::new(),
+        };
+        run.laid = run.lay_out_columns();
+        run
+    }
+
+    /// Every full-data call's columns laid out as its inputs, in call order (the row
+    /// latents' places left at zero).
+    fn lay_out_columns(&self) -> Vec<f64> {
+        let inputs = self.plate.body.latent_count();
+        let calls = Self::calls(self.plate.rows);
+        let len = calls.map(|c| inputs * c.per * c.padded()).sum();
+        let mut laid = vec![0.0; len];
+        let mut at = 0;
+        for call in Self::calls(self.plate.rows) {
+            let size = inputs * call.per * call.padded();
+            self.fill_columns(&mut laid[at..at + size], call, Rows::All);
+            at += size;
         }
+        laid
     }
 
     /// Scratch for one thread.
@@ -372,15 +396,36 @@ impl PlateRun {
         }
     }
 
+    /// Makes a call's inputs ready: `Some(at)` where every lane reads them from
+    /// `self.laid[at..]` (a full-data call of a plate without row latents, `at` being the
+    /// call's place there), else `None`, each lane reading its buffer of `ps.inputs`.
+    fn call_inputs(
+        &self,
+        ps: &mut PlateScratch,
+        o: &Outer<'_>,
+        call: Call,
+        rows: Rows<'_>,
+        at: usize,
+    ) -> Option<usize> {
+        let len = self.plate.body.latent_count() * call.per * call.padded();
+        match rows {
+            Rows::All if self.plate.row_latents.is_empty() => return Some(at),
+            Rows::All => ps.inputs[0][..len].copy_from_slice(&self.laid[at..at + len]),
+            Rows::Drawn { .. } => self.fill_columns(&mut ps.inputs[0], call, rows),
+        }
+        self.fill_row_latents(ps, o, call, rows);
+        None
+    }
+
     /// Writes the call's columns: input `t * inputs + j` of lane `g` is column `j` at the
     /// row of position `start + g * per + t`; the padding lanes up to a whole chunk repeat
     /// the last lane.
-    fn fill_columns(&self, ps: &mut PlateScratch, call: Call, rows: Rows<'_>) {
+    fn fill_columns(&self, buf: &mut [f64], call: Call, rows: Rows<'_>) {
         let inputs = self.plate.body.latent_count();
         let nb = call.padded();
         for (j, col) in self.plate.columns.iter().enumerate() {
             for t in 0..call.per {
-                let dest = &mut ps.inputs[0][(t * inputs + j) * nb..(t * inputs + j + 1) * nb];
+                let dest = &mut buf[(t * inputs + j) * nb..(t * inputs + j + 1) * nb];
                 for (g, x) in dest.iter_mut().enumerate() {
                     *x = col[rows.at(call.position(g, t))];
                 }
@@ -450,11 +495,13 @@ impl PlateRun {
                 }
             }
         }
+        let mut at = 0;
         for call in Self::calls(count) {
             let (n, nb) = (call.lanes, call.padded());
             let rt = self.tape_for(call);
-            self.fill_columns(ps, call, rows);
-            self.fill_row_latents(ps, o, call, rows);
+            let len = inputs * call.per * nb;
+            let laid = self.call_inputs(ps, o, call, rows, at);
+            at += len;
             for l in 0..w {
                 self.shared_values(ps, o, l);
                 // Split from the other fields of `ps` the call reads.
@@ -470,7 +517,10 @@ impl PlateRun {
                     semantics,
                     &ps.shared,
                     Latents::Affine {
-                        noise: &ps.inputs[l.min(ps.inputs.len() - 1)][..inputs * call.per * nb],
+                        noise: match laid {
+                            Some(at) => &self.laid[at..at + len],
+                            None => &ps.inputs[l.min(ps.inputs.len() - 1)][..len],
+                        },
                         loc: &ps.zero[..inputs * call.per],
                         scale: &ps.one[..inputs * call.per],
                     },
@@ -538,11 +588,13 @@ impl PlateRun {
         };
         let inputs = self.plate.body.latent_count();
         let mut value = [0.0; CHUNK];
+        let mut at = 0;
         for call in Self::calls(count) {
             let (n, nb) = (call.lanes, call.padded());
             let rt = self.tape_for(call);
-            self.fill_columns(ps, call, rows);
-            self.fill_row_latents(ps, o, call, rows);
+            let len = inputs * call.per * nb;
+            let laid = self.call_inputs(ps, o, call, rows, at);
+            at += len;
             for l in 0..w {
                 self.shared_values(ps, o, l);
                 // Split from the other fields of `ps` the call reads.
@@ -556,7 +608,10 @@ impl PlateRun {
                     semantics,
                     &ps.shared,
                     Latents::Affine {
-                        noise: &ps.inputs[l.min(ps.inputs.len() - 1)][..inputs * call.per * nb],
+                        noise: match laid {
+                            Some(at) => &self.laid[at..at + len],
+                            None => &ps.inputs[l.min(ps.inputs.len() - 1)][..len],
+                        },
                         loc: &ps.zero[..inputs * call.per],
                         scale: &ps.one[..inputs * call.per],
                     },
