@@ -27,7 +27,9 @@
 //!   same for the scale, whose curvature there is `2 / scale^2`.
 //!
 //! When it did not converge the verdict names the first reason and which way to change the
-//! step: smaller when the objective got worse, the values jump or oscillate about the
+//! step: smaller when the objective got worse or oscillates (its measurements scatter about
+//! their trend far beyond their Monte Carlo errors, uncorrelated from one to the next:
+//! `objective_trend.rs`), the values jump or oscillate about the
 //! optimum (their steps cancel), or the optimiser crawls along a steady gradient far below
 //! its step size (Adam still dividing by the huge gradients of earlier jumps); larger (or
 //! more iterations) when the values still move steadily along the gradient at full speed.
@@ -40,9 +42,9 @@ pub(super) mod tests;
 
 use super::report::{ObjectiveKind, StopReason, TrajectoryRow};
 use super::stationarity::Stationarity;
-use advice::{LARGER, SMALLER, direction, fmt, nonfinite_advice};
+use advice::{LARGER, SMALLER, direction, fmt, nonfinite_advice, oscillates};
 use guide_resolution::{answer_off, jumps, unresolved};
-use objective_trend::Line;
+use objective_trend::{Line, Scatter};
 
 /// The fewest measurements in the last fifth that the rule judges.
 pub const MIN_ROWS: usize = 3;
@@ -154,6 +156,7 @@ pub fn assess(facts: &RunFacts) -> Verdict {
     let ses: Vec<f64> = window.iter().map(|r| r.value_se).collect();
     let line = Line::fit(&t, &values);
     let obj_se = line.drift_se_known(&t, &ses);
+    let scatter = Scatter::of(&line, &t, &values, &ses);
     let mean_value = values.iter().sum::<f64>() / values.len() as f64;
     if !line.drift.is_finite() {
         return no(format!(
@@ -187,7 +190,7 @@ pub fn assess(facts: &RunFacts) -> Verdict {
     // The gradient's mean, then the values' drift.
     if let Some((p, z)) = st.worst_gradient().filter(|w| w.1 > st.gradient_threshold) {
         let c = &st.components[p];
-        let advice = direction(facts, st, c);
+        let advice = direction(facts, st, c, &scatter);
         return no(format!(
             "not converged: the mean gradient in `{}` over the last fifth ({span}) is {} ({} standard errors, threshold {:.1}): not yet a stationary point; {advice}",
             name(p),
@@ -211,7 +214,7 @@ pub fn assess(facts: &RunFacts) -> Verdict {
     }
     if let Some((p, _)) = st.worst_drift().filter(|w| w.1 > 1.0) {
         let c = &st.components[p];
-        let advice = direction(facts, st, c);
+        let advice = direction(facts, st, c, &scatter);
         return no(format!(
             "not converged: `{}` still drifts by {} between the halves of the last fifth ({span}; standard error {}); {advice}",
             name(p),
@@ -220,6 +223,12 @@ pub fn assess(facts: &RunFacts) -> Verdict {
         ));
     }
     if !obj_settled {
+        if scatter.jumps() && !st.averaged {
+            return no(format!(
+                "not converged: over the last fifth ({span}) {}",
+                oscillates(facts, &scatter)
+            ));
+        }
         return no(format!(
             "not converged: the {label} still improves, by {} over the last fifth ({span}; standard error {}); {LARGER}",
             fmt(line.drift.abs()),

@@ -4,6 +4,7 @@
 //! wording.
 
 use super::super::stationarity::{ComponentTest, Stationarity};
+use super::objective_trend::Scatter;
 use super::{CRAWL, RunFacts};
 
 pub(super) const LARGER: &str = "run more iterations or take a larger step size";
@@ -33,7 +34,15 @@ pub(super) fn nonfinite_advice(message: Option<&str>) -> &'static str {
 /// Which way to change the step for a component that is not stationary: along its mean
 /// gradient it is still on its way (unless Adam crawls), against it the values wander or
 /// overshoot.
-pub(super) fn direction(facts: &RunFacts, st: &Stationarity, c: &ComponentTest) -> String {
+pub(super) fn direction(
+    facts: &RunFacts,
+    st: &Stationarity,
+    c: &ComponentTest,
+    scatter: &Scatter,
+) -> String {
+    if scatter.jumps() && !st.averaged {
+        return oscillates(facts, scatter);
+    }
     let moved = if c.drift != 0.0 { c.drift } else { c.moved };
     if moved * c.gradient_mean <= 0.0 {
         return format!(
@@ -58,6 +67,20 @@ pub(super) fn direction(facts: &RunFacts, st: &Stationarity, c: &ComponentTest) 
     format!(
         "the values still move along the gradient (by {} over the last fifth); {LARGER}",
         fmt(c.moved)
+    )
+}
+
+/// The advice when the objective's measurements scatter about their trend far beyond their
+/// Monte Carlo noise, uncorrelated from one to the next: the values jump between
+/// measurements, whatever the line through them says. Only for an optimiser with a step size
+/// of its own: DoG picks its own step and answers with the iterates' average, which jumping
+/// iterates do not move off the optimum.
+pub(super) fn oscillates(facts: &RunFacts, scatter: &Scatter) -> String {
+    format!(
+        "the {} oscillates, its measurements scatter about their trend by {} times their Monte Carlo standard errors, uncorrelated from one to the next (autocorrelation {}), so the values jump between measurements; {SMALLER}",
+        facts.kind.label(),
+        fmt(scatter.dispersion.sqrt()),
+        fmt(scatter.lag1)
     )
 }
 

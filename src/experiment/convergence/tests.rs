@@ -2,7 +2,7 @@
 //! noisy runs, each with the verdict and the advice it must get.
 
 use super::super::stationarity::Window;
-use super::objective_trend::Line;
+use super::objective_trend::{Line, Scatter};
 use super::*;
 
 fn row(iter: u64, value: f64, se: f64, param: f64) -> TrajectoryRow {
@@ -378,4 +378,38 @@ fn drift_standard_error_matches_the_closed_form() {
     let se = line.drift_se_known(&t, &[0.5; 5]);
     let sxx = 1000.0;
     assert!((se - 0.5 / f64::sqrt(sxx) * 40.0).abs() < 1e-12);
+}
+
+#[test]
+fn scatter_beyond_the_noise_uncorrelated_is_jumping_and_a_curve_is_not() {
+    let t: Vec<f64> = (0..21).map(|k| 8000.0 + 100.0 * k as f64).collect();
+    let se = vec![0.01; 21];
+    // Residuals of Monte Carlo size: no jump.
+    let white = |scale: f64| -> Vec<f64> { (0..21).map(|k| scale * noise(k)).collect() };
+    let judge = |y: &[f64]| {
+        let line = Line::fit(&t, y);
+        Scatter::of(&line, &t, y, &se)
+    };
+    let calm = judge(&white(0.01));
+    assert!(!calm.jumps(), "dispersion {}", calm.dispersion);
+    // Ten times the noise, uncorrelated: the values jump.
+    let jumping = judge(&white(0.1));
+    assert!(
+        jumping.jumps(),
+        "dispersion {} lag1 {}",
+        jumping.dispersion,
+        jumping.lag1
+    );
+    // A smooth curve the line cannot follow, far beyond the noise: still on its way.
+    let curve: Vec<f64> = (0..21).map(|k| -((20 - k) as f64).powi(2) * 0.01).collect();
+    let c = judge(&curve);
+    assert!(
+        c.dispersion > 10.0 && !c.jumps(),
+        "{} {}",
+        c.dispersion,
+        c.lag1
+    );
+    // An exact objective (zero standard errors) is never judged by its scatter.
+    let line = Line::fit(&t, &curve);
+    assert!(!Scatter::of(&line, &t, &curve, &[0.0; 21]).jumps());
 }
