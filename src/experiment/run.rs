@@ -670,13 +670,17 @@ fn measure(
 }
 
 /// Why the final answer is still that of the smoothed problem, when the last measurement's
-/// smoothing gap exceeds its noise: both the gap's own standard error and the standard
-/// error of the objective estimate, so that a gap nobody could see in the reported objective
-/// does not warn.
+/// smoothing gap matters: it exceeds [`GAP_NOISE_FACTOR`] times its noise (the larger of the
+/// gap's own standard error and the objective estimate's, so that a gap nobody could see in
+/// the reported objective does not warn) and [`GAP_NEGLIGIBLE`] of the objective's size
+/// `1 + |objective|` (a gap of a few parts in a billion, resolved only because the objective
+/// is nearly exact, moves no answer).
 fn smoothing_warning(row: &TrajectoryRow) -> Option<String> {
     let (eta, gap, se) = (row.eta?, row.gap?, row.gap_se?);
     let noise = se.max(row.value_se);
-    (gap.abs() > GAP_NOISE_FACTOR * noise).then(|| {
+    let matters = gap.abs() > GAP_NOISE_FACTOR * noise
+        && gap.abs() > GAP_NEGLIGIBLE * (1.0 + row.value.abs());
+    matters.then(|| {
         format!(
             "at the end (eta {eta:.3e}) the smoothed objective differs from the original by \
              {gap:.4} (standard error {se:.2e}; objective's {:.2e}): the result is that of the \
@@ -689,6 +693,10 @@ fn smoothing_warning(row: &TrajectoryRow) -> Option<String> {
 
 /// How many standard errors a final smoothing gap must exceed to be reported.
 pub const GAP_NOISE_FACTOR: f64 = 2.0;
+
+/// The fraction of `1 + |objective|` below which a final smoothing gap is negligible,
+/// however well resolved.
+pub const GAP_NEGLIGIBLE: f64 = 1e-6;
 
 /// The sample variance (ddof 1), two-pass for accuracy.
 /// The standard error of the mean of `xs`, whose consecutive runs of `cluster` values are
