@@ -190,7 +190,7 @@ pub fn assess(facts: &RunFacts) -> Verdict {
     // The gradient's mean, then the values' drift.
     if let Some((p, z)) = st.worst_gradient().filter(|w| w.1 > st.gradient_threshold) {
         let c = &st.components[p];
-        let advice = direction(facts, st, c, &scatter);
+        let advice = direction(facts, st, c);
         return no(format!(
             "not converged: the mean gradient in `{}` over the last fifth ({span}) is {} ({} standard errors, threshold {:.1}): not yet a stationary point; {advice}",
             name(p),
@@ -214,7 +214,7 @@ pub fn assess(facts: &RunFacts) -> Verdict {
     }
     if let Some((p, _)) = st.worst_drift().filter(|w| w.1 > 1.0) {
         let c = &st.components[p];
-        let advice = direction(facts, st, c, &scatter);
+        let advice = direction(facts, st, c);
         return no(format!(
             "not converged: `{}` still drifts by {} between the halves of the last fifth ({span}; standard error {}); {advice}",
             name(p),

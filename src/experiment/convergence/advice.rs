@@ -34,15 +34,7 @@ pub(super) fn nonfinite_advice(message: Option<&str>) -> &'static str {
 /// Which way to change the step for a component that is not stationary: along its mean
 /// gradient it is still on its way (unless Adam crawls), against it the values wander or
 /// overshoot.
-pub(super) fn direction(
-    facts: &RunFacts,
-    st: &Stationarity,
-    c: &ComponentTest,
-    scatter: &Scatter,
-) -> String {
-    if scatter.jumps() && !st.averaged {
-        return oscillates(facts, scatter);
-    }
+pub(super) fn direction(facts: &RunFacts, st: &Stationarity, c: &ComponentTest) -> String {
     let moved = if c.drift != 0.0 { c.drift } else { c.moved };
     if moved * c.gradient_mean <= 0.0 {
         return format!(
@@ -72,7 +64,10 @@ pub(super) fn direction(
 
 /// The advice when the objective's measurements scatter about their trend far beyond their
 /// Monte Carlo noise, uncorrelated from one to the next: the values jump between
-/// measurements, whatever the line through them says. Only for an optimiser with a step size
+/// measurements, whatever the line through them says. Read only when no component's test
+/// says which way the values go (a resolved drift along the gradient is a run on its way,
+/// whose objective may scatter for other reasons: heavy-tailed samples whose standard error
+/// understates them). Only for an optimiser with a step size
 /// of its own: DoG picks its own step and answers with the iterates' average, which jumping
 /// iterates do not move off the optimum.
 pub(super) fn oscillates(facts: &RunFacts, scatter: &Scatter) -> String {
