@@ -184,6 +184,20 @@ pub fn builtin_with_options(
 ) -> Option<Result<Model, CompileError>> {
     let source = builtin_source(name)?;
     let file = format!("{name}.dsgd");
+    // A model pinned to the paper's absolute eta is smoothed as the paper wrote it: no
+    // if-statement is lifted out of an observation's distribution (xornet's `Normal(o[0],
+    // 0.01)` would be), so its results stay the paper's reproduction.
+    let paper = recommended(name).eta_scale == Some(EtaScale::Absolute);
+    let as_written;
+    let opts = if paper && opts.lift_observations {
+        as_written = CompileOptions {
+            lift_observations: false,
+            ..opts.clone()
+        };
+        &as_written
+    } else {
+        opts
+    };
     let mut r = compile_with_data(&file, source, &Embedded, data, opts);
     if let Ok(m) = &mut r {
         m.name = name.to_string();

@@ -24,6 +24,11 @@ fn reports(source: &str) -> Vec<dsgd::RunReport> {
 /// Runs seeds `0..SEEDS` of `base` (one thread each).
 fn reports_with(source: &str, base: &RunConfig) -> Vec<dsgd::RunReport> {
     let model = dsgd::compile("test.dsgd", source).expect("compiles");
+    reports_of(&model, base)
+}
+
+/// Runs seeds `0..SEEDS` of `base` on `model` (one thread each).
+fn reports_of(model: &dsgd::ir::Model, base: &RunConfig) -> Vec<dsgd::RunReport> {
     (0..SEEDS)
         .map(|seed| {
             let config = RunConfig {
@@ -31,7 +36,7 @@ fn reports_with(source: &str, base: &RunConfig) -> Vec<dsgd::RunReport> {
                 threads: Some(1),
                 ..base.clone()
             };
-            dsgd::fit(&model, &config).expect("runs")
+            dsgd::fit(model, &config).expect("runs")
         })
         .collect()
 }
@@ -287,9 +292,23 @@ fn a_threshold_regression_keeps_its_scale_with_relative_eta() {
         xs.join(", "),
         ys.join(", ")
     );
+    // As written: lifted out of the observation (the compiler's default), the smoothed
+    // program mixes log-densities and the absolute eta's pull towards a logistic regression
+    // is gone too (measured, 5 seeds: crisp ELBO -115.64 against relative -115.58), so the
+    // comparison of the two scales is made on the program as written.
+    let written = dsgd::lang::compile_source(
+        "test.dsgd",
+        &source,
+        std::path::Path::new("."),
+        &dsgd::lang::CompileOptions {
+            lift_observations: false,
+            ..dsgd::lang::CompileOptions::default()
+        },
+    )
+    .expect("compiles");
     let finals = |scale: EtaScale| {
-        let rs = reports_with(
-            &source,
+        let rs = reports_of(
+            &written,
             &RunConfig {
                 eta_scale: scale,
                 ..RunConfig::default()

@@ -207,6 +207,22 @@ impl Dist {
         }
     }
 
+    /// Whether `x` lies strictly inside what argument `k` may be, so that the log-density at
+    /// `x` is finite wherever the value is in the support: finite, a scale or rate above 0, a
+    /// probability strictly between 0 and 1. Never for a count or a bound (they move the
+    /// support itself).
+    pub fn interior_argument(self, k: usize, x: f64) -> bool {
+        if self == Dist::Uniform || !x.is_finite() {
+            return false;
+        }
+        match self.requirements().get(k) {
+            Some(Requirement::Real) => true,
+            Some(Requirement::Positive) => x > 0.0,
+            Some(Requirement::Probability) => x > 0.0 && x < 1.0,
+            Some(Requirement::Count) | None => false,
+        }
+    }
+
     /// Checks the arguments that are constants (`None` for the others): a scale or rate must
     /// be positive, a probability in `[0, 1]`, a count a non-negative integer, Uniform's
     /// bounds ordered, and none of them NaN or infinite.

@@ -48,6 +48,11 @@ pub struct CompileOptions {
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// Which `for` loops are kept as plates (`--plates`).
     pub plates: PlatePolicy,
+    /// Whether an if-statement on data inside an observation's distribution is lifted out of
+    /// it (`observe y ~ D(if c {a} else {b})` read as `if c {observe y ~ D(a)} else {observe
+    /// y ~ D(b)}`: the same crisp program, a smoothing error of second order in eta instead of
+    /// first; on by default, off to compare).
+    pub lift_observations: bool,
 }
 
 /// Which qualifying `for` loops are kept as plates (a loop over rows compiled once and run
@@ -119,6 +124,7 @@ impl Default for CompileOptions {
             data_dirs: Vec::new(),
             cancel: None,
             plates: PlatePolicy::Auto,
+            lift_observations: true,
         }
     }
 }

@@ -8,6 +8,7 @@
 //! runaway loop or recursion stops early with an error instead of exhausting memory.
 
 mod expr;
+mod lift;
 mod plate;
 mod stmt;
 mod value;

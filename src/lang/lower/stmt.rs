@@ -70,16 +70,9 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                         .map_err(|p| Diag::new(value.span, p.message, p.expected))?;
                 }
                 self.b.set_span(Some(s.span));
-                let lp = if d == Dist::Bernoulli && self.row_dependent(x) {
-                    // A 0/1 read from data: unrolled, `x ln p + (1 - x) ln(1 - p)` folds to
-                    // one of its logarithms, and a logarithm of 0 in the other is dropped
-                    // with its zero factor. This gives the same bits in every row.
-                    self.b.bernoulli_of_binary(x, a[0])
-                } else {
-                    self.b
-                        .log_density(d, x, &a)
-                        .map_err(|e| Diag::new(dist.span, e.to_string(), "matching arguments"))?
-                };
+                let lp = self
+                    .observed_log_density(d, x, &a)
+                    .map_err(|e| Diag::new(dist.span, e.to_string(), "matching arguments"))?;
                 let inputs: Vec<_> = std::iter::once(x).chain(a.iter().copied()).collect();
                 self.b
                     .record_term(TermKind::Observe(d), s.span, lp, &inputs);
