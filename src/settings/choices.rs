@@ -6,6 +6,9 @@ use super::error::SettingError;
 use super::run::eta;
 use std::str::FromStr;
 
+#[cfg(doc)]
+use super::RunOptions;
+
 /// What to do when the objective or a gradient becomes NaN or infinite.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 pub enum OnNonFinite {
