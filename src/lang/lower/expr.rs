@@ -250,11 +250,11 @@ impl<'b, 'r> Lowerer<'b, 'r> {
             return v;
         }
         let arr = self.expr(leaf)?;
-        match super::plate::pick(arr, &steps) {
-            Ok(super::plate::Picked::One(v)) => Ok(v),
-            Ok(super::plate::Picked::Rows(vals)) => self.collapse_rows(&vals, leaf.span),
-            Ok(super::plate::Picked::Number(x)) => Ok(Value::Num(self.b.constant(x))),
-            Ok(super::plate::Picked::Column(c)) => {
+        match super::row_values::pick(arr, &steps) {
+            Ok(super::row_values::Picked::One(v)) => Ok(v),
+            Ok(super::row_values::Picked::Rows(vals)) => self.collapse_rows(&vals, leaf.span),
+            Ok(super::row_values::Picked::Number(x)) => Ok(Value::Num(self.b.constant(x))),
+            Ok(super::row_values::Picked::Column(c)) => {
                 self.tick(leaf.span, super::plate::cost_steps(c.len() as u64))?;
                 Ok(Value::Num(self.b.column("row[..]", c)))
             }

@@ -10,6 +10,7 @@
 mod call;
 mod expr;
 mod plate;
+mod row_values;
 mod sample;
 mod stmt;
 mod value;
