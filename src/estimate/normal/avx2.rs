@@ -4,6 +4,7 @@
 
 #[cfg(doc)]
 use super::fast;
+#[cfg(target_arch = "x86_64")]
 use super::{LAYER_BITS, LAYERS, Ziggurat};
 
 /// [`fast`] on four words with AVX2, and the mask of the rejected ones.
