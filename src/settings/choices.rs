@@ -3,7 +3,7 @@
 //! `FromStr`, so that the command line and Python accept the same words.
 
 use super::error::SettingError;
-use super::run::eta;
+use super::values::eta;
 use std::str::FromStr;
 
 #[cfg(doc)]

@@ -25,8 +25,8 @@ pub use resources::{
     Footprint, THREAD_CAP, check_memory, check_threads, default_threads, human_bytes, max_threads,
     memory_limit,
 };
-pub use run::{DEFAULT_ETA, MAX_ETA_DECAY, RunConfig, eta, eta_decay};
-pub use values::{at_least, non_negative, positive, whole};
+pub use run::{DEFAULT_ETA, RunConfig};
+pub use values::{MAX_ETA_DECAY, at_least, eta, eta_decay, non_negative, positive, whole};
 
 /// The plate policy a run compiles its model with (`--plates`, `plates=`). LYY18 does not
 /// run plates in this version: with it, `auto` unrolls every loop and `on` is refused.

@@ -186,6 +186,16 @@ impl Ignored {
     }
 }
 
+impl RunConfig {
+    /// The defaults with a built-in model's recommended settings (Adam at temperature's and
+    /// xornet's step sizes, xornet's decay); for any other name, the plain defaults (DoG).
+    pub fn recommended(model_name: &str) -> RunConfig {
+        RunOptions::default()
+            .resolve(crate::models::recommended(model_name))
+            .unwrap_or_default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,5 +278,56 @@ mod tests {
             ..RunConfig::default()
         };
         assert_eq!(bad.validate().unwrap_err().option(), "optimizer");
+    }
+
+    #[test]
+    fn absurd_settings_are_refused_naming_the_option() {
+        let bad = |o: RunOptions| o.resolve(Recommended::default()).unwrap_err();
+        let e = bad(RunOptions {
+            eta_decay: Some(1e308),
+            ..RunOptions::default()
+        });
+        assert_eq!(e.option(), "eta_decay");
+        // Within the cap, but with an eta whose first step overflows.
+        let e = bad(RunOptions {
+            eta: Some(EtaSetting::Value(1e300)),
+            eta_decay: Some(10.0),
+            ..RunOptions::default()
+        });
+        assert!(e.to_string().contains("overflow"), "{e}");
+        let e = bad(RunOptions {
+            eta: Some(EtaSetting::Value(1e-300)),
+            eta_decay: Some(10.0),
+            iterations: Some(u64::MAX),
+            ..RunOptions::default()
+        });
+        assert!(e.to_string().contains("vanish"), "{e}");
+        assert_eq!(
+            bad(RunOptions {
+                estimator: Some(EstimatorKind::Score),
+                eta: Some(EtaSetting::Auto),
+                ..RunOptions::default()
+            })
+            .option(),
+            "eta"
+        );
+        assert_eq!(
+            bad(RunOptions {
+                threads: Some(100_000),
+                ..RunOptions::default()
+            })
+            .option(),
+            "threads"
+        );
+        assert_eq!(
+            "rmsprop".parse::<OptimizerKind>().unwrap_err().option(),
+            "optimizer"
+        );
+        assert_eq!("x".parse::<EtaSetting>().unwrap_err().option(), "eta");
+        assert_eq!("auto".parse::<EtaSetting>(), Ok(EtaSetting::Auto));
+        assert_eq!(
+            "ignore".parse::<OnNonFinite>().unwrap_err().option(),
+            "on_nonfinite"
+        );
     }
 }

@@ -1,56 +1,22 @@
-//! One run's settings: [`RunOptions`] (what a user gave, every field optional) resolved with
+//! One run's settings: [`RunOptions`](super::RunOptions) (what a user gave, every field optional) resolved with
 //! a model's recommended values and the defaults into a checked [`RunConfig`].
 //!
 //! Room for more choices: a new optimiser is one more [`OptimizerKind`] (parsed from its
 //! name by `FromStr`, so the command line and Python accept it at once), its
-//! hyperparameters one more arm of [`RunOptions::optimizer_config`], and their checks one
+//! hyperparameters one more arm of [`RunOptions::optimizer_config`](super::RunOptions::optimizer_config), and their checks one
 //! more arm of [`RunConfig::validate`].
 
 use super::choices::{EtaScale, OnNonFinite};
 use super::error::SettingError;
-use super::options::RunOptions;
 use super::precise::PreciseConfig;
 use super::resources::{Footprint, check_memory, check_threads, default_threads};
-use super::values::{self, at_least, positive, shown};
+use super::values::{self, at_least, eta, eta_decay, positive, shown};
 use crate::estimate::{EstimatorKind, Schedule};
 use crate::ir::Model;
 use crate::optim::{DogConfig, OptimizerConfig};
 
 /// DSGD's accuracy at iteration 4000, and Fixed's throughout, unless given.
 pub const DEFAULT_ETA: f64 = 0.1;
-
-/// The largest decay of DSGD's schedule `eta_k = eta (4000 / (k + 1))^decay`. The paper's
-/// `1 / (2 l)` is at most 0.5; at 10 the first step's eta is `4000^10 = 1e36` times the
-/// given one and the last of `u64::MAX` steps' still above zero, while `1e308` makes eta
-/// infinite at the start and zero later.
-pub const MAX_ETA_DECAY: f64 = 10.0;
-
-/// The smoothing accuracy `eta`: positive and finite.
-pub fn eta(x: f64) -> Result<f64, SettingError> {
-    if x > 0.0 && x.is_finite() {
-        Ok(x)
-    } else {
-        Err(SettingError::invalid(
-            "eta",
-            format!("must be positive and finite, got {}", shown(x)),
-        ))
-    }
-}
-
-/// DSGD's decay: at least 0 and at most [`MAX_ETA_DECAY`].
-pub fn eta_decay(x: f64) -> Result<f64, SettingError> {
-    if !(0.0..=MAX_ETA_DECAY).contains(&x) {
-        return Err(SettingError::invalid(
-            "eta_decay",
-            format!(
-                "must be at least 0 and at most {MAX_ETA_DECAY} (eta_k = eta (4000 / (k + \
-                 1))^decay would overflow or vanish), got {}",
-                shown(x)
-            ),
-        ));
-    }
-    Ok(x)
-}
 
 /// The settings of one run, every one decided.
 #[derive(Clone, Debug, PartialEq)]
@@ -115,14 +81,6 @@ impl Default for RunConfig {
 }
 
 impl RunConfig {
-    /// The defaults with a built-in model's recommended settings (Adam at temperature's and
-    /// xornet's step sizes, xornet's decay); for any other name, the plain defaults (DoG).
-    pub fn recommended(model_name: &str) -> RunConfig {
-        RunOptions::default()
-            .resolve(crate::models::recommended(model_name))
-            .unwrap_or_default()
-    }
-
     /// Checks the settings, naming the first bad one.
     pub fn validate(&self) -> Result<(), SettingError> {
         eta(self.eta)?;
@@ -276,77 +234,6 @@ fn check_dog(c: DogConfig) -> Result<(), SettingError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::Recommended;
-    use crate::settings::{EtaSetting, OptimizerKind};
-
-    #[test]
-    fn eta_and_its_decay_are_checked() {
-        assert_eq!(eta(0.3), Ok(0.3));
-        assert_eq!(
-            eta(-1.0).unwrap_err().to_string(),
-            "eta must be positive and finite, got -1"
-        );
-        assert!(eta(f64::NAN).is_err() && eta(f64::INFINITY).is_err());
-        assert_eq!(eta_decay(0.5), Ok(0.5));
-        let e = eta_decay(1e308).unwrap_err().to_string();
-        assert!(
-            e.starts_with("eta_decay must be at least 0 and at most 10"),
-            "{e}"
-        );
-        assert!(e.ends_with("got 1e308"), "{e}");
-        assert!(eta_decay(-0.1).is_err() && eta_decay(f64::NAN).is_err());
-    }
-
-    #[test]
-    fn absurd_settings_are_refused_naming_the_option() {
-        let bad = |o: RunOptions| o.resolve(Recommended::default()).unwrap_err();
-        let e = bad(RunOptions {
-            eta_decay: Some(1e308),
-            ..RunOptions::default()
-        });
-        assert_eq!(e.option(), "eta_decay");
-        // Within the cap, but with an eta whose first step overflows.
-        let e = bad(RunOptions {
-            eta: Some(EtaSetting::Value(1e300)),
-            eta_decay: Some(10.0),
-            ..RunOptions::default()
-        });
-        assert!(e.to_string().contains("overflow"), "{e}");
-        let e = bad(RunOptions {
-            eta: Some(EtaSetting::Value(1e-300)),
-            eta_decay: Some(10.0),
-            iterations: Some(u64::MAX),
-            ..RunOptions::default()
-        });
-        assert!(e.to_string().contains("vanish"), "{e}");
-        assert_eq!(
-            bad(RunOptions {
-                estimator: Some(EstimatorKind::Score),
-                eta: Some(EtaSetting::Auto),
-                ..RunOptions::default()
-            })
-            .option(),
-            "eta"
-        );
-        assert_eq!(
-            bad(RunOptions {
-                threads: Some(100_000),
-                ..RunOptions::default()
-            })
-            .option(),
-            "threads"
-        );
-        assert_eq!(
-            "rmsprop".parse::<OptimizerKind>().unwrap_err().option(),
-            "optimizer"
-        );
-        assert_eq!("x".parse::<EtaSetting>().unwrap_err().option(), "eta");
-        assert_eq!("auto".parse::<EtaSetting>(), Ok(EtaSetting::Auto));
-        assert_eq!(
-            "ignore".parse::<OnNonFinite>().unwrap_err().option(),
-            "on_nonfinite"
-        );
-    }
 
     #[test]
     fn a_trajectory_beyond_memory_is_refused_up_front() {
