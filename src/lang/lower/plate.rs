@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use super::super::ast::{Block, Ident};
 use super::super::diagnostic::Diag;
-use super::row_values::{Picked, collapse, pick};
+use super::row_values::{Picked, Refusal, Step, collapse, pick};
 use super::{Global, Lowerer, Map, PendingKind, PendingLatent, Value};
 use crate::ir::{
     Builder, FastBuild, LoopNote, LoopOutcome, Node, NodeId, ParamSpec, Plate, RowLatents, Shared,
@@ -43,18 +43,6 @@ use crate::lang::{PLATE_MIN_ROWS, PlatePolicy};
 /// 256 bytes of columns a step, so that the step limit bounds their memory as it bounds an
 /// unrolled program's (about 100 bytes a step).
 pub(crate) const VALUES_PER_STEP: usize = 32;
-
-/// Why a loop is not a plate: the rule, and where it failed.
-pub(super) type Refusal = (String, Option<Span>);
-
-/// One index of an index chain, in a body.
-#[derive(Clone, Debug)]
-pub(super) enum Step {
-    /// The same element in every row.
-    At(i64, Span),
-    /// Row `r` takes element `rows[r]`.
-    Rows(Rc<[i64]>, Span),
-}
 
 /// What a body reads from outside its loop.
 pub(super) trait Outer<'c> {

@@ -3,11 +3,22 @@
 //! number), and the rows' values made one body value ([`collapse`]: constants become a column).
 
 use super::Value;
-use super::plate::{Refusal, Step};
 use super::value::Shape;
 use crate::ir::{Builder, Span, Var};
 use std::rc::Rc;
 use std::sync::Arc;
+
+/// Why a loop is not a plate: the rule, and where it failed.
+pub(super) type Refusal = (String, Option<Span>);
+
+/// One index of an index chain, in a body.
+#[derive(Clone, Debug)]
+pub(super) enum Step {
+    /// The same element in every row.
+    At(i64, Span),
+    /// Row `r` takes element `rows[r]`.
+    Rows(Rc<[i64]>, Span),
+}
 
 /// A value indexed by a chain: one value, or one per row; a number or a column when the
 /// chain ends in packed data (read without making a node per number).
