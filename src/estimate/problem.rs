@@ -4,6 +4,9 @@
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
+mod pathwise;
+mod values;
+
 use super::plates::{Outer, PlateRun, PlateScratch, Target};
 use super::plates_lyy18::BoundaryScratch;
 use super::rng::{Channel, StreamKey};
@@ -14,6 +17,7 @@ use crate::ir::{
     Analysis, GuardScaled, Mode, Model, Plate, PlateFactors, Program, analyse, scale_guards,
     scale_plate_guards,
 };
+use pathwise::PathwisePlan;
 
 /// The outer program's analysis with each plate body's guards after its own (renumbered),
 /// and the deepest nesting of all.
@@ -36,9 +40,6 @@ fn scratch_slots() -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     rayon::current_num_threads().max(cores).max(1)
 }
-
-/// One chunk's lanes of one row.
-type Lanes = [f64; CHUNK];
 
 /// A model compiled for estimation. `f(theta, z)` is output 0 of the program plus, in
 /// variational mode, `-log q_theta(z)` of the non-fixed latents (the ELBO integrand).
@@ -89,40 +90,6 @@ pub struct ProblemData {
     /// One scratch per thread index, made at that thread's first chunk and shared by every
     /// engine of the problem ([`ProblemData::with_scratch`]).
     scratches: Vec<Mutex<Option<Scratch>>>,
-}
-
-/// Which gradient components the pathwise assembly writes first and which it never
-/// touches, from the family's Jacobian pattern (the same at every `theta`): a component's
-/// first contribution is written as `0.0 + c` (what adding it to a zeroed component gives,
-/// bit for bit) and only the untouched components are zeroed, instead of zeroing every
-/// component of every chunk and adding to it.
-#[derive(Debug, Default)]
-struct PathwisePlan {
-    /// Per Jacobian entry of the moved latents, in the order the assembly visits them:
-    /// whether it is the first contribution to its component.
-    first: Vec<bool>,
-    /// Family components (beyond the model's parameters) no moved latent's Jacobian has.
-    untouched: Vec<u32>,
-}
-
-impl PathwisePlan {
-    fn new(family: &Family, moved: &[u32]) -> PathwisePlan {
-        let m = family.model_param_count();
-        let state = family.state();
-        // The model's parameters start from the tape's direct derivatives.
-        let mut touched: Vec<bool> = (0..family.dim()).map(|p| p < m).collect();
-        let mut first = Vec::new();
-        for &i in moved {
-            for (p, _, _) in state.jacobian(i as usize) {
-                first.push(!touched[p]);
-                touched[p] = true;
-            }
-        }
-        let untouched = (0..family.dim() as u32)
-            .filter(|&p| !touched[p as usize])
-            .collect();
-        PathwisePlan { first, untouched }
-    }
 }
 
 impl Problem {
@@ -464,312 +431,6 @@ impl ProblemData {
             return None;
         }
         super::subsample::subsample(&self.plates, &self.family.in_entropy, key, m, state, stream)
-    }
-
-    /// `f` for the drawn lanes from the program's values `logp`: adds `-log q(z)` in
-    /// variational mode.
-    pub(crate) fn f_values(
-        &self,
-        state: &FamilyState,
-        scratch: &Scratch,
-        logp: &[f64],
-        out: &mut [f64],
-        sub: Option<&Subsample>,
-    ) {
-        if let Some(weights) = Subsample::weights(sub) {
-            let c = sub.map_or(0.0, |s| s.entropy_const);
-            self.f_values_weighted(c, weights, scratch, logp, out);
-            return;
-        }
-        #[cfg(target_arch = "x86_64")]
-        if crate::cpu::avx2_fma() {
-            // SAFETY: the CPU has AVX2 and FMA (checked just above).
-            unsafe { self.f_values_avx2(state, scratch, logp, out) };
-            return;
-        }
-        self.f_values_body(state, scratch, logp, out);
-    }
-
-    /// `f_S` of a subsample whose row latents' `-log q` are weighted ([`Subsample`]): latent
-    /// `i`'s `0.5 s^2` counts `weights[i]` times, and not at all where the weight is 0.
-    fn f_values_weighted(
-        &self,
-        c: f64,
-        weights: &[f64],
-        scratch: &Scratch,
-        logp: &[f64],
-        out: &mut [f64],
-    ) {
-        let w = scratch.w;
-        let mut sq = [0.0; CHUNK];
-        for &i in &self.moved {
-            let i = i as usize;
-            let wt = weights[i];
-            if !self.family.in_entropy[i] || wt == 0.0 {
-                continue;
-            }
-            for (q, &s) in sq[..w].iter_mut().zip(&scratch.s[i * w..(i + 1) * w]) {
-                *q += wt * (s * s);
-            }
-        }
-        let any = self.family.in_entropy.iter().any(|&e| e);
-        for l in 0..w {
-            out[l] = if any {
-                logp[l] + (c + 0.5 * sq[l])
-            } else {
-                logp[l]
-            };
-        }
-    }
-
-    /// [`Problem::f_values`] compiled for AVX2 (no fused multiply-adds, so the same bits).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    fn f_values_avx2(&self, state: &FamilyState, scratch: &Scratch, logp: &[f64], out: &mut [f64]) {
-        self.f_values_body(state, scratch, logp, out);
-    }
-
-    #[inline(always)]
-    fn f_values_body(&self, state: &FamilyState, scratch: &Scratch, logp: &[f64], out: &mut [f64]) {
-        // A full chunk with its width known at compile time: straight-line lane loops.
-        if scratch.w == CHUNK {
-            self.f_values_lanes(CHUNK, state, scratch, logp, out);
-        } else {
-            self.f_values_lanes(scratch.w, state, scratch, logp, out);
-        }
-    }
-
-    #[inline(always)]
-    fn f_values_lanes(
-        &self,
-        w: usize,
-        state: &FamilyState,
-        scratch: &Scratch,
-        logp: &[f64],
-        out: &mut [f64],
-    ) {
-        let c = state.entropy_const();
-        for (l, o) in out[..w].iter_mut().enumerate() {
-            *o = logp[l];
-        }
-        if self.family.in_entropy.iter().any(|&e| e) {
-            // Latent-major, so the lanes advance together; each lane still sums its squares
-            // in latent order (the same additions as a per-lane loop). Only moved latents
-            // are in the entropy.
-            let mut sq = [0.0; CHUNK];
-            let sq = &mut sq[..w];
-            for &i in &self.moved {
-                let i = i as usize;
-                if !self.family.in_entropy[i] {
-                    continue;
-                }
-                for (q, &s) in sq.iter_mut().zip(&scratch.s[i * w..(i + 1) * w]) {
-                    *q += s * s;
-                }
-            }
-            for (o, q) in out[..w].iter_mut().zip(sq.iter()) {
-                *o += c + 0.5 * q;
-            }
-        }
-    }
-
-    /// Crisp `f` at the drawn lanes (into `out[..w]`), every row of the plates read.
-    pub fn crisp_values(
-        &self,
-        state: &FamilyState,
-        theta: &[f64],
-        scratch: &mut Scratch,
-        out: &mut [f64],
-    ) {
-        self.crisp_values_of(state, theta, scratch, out, None);
-    }
-
-    /// [`Problem::crisp_values`] of the subsample's rows, if one is given.
-    pub(crate) fn crisp_values_of(
-        &self,
-        state: &FamilyState,
-        theta: &[f64],
-        scratch: &mut Scratch,
-        out: &mut [f64],
-        sub: Option<&Subsample>,
-    ) {
-        let mut logp = std::mem::take(&mut scratch.out);
-        self.forward_values(
-            state,
-            theta,
-            crate::ir::Semantics::Crisp,
-            scratch,
-            &mut logp,
-            sub,
-        );
-        scratch.out = logp;
-        let logp = std::mem::take(&mut scratch.out);
-        self.f_values(state, scratch, &logp, out, sub);
-        scratch.out = logp;
-    }
-
-    /// The pathwise (reparameterisation) gradient of `f(theta, phi_theta(s))` per lane from
-    /// the tape's per-sample gradient in `scratch.grad`: direct parameter derivatives, plus
-    /// `df/dz_i * (d loc_i + s_i d scale_i)`, plus `d ln scale_i` for latents in the entropy.
-    /// Component-major, as every estimator's chunk: `grads[p * w + l]`, so the lane loops
-    /// are contiguous; each `(l, p)` gets its start value, then latent by latent (the moved
-    /// ones: a fixed latent's Jacobian is empty).
-    ///
-    /// With a subsample whose row latents are weighted ([`Subsample`]), a latent's entropy
-    /// term counts its weight's times.
-    pub(crate) fn pathwise_block(
-        &self,
-        state: &FamilyState,
-        scratch: &Scratch,
-        grads: &mut [f64],
-        sub: Option<&Subsample>,
-    ) {
-        let weights = Subsample::weights(sub);
-        #[cfg(target_arch = "x86_64")]
-        if crate::cpu::avx2_fma() {
-            // SAFETY: the CPU has AVX2 and FMA (checked just above).
-            unsafe { self.pathwise_avx2(state, scratch, grads, weights) };
-            return;
-        }
-        self.pathwise_body(state, scratch, grads, weights);
-    }
-
-    /// [`Problem::pathwise_block`] compiled for AVX2 (4 lanes a vector instead of 2; no
-    /// fused multiply-adds, so the same bits).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    fn pathwise_avx2(
-        &self,
-        state: &FamilyState,
-        scratch: &Scratch,
-        grads: &mut [f64],
-        weights: Option<&[f64]>,
-    ) {
-        self.pathwise_body(state, scratch, grads, weights);
-    }
-
-    #[inline(always)]
-    fn pathwise_body(
-        &self,
-        state: &FamilyState,
-        scratch: &Scratch,
-        grads: &mut [f64],
-        weights: Option<&[f64]>,
-    ) {
-        // A full chunk with its width known at compile time: straight-line lane loops.
-        if scratch.w == CHUNK {
-            self.pathwise_lanes(CHUNK, state, scratch, grads, weights);
-        } else {
-            self.pathwise_lanes(scratch.w, state, scratch, grads, weights);
-        }
-    }
-
-    #[inline(always)]
-    fn pathwise_lanes(
-        &self,
-        w: usize,
-        state: &FamilyState,
-        scratch: &Scratch,
-        grads: &mut [f64],
-        weights: Option<&[f64]>,
-    ) {
-        let d = self.dim();
-        let m = self.family.model_param_count();
-        let g = &scratch.grad;
-        let acc = &mut grads[..d * w];
-        acc[..m * w].copy_from_slice(&g.params[..m * w]);
-        for &p in &self.pathwise.untouched {
-            let p = p as usize;
-            acc[p * w..(p + 1) * w].fill(0.0);
-        }
-        let mut first = self.pathwise.first.iter();
-        for (row, &i) in self.moved.iter().enumerate() {
-            let i = i as usize;
-            let entropy = self.family.in_entropy[i];
-            let inv_scale = 1.0 / state.scale(i);
-            let dz = &g.latents[row * w..(row + 1) * w];
-            let s = &scratch.s[i * w..(i + 1) * w];
-            for ((p, dl, ds), &first) in state.jacobian(i).zip(&mut first) {
-                let a = &mut acc[p * w..(p + 1) * w];
-                // `v + ds / scale` for latents in the entropy, `v` itself otherwise.
-                let add = match (entropy, weights) {
-                    (false, _) => 0.0,
-                    (true, None) => ds * inv_scale,
-                    (true, Some(wt)) => wt[i] * (ds * inv_scale),
-                };
-                let k = Contribution {
-                    dl,
-                    ds,
-                    entropy,
-                    add,
-                    first,
-                };
-                match (
-                    <&mut Lanes>::try_from(a),
-                    <&Lanes>::try_from(dz),
-                    <&Lanes>::try_from(s),
-                ) {
-                    (Ok(a), Ok(dz), Ok(s)) => k.chunk(a, dz, s),
-                    _ => k.short(&mut acc[p * w..(p + 1) * w], dz, s),
-                }
-            }
-        }
-    }
-}
-
-/// One Jacobian entry's contribution to one gradient component, lane by lane:
-/// `dz * (dl + s * ds)` (exactly zero where `dz` is), plus `ds / scale` for a latent in the
-/// entropy, written (`first`) or added.
-#[derive(Clone, Copy)]
-struct Contribution {
-    dl: f64,
-    ds: f64,
-    entropy: bool,
-    /// `ds / scale` (the entropy's part).
-    add: f64,
-    first: bool,
-}
-
-impl Contribution {
-    /// Over a full chunk: the contributions are formed in a local array first, so that
-    /// LLVM, free of any question of aliasing with the gradient block, makes vector code.
-    #[inline(always)]
-    fn chunk(self, a: &mut Lanes, dz: &Lanes, s: &Lanes) {
-        let mut c: Lanes = [0.0; CHUNK];
-        for ((c, &dz), &s) in c.iter_mut().zip(dz).zip(s) {
-            *c = self.lane(dz, s);
-        }
-        self.put(a, &c);
-    }
-
-    /// Over the `a.len()` (fewer than [`CHUNK`]) lanes of a short chunk.
-    #[inline(always)]
-    fn short(self, a: &mut [f64], dz: &[f64], s: &[f64]) {
-        let mut c = [0.0; CHUNK];
-        for (l, c) in c[..a.len()].iter_mut().enumerate() {
-            *c = self.lane(dz[l], s[l]);
-        }
-        self.put(a, &c[..a.len()]);
-    }
-
-    #[inline(always)]
-    fn lane(self, dz: f64, s: f64) -> f64 {
-        let v = dz * (self.dl + s * self.ds);
-        let v = if dz == 0.0 { 0.0 } else { v };
-        if self.entropy { v + self.add } else { v }
-    }
-
-    #[inline(always)]
-    fn put(self, a: &mut [f64], c: &[f64]) {
-        if self.first {
-            for (a, &c) in a.iter_mut().zip(c) {
-                *a = 0.0 + c;
-            }
-        } else {
-            for (a, &c) in a.iter_mut().zip(c) {
-                *a += c;
-            }
-        }
     }
 }
 

@@ -9,20 +9,21 @@
 //! `log_samples=5` in Python, see [`Style`]), and Python raises `MemoryError` for a
 //! [`SettingKind::Memory`] and `ValueError` for the rest.
 
+mod choices;
 mod error;
+mod options;
 mod precise;
 mod resources;
 mod run;
 mod values;
 
+pub use choices::{EtaScale, EtaSetting, OnNonFinite, OptimizerKind};
 pub use error::{SettingError, SettingKind, Style};
+pub use options::{Ignored, RunOptions};
 pub use precise::{PreciseConfig, PreciseOptions};
 pub use resources::{
     Footprint, THREAD_CAP, check_memory, check_threads, default_threads, human_bytes, max_threads,
     memory_limit,
 };
-pub use run::{
-    DEFAULT_ETA, EtaScale, EtaSetting, Ignored, MAX_ETA_DECAY, OnNonFinite, OptimizerKind,
-    RunConfig, RunOptions, eta, eta_decay,
-};
-pub use values::{at_least, non_negative, positive, whole};
+pub use run::{DEFAULT_ETA, RunConfig};
+pub use values::{MAX_ETA_DECAY, at_least, eta, eta_decay, non_negative, positive, whole};

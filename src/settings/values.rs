@@ -70,6 +70,39 @@ pub fn whole(option: &'static str, x: i128, min: u64) -> Result<u64, SettingErro
     }
 }
 
+/// The largest decay of DSGD's schedule `eta_k = eta (4000 / (k + 1))^decay`. The paper's
+/// `1 / (2 l)` is at most 0.5; at 10 the first step's eta is `4000^10 = 1e36` times the
+/// given one and the last of `u64::MAX` steps' still above zero, while `1e308` makes eta
+/// infinite at the start and zero later.
+pub const MAX_ETA_DECAY: f64 = 10.0;
+
+/// The smoothing accuracy `eta`: positive and finite.
+pub fn eta(x: f64) -> Result<f64, SettingError> {
+    if x > 0.0 && x.is_finite() {
+        Ok(x)
+    } else {
+        Err(SettingError::invalid(
+            "eta",
+            format!("must be positive and finite, got {}", shown(x)),
+        ))
+    }
+}
+
+/// DSGD's decay: at least 0 and at most [`MAX_ETA_DECAY`].
+pub fn eta_decay(x: f64) -> Result<f64, SettingError> {
+    if !(0.0..=MAX_ETA_DECAY).contains(&x) {
+        return Err(SettingError::invalid(
+            "eta_decay",
+            format!(
+                "must be at least 0 and at most {MAX_ETA_DECAY} (eta_k = eta (4000 / (k + \
+                 1))^decay would overflow or vanish), got {}",
+                shown(x)
+            ),
+        ));
+    }
+    Ok(x)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,5 +134,23 @@ mod tests {
                 .contains("at most")
         );
         assert_eq!(at_least("batch", 0usize, 1).unwrap_err().option(), "batch");
+    }
+
+    #[test]
+    fn eta_and_its_decay_are_checked() {
+        assert_eq!(eta(0.3), Ok(0.3));
+        assert_eq!(
+            eta(-1.0).unwrap_err().to_string(),
+            "eta must be positive and finite, got -1"
+        );
+        assert!(eta(f64::NAN).is_err() && eta(f64::INFINITY).is_err());
+        assert_eq!(eta_decay(0.5), Ok(0.5));
+        let e = eta_decay(1e308).unwrap_err().to_string();
+        assert!(
+            e.starts_with("eta_decay must be at least 0 and at most 10"),
+            "{e}"
+        );
+        assert!(e.ends_with("got 1e308"), "{e}");
+        assert!(eta_decay(-0.1).is_err() && eta_decay(f64::NAN).is_err());
     }
 }

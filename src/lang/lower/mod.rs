@@ -7,9 +7,12 @@
 //! the step count and the builder's node count are checked as lowering proceeds, so a
 //! runaway loop or recursion stops early with an error instead of exhausting memory.
 
+mod call;
 mod expr;
 mod lift;
 mod plate;
+mod row_values;
+mod sample;
 mod stmt;
 mod value;
 
