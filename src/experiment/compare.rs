@@ -1,14 +1,13 @@
 //! Comparing estimators on one model: which runs to do (every applicable estimator; DSGD and
 //! Fixed once per eta), and what they add up to (final ELBO mean ± std per cell, mean
-//! variances, the trajectory figure in the style of the paper's Figure 2 with panels for the
-//! gradient variance and the smoothing gap).
+//! variances, the mean trajectories, gradient variances and smoothing gaps that the
+//! `dsgd-report` crate draws in the style of the paper's Figure 2).
 //!
 //! Running the jobs is [`super::sweep`]'s job and writing files the caller's; this module
 //! only plans and aggregates.
 
 use serde::Serialize;
 
-use super::plot::{Figure, Legend, LinePlot, Series, YScale};
 use super::precise::PreciseValue;
 use super::report::{ObjectiveKind, RunReport, StopReason, TrajectoryRow};
 use super::run::RunConfig;
@@ -21,7 +20,10 @@ use crate::settings::{EtaSetting, SettingError, at_least};
 /// One cell of the comparison: an estimator, with its eta when it smooths.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct Arm {
+    /// The estimator.
     pub estimator: EstimatorKind,
+    /// The eta it smooths with (DSGD's `eta_4000`, Fixed's constant); `None` when it does
+    /// not smooth, and for DSGD with `--eta auto`.
     pub eta: Option<f64>,
 }
 
@@ -258,13 +260,18 @@ pub fn jobs(model: usize, arms: &[Arm], seeds: u64, base: &RunConfig) -> Vec<Job
 /// and 0.4 × 492.5 = 197 holds for ddof 0 only (ddof 1 would give 220).
 #[derive(Copy, Clone, Debug, PartialEq, Serialize)]
 pub struct Summary {
+    /// Mean of the finite values.
     pub mean: f64,
+    /// Population standard deviation of the finite values.
     pub std: f64,
+    /// Finite values.
     pub n: usize,
+    /// Values that are not finite (left out of `mean` and `std`).
     pub non_finite: usize,
 }
 
 impl Summary {
+    /// The summary of `values` (non-finite values counted apart).
     pub fn of(values: &[f64]) -> Summary {
         let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
         let n = finite.len();
@@ -301,6 +308,7 @@ pub struct ParamSpread {
 /// What the runs of one arm add up to.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Cell {
+    /// The estimator and eta of the runs.
     pub arm: Arm,
     /// Final value (ELBO or objective) per seed, in seed order.
     pub final_elbo: Vec<f64>,
@@ -321,6 +329,7 @@ pub struct Cell {
     pub precise_summary: Summary,
     /// Mean over every logged iterate of every seed of `Avg(V(.))` and of `V(||.||_2)`.
     pub mean_var_component: f64,
+    /// Mean over every logged iterate of every seed of `V(||.||_2)`.
     pub mean_var_norm: f64,
     /// The standard deviation of the last ten logged ELBOs of a run, averaged over seeds: how
     /// much one measurement fluctuates near the end (Monte Carlo error plus the last steps).
@@ -334,11 +343,13 @@ pub struct Cell {
 /// The comparison of one model.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ModelComparison {
+    /// The model's name.
     pub model: String,
     /// What the values are: the ELBO or a program's objective.
     pub kind: ObjectiveKind,
     /// Why LYY18 was left out, when it was.
     pub lyy18_note: Option<String>,
+    /// One cell per arm, in the arms' order.
     pub cells: Vec<Cell>,
 }
 
@@ -357,6 +368,7 @@ impl ModelComparison {
         Some(cmp)
     }
 
+    /// The cell of `kind` at `eta` (`None`: the arm that does not smooth).
     pub fn cell(&self, kind: EstimatorKind, eta: Option<f64>) -> Option<&Cell> {
         self.cells.iter().find(|c| {
             c.arm.estimator == kind
@@ -479,7 +491,10 @@ pub fn mean_trajectory(runs: &[&RunReport]) -> Vec<(f64, f64)> {
 }
 
 /// At each logged iteration, the mean over runs of the finite values `f` gives there.
-fn mean_of_rows(runs: &[&RunReport], f: impl Fn(&TrajectoryRow) -> Option<f64>) -> Vec<(f64, f64)> {
+pub fn mean_of_rows(
+    runs: &[&RunReport],
+    f: impl Fn(&TrajectoryRow) -> Option<f64>,
+) -> Vec<(f64, f64)> {
     let mut acc: std::collections::BTreeMap<u64, (f64, usize)> = Default::default();
     for r in runs {
         for row in &r.trajectory {
@@ -540,100 +555,6 @@ pub fn spread_band(runs: &[&RunReport]) -> Vec<(f64, f64, f64)> {
     acc.into_iter()
         .map(|(k, (lo, hi))| (k as f64, lo, hi))
         .collect()
-}
-
-/// The Figure-2-style plot of one model: mean ELBO (or objective) over seeds against
-/// iteration with the spread over seeds shaded, one colour per estimator, one line style per
-/// eta, on a symlog y-axis (linear within ±1).
-pub fn trajectory_plot(model: &str, arms: &[Arm], reports: &[&RunReport], seeds: u64) -> LinePlot {
-    let label = reports.first().map_or("ELBO", |r| r.kind.label());
-    let mut series = Vec::new();
-    for arm in arms {
-        let runs: Vec<&RunReport> = reports.iter().copied().filter(|r| arm.matches(r)).collect();
-        let line = Series::new(
-            arm.label(),
-            arm.estimator.name(),
-            match arm.eta {
-                Some(e) => e.to_string(),
-                None if arm.is_auto() => "auto".into(),
-                None => String::new(),
-            },
-            mean_trajectory(&runs),
-        );
-        series.push(if runs.len() > 1 {
-            line.with_band(spread_band(&runs))
-        } else {
-            line
-        });
-    }
-    LinePlot {
-        title: if seeds > 1 {
-            format!(
-                "{model}: {label} during optimisation (mean over {seeds} seeds; shaded: lowest to highest)"
-            )
-        } else {
-            format!("{model}: {label} during optimisation (1 seed)")
-        },
-        x_label: "iteration".to_string(),
-        y_label: label.to_string(),
-        series,
-        y_scale: YScale::SymLog { linthresh: 1.0 },
-        legend: Legend::ByKeys {
-            style_name: "η".to_string(),
-        },
-    }
-}
-
-/// The size in pixels of [`trajectory_figure`]'s images (the PDF page is this at 96 dpi).
-pub const FIGURE_SIZE: (u32, u32) = (1150, 950);
-
-/// The comparison figure of one model: the Figure-2-style objective panel across the top;
-/// below it the gradient variance (mean over seeds of the mean per-component variance of the
-/// gradient samples, log scale) and, when some arm smooths, the smoothing gap (smoothed minus
-/// crisp objective at the arm's eta, mean over seeds with ±2 standard errors shaded). Every
-/// panel uses the same colour per estimator, line style per eta and marker per estimator.
-pub fn trajectory_figure(model: &str, arms: &[Arm], reports: &[&RunReport], seeds: u64) -> Figure {
-    let objective = trajectory_plot(model, arms, reports, seeds);
-    let mut variance = LinePlot::new(
-        "Gradient variance",
-        "iteration",
-        "mean per-component variance",
-    );
-    variance.y_scale = YScale::Log;
-    let mut gap = LinePlot::new(
-        "Smoothing gap: smoothed − crisp (shaded: ±2 SE)",
-        "iteration",
-        "gap",
-    );
-    for (arm, line) in arms.iter().zip(&objective.series) {
-        let runs: Vec<&RunReport> = reports.iter().copied().filter(|r| arm.matches(r)).collect();
-        let like = |points| Series {
-            points,
-            band: Vec::new(),
-            ..line.clone()
-        };
-        variance
-            .series
-            .push(like(mean_of_rows(&runs, |row| Some(row.var_component))));
-        let (points, band) = mean_gap(&runs);
-        if !points.is_empty() {
-            gap.series.push(like(points).with_band(band));
-        }
-    }
-    let title = objective.title.clone();
-    let mut objective = objective;
-    objective.title = String::new();
-    let mut panels = vec![objective, variance];
-    if !gap.series.is_empty() {
-        panels.push(gap);
-    }
-    Figure {
-        title,
-        panels,
-        legend: Legend::ByKeys {
-            style_name: "η".to_string(),
-        },
-    }
 }
 
 /// Runs the comparison of one model (in parallel across runs) and aggregates it. The reports

@@ -2,13 +2,15 @@
 //! smoothing-gap panels built from real runs, distinct dash patterns for up to twelve etas,
 //! distinct colour-and-marker pairs for many estimators, and the log axis.
 
-use dsgd::experiment::compare::{mean_gap, run_comparison, trajectory_figure};
-use dsgd::experiment::plot::{
+use dsgd::experiment::compare::{mean_gap, run_comparison};
+use dsgd::experiment::report::RunReport;
+use dsgd::experiment::reproduction::ReproduceConfig;
+use dsgd_report::compare_figure::trajectory_figure;
+use dsgd_report::plot::{
     Figure, Legend, LinePlot, Marker, STYLE_CYCLE, Series, YScale, assign, log_ticks,
     render_figure_svg, render_svg,
 };
-use dsgd::experiment::report::RunReport;
-use dsgd::experiment::reproduce::{ReproduceConfig, builtin_model};
+use dsgd_report::reproduce::builtin_model;
 
 fn tiny_base(model: &str) -> dsgd::experiment::run::RunConfig {
     let mut cfg = ReproduceConfig::quick();

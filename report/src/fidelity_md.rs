@@ -8,16 +8,18 @@
 
 use std::fmt::Write;
 
-use super::claims::{self, Claim, ModelResults};
-use super::compare::Cell;
-use super::reproduction::Reproduction;
-use super::tables::num;
+use crate::claims::{self, Claim, ModelResults};
+use dsgd::experiment::compare::Cell;
+use dsgd::experiment::reproduction::Reproduction;
+use dsgd::experiment::tables::num;
 
 /// How far the 1,000-sample final values of a cell lie from the precise ones, against the
 /// errors the two state.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Flattery {
+    /// The model.
     pub model: String,
+    /// The cell (estimator and eta) as Table 1 labels it.
     pub cell: String,
     /// Mean over seeds of (1,000-sample value − precise value).
     pub mean_difference: f64,
@@ -27,6 +29,7 @@ pub struct Flattery {
     /// Seeds whose short value lies above the precise one by more than 3 of that seed's
     /// stated errors.
     pub seeds_high: usize,
+    /// The seeds with both values.
     pub seeds: usize,
 }
 

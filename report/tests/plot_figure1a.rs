@@ -4,13 +4,13 @@
 use std::f64::consts::PI;
 
 use dsgd::estimate::{Channel, Purpose, StreamKey};
-use dsgd::experiment::figure1a::{
+use dsgd::special::normal_pdf;
+use dsgd_report::figure1a::{
     POINTS, THETA_RANGE, boundary_density, figure1a_series, logistic_density, reparam_gradient,
     smoothed_gradient, stationary_point, true_gradient, write_figure1a,
 };
-use dsgd::special::normal_pdf;
 
-const N: usize = dsgd::experiment::figure1a::SIMPSON_INTERVALS;
+const N: usize = dsgd_report::figure1a::SIMPSON_INTERVALS;
 const THETAS: [f64; 5] = [-1.0, 0.0, 0.3722, 1.0, 1.5];
 
 #[test]

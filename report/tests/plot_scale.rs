@@ -2,7 +2,7 @@
 //! values; `Auto` picks symlog exactly when the data span orders of magnitude; colours and
 //! styles follow the keys.
 
-use dsgd::experiment::plot::{
+use dsgd_report::plot::{
     LinePlot, LineStyle, ResolvedScale, STYLE_CYCLE, Series, SymLog, YScale, assign,
     format_symlog_tick, format_tick,
 };

@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::PathBuf;
 
-use dsgd::experiment::plot::{Figure, LinePlot, Series, YScale, render_figure_pdf, write_figure};
+use dsgd_report::plot::{Figure, LinePlot, Series, YScale, render_figure_pdf, write_figure};
 
 fn figure() -> Figure {
     let mut top = LinePlot::new("", "iteration", "ELBO");
@@ -39,7 +39,7 @@ fn figure() -> Figure {
     Figure {
         title: "temperature: ELBO (η = 0.1) (a) \\ b".to_string(),
         panels: vec![top, bottom],
-        legend: dsgd::experiment::plot::Legend::PerSeries,
+        legend: dsgd_report::plot::Legend::PerSeries,
     }
 }
 

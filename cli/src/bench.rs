@@ -12,14 +12,14 @@ use dsgd::eval::vmath::KernelSet;
 use dsgd::experiment::compare::lyy18_refusal;
 use dsgd::experiment::cost::{Cost, CostConfig, measure_interleaved};
 use dsgd::experiment::paper::JAX_SAMPLES_PER_SECOND;
-use dsgd::experiment::reproduce::paper_settings;
+use dsgd::experiment::reproduction::paper_settings;
 use dsgd::experiment::run::RunError;
 use serde::Serialize;
 
 use dsgd::settings::{DEFAULT_ETA, Footprint, check_memory};
 
-use super::args::{UsageError, count, eta, threads};
-use super::load::{SourceArgs, load_with_data};
+use crate::args::{UsageError, count, eta, threads};
+use crate::load::{SourceArgs, load_with_data};
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {

@@ -3,21 +3,24 @@
 
 use serde::Serialize;
 
-use super::compare::ModelComparison;
-use super::tables::{VarianceRow, num, sci};
-use crate::estimate::EstimatorKind;
+use dsgd::estimate::EstimatorKind;
+use dsgd::experiment::compare::ModelComparison;
+use dsgd::experiment::tables::{VarianceRow, num, sci};
 
 /// Whether our numbers support a claim.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    /// Our numbers support the claim.
     Holds,
+    /// Our numbers contradict it.
     Fails,
     /// The results needed were not produced (model or estimator not run).
     Untested,
 }
 
 impl Verdict {
+    /// The verdict as REPORT.md prints it.
     pub fn word(self) -> &'static str {
         match self {
             Verdict::Holds => "holds",
@@ -30,14 +33,19 @@ impl Verdict {
 /// A claim with its verdict and the evidence, one line per model.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Claim {
+    /// The claim as the paper makes it.
     pub statement: String,
+    /// Whether our numbers support it.
     pub verdict: Verdict,
+    /// The numbers behind the verdict, one line per model.
     pub evidence: Vec<String>,
 }
 
 /// One model's results as the claims need them.
 pub struct ModelResults<'a> {
+    /// The comparison of the estimators on the model (Table 1's cells).
     pub comparison: &'a ModelComparison,
+    /// The gradient variances per estimator (Table 2's rows).
     pub variance: &'a [VarianceRow],
 }
 
@@ -124,7 +132,7 @@ pub fn eta_spread_median(cmp: &ModelComparison, kind: EstimatorKind) -> Option<f
 fn spread_of(
     cmp: &ModelComparison,
     kind: EstimatorKind,
-    stat: &dyn Fn(&super::compare::Cell) -> f64,
+    stat: &dyn Fn(&dsgd::experiment::compare::Cell) -> f64,
 ) -> Option<f64> {
     let means: Vec<f64> = cmp
         .cells

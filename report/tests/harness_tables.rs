@@ -2,7 +2,6 @@
 //! Table 2's work-normalised ratios, and each claim's verdict flipping with the numbers.
 
 use dsgd::estimate::EstimatorKind;
-use dsgd::experiment::claims::{ModelResults, Verdict, check_claims, eta_spread};
 use dsgd::experiment::compare::{Arm, Cell, ModelComparison, Summary};
 use dsgd::experiment::cost::Cost;
 use dsgd::experiment::report::ObjectiveKind;
@@ -10,6 +9,7 @@ use dsgd::experiment::tables::{
     band_check, comparison_table, in_band_scope, num, paper_cell, table1, table1_with, table2,
     variance_rows,
 };
+use dsgd_report::claims::{ModelResults, Verdict, check_claims, eta_spread};
 
 fn cell(kind: EstimatorKind, eta: Option<f64>, finals: &[f64], var: f64) -> Cell {
     Cell {

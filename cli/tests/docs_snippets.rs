@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use cli_common::{dsgd_in, tempdir};
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root above cli/")
+        .to_path_buf()
 }
 
 /// The fenced blocks of a Markdown file: (info string, body lines).

@@ -2,8 +2,8 @@
 //! of runs (parallel across runs), the per-run files, the figures, the cost measurements
 //! and REPORT.md.
 //!
-//! The Markdown is composed in [`super::report_md`]; the tables and claims come from
-//! [`super::tables`] and [`super::claims`]. Every file is written whole or not at all.
+//! The Markdown is composed in [`crate::report_md`]; the tables and claims come from
+//! [`dsgd::experiment::tables`] and [`crate::claims`]. Every file is written whole or not at all.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -12,43 +12,52 @@ use rayon::prelude::*;
 
 use thiserror::Error;
 
-pub use super::reproduction::{
-    ModelOutcome, PAPER_MODELS, ReproduceConfig, Reproduction, paper_settings,
-};
+use dsgd::experiment::reproduction::{ModelOutcome, ReproduceConfig, Reproduction};
 
-use super::compare::{self, FIGURE_SIZE};
-use super::cost;
-use super::figure1a::write_figure1a;
-use super::outdir::{OutDir, OutDirError};
-use super::plot::{PlotError, write_figure};
-use super::report::{RunReport, write_atomic};
-use super::run::{RunConfig, RunError};
-use super::sweep::{self, Job};
-use super::tables;
-use crate::estimate::{EstimatorKind, Problem};
-use crate::ir::Model;
+use crate::compare_figure::{FIGURE_SIZE, trajectory_figure};
+use crate::figure1a::write_figure1a;
+use crate::plot::{PlotError, write_figure};
+use dsgd::estimate::{EstimatorKind, Problem};
+use dsgd::experiment::compare;
+use dsgd::experiment::cost;
+use dsgd::experiment::outdir::{OutDir, OutDirError};
+use dsgd::experiment::report::{RunReport, write_atomic};
+use dsgd::experiment::run::{RunConfig, RunError};
+use dsgd::experiment::sweep::{self, Job};
+use dsgd::experiment::tables;
+use dsgd::ir::Model;
 
 /// Why a reproduction failed.
 #[derive(Debug, Error)]
 pub enum ReproduceError {
+    /// The configuration or a built-in model cannot be used (the message says why).
     #[error("{0}")]
     Setup(String),
+    /// A run of the sweep failed.
     #[error("run failed ({what}): {source}")]
     Run {
+        /// Which run (model, estimator, eta, seed).
         what: String,
+        /// Why.
         #[source]
         source: RunError,
     },
+    /// A file could not be written.
     #[error("cannot write {path}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
+    /// A figure could not be drawn or written.
     #[error(transparent)]
     Plot(#[from] PlotError),
+    /// REPORT.md's template could not be rendered.
     #[error("cannot compose REPORT.md: {0}")]
     Report(String),
+    /// The output directory cannot be used.
     #[error(transparent)]
     OutDir(#[from] OutDirError),
 }
@@ -62,23 +71,23 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ReproduceError + '_ {
 
 /// Compiles a built-in model by name.
 pub fn builtin_model(name: &str) -> Result<Model, ReproduceError> {
-    match crate::models::builtin(name) {
+    match dsgd::models::builtin(name) {
         Some(Ok(m)) => Ok(m),
         Some(Err(e)) => Err(ReproduceError::Setup(format!(
             "cannot compile built-in model `{name}`: {e}"
         ))),
         None => Err(ReproduceError::Setup(format!(
             "no built-in model `{name}` (built-ins: {})",
-            crate::models::builtin_names().join(", ")
+            dsgd::models::builtin_names().join(", ")
         ))),
     }
 }
 
 /// The decay of DSGD's eta on `model`: the configured one, else the model's default.
 fn eta_decay(config: &ReproduceConfig, name: &str, model: &Model) -> f64 {
-    crate::estimate::decay_or_default(
+    dsgd::estimate::decay_or_default(
         config.base_run(name).eta_decay,
-        &crate::ir::analyse(&model.program),
+        &dsgd::ir::analyse(&model.program),
     )
 }
 
@@ -257,7 +266,7 @@ fn write_figures(
     let model_figure = |(i, plan): (usize, &ModelPlan)| {
         let name = &config.models[i];
         let runs: Vec<&RunReport> = sweep.reports[plan.runs.clone()].iter().collect();
-        let figure = compare::trajectory_figure(name, &plan.arms, &runs, config.seeds);
+        let figure = trajectory_figure(name, &plan.arms, &runs, config.seeds);
         write_figure(&figure, &figures.join(name), FIGURE_SIZE.0, FIGURE_SIZE.1)
     };
     let (first, rest) = rayon::join(
@@ -388,7 +397,7 @@ pub fn reproduce(
     write_atomic(&summary, json.as_bytes()).map_err(io(&summary))?;
     let report = out.join("REPORT.md");
     let markdown =
-        super::report_md::render(&rep).map_err(|e| ReproduceError::Report(format!("{e:#}")))?;
+        crate::report_md::render(&rep).map_err(|e| ReproduceError::Report(format!("{e:#}")))?;
     write_atomic(&report, markdown.as_bytes()).map_err(io(&report))?;
     out_dir.wrote([summary, report]);
     out_dir.write_manifest()?;

@@ -9,11 +9,11 @@
 use minijinja::syntax::SyntaxConfig;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value, context};
 
-use super::claims::{self, ModelResults};
-use super::compare::Cell;
-use super::reproduction::Reproduction;
-use super::tables::{self, BandCell, num};
-use crate::estimate::EstimatorKind;
+use crate::claims::{self, ModelResults};
+use dsgd::estimate::EstimatorKind;
+use dsgd::experiment::compare::Cell;
+use dsgd::experiment::reproduction::Reproduction;
+use dsgd::experiment::tables::{self, BandCell, num};
 
 /// The report's text with a place for each number.
 const TEMPLATE: &str = include_str!("REPORT.md.jinja");
@@ -110,13 +110,13 @@ fn context(rep: &Reproduction) -> Value {
         }).collect::<Value>(),
         auto => auto_eta(rep),
         claims,
-        precise_claims => super::fidelity_md::precise_claims(rep),
+        precise_claims => crate::fidelity_md::precise_claims(rep),
         notes => notes(rep, &band),
-        fidelity => super::fidelity_md::section(rep),
-        per_seed => super::fidelity_md::per_seed_table(rep, |c| {
+        fidelity => crate::fidelity_md::section(rep),
+        per_seed => crate::fidelity_md::per_seed_table(rep, |c| {
             c.final_elbo.iter().map(|&v| num(v)).collect()
         }),
-        per_seed_precise => super::fidelity_md::per_seed_precise(rep),
+        per_seed_precise => crate::fidelity_md::per_seed_precise(rep),
     }
 }
 
@@ -259,7 +259,7 @@ fn notes(rep: &Reproduction, band: &[BandCell]) -> Value {
 fn order_differs(rep: &Reproduction) -> Vec<String> {
     let mut differ = Vec::new();
     for m in &rep.models {
-        let Some(published) = super::paper::variance(&m.comparison.model) else {
+        let Some(published) = dsgd::experiment::paper::variance(&m.comparison.model) else {
             continue;
         };
         let mut ours: Vec<(&str, f64, f64)> = m

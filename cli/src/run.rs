@@ -17,8 +17,8 @@ use dsgd::settings::{
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::args::{UsageError, count, eta_decay, non_negative, positive, threads};
-use super::load::{Loaded, SourceArgs, load_with_data};
+use crate::args::{UsageError, count, eta_decay, non_negative, positive, threads};
+use crate::load::{Loaded, SourceArgs, load_with_data};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {

@@ -7,16 +7,17 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use dsgd::experiment::compare::{CompareOptions, FIGURE_SIZE, run_comparison, trajectory_figure};
+use dsgd::experiment::compare::{CompareOptions, run_comparison};
 use dsgd::experiment::paper::ETAS;
-use dsgd::experiment::plot::write_figure;
 use dsgd::experiment::report::{RunReport, write_atomic};
 use dsgd::experiment::tables;
 use dsgd::settings::RunConfig;
+use dsgd_report::compare_figure::{FIGURE_SIZE, trajectory_figure};
+use dsgd_report::plot::write_figure;
 
-use super::args::{UsageError, count, eta, eta_decay, positive};
-use super::load::{SourceArgs, load_with_data};
-use super::progress::SweepProgress;
+use crate::args::{UsageError, count, eta, eta_decay, positive};
+use crate::load::{SourceArgs, load_with_data};
+use crate::progress::SweepProgress;
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {

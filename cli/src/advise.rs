@@ -9,8 +9,8 @@ use dsgd::lang::locate;
 
 use dsgd::settings::DEFAULT_ETA;
 
-use super::args::eta;
-use super::load::{SourceArgs, load_with_data};
+use crate::args::eta;
+use crate::load::{SourceArgs, load_with_data};
 
 /// The static analysis and a short pilot at the initial parameters: which estimators apply,
 /// which are biased, and their work-normalised variances.

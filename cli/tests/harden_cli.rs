@@ -399,8 +399,8 @@ fn a_reproduction_writes_a_manifest_of_its_files_and_releases_its_lock() {
 fn a_failed_figure_write_names_the_file() {
     let dir = tempdir("plotfail");
     let missing = dir.join("no/such/dir/fig");
-    let plot = dsgd::experiment::figure1a::figure1a_plot();
-    let err = dsgd::experiment::plot::write_svg_and_png(&plot, &missing, 300, 200).unwrap_err();
+    let plot = dsgd_report::figure1a::figure1a_plot();
+    let err = dsgd_report::plot::write_svg_and_png(&plot, &missing, 300, 200).unwrap_err();
     let text = err.to_string();
     assert!(text.contains("fig.svg"), "{text}");
 }

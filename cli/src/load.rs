@@ -16,10 +16,10 @@ use dsgd::models;
 #[derive(Args, Debug, Clone)]
 pub struct SourceArgs {
     /// Most nodes the unrolled program may have.
-    #[arg(long, default_value_t = DEFAULT_NODE_LIMIT, value_parser = super::args::count::<1>)]
+    #[arg(long, default_value_t = DEFAULT_NODE_LIMIT, value_parser = crate::args::count::<1>)]
     pub max_nodes: usize,
     /// Most compilation steps (statements, expressions, loop iterations, data values).
-    #[arg(long, default_value_t = DEFAULT_STEP_LIMIT, value_parser = super::args::count::<1>)]
+    #[arg(long, default_value_t = DEFAULT_STEP_LIMIT, value_parser = crate::args::count::<1>)]
     pub max_steps: usize,
     /// Largest data file read (`--data` JSON or a `csv(..)` file), in bytes. The default,
     /// 64 MiB, holds 10^6 rows of two full-precision columns as JSON.

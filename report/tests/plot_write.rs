@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use dsgd::experiment::plot::{Legend, LinePlot, PlotError, Series, YScale, write_svg_and_png};
+use dsgd_report::plot::{Legend, LinePlot, PlotError, Series, YScale, write_svg_and_png};
 
 const PNG_SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
 
@@ -240,7 +240,7 @@ proptest::proptest! {
         let mut plot = LinePlot::new("fuzz", "x", "y");
         plot.series = vec![Series::new("s", "dsgd", "0.1", points)];
         plot.y_scale = [YScale::Auto, YScale::Linear, YScale::SymLog { linthresh: 1.0 }, YScale::Clip { lo: -1.0, hi: 1.0 }][scale];
-        let svg = dsgd::experiment::plot::render_svg(&plot, 400, 300);
+        let svg = dsgd_report::plot::render_svg(&plot, 400, 300);
         proptest::prop_assert!(svg.is_ok(), "{:?}", svg.err());
     }
 }
@@ -252,7 +252,7 @@ fn bands_are_drawn_as_polygons_split_at_non_finite_rows() {
     let line = Series::new("dsgd", "dsgd", "", vec![(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)]);
     let mut plot = LinePlot::new("band", "x", "y");
     plot.series.push(line.clone());
-    let bare = dsgd::experiment::plot::render_svg(&plot, 400, 300).unwrap();
+    let bare = dsgd_report::plot::render_svg(&plot, 400, 300).unwrap();
     let banded = line.with_band(vec![
         (0.0, 0.5, 1.5),
         (1.0, 1.5, 2.5),
@@ -261,7 +261,7 @@ fn bands_are_drawn_as_polygons_split_at_non_finite_rows() {
         (4.0, 2.5, 4.5),
     ]);
     plot.series[0] = banded;
-    let svg = dsgd::experiment::plot::render_svg(&plot, 400, 300).unwrap();
+    let svg = dsgd_report::plot::render_svg(&plot, 400, 300).unwrap();
     assert_eq!(
         svg.matches("<polygon").count(),
         bare.matches("<polygon").count() + 2,

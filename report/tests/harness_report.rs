@@ -5,9 +5,9 @@
 //! `harness_cli.rs`.
 
 use dsgd::experiment::cost::CostConfig;
-use dsgd::experiment::report_md::render;
-use dsgd::experiment::reproduce::reproduce;
 use dsgd::experiment::reproduction::{PAPER_MODELS, ReproduceConfig, Reproduction};
+use dsgd_report::report_md::render;
+use dsgd_report::reproduce::reproduce;
 
 /// All six paper models, two seeds (three for xornet's median rule), 60 iterations.
 fn tiny_full_reproduction(name: &str) -> Reproduction {

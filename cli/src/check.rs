@@ -7,7 +7,7 @@ use clap::Args;
 use dsgd::experiment::check::CheckReport;
 use dsgd::lang::LineIndex;
 
-use super::load::{SourceArgs, load_with_data};
+use crate::load::{SourceArgs, load_with_data};
 
 /// Counts, nesting depth, safety, affine guards and applicable estimators of a model.
 #[derive(Args, Debug)]

@@ -4,12 +4,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use dsgd::experiment::reproduce::{ReproduceConfig, reproduce};
+use dsgd::experiment::reproduction::ReproduceConfig;
+use dsgd_report::reproduce::reproduce;
 
 use dsgd::settings::{Footprint, check_memory, default_threads};
 
-use super::args::{UsageError, threads};
-use super::progress::SweepProgress;
+use crate::args::{UsageError, threads};
+use crate::progress::SweepProgress;
 
 #[derive(Args, Debug)]
 pub struct ReproduceArgs {

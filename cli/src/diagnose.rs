@@ -8,8 +8,8 @@ use dsgd::experiment::diagnose::{DiagnoseConfig, diagnose as check};
 
 use dsgd::settings::DEFAULT_ETA;
 
-use super::args::{eta, positive};
-use super::load::{SourceArgs, load_with_data};
+use crate::args::{eta, positive};
+use crate::load::{SourceArgs, load_with_data};
 
 #[derive(Args, Debug)]
 pub struct DiagnoseArgs {

@@ -13,10 +13,8 @@
 
 use std::path::Path;
 
-use crate::experiment::plot::{
-    Figure, FigureFiles, Legend, LinePlot, LineStyle, PlotError, Series, YScale,
-};
-use crate::special::{normal_pdf, sigmoid};
+use crate::plot::{Figure, FigureFiles, Legend, LinePlot, LineStyle, PlotError, Series, YScale};
+use dsgd::special::{normal_pdf, sigmoid};
 
 /// The theta interval of the paper's figure.
 pub const THETA_RANGE: (f64, f64) = (-1.0, 1.0);
@@ -173,5 +171,5 @@ pub fn figure1a_plot() -> LinePlot {
 /// Writes `figure1a.svg`, `figure1a.png` and `figure1a.pdf` into `dir` (which must exist).
 pub fn write_figure1a(dir: &Path) -> Result<FigureFiles, PlotError> {
     let figure = Figure::single(&figure1a_plot());
-    crate::experiment::plot::write_figure(&figure, &dir.join("figure1a"), 900, 560)
+    crate::plot::write_figure(&figure, &dir.join("figure1a"), 900, 560)
 }

@@ -1,4 +1,12 @@
-//! One module per subcommand; each turns its arguments into library calls and prints.
+//! The `dsgd` command line: parses arguments, calls the library, prints, sets the exit code.
+//!
+//! Only this crate knows about clap, terminals and exit codes; it has one module per
+//! subcommand, each turning its arguments into library calls and printing. Exit codes: 0 on
+//! success, 1 when a model or run fails, 2 for usage errors (clap's own). Results go to
+//! stdout; progress and warnings go to stderr. A closed pipe ends the program quietly.
+
+// Every `unsafe` block says why it is sound, next to it (none here today).
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod advise;
 mod args;
@@ -15,12 +23,20 @@ mod sample;
 
 use std::process::ExitCode;
 
-use clap::Subcommand;
+use args::UsageError;
+use clap::{Parser, Subcommand};
 
-pub use args::UsageError;
+/// Diagonalisation SGD: gradient-based optimisation and variational inference for programs
+/// that branch.
+#[derive(Parser, Debug)]
+#[command(name = "dsgd", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
 #[derive(Subcommand, Debug)]
-pub enum Command {
+enum Command {
     /// Counts, nesting depth, safety, affine guards and applicable estimators of a model.
     Check(check::CheckArgs),
     /// Which estimator to use, and why: the analysis and a short pilot (work-normalised
@@ -43,7 +59,7 @@ pub enum Command {
 }
 
 /// Runs one subcommand.
-pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
+fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Check(args) => check::run(args),
         Command::Advise(args) => advise::run(args),
@@ -55,4 +71,29 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Reproduce(args) => reproduce::run(args),
         Command::Bench(args) => bench::run(args),
     }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match dispatch(cli.command) {
+        Ok(code) => code,
+        Err(err) => {
+            if is_broken_pipe(&err) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("error: {err:#}");
+            if err.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
