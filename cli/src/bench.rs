@@ -8,7 +8,6 @@ use std::process::ExitCode;
 
 use clap::Args;
 use dsgd::estimate::{EstimatorKind, Problem};
-use dsgd::eval::vmath::KernelSet;
 use dsgd::experiment::compare::lyy18_refusal;
 use dsgd::experiment::cost::{Cost, CostConfig, measure_interleaved};
 use dsgd::experiment::paper::JAX_SAMPLES_PER_SECOND;
@@ -125,7 +124,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let report = BenchReport {
         model: model.name.clone(),
         threads: args.threads,
-        kernels: kernels_name(KernelSet::best()),
+        kernels: dsgd::experiment::cost::kernels(),
         lyy18_note: note,
         results,
     };
@@ -168,16 +167,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn kernels_name(set: KernelSet) -> &'static str {
-    match set {
-        // The portable build without FMA (x86-64 CPUs without it, or `DSGD_KERNELS=baseline`).
-        KernelSet::Portable if cfg!(target_arch = "x86_64") && !dsgd::cpu::fma() => "baseline",
-        KernelSet::Portable => "portable",
-        KernelSet::Avx2 => "avx2",
-        KernelSet::Avx512 | KernelSet::Jit => "avx512",
-    }
 }
 
 /// Most timed repeats: each takes `--seconds` (up to a minute), so more would never finish.

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 use clap::Args;
-use dsgd::ir::Model;
+use dsgd::Model;
 use dsgd::lang::{
     CompileOptions, DEFAULT_MAX_DATA_BYTES, DEFAULT_NODE_LIMIT, DEFAULT_STEP_LIMIT, DataSet,
     FsResolver, PlatePolicy, compile_with_data, read_source,

@@ -370,7 +370,7 @@ fn write_summary(
              the {what} is estimated from {} fresh samples, each {} of them on {m} rows of their \
              own, its standard error over those groups (the rows' sampling included)",
             r.log_samples,
-            dsgd::eval::CHUNK
+            dsgd::estimate::SAMPLE_GROUP
         )?;
     }
     if let Some(p) = &r.final_precise {

@@ -20,7 +20,7 @@ let z = sample Normal(theta, 1);
 maximize -0.5 * z^2;
 ";
 
-fn compile(name: &str, src: &str) -> dsgd::ir::Model {
+fn compile(name: &str, src: &str) -> dsgd::Model {
     compile_source(name, src, Path::new("."), &CompileOptions::default()).unwrap()
 }
 
@@ -32,7 +32,7 @@ fn quick() -> AdviseConfig {
     c
 }
 
-fn report(model: &dsgd::ir::Model) -> AdviseReport {
+fn report(model: &dsgd::Model) -> AdviseReport {
     advise(model, &quick(), &|s| format!("{}..{}", s.start, s.end)).unwrap()
 }
 

@@ -17,6 +17,7 @@ use dsgd::experiment::reproduction::{ModelOutcome, ReproduceConfig, Reproduction
 use crate::compare_figure::{FIGURE_SIZE, trajectory_figure};
 use crate::figure1a::write_figure1a;
 use crate::plot::{PlotError, write_figure};
+use dsgd::Model;
 use dsgd::estimate::{EstimatorKind, Problem};
 use dsgd::experiment::compare;
 use dsgd::experiment::cost;
@@ -25,7 +26,6 @@ use dsgd::experiment::report::{RunReport, write_atomic};
 use dsgd::experiment::run::{RunConfig, RunError};
 use dsgd::experiment::sweep::{self, Job};
 use dsgd::experiment::tables;
-use dsgd::ir::Model;
 
 /// Why a reproduction failed.
 #[derive(Debug, Error)]
@@ -85,10 +85,7 @@ pub fn builtin_model(name: &str) -> Result<Model, ReproduceError> {
 
 /// The decay of DSGD's eta on `model`: the configured one, else the model's default.
 fn eta_decay(config: &ReproduceConfig, name: &str, model: &Model) -> f64 {
-    dsgd::estimate::decay_or_default(
-        config.base_run(name).eta_decay,
-        &dsgd::ir::analyse(&model.program),
-    )
+    dsgd::estimate::decay_for(config.base_run(name).eta_decay, model)
 }
 
 /// Times every applicable estimator on each model (Table 2's costs): one model at a time,

@@ -34,12 +34,19 @@ pub fn paper_settings(model: &str) -> (f64, Option<f64>) {
 pub struct ReproduceConfig {
     /// Quick mode: fewer iterations, seeds and etas; not comparable to the paper.
     pub quick: bool,
+    /// The built-in models, by name.
     pub models: Vec<String>,
+    /// Seeds per cell.
     pub seeds: u64,
+    /// DSGD's and Fixed's etas.
     pub etas: Vec<f64>,
+    /// Iterations per run.
     pub iterations: u64,
+    /// Gradient samples per step.
     pub batch: usize,
+    /// Iterations between logged rows.
     pub log_every: u64,
+    /// Samples per logged measurement.
     pub log_samples: usize,
     /// The eta whose DSGD and Fixed runs give Table 2's variances.
     pub variance_eta: f64,
@@ -48,6 +55,7 @@ pub struct ReproduceConfig {
     pub band_median_seeds: u64,
     /// Each run's precise final value (see [`super::precise`]); `None`: not measured.
     pub precise: Option<PreciseConfig>,
+    /// How Table 2's costs are timed.
     #[serde(skip)]
     pub cost: CostConfig,
 }
@@ -128,10 +136,15 @@ impl ReproduceConfig {
 /// One model's outcome.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ModelOutcome {
+    /// The comparison of the estimators (Table 1's cells).
     pub comparison: ModelComparison,
+    /// The step size of the runs.
     pub lr: f64,
+    /// The decay of DSGD's eta.
     pub eta_decay: f64,
+    /// Table 2's cost measurements, one per estimator.
     pub costs: Vec<Cost>,
+    /// Table 2's rows.
     pub variance: Vec<VarianceRow>,
     /// The band cells judged by their median, over all their seeds.
     pub median_cells: Vec<tables::MedianCell>,
@@ -142,12 +155,17 @@ pub struct ModelOutcome {
 /// What a reproduction produced.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Reproduction {
+    /// The settings.
     pub config: ReproduceConfig,
+    /// One outcome per model, in the configuration's order.
     pub models: Vec<ModelOutcome>,
+    /// Runs done.
     pub runs: usize,
     /// Threads of the sweep.
     pub threads: usize,
+    /// Wall time of the sweep of runs.
     pub sweep_seconds: f64,
+    /// Wall time of the cost measurements.
     pub cost_seconds: f64,
     /// From the start to the report (runs, files, figures, costs).
     pub wall_seconds: f64,
