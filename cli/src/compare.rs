@@ -7,9 +7,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
+use dsgd::experiment::atomic::write_atomic;
 use dsgd::experiment::compare::{CompareOptions, run_comparison};
 use dsgd::experiment::paper::ETAS;
-use dsgd::experiment::report::{RunReport, write_atomic};
+use dsgd::experiment::report::RunReport;
 use dsgd::experiment::tables;
 use dsgd::settings::RunConfig;
 use dsgd_report::compare_figure::{FIGURE_SIZE, trajectory_figure};

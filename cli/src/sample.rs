@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::Args;
 use dsgd::LatentSummary;
+use dsgd::experiment::atomic::write_atomic;
 use dsgd::experiment::draws::draw;
-use dsgd::experiment::report::write_atomic;
 
 #[derive(Args, Debug)]
 pub struct SampleArgs {

@@ -336,7 +336,7 @@ fn atomic_writes_never_follow_a_planted_symlink() {
         let _ = std::os::unix::fs::symlink(&victim, dir.join(format!(".run.json.tmp{pid}")));
     }
     let target = dir.join("run.json");
-    dsgd::experiment::report::write_atomic(&target, b"{}").unwrap();
+    dsgd::experiment::atomic::write_atomic(&target, b"{}").unwrap();
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "{}");
     // No temporary file is left behind.
@@ -344,7 +344,7 @@ fn atomic_writes_never_follow_a_planted_symlink() {
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains(dsgd::experiment::report::TEMP_MARKER))
+        .filter(|n| n.contains(dsgd::experiment::atomic::TEMP_MARKER))
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
@@ -356,7 +356,7 @@ fn leftover_temporary_files_are_removed() {
     std::fs::write(dir.join(".a.png.tmp-0123.png"), "x").unwrap();
     std::fs::write(dir.join("sub/.run.json.tmp-ff"), "x").unwrap();
     std::fs::write(dir.join("keep.json"), "x").unwrap();
-    let n = dsgd::experiment::report::remove_leftover_temps(&dir).unwrap();
+    let n = dsgd::experiment::atomic::remove_leftover_temps(&dir).unwrap();
     assert_eq!(n, 2);
     assert!(dir.join("keep.json").exists());
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::report::{remove_leftover_temps, write_atomic};
+use super::atomic::{remove_leftover_temps, write_atomic};
 
 /// The lock file's name inside the output directory.
 pub const LOCK_FILE: &str = ".dsgd-reproduce.lock";

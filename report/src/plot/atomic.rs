@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::PlotError;
-use dsgd::experiment::report::create_temp_beside;
+use dsgd::experiment::atomic::create_temp_beside;
 
 /// A temporary file beside its final path; deleted on drop unless it was committed.
 pub struct TempFile {
