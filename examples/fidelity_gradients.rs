@@ -22,7 +22,7 @@
 use rayon::prelude::*;
 
 use dsgd::estimate::{self, Channel, Engine, EstimatorKind, Problem, Purpose, StreamKey};
-use dsgd::experiment::reproduction::paper_settings;
+use dsgd::experiment::protocol::paper_settings;
 use dsgd::experiment::run::{RunConfig, run};
 use dsgd::optim::{AdamConfig, OptimizerConfig};
 use dsgd::special::sigmoid;

@@ -305,7 +305,7 @@ fn the_starting_race_picks_opposite_amplitudes_on_temperature_and_xornet() {
 #[test]
 #[ignore]
 fn auto_against_the_fixed_etas_on_the_paper_models() {
-    use dsgd::experiment::reproduction::paper_settings;
+    use dsgd::experiment::protocol::paper_settings;
     let mean_final = |m: &dsgd::ir::Model, name: &str, eta: Option<f64>| {
         let (lr, eta_decay) = paper_settings(name);
         (0..5)

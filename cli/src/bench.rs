@@ -11,7 +11,7 @@ use dsgd::estimate::{EstimatorKind, Problem};
 use dsgd::experiment::compare::lyy18_refusal;
 use dsgd::experiment::cost::{Cost, CostConfig, measure_interleaved};
 use dsgd::experiment::paper::JAX_SAMPLES_PER_SECOND;
-use dsgd::experiment::reproduction::paper_settings;
+use dsgd::experiment::protocol::paper_settings;
 use dsgd::experiment::run::RunError;
 use serde::Serialize;
 

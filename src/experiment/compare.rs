@@ -152,13 +152,13 @@ impl CompareOptions {
     pub fn base(&self, model: &Model, builtin: bool) -> Result<RunConfig, SettingError> {
         let name = &model.name;
         let (paper_lr, paper_decay) = if builtin {
-            let (lr, decay) = super::reproduction::paper_settings(name);
+            let (lr, decay) = super::protocol::paper_settings(name);
             (Some(lr), decay)
         } else {
             (None, None)
         };
         let d = RunConfig::default();
-        let mut base = super::reproduction::ReproduceConfig::full().base_run(name);
+        let mut base = super::protocol::paper_run(name);
         base.iterations = self.iters.unwrap_or(d.iterations);
         base.log_every = self.log_every.unwrap_or(d.log_every);
         base.log_samples = self.log_samples.unwrap_or(d.log_samples);

@@ -23,6 +23,7 @@ pub mod outdir;
 pub mod outfiles;
 pub mod paper;
 pub mod precise;
+pub mod protocol;
 pub mod report;
 pub mod reproduction;
 pub mod run;

@@ -8,9 +8,9 @@ use serde::Serialize;
 use super::compare::ModelComparison;
 use super::cost::{Cost, CostConfig};
 use super::precise::PreciseConfig;
-use super::run::{OnNonFinite, RunConfig};
+use super::protocol::{self, paper_run};
+use super::run::RunConfig;
 use super::tables::{self, VarianceRow};
-use crate::optim::{AdamConfig, OptimizerConfig};
 
 /// The paper's six models, in its order (Example 1.1 is Figure 1a).
 pub const PAPER_MODELS: [&str; 6] = [
@@ -21,13 +21,6 @@ pub const PAPER_MODELS: [&str; 6] = [
     "textmsg",
     "influenza",
 ];
-
-/// The paper's Adam step and DSGD decay for `model`: the built-in model's recommended
-/// settings (0.01 and 0.2 for xornet), else 0.0015 and the default `1 / (2 l)`.
-pub fn paper_settings(model: &str) -> (f64, Option<f64>) {
-    let r = crate::models::recommended(model);
-    (r.lr.unwrap_or(AdamConfig::default().lr), r.eta_decay)
-}
 
 /// Everything a reproduction does.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -69,17 +62,13 @@ impl ReproduceConfig {
             models: PAPER_MODELS.iter().map(|s| s.to_string()).collect(),
             seeds: 5,
             etas: super::paper::ETAS.to_vec(),
-            iterations: 10_000,
-            batch: 16,
-            log_every: 100,
-            log_samples: 1000,
-            variance_eta: 0.1,
+            iterations: protocol::ITERATIONS,
+            batch: protocol::BATCH,
+            log_every: protocol::LOG_EVERY,
+            log_samples: protocol::LOG_SAMPLES,
+            variance_eta: protocol::VARIANCE_ETA,
             band_median_seeds: 20,
-            precise: Some(PreciseConfig {
-                rel_se: 1e-3,
-                min_samples: 1 << 15,
-                max_samples: 1 << 18,
-            }),
+            precise: Some(protocol::PRECISE),
             cost: CostConfig::default(),
         }
     }
@@ -112,23 +101,14 @@ impl ReproduceConfig {
 
     /// The settings of one run of `model` (before estimator, eta and seed).
     pub fn base_run(&self, model: &str) -> RunConfig {
-        let (lr, decay) = paper_settings(model);
         RunConfig {
             eta: self.variance_eta,
-            eta_decay: decay,
-            // The paper smooths every guard in its own units.
-            eta_scale: crate::settings::EtaScale::Absolute,
             iterations: self.iterations,
             batch: self.batch,
-            optimizer: OptimizerConfig::Adam(AdamConfig {
-                lr,
-                ..AdamConfig::default()
-            }),
             log_every: self.log_every,
             log_samples: self.log_samples,
-            on_nonfinite: OnNonFinite::Stop,
             precise: self.precise,
-            ..RunConfig::default()
+            ..paper_run(model)
         }
     }
 }
