@@ -273,10 +273,15 @@ fn a_gamma_poisson_fit_stepped_too_far_wants_a_smaller_step() {
     let s = 1.0 / 7f64.sqrt();
     let m = (7.0f64 / 4.0).ln() - s * s / 2.0;
     let model = compile("gp", GAMMA_POISSON);
-    for seed in 0..3 {
+    // At step 1 the objective's line may still rise while its measurements scatter about it
+    // far beyond their Monte Carlo errors: the values jump, and a larger step is wrong.
+    for (lr, seed) in [1.0, 5.0]
+        .into_iter()
+        .flat_map(|lr| (0..5).map(move |s| (lr, s)))
+    {
         let r = run(
             &model,
-            &adam(EstimatorKind::Dsgd, 5.0, 10_000, seed),
+            &adam(EstimatorKind::Dsgd, lr, 10_000, seed),
             &mut [],
         )
         .unwrap();
@@ -284,7 +289,7 @@ fn a_gamma_poisson_fit_stepped_too_far_wants_a_smaller_step() {
         let off = (l.guide_loc - m).abs() > 0.1 || (l.guide_scale - s).abs() > 0.05;
         assert!(
             !r.converged && r.convergence.contains("smaller step size"),
-            "seed {seed}: guide ({}, {}), off the optimum: {off}: {}",
+            "lr {lr} seed {seed}: guide ({}, {}), off the optimum: {off}: {}",
             l.guide_loc,
             l.guide_scale,
             r.convergence

@@ -339,10 +339,11 @@ fn a_step_in_the_smoothings_own_units_warns_when_the_answer_is_the_smoothed_ones
         let last = r.trajectory.last().unwrap();
         let (gap, gap_se) = (last.gap.unwrap(), last.gap_se.unwrap());
         let noise = gap_se.max(last.value_se);
-        // The warning is the documented rule: the gap beyond twice its noise.
+        // The warning is the documented rule: the gap beyond twice its noise and beyond a
+        // millionth of the objective's size.
         assert_eq!(
             r.smoothing_warning.is_some(),
-            gap.abs() > 2.0 * noise,
+            gap.abs() > 2.0 * noise && gap.abs() > 1e-6 * (1.0 + last.value.abs()),
             "gap {gap} noise {noise}"
         );
         if (m - mu).abs() > 6.0 * se {
@@ -352,4 +353,158 @@ fn a_step_in_the_smoothings_own_units_warns_when_the_answer_is_the_smoothed_ones
             );
         }
     }
+}
+
+/// A gap resolved beyond two standard errors but of a few parts in a billion of the
+/// objective does not warn: the newsvendor stepped by Adam at 1000 ends with `q` far below
+/// the demand, where the objective `2 q` is exact to 1e-14 and the smoothing gap of seed 0
+/// is 1.2e-8 +- 5.7e-9 (2.1 standard errors) on an objective of 38.7. The warning that
+/// matters is the test above; this one catches a rule that reads the standard errors alone.
+#[test]
+fn a_resolved_but_negligible_gap_does_not_warn() {
+    let rs = reports_with(
+        "param q = 60;\nlet d = sample Normal(100, 20) fixed;\nmaximize 5 * min(q, d) - 3 * q;\n",
+        &RunConfig {
+            optimizer: dsgd::optim::OptimizerConfig::Adam(dsgd::optim::AdamConfig {
+                lr: 1000.0,
+                ..Default::default()
+            }),
+            ..RunConfig::default()
+        },
+    );
+    let mut resolved = 0;
+    for r in &rs {
+        let last = r.trajectory.last().unwrap();
+        let (gap, gap_se) = (last.gap.unwrap(), last.gap_se.unwrap());
+        if gap.abs() > 2.0 * gap_se.max(last.value_se) {
+            resolved += 1;
+            assert!(gap.abs() < 1e-6 * (1.0 + last.value.abs()), "gap {gap}");
+        }
+        assert!(r.smoothing_warning.is_none(), "{:?}", r.smoothing_warning);
+    }
+    assert!(
+        resolved > 0,
+        "no seed resolves its gap: the test tests nothing"
+    );
+}
+
+/// The guide's `(loc, scale)` of the first latent on the unconstrained scale, per seed.
+fn guide(rs: &[dsgd::RunReport]) -> [Vec<f64>; 2] {
+    [
+        rs.iter().map(|r| r.latents[0].guide_loc).collect(),
+        rs.iter().map(|r| r.latents[0].guide_scale).collect(),
+    ]
+}
+
+/// A positive latent in a guard: `r ~ Gamma(2, 1)`, `-1` where `r < 1`. The guide is
+/// Gaussian on `u = ln r`, where the crisp ELBO of `N(m, s)` is
+/// `2m - exp(m + s^2 / 2) - Phi(-m / s) + ln s`; its maximum by a pattern search.
+const POSITIVE_IN_GUARD: &str = "let r = sample Gamma(2, 1);\nif r < 1 { factor -1; }\n";
+
+fn positive_in_guard_optimum() -> (f64, f64) {
+    let elbo = |m: f64, s: f64| 2.0 * m - (m + s * s / 2.0).exp() - normal_cdf(-m / s) + s.ln();
+    pattern_search(elbo, 0.5, 0.6, 0.1)
+}
+
+#[test]
+fn a_positive_latent_in_a_guard_gets_the_crisp_answer() {
+    let (m, s) = positive_in_guard_optimum();
+    assert!(
+        (m - 0.6862).abs() < 1e-4 && (s - 0.5725).abs() < 1e-4,
+        "{m} {s}"
+    );
+    let rs = reports(POSITIVE_IN_GUARD);
+    for (xs, exact, what) in guide(&rs)
+        .iter()
+        .zip([m, s])
+        .zip(["loc", "scale"])
+        .map(|((x, e), w)| (x, e, w))
+    {
+        let (mean, se) = mean_se(xs);
+        assert!(
+            (mean - exact).abs() < 4.0 * se,
+            "{what} {mean} +- {se} against {exact}"
+        );
+    }
+    for r in &rs {
+        assert!(r.smoothing_warning.is_none(), "{:?}", r.smoothing_warning);
+        assert!(r.converged, "{}", r.convergence);
+    }
+}
+
+/// DSGD with default options is never worse than the fixed schedule at the same eta: on
+/// each kind of model (a shifted step, a step likelihood, nested steps, a positive latent in
+/// a guard) its distance to the exact answer is at most Fixed's plus three combined standard
+/// errors, and where Fixed's smoothing bias is resolvable (nested steps) DSGD is closer by
+/// more than three of them. Measured (5 seeds, DoG, 10^4 steps): nested steps' scale DSGD
+/// 0.1162 +- 0.0002, Fixed 0.1055 +- 0.0002, exact 0.1170; the positive latent's scale DSGD
+/// 0.5751 +- 0.0013, Fixed 0.5795 +- 0.0013 (2.4 combined standard errors apart), exact
+/// 0.5725.
+#[test]
+fn dsgd_is_never_worse_than_the_fixed_schedule() {
+    let fixed = RunConfig {
+        estimator: dsgd::EstimatorKind::Fixed,
+        ..RunConfig::default()
+    };
+    let nested = "let x = sample Normal(0, 0.1);\nif x < 0.05 { if x > -0.1 { factor -1; } }\n";
+    let nested_elbo = |mu: f64, s: f64| {
+        -(mu * mu + s * s) / (2.0 * 0.01)
+            - (normal_cdf((0.05 - mu) / s) - normal_cdf((-0.1 - mu) / s))
+            + s.ln()
+    };
+    let (nm, ns) = pattern_search(nested_elbo, 0.0, 0.1, 0.01);
+    let (pm, ps) = positive_in_guard_optimum();
+    let step_elbo =
+        |mu: f64, s: f64| -(mu * mu + s * s) / 2.0 - normal_cdf((0.5 - mu) / s) + s.ln();
+    let (sm, ss) = pattern_search(step_elbo, 0.0, 1.0, 0.1);
+    // (model, exact guide (loc, scale), which of them Fixed's bias must resolvably move).
+    let cases: [(&str, [f64; 2], [bool; 2]); 3] = [
+        (nested, [nm, ns], [true, true]),
+        (POSITIVE_IN_GUARD, [pm, ps], [false, false]),
+        (
+            "let x = sample Normal(0, 1);\nif x < 0.5 { factor -1; }\n",
+            [sm, ss],
+            [false, false],
+        ),
+    ];
+    for (source, exact, resolvable) in cases {
+        let d = guide(&reports(source));
+        let f = guide(&reports_with(source, &fixed));
+        for k in 0..2 {
+            let ((dm, dse), (fm, fse)) = (mean_se(&d[k]), mean_se(&f[k]));
+            let se = dse.hypot(fse);
+            let (dd, fd) = ((dm - exact[k]).abs(), (fm - exact[k]).abs());
+            let what = format!(
+                "{source:?} [{k}]: dsgd {dm} +- {dse}, fixed {fm} +- {fse}, exact {}",
+                exact[k]
+            );
+            assert!(dd <= fd + 3.0 * se, "{what}");
+            if resolvable[k] {
+                assert!(dd + 3.0 * se < fd, "{what}");
+            }
+        }
+    }
+    // The shifted step objective: a parameter.
+    let (mut lo, mut hi) = (1.0f64, 3.0f64);
+    for _ in 0..100 {
+        let c = 0.5 * (lo + hi);
+        if 1.0 - c + normal_pdf(1.5 - c) > 0.0 {
+            lo = c;
+        } else {
+            hi = c;
+        }
+    }
+    let exact = 0.5 * (lo + hi);
+    let shifted = "param c = 0;\nlet z = sample Normal(c, 1);\nmaximize -0.5 * (z - 1)^2 + (if z < 1.5 { 0 } else { 1 });\n";
+    let c = |rs: Vec<dsgd::RunReport>| -> Vec<f64> {
+        rs.iter().map(|r| r.params.get("c").unwrap()).collect()
+    };
+    let ((dm, dse), (fm, fse)) = (
+        mean_se(&c(reports(shifted))),
+        mean_se(&c(reports_with(shifted, &fixed))),
+    );
+    assert!(
+        (dm - exact).abs() <= (fm - exact).abs() + 3.0 * dse.hypot(fse),
+        "shifted step: dsgd {dm} +- {dse}, fixed {fm} +- {fse}, exact {exact}"
+    );
 }
