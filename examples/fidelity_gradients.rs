@@ -22,7 +22,7 @@
 use rayon::prelude::*;
 
 use dsgd::estimate::{self, Channel, Engine, EstimatorKind, Problem, Purpose, StreamKey};
-use dsgd::experiment::reproduce::{builtin_model, paper_settings};
+use dsgd::experiment::protocol::paper_settings;
 use dsgd::experiment::run::{RunConfig, run};
 use dsgd::optim::{AdamConfig, OptimizerConfig};
 use dsgd::special::sigmoid;
@@ -63,7 +63,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let iterations: u64 = args.get(1).map_or(Ok(0), |s| s.parse())?;
     let samples: usize = args.get(2).map_or(Ok(1 << 21), |s| s.parse())?;
     let shown: usize = args.get(3).map_or(Ok(6), |s| s.parse())?;
-    let model = builtin_model(name)?;
+    let model = dsgd::builtin(name).ok_or("not a built-in model")??;
     let problem = Problem::new(&model)?;
     if problem
         .analysis()

@@ -16,7 +16,7 @@
 use rayon::prelude::*;
 
 use dsgd::experiment::precise::PreciseConfig;
-use dsgd::experiment::reproduce::paper_settings;
+use dsgd::experiment::protocol::paper_settings;
 use dsgd::experiment::run::{RunConfig, run};
 use dsgd::optim::{AdamConfig, DogConfig, OptimizerConfig};
 

@@ -46,17 +46,28 @@
 //! - Results: a [`RunReport`] with the final value, the parameters by name, each latent's
 //!   [`LatentSummary`], the convergence verdict, the trajectory of [`TrajectoryRow`]s, and
 //!   [`RunReport::draws`]; its JSON form is documented field by field in `docs/json.md`.
-//! - Gradients at a point: [`gradient_samples`].
+//! - Gradients at a point: [`gradient_samples`]; the layout of a model's `theta`, draws of
+//!   the guide and a step's per-sample gradients at any `theta`: [`theta_layout`],
+//!   [`draws_at`], [`step_gradients`].
 //!
-//! The modules below are public so that the command line, tests and benchmarks can reach
-//! the internals, but they are not a stable API: they are hidden from these docs and may
-//! change in any release.
+//! # The toolkit of the front ends
+//!
+//! The command line (`cli/`), the paper's reproduction (`report/`) and the Python binding
+//! (`python/`) are built on the modules documented below, and on nothing else of this crate:
+//! [`lang`] (compiling model text with data), [`models`] (the built-in models), [`input`]
+//! (reading files safely), [`estimate`] (the estimators and their engine), [`experiment`]
+//! (runs, sweeps, comparisons, checks, advice, tables, costs), [`special`] (the special
+//! functions) and [`settings`]. They are public and documented but younger than the surface
+//! above: they may change between minor versions. The remaining modules (the IR, the tape
+//! and its compiled sweeps, the guide family, the optimisers' internals) are hidden from
+//! these docs; only this crate's own tests and benchmarks reach them.
 
 #![warn(missing_docs)]
 // Every `unsafe` block says why it is sound, next to it.
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod fit;
+mod theta;
 
 #[doc(hidden)]
 pub mod aligned;
@@ -64,29 +75,23 @@ pub mod aligned;
 pub mod cpu;
 #[doc(hidden)]
 pub mod elementary;
-#[doc(hidden)]
 pub mod estimate;
 #[doc(hidden)]
 pub mod eval;
-#[doc(hidden)]
 pub mod experiment;
 #[doc(hidden)]
 pub mod family;
-#[doc(hidden)]
 pub mod input;
 #[doc(hidden)]
 pub mod ir;
-#[doc(hidden)]
 pub mod lang;
-#[doc(hidden)]
 pub mod models;
 #[doc(hidden)]
 pub mod optim;
 pub mod settings;
-#[doc(hidden)]
 pub mod special;
 
-pub use estimate::EstimatorKind;
+pub use estimate::{EstimateError, EstimatorKind};
 pub use experiment::observe::Observer;
 pub use experiment::report::{
     DrawError, Draws, LatentSummary, NamedValues, ObjectiveKind, RunReport, StopReason,
@@ -97,7 +102,8 @@ pub use fit::{
     GradientSamples, builtin, compile, compile_file, fit, fit_cancellable, fit_observed,
     gradient_samples, gradient_samples_cancellable, recommended_config,
 };
-pub use ir::Model;
+pub use ir::{Mode, Model};
 pub use lang::CompileError;
 pub use optim::{AdamConfig, DogConfig, OptimizerConfig, SgdConfig};
 pub use settings::{OnNonFinite, RunConfig, RunOptions, SettingError};
+pub use theta::{ThetaError, ThetaLayout, draws_at, step_gradients, theta_layout};

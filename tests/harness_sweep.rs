@@ -4,8 +4,13 @@
 use dsgd::estimate::EstimatorKind;
 use dsgd::experiment::compare::{Summary, aggregate, arms, jobs, lyy18_refusal, run_comparison};
 use dsgd::experiment::report::RunReport;
-use dsgd::experiment::reproduce::{ReproduceConfig, builtin_model};
+use dsgd::experiment::reproduction::ReproduceConfig;
 use dsgd::experiment::sweep::{run_parallel, run_serial};
+
+/// A built-in model, compiled.
+fn builtin_model(name: &str) -> Result<dsgd::Model, dsgd::CompileError> {
+    dsgd::builtin(name).expect("a built-in model")
+}
 
 fn tiny_base(model: &str) -> dsgd::experiment::run::RunConfig {
     let mut cfg = ReproduceConfig::quick();

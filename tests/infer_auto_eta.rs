@@ -329,7 +329,7 @@ fn the_starting_race_picks_opposite_amplitudes_on_temperature_and_xornet() {
 #[test]
 #[ignore]
 fn auto_against_the_fixed_etas_on_the_paper_models() {
-    use dsgd::experiment::reproduce::paper_settings;
+    use dsgd::experiment::protocol::paper_settings;
     let mean_final = |m: &dsgd::ir::Model, name: &str, eta: Option<f64>| {
         let (lr, eta_decay) = paper_settings(name);
         (0..5)
@@ -352,7 +352,7 @@ fn auto_against_the_fixed_etas_on_the_paper_models() {
             / 5.0
     };
     let mut near = 0;
-    for name in dsgd::experiment::reproduce::PAPER_MODELS {
+    for name in dsgd::experiment::reproduction::PAPER_MODELS {
         let m = dsgd::models::builtin(name).unwrap().unwrap();
         let mut fixed: Vec<f64> = dsgd::experiment::paper::ETAS
             .iter()

@@ -10,14 +10,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use dsgd::estimate::{self, Engine, EstimatorKind, ITERATION_AT_ETA, Problem, Purpose, StreamKey};
+use dsgd::estimate::{EstimateError, EstimatorKind, ITERATION_AT_ETA};
 use dsgd::experiment::check::CheckReport;
 pub use dsgd::experiment::compare::CompareOptions;
 use dsgd::experiment::compare::{self, ModelComparison};
 use dsgd::experiment::report::RunReport;
 use dsgd::experiment::run::{RunError, run_cancellable};
 use dsgd::experiment::tables;
-use dsgd::ir::Model;
 use dsgd::lang::{
     CompileError, CompileOptions, DataSet, PlatePolicy, Resolver, compile_with_data, locate,
 };
@@ -26,6 +25,7 @@ use dsgd::settings::{
     self, DEFAULT_ETA, Footprint, RunConfig, RunOptions, SettingError, SettingKind, Style,
     check_memory,
 };
+use dsgd::{Model, ThetaError};
 use rayon::prelude::*;
 
 /// Why a call failed, sorted by the Python exception it becomes.
@@ -53,6 +53,15 @@ impl From<SettingError> for CoreError {
         match e.kind {
             SettingKind::Memory => CoreError::Memory(msg),
             SettingKind::Invalid => CoreError::Invalid(msg),
+        }
+    }
+}
+
+impl From<ThetaError> for CoreError {
+    fn from(e: ThetaError) -> CoreError {
+        match e {
+            ThetaError::Invalid(msg) => CoreError::Invalid(msg),
+            ThetaError::Cancelled => CoreError::Cancelled,
         }
     }
 }
@@ -324,16 +333,11 @@ pub struct Layout {
 
 /// The layout of `model`.
 pub fn layout(model: &Model) -> Result<Layout, CoreError> {
-    let problem = Problem::new(model).map_err(|e| CoreError::Invalid(e.to_string()))?;
-    let f = problem.family();
-    let names = f.latent_names();
+    let l = dsgd::theta_layout(model)?;
     Ok(Layout {
-        theta_names: f.names().to_vec(),
-        init_theta: f.init(),
-        latent_names: fitted_latents(model)?
-            .into_iter()
-            .map(|i| names[i].clone())
-            .collect(),
+        theta_names: l.theta_names,
+        init_theta: l.init_theta,
+        latent_names: l.latent_names,
     })
 }
 
@@ -388,7 +392,7 @@ pub fn fit(c: &Compiled, config: &RunConfig, cancel: &AtomicBool) -> Result<RunR
 /// command line says it).
 fn located(c: &Compiled, err: RunError) -> CoreError {
     match err {
-        RunError::Estimate(estimate::EstimateError::NotAffine {
+        RunError::Estimate(EstimateError::NotAffine {
             index,
             span: Some(span),
             reason,
@@ -468,49 +472,6 @@ pub fn compare(c: &Compiled, o: &CompareOptions, cancel: &AtomicBool) -> Result<
     Ok(out.to_string())
 }
 
-fn guide_at(
-    model: &Model,
-    theta: &[f64],
-) -> Result<(Problem, dsgd::family::FamilyState), CoreError> {
-    let problem = Problem::new(model).map_err(|e| CoreError::Invalid(e.to_string()))?;
-    check_dim(&problem, theta)?;
-    let mut state = problem.family().state();
-    state
-        .update(problem.family(), theta)
-        .map_err(|e| CoreError::Invalid(e.to_string()))?;
-    Ok((problem, state))
-}
-
-fn check_dim(problem: &Problem, theta: &[f64]) -> Result<(), CoreError> {
-    let d = problem.dim();
-    if theta.len() != d {
-        return Err(CoreError::Invalid(format!(
-            "theta has {} entries; this model's theta has {d} ({})",
-            theta.len(),
-            problem.family().names().join(", ")
-        )));
-    }
-    Ok(())
-}
-
-/// The stream tag of posterior draws.
-const SAMPLE_TAG: u32 = 1;
-
-/// Draws between two looks at the cancel flag.
-const CANCEL_EVERY: usize = 4096;
-
-/// The fitted latents (all but the fixed ones), in the order of `RunReport::latents`.
-pub fn fitted_latents(model: &Model) -> Result<Vec<usize>, CoreError> {
-    let problem = Problem::new(model).map_err(|e| CoreError::Invalid(e.to_string()))?;
-    Ok(problem
-        .family()
-        .gradient_wanted()
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, fitted)| fitted.then_some(i))
-        .collect())
-}
-
 /// `n` draws of the fitted latents (the order of `RunReport::latents`) from the family at
 /// `theta`, in natural units (`z = T(loc + scale s)`), row-major; a pure function of `seed`.
 /// Ends early with [`CoreError::Cancelled`] when `cancel` rises; `n` beyond this machine's
@@ -526,27 +487,9 @@ pub fn sample(
         vec![("n", n.to_string())],
         Footprint::of(model).draw_bytes(n),
     )?;
-    let (problem, state) = guide_at(model, theta)?;
-    let fitted = fitted_latents(model)?;
-    let all = problem.family().latent_count();
-    let key = StreamKey::new(seed, 0, Purpose::Other(SAMPLE_TAG));
     // Within memory, so within a machine word.
     let n = usize::try_from(n).map_err(|_| CoreError::Memory(format!("n={n} is too large")))?;
-    let mut out = Vec::with_capacity(n.saturating_mul(fitted.len()));
-    let mut s = vec![0.0; all];
-    let mut rng = key.rng(estimate::Channel::Noise);
-    for row in 0..n {
-        if row % CANCEL_EVERY == 0 && cancel.load(Ordering::Relaxed) {
-            return Err(CoreError::Cancelled);
-        }
-        rng.fill_normals(row, &mut s);
-        out.extend(fitted.iter().map(|&i| {
-            model
-                .latent_transform(i)
-                .to_constrained(state.loc(i) + state.scale(i) * s[i])
-        }));
-    }
-    Ok(out)
+    Ok(dsgd::draws_at(model, theta, n, seed, cancel)?)
 }
 
 /// The options of [`gradients`] as given (`None`: the default).
@@ -580,26 +523,16 @@ pub fn gradients(
     )?;
     let eta = settings::eta(o.eta.unwrap_or(DEFAULT_ETA))?;
     let eta_decay = o.eta_decay.map(settings::eta_decay).transpose()?;
-    let kind = o.estimator.unwrap_or(EstimatorKind::Dsgd);
-    // The problem a run with the default eta scale differentiates (relative for DSGD).
-    let run = dsgd::RunConfig {
-        estimator: kind,
-        ..Default::default()
+    // A step of a run with these settings and the default eta scale (relative for DSGD).
+    let config = RunConfig {
+        estimator: o.estimator.unwrap_or(EstimatorKind::Dsgd),
+        eta,
+        eta_decay,
+        seed: o.seed.unwrap_or(0),
+        ..RunConfig::default()
     };
-    let problem = dsgd::experiment::run::problem_for(model, &run)
-        .map_err(|e| CoreError::Invalid(e.to_string()))?;
-    check_dim(&problem, theta)?;
-    let estimator = estimate::build(kind, &problem, eta, eta_decay)
-        .map_err(|e| CoreError::Invalid(e.to_string()))?;
-    let d = problem.dim();
-    let mut engine = Engine::new(problem, estimator);
     let iteration = o.iteration.unwrap_or(ITERATION_AT_ETA);
-    let key = StreamKey::new(o.seed.unwrap_or(0), iteration, Purpose::Step);
-    // In parts that read the flag between them: the bits of one batch, stoppable by Ctrl-C.
-    let block = engine.block_lanes();
-    let all = estimate::on_a_worker(|| engine.sample_all(theta, key, n, block, cancel))
-        .map_err(|e| CoreError::Invalid(e.to_string()))?
-        .ok_or(CoreError::Cancelled)?;
-    debug_assert_eq!(all.gradients.len(), n * d);
-    Ok(all.gradients)
+    Ok(dsgd::step_gradients(
+        model, &config, theta, n, iteration, cancel,
+    )?)
 }

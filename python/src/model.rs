@@ -367,8 +367,8 @@ impl Model {
     #[getter]
     fn mode(&self, py: Python<'_>) -> PyResult<&'static str> {
         Ok(match self.ready(py)?.0.model.mode {
-            dsgd::ir::Mode::Variational => "variational",
-            dsgd::ir::Mode::Objective { .. } => "objective",
+            dsgd::Mode::Variational => "variational",
+            dsgd::Mode::Objective { .. } => "objective",
         })
     }
 
@@ -581,8 +581,8 @@ impl Model {
                 "Model({:?}, {}, latents={}, theta={})",
                 compiled.model.name,
                 match compiled.model.mode {
-                    dsgd::ir::Mode::Variational => "variational",
-                    dsgd::ir::Mode::Objective { .. } => "objective",
+                    dsgd::Mode::Variational => "variational",
+                    dsgd::Mode::Objective { .. } => "objective",
                 },
                 layout.latent_names.len(),
                 layout.theta_names.len()

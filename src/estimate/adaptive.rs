@@ -43,6 +43,7 @@ pub struct GapProbe {
     pub smoothed: f64,
     /// `smoothed - crisp` and its standard error.
     pub gap: f64,
+    /// The standard error of `gap`.
     pub gap_se: f64,
     /// The standard error of the crisp objective estimate.
     pub value_se: f64,
@@ -63,8 +64,11 @@ impl GapProbe {
 /// What the controller did at a measurement.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Adjustment {
+    /// Eta was made smaller: the gap allowed it.
     Tightened,
+    /// Eta was kept.
     Kept,
+    /// Eta was made larger: the gap was too wide.
     Relaxed,
 }
 

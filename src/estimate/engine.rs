@@ -96,9 +96,19 @@ pub struct AllSamples {
 #[derive(Clone, Debug, PartialEq)]
 pub enum NonFinite {
     /// `f` itself (e.g. a log-density of `-inf`) at sample `lane`.
-    Value { lane: usize, value: f64 },
+    Value {
+        /// The sample.
+        lane: usize,
+        /// Its value.
+        value: f64,
+    },
     /// Component `component` of the mean gradient.
-    Gradient { component: usize, value: f64 },
+    Gradient {
+        /// The component.
+        component: usize,
+        /// Its value.
+        value: f64,
+    },
 }
 
 impl Engine {
@@ -150,10 +160,12 @@ impl Engine {
         self.drawn.as_ref()
     }
 
+    /// The compiled model the engine samples.
     pub fn problem(&self) -> &Problem {
         &self.problem
     }
 
+    /// The estimator the engine runs.
     pub fn estimator(&self) -> &dyn Estimator {
         self.estimator.as_ref()
     }

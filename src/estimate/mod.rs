@@ -28,9 +28,13 @@ pub use pathwise::Pathwise;
 pub use problem::{Problem, ProblemData, Scratch};
 pub use rloo::Rloo;
 pub use rng::{Channel, Purpose, SampleRng, StreamKey};
-pub use schedule::{ITERATION_AT_ETA, K_MATCH, Schedule, decay_or_default};
+pub use schedule::{ITERATION_AT_ETA, K_MATCH, Schedule, decay_for, decay_or_default};
 pub use score::Score;
 pub use subsample::Subsample;
+
+/// Gradient samples are computed in groups of this many (the lanes of one sweep); with
+/// subsampled plates the samples of one group read the same rows.
+pub const SAMPLE_GROUP: usize = crate::eval::CHUNK;
 
 use std::fmt;
 use std::str::FromStr;
@@ -133,14 +137,18 @@ pub enum EstimateError {
 /// Everything a gradient sample depends on besides its own noise.
 #[derive(Copy, Clone, Debug)]
 pub struct Context<'a> {
+    /// The compiled model.
     pub problem: &'a Problem,
+    /// The guide at `theta`.
     pub state: &'a FamilyState,
+    /// The optimised vector.
     pub theta: &'a [f64],
     /// Zero-based optimisation iteration (selects eta_k).
     pub iteration: u64,
     /// The estimator's [`Estimator::semantics`] at `iteration`, computed once per batch
     /// (DSGD's `eta_k` is a `pow`, which per chunk of a small model was a few per cent).
     pub semantics: Semantics,
+    /// The key of the batch's noise streams.
     pub key: StreamKey,
     /// Index of the first lane of the chunk within the batch.
     pub first: usize,
@@ -153,6 +161,7 @@ pub struct Context<'a> {
 
 /// One gradient estimator.
 pub trait Estimator: Send + Sync + fmt::Debug {
+    /// Which estimator this is.
     fn kind(&self) -> EstimatorKind;
 
     /// The semantics this estimator differentiates at iteration `k`.

@@ -13,10 +13,12 @@ pub struct Pathwise {
 }
 
 impl Pathwise {
+    /// The pathwise estimator `kind` (Reparam, DSGD or Fixed) under `schedule`.
     pub fn new(kind: EstimatorKind, schedule: Schedule) -> Pathwise {
         Pathwise { kind, schedule }
     }
 
+    /// How its accuracy coefficient evolves.
     pub fn schedule(&self) -> Schedule {
         self.schedule
     }

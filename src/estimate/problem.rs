@@ -93,6 +93,7 @@ pub struct ProblemData {
 }
 
 impl Problem {
+    /// Compiles `model` for the estimators.
     pub fn new(model: &Model) -> Result<Problem, FamilyError> {
         Problem::build(model, None, None)
     }
@@ -182,10 +183,12 @@ impl Problem {
 }
 
 impl ProblemData {
+    /// The model's name.
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// Whether the model is variational or an objective.
     pub fn mode(&self) -> Mode {
         self.mode
     }
@@ -195,10 +198,12 @@ impl ProblemData {
         self.objective_sign
     }
 
+    /// The compiled program.
     pub fn program(&self) -> &Program {
         &self.program
     }
 
+    /// The guide family.
     pub fn family(&self) -> &Family {
         &self.family
     }

@@ -57,8 +57,11 @@ impl Purpose {
 /// The key of one batch of samples.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct StreamKey {
+    /// The run's seed.
     pub seed: u64,
+    /// The iteration (0 when the purpose has none).
     pub iteration: u64,
+    /// What the samples are for.
     pub purpose: Purpose,
 }
 
@@ -66,7 +69,9 @@ pub struct StreamKey {
 /// choices an estimator makes (LYY18's if-statement and coordinate).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Channel {
+    /// The standard normal noise of the samples.
     Noise,
+    /// The estimator's random choices.
     Choice,
     /// The rows a subsampled plate reads in one iteration (the same for every sample).
     Rows,
@@ -80,6 +85,7 @@ fn mix(mut x: u64) -> u64 {
 }
 
 impl StreamKey {
+    /// The key of `seed`'s batch at `iteration` for `purpose`.
     pub fn new(seed: u64, iteration: u64, purpose: Purpose) -> StreamKey {
         StreamKey {
             seed,

@@ -19,15 +19,28 @@ pub fn decay_or_default(given: Option<f64>, analysis: &crate::ir::Analysis) -> f
     given.unwrap_or_else(|| analysis.default_eta_decay())
 }
 
+/// [`decay_or_default`] on `model`: the decay given, else the one its nesting depth suggests.
+pub fn decay_for(given: Option<f64>, model: &crate::ir::Model) -> f64 {
+    decay_or_default(given, &crate::ir::analyse(&model.program))
+}
+
 /// How the accuracy coefficient evolves.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum Schedule {
     /// No smoothing: crisp if-statements.
     Crisp,
     /// Smoothed at one `eta` throughout.
-    Constant { eta: f64 },
+    Constant {
+        /// The accuracy coefficient.
+        eta: f64,
+    },
     /// `eta_k = eta * (K_MATCH / (k + 1))^decay`.
-    Tightening { eta: f64, decay: f64 },
+    Tightening {
+        /// `eta_k` at iteration `K_MATCH - 1`.
+        eta: f64,
+        /// How fast it tightens.
+        decay: f64,
+    },
 }
 
 impl Schedule {

@@ -36,6 +36,7 @@ use crate::special::probit;
 pub struct AdviseConfig {
     /// Batches of [`PILOT_BATCH`] gradient samples per estimator.
     pub batches: u64,
+    /// The seed of the pilot's gradient samples.
     pub seed: u64,
     /// The smoothing accuracy of the DSGD pilot (its eta at iteration 4000).
     pub eta: f64,
@@ -69,6 +70,7 @@ impl Default for AdviseConfig {
 /// What the pilot found about one estimator.
 #[derive(Clone, Debug, Serialize)]
 pub struct EstimatorAdvice {
+    /// The estimator's name (`dsgd`, `fixed`, `score`, `reparam`, `lyy18`, `rloo`).
     pub estimator: String,
     /// Why it does not apply (then there are no numbers).
     pub not_applicable: Option<String>,
@@ -79,23 +81,30 @@ pub struct EstimatorAdvice {
     pub bias_note: Option<String>,
     /// The mean gradient over the pilot and its standard errors, by component.
     pub mean_gradient: Vec<f64>,
+    /// The standard errors of `mean_gradient`, by component.
     pub standard_error: Vec<f64>,
     /// Mean over components of the per-sample variance (Table 2's `Avg(V(.))`), and its
     /// standard error.
     pub avg_var: f64,
+    /// The standard error of `avg_var`.
     pub avg_var_se: f64,
+    /// Seconds per gradient sample, one thread (timed).
     pub seconds_per_sample: f64,
     /// `seconds_per_sample * avg_var`, and that as a ratio to Score's, with standard errors
     /// from the pilot's (the timing's error is not included).
     pub work_normalised_var: f64,
+    /// The standard error of `work_normalised_var`.
     pub work_normalised_var_se: f64,
+    /// `work_normalised_var` as a ratio to Score's.
     pub work_ratio_to_score: f64,
+    /// The standard error of `work_ratio_to_score`.
     pub work_ratio_to_score_se: f64,
 }
 
 /// Reparam against an unbiased reference at the initial parameters.
 #[derive(Clone, Debug, Serialize)]
 pub struct BiasCheck {
+    /// The unbiased estimator Reparam is compared with.
     pub reference: String,
     /// The largest `|reparam - reference| / combined standard error` over components.
     pub max_z: f64,
@@ -103,24 +112,34 @@ pub struct BiasCheck {
     pub component: String,
     /// The two-sided threshold at [`BIAS_TEST_LEVEL`], Bonferroni over the components.
     pub threshold: f64,
+    /// Whether `max_z` exceeds `threshold`: Reparam is biased here.
     pub biased: bool,
 }
 
 /// Everything `dsgd advise` says.
 #[derive(Clone, Debug, Serialize)]
 pub struct AdviseReport {
+    /// The model's name.
     pub model: String,
+    /// If-statements of the program.
     pub if_statements: usize,
     /// If-statements whose guard reads a parameter directly.
     pub param_dependent_guards: Vec<GuardNote>,
+    /// Guards that are affine in the latents.
     pub affine_guards: usize,
+    /// Whether LYY18 applies (every guard affine).
     pub lyy18_applicable: bool,
+    /// Gradient samples of the pilot, per estimator.
     pub pilot_samples: usize,
+    /// The pilot's seed.
     pub seed: u64,
+    /// What the pilot found, one entry per estimator.
     pub estimators: Vec<EstimatorAdvice>,
+    /// Reparam against an unbiased reference, when the model has jumps.
     pub reparam_bias: Option<BiasCheck>,
     /// The estimator to use, and the reasons.
     pub recommendation: String,
+    /// Why `recommendation` is recommended, one sentence each.
     pub reasons: Vec<String>,
 }
 

@@ -8,18 +8,25 @@ use crate::ir::{LoopOutcome, Mode, Model, Span, analyse};
 /// Everything `dsgd check` says about a model. Its keys are documented in docs/json.md.
 #[derive(Clone, Debug, Serialize)]
 pub struct CheckReport {
+    /// The model's name.
     pub model: String,
     /// `variational` or `objective` (`maximize`/`minimize`).
     pub mode: String,
+    /// Latents (the program's `sample` statements).
     pub latents: usize,
     /// Latents declared `fixed` (included in `latents`).
     pub fixed_latents: usize,
+    /// Parameters (`param` declarations).
     pub params: usize,
+    /// If-statements of the program.
     pub if_statements: usize,
+    /// The deepest nesting of if-statements.
     pub nesting_depth: u32,
+    /// Nodes of the compiled program.
     pub nodes: usize,
     /// Every guard is safe: the convergence theorem applies.
     pub safe: bool,
+    /// The guards that are not safe, with why.
     pub unsafe_guards: Vec<GuardNote>,
     /// Jumps (if-statements that are not continuous) whose guard reads a parameter
     /// directly: Reparam, Score and RLOO are then biased (their crisp gradients miss the
@@ -36,6 +43,7 @@ pub struct CheckReport {
     pub lyy18_applicable: bool,
     /// The first guard that is not affine, when LYY18 does not apply.
     pub lyy18_blocked_by: Option<GuardNote>,
+    /// The decay of DSGD's eta this model gets by default.
     pub default_eta_decay: f64,
     /// Every if-statement, in the program's numbering.
     pub guards: Vec<GuardDetail>,
@@ -57,6 +65,7 @@ pub struct PlateNote {
     pub location: String,
     /// The loop variable.
     pub var: String,
+    /// Rows of the plate.
     pub rows: usize,
     /// Nodes of the body program (compiled once, whatever the number of rows).
     pub body_nodes: usize,
@@ -75,7 +84,9 @@ pub struct PlateNote {
 pub struct UnrolledLoop {
     /// Where the loop is: `file:line:col`.
     pub location: String,
+    /// The loop variable.
     pub var: String,
+    /// Iterations unrolled.
     pub rows: usize,
     /// The first rule it failed, or the policy.
     pub reason: String,
@@ -87,8 +98,11 @@ pub struct UnrolledLoop {
 /// `exp` or `logit` (`z = T(u)`, the guide on `u`).
 #[derive(Clone, Debug, Serialize)]
 pub struct LatentSupport {
+    /// The latent's name.
     pub name: String,
+    /// `real`, `(0, inf)` or `(0, 1)`.
     pub support: String,
+    /// `identity`, `exp` or `logit`.
     pub transform: String,
     /// `z = T(u)` with the latent's name, e.g. `s = exp(u)`.
     pub formula: String,
@@ -97,8 +111,11 @@ pub struct LatentSupport {
 /// One if-statement as the analyses see it.
 #[derive(Clone, Debug, Serialize)]
 pub struct GuardDetail {
+    /// The if-statement's number in the program.
     pub index: usize,
+    /// `file:line:col`, or `if-statement #k` when the model came without source.
     pub location: String,
+    /// Whether the guard is safe (the convergence theorem's condition).
     pub safe: bool,
     /// The guard as `constant + sum coefficient * latent`, when it is affine.
     pub affine: Option<AffineForm>,
@@ -109,16 +126,20 @@ pub struct GuardDetail {
 /// An affine guard `constant + sum_j a_j z_j`, latents by name.
 #[derive(Clone, Debug, Serialize)]
 pub struct AffineForm {
+    /// The constant term.
     pub constant: f64,
+    /// The coefficient of each latent it reads, by name.
     pub coefficients: Vec<(String, f64)>,
 }
 
 /// One if-statement named by where it is in the source and why it is reported.
 #[derive(Clone, Debug, Serialize)]
 pub struct GuardNote {
+    /// The if-statement's number in the program.
     pub index: usize,
     /// `file:line:col`, or `if-statement #k` when the model came without source.
     pub location: String,
+    /// Why it is reported.
     pub reason: String,
 }
 

@@ -1,7 +1,7 @@
 //! Comparing estimators on one model: which runs to do (every applicable estimator; DSGD and
 //! Fixed once per eta), and what they add up to (final ELBO mean ± std per cell, mean
-//! variances, the trajectory figure in the style of the paper's Figure 2 with panels for the
-//! gradient variance and the smoothing gap).
+//! variances, the mean trajectories, gradient variances and smoothing gaps that the
+//! `dsgd-report` crate draws in the style of the paper's Figure 2).
 //!
 //! Running the jobs is [`super::sweep`]'s job and writing files the caller's; this module
 //! only plans and aggregates.
@@ -9,13 +9,10 @@
 use serde::Serialize;
 
 mod aggregate;
-mod figure;
+mod trajectories;
 
 pub use aggregate::{Cell, ModelComparison, ParamSpread, Summary, aggregate};
-pub use figure::{
-    FIGURE_SIZE, LineWithBand, mean_gap, mean_trajectory, spread_band, trajectory_figure,
-    trajectory_plot,
-};
+pub use trajectories::{LineWithBand, mean_gap, mean_of_rows, mean_trajectory, spread_band};
 
 use super::report::RunReport;
 use super::run::RunConfig;
@@ -28,7 +25,10 @@ use crate::settings::{EtaSetting, SettingError, at_least};
 /// One cell of the comparison: an estimator, with its eta when it smooths.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct Arm {
+    /// The estimator.
     pub estimator: EstimatorKind,
+    /// The eta it smooths with (DSGD's `eta_4000`, Fixed's constant); `None` when it does
+    /// not smooth, and for DSGD with `--eta auto`.
     pub eta: Option<f64>,
 }
 
@@ -157,13 +157,13 @@ impl CompareOptions {
     pub fn base(&self, model: &Model, builtin: bool) -> Result<RunConfig, SettingError> {
         let name = &model.name;
         let (paper_lr, paper_decay) = if builtin {
-            let (lr, decay) = super::reproduction::paper_settings(name);
+            let (lr, decay) = super::protocol::paper_settings(name);
             (Some(lr), decay)
         } else {
             (None, None)
         };
         let d = RunConfig::default();
-        let mut base = super::reproduction::ReproduceConfig::full().base_run(name);
+        let mut base = super::protocol::paper_run(name);
         base.iterations = self.iters.unwrap_or(d.iterations);
         base.log_every = self.log_every.unwrap_or(d.log_every);
         base.log_samples = self.log_samples.unwrap_or(d.log_samples);

@@ -12,6 +12,19 @@ use serde::Serialize;
 
 use super::run::RunError;
 use crate::estimate::{self, Engine, EstimatorKind, Problem, Purpose, StreamKey};
+use crate::eval::vmath::KernelSet;
+
+/// The widest kernels this process's sweeps run (`baseline`, `portable`, `avx2`, `avx512`),
+/// which the costs depend on: `baseline` is the portable build without FMA (x86-64 CPUs
+/// without it, or `DSGD_KERNELS=baseline`).
+pub fn kernels() -> &'static str {
+    match KernelSet::best() {
+        KernelSet::Portable if cfg!(target_arch = "x86_64") && !crate::cpu::fma() => "baseline",
+        KernelSet::Portable => "portable",
+        KernelSet::Avx2 => "avx2",
+        KernelSet::Avx512 | KernelSet::Jit => "avx512",
+    }
+}
 
 /// How long to time.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -55,14 +68,17 @@ impl Default for CostConfig {
 /// One cost measurement.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Cost {
+    /// The estimator's name.
     pub estimator: String,
     /// The eta the estimator smoothed with (DSGD's eta_4000, Fixed's constant), if any.
     pub eta: Option<f64>,
+    /// Gradient samples per step.
     pub batch: usize,
     /// Median over repeats.
     pub samples_per_second: f64,
     /// Slowest and fastest repeat.
     pub min: f64,
+    /// The fastest repeat's samples per second.
     pub max: f64,
     /// Every repeat's samples per second, in order.
     pub repeats: Vec<f64>,

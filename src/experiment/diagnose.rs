@@ -20,6 +20,7 @@ use crate::ir::{Model, Node, Semantics};
 pub struct DiagnoseConfig {
     /// Random points to check at.
     pub points: usize,
+    /// The seed of the random points.
     pub seed: u64,
     /// The accuracy coefficient of the smoothed check.
     pub eta: f64,
@@ -52,19 +53,28 @@ pub struct BlockResult {
     pub compared: usize,
     /// Components skipped because a branch flipped inside the difference quotient.
     pub skipped: usize,
+    /// The largest relative error over the compared components.
     pub worst_relative_error: f64,
+    /// The component where it is, by name.
     pub worst_component: Option<String>,
+    /// Whether `worst_relative_error` is within the tolerance.
     pub passed: bool,
 }
 
 /// Everything `dsgd diagnose` reports.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DiagnoseReport {
+    /// The model's name.
     pub model: String,
+    /// Random points checked.
     pub points: usize,
+    /// The accuracy coefficient of the smoothed check.
     pub eta: f64,
+    /// The largest acceptable relative error.
     pub tolerance: f64,
+    /// One result per block of parameters and semantics.
     pub blocks: Vec<BlockResult>,
+    /// Whether every block passed.
     pub passed: bool,
 }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::report::{remove_leftover_temps, write_atomic};
+use super::atomic::{remove_leftover_temps, write_atomic};
 
 /// The lock file's name inside the output directory.
 pub const LOCK_FILE: &str = ".dsgd-reproduce.lock";
@@ -18,20 +18,28 @@ pub const MANIFEST_FILE: &str = "manifest.json";
 /// Why an output directory cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum OutDirError {
+    /// The path exists and is not a directory.
     #[error("`{0}` exists and is not a directory (--out must name a directory)")]
     NotADirectory(PathBuf),
     #[error(
         "another `dsgd reproduce` (process {pid}) is writing to `{dir}`; wait for it or choose \
          another --out (if no such run is going on, delete `{lock}`)"
     )]
+    /// Another reproduction holds the directory's lock.
     Locked {
+        /// The directory.
         dir: PathBuf,
+        /// The process that holds the lock, as the lock file says.
         pid: String,
+        /// The lock file.
         lock: PathBuf,
     },
+    /// A file or directory could not be written.
     #[error("cannot write to `{path}`")]
     Io {
+        /// The path.
         path: PathBuf,
+        /// Why.
         #[source]
         source: std::io::Error,
     },

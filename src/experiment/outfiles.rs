@@ -23,7 +23,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::report::{TEMP_MARKER, create_temp_beside};
+use super::atomic::{TEMP_MARKER, create_temp_beside};
 
 /// The files `names` of the run directory `dir`, read as one run's: under a shared lock of
 /// the directory (see the module's doc), taken on whatever directory is found at `dir` once

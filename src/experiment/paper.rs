@@ -6,7 +6,9 @@
 /// A published `mean ± std` over seeds.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct MeanStd {
+    /// Mean over seeds.
     pub mean: f64,
+    /// Standard deviation over seeds.
     pub std: f64,
 }
 
@@ -21,11 +23,17 @@ pub const ETAS: [f64; 5] = [0.06, 0.1, 0.14, 0.18, 0.22];
 /// once (`None` where not applicable).
 #[derive(Copy, Clone, Debug)]
 pub struct FinalElbo {
+    /// The model's name.
     pub model: &'static str,
+    /// DSGD's final ELBO by eta.
     pub dsgd: [MeanStd; 5],
+    /// Fixed's final ELBO by eta.
     pub fixed: [MeanStd; 5],
+    /// Score's final ELBO.
     pub score: MeanStd,
+    /// Reparam's final ELBO.
     pub reparam: MeanStd,
+    /// LYY18's final ELBO (`None` where the paper did not run it).
     pub lyy18: Option<MeanStd>,
 }
 
@@ -144,9 +152,13 @@ pub const FINAL_ELBO: [FinalElbo; 6] = [
 /// One row of Table 2: cost and work-normalised variances as ratios to Score.
 #[derive(Copy, Clone, Debug)]
 pub struct VarianceRow {
+    /// The estimator's name.
     pub estimator: &'static str,
+    /// Cost per sample as a ratio to Score's.
     pub cost: f64,
+    /// Work-normalised `Avg(V(.))` as a ratio to Score's.
     pub avg_var: f64,
+    /// Work-normalised `V(||.||_2)` as a ratio to Score's.
     pub var_norm: f64,
 }
 

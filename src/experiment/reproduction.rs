@@ -8,9 +8,9 @@ use serde::Serialize;
 use super::compare::ModelComparison;
 use super::cost::{Cost, CostConfig};
 use super::precise::PreciseConfig;
-use super::run::{OnNonFinite, RunConfig};
+use super::protocol::{self, paper_run};
+use super::run::RunConfig;
 use super::tables::{self, VarianceRow};
-use crate::optim::{AdamConfig, OptimizerConfig};
 
 /// The paper's six models, in its order (Example 1.1 is Figure 1a).
 pub const PAPER_MODELS: [&str; 6] = [
@@ -22,24 +22,24 @@ pub const PAPER_MODELS: [&str; 6] = [
     "influenza",
 ];
 
-/// The paper's Adam step and DSGD decay for `model`: the built-in model's recommended
-/// settings (0.01 and 0.2 for xornet), else 0.0015 and the default `1 / (2 l)`.
-pub fn paper_settings(model: &str) -> (f64, Option<f64>) {
-    let r = crate::models::recommended(model);
-    (r.lr.unwrap_or(AdamConfig::default().lr), r.eta_decay)
-}
-
 /// Everything a reproduction does.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ReproduceConfig {
     /// Quick mode: fewer iterations, seeds and etas; not comparable to the paper.
     pub quick: bool,
+    /// The built-in models, by name.
     pub models: Vec<String>,
+    /// Seeds per cell.
     pub seeds: u64,
+    /// DSGD's and Fixed's etas.
     pub etas: Vec<f64>,
+    /// Iterations per run.
     pub iterations: u64,
+    /// Gradient samples per step.
     pub batch: usize,
+    /// Iterations between logged rows.
     pub log_every: u64,
+    /// Samples per logged measurement.
     pub log_samples: usize,
     /// The eta whose DSGD and Fixed runs give Table 2's variances.
     pub variance_eta: f64,
@@ -48,6 +48,7 @@ pub struct ReproduceConfig {
     pub band_median_seeds: u64,
     /// Each run's precise final value (see [`super::precise`]); `None`: not measured.
     pub precise: Option<PreciseConfig>,
+    /// How Table 2's costs are timed.
     #[serde(skip)]
     pub cost: CostConfig,
 }
@@ -61,17 +62,13 @@ impl ReproduceConfig {
             models: PAPER_MODELS.iter().map(|s| s.to_string()).collect(),
             seeds: 5,
             etas: super::paper::ETAS.to_vec(),
-            iterations: 10_000,
-            batch: 16,
-            log_every: 100,
-            log_samples: 1000,
-            variance_eta: 0.1,
+            iterations: protocol::ITERATIONS,
+            batch: protocol::BATCH,
+            log_every: protocol::LOG_EVERY,
+            log_samples: protocol::LOG_SAMPLES,
+            variance_eta: protocol::VARIANCE_ETA,
             band_median_seeds: 20,
-            precise: Some(PreciseConfig {
-                rel_se: 1e-3,
-                min_samples: 1 << 15,
-                max_samples: 1 << 18,
-            }),
+            precise: Some(protocol::PRECISE),
             cost: CostConfig::default(),
         }
     }
@@ -104,23 +101,14 @@ impl ReproduceConfig {
 
     /// The settings of one run of `model` (before estimator, eta and seed).
     pub fn base_run(&self, model: &str) -> RunConfig {
-        let (lr, decay) = paper_settings(model);
         RunConfig {
             eta: self.variance_eta,
-            eta_decay: decay,
-            // The paper smooths every guard in its own units.
-            eta_scale: crate::settings::EtaScale::Absolute,
             iterations: self.iterations,
             batch: self.batch,
-            optimizer: OptimizerConfig::Adam(AdamConfig {
-                lr,
-                ..AdamConfig::default()
-            }),
             log_every: self.log_every,
             log_samples: self.log_samples,
-            on_nonfinite: OnNonFinite::Stop,
             precise: self.precise,
-            ..RunConfig::default()
+            ..paper_run(model)
         }
     }
 }
@@ -128,10 +116,15 @@ impl ReproduceConfig {
 /// One model's outcome.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ModelOutcome {
+    /// The comparison of the estimators (Table 1's cells).
     pub comparison: ModelComparison,
+    /// The step size of the runs.
     pub lr: f64,
+    /// The decay of DSGD's eta.
     pub eta_decay: f64,
+    /// Table 2's cost measurements, one per estimator.
     pub costs: Vec<Cost>,
+    /// Table 2's rows.
     pub variance: Vec<VarianceRow>,
     /// The band cells judged by their median, over all their seeds.
     pub median_cells: Vec<tables::MedianCell>,
@@ -142,12 +135,17 @@ pub struct ModelOutcome {
 /// What a reproduction produced.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Reproduction {
+    /// The settings.
     pub config: ReproduceConfig,
+    /// One outcome per model, in the configuration's order.
     pub models: Vec<ModelOutcome>,
+    /// Runs done.
     pub runs: usize,
     /// Threads of the sweep.
     pub threads: usize,
+    /// Wall time of the sweep of runs.
     pub sweep_seconds: f64,
+    /// Wall time of the cost measurements.
     pub cost_seconds: f64,
     /// From the start to the report (runs, files, figures, costs).
     pub wall_seconds: f64,

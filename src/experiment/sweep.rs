@@ -16,7 +16,9 @@ use crate::ir::Model;
 /// One run of a sweep: which model (an index into the sweep's model list) with which settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Job {
+    /// The model, as an index into the sweep's model list.
     pub model: usize,
+    /// The run's settings.
     pub config: RunConfig,
 }
 

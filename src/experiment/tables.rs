@@ -74,14 +74,23 @@ fn ms(m: MeanStd) -> String {
 /// `mean ± (3 std + 2 % |mean|)`?
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct BandCell {
+    /// The model's name.
     pub model: String,
+    /// The cell's label (estimator and eta).
     pub arm: String,
+    /// Our mean final ELBO (or the median, see `median_of`).
     pub ours: f64,
+    /// Our standard deviation over seeds.
     pub ours_std: f64,
+    /// The paper's mean.
     pub paper_mean: f64,
+    /// The paper's standard deviation.
     pub paper_std: f64,
+    /// The band's lower end.
     pub lo: f64,
+    /// The band's upper end.
     pub hi: f64,
+    /// Whether ours lies in the band.
     pub inside: bool,
     /// Ours minus the paper's mean.
     pub difference: f64,
@@ -94,7 +103,9 @@ pub struct BandCell {
 /// rule's larger set of seeds (the first of them are the table's).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MedianCell {
+    /// The cell's label (estimator and eta).
     pub arm: String,
+    /// The final ELBO per seed, in seed order.
     pub final_elbo: Vec<f64>,
 }
 
@@ -316,15 +327,19 @@ fn precise_cell(c: &Cell) -> String {
 /// One row of Table 2: an estimator's cost and work-normalised variances, as ratios to Score.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct VarianceRow {
+    /// The estimator's name.
     pub estimator: String,
+    /// Measured seconds per gradient sample, one thread.
     pub seconds_per_sample: f64,
     /// Raw mean variances (over the logged iterates of the arm's runs).
     pub avg_var: f64,
+    /// Raw mean `V(||.||_2)` (over the logged iterates of the arm's runs).
     pub var_norm: f64,
     /// `cost / cost_score`.
     pub cost_ratio: f64,
     /// `(cost * var) / (cost_score * var_score)`.
     pub avg_var_ratio: f64,
+    /// `(cost * V(||.||_2)) / (cost_score * V_score(||.||_2))`.
     pub var_norm_ratio: f64,
 }
 

@@ -25,6 +25,7 @@ mod json;
 /// shapes) is [`DataValue::Array`]. Build arrays with [`DataValue::array`], which keeps that.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DataValue {
+    /// A number.
     Num(f64),
     /// A rectangular array, packed.
     Numbers(Packed),
@@ -273,6 +274,7 @@ impl DataSet {
         &self.origin
     }
 
+    /// Whether the set gives no values.
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
     }
@@ -282,6 +284,7 @@ impl DataSet {
         self.values.keys().map(String::as_str)
     }
 
+    /// The value of `name`, if the set gives one.
     pub fn get(&self, name: &str) -> Option<&DataValue> {
         self.values.get(name)
     }

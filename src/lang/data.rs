@@ -28,6 +28,7 @@ pub trait Resolver {
 /// model wrote it, never the target of a link.
 #[derive(Clone, Debug)]
 pub struct FsResolver {
+    /// The directory relative paths are read from (the model file's).
     pub base_dir: PathBuf,
     /// Directories besides `base_dir` files may be read from.
     pub data_dirs: Vec<PathBuf>,

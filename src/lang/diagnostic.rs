@@ -9,14 +9,18 @@ use crate::ir::Span;
 /// An error found at a place in the source, before the file name and text are attached.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Diag {
+    /// Where the error is.
     pub span: Span,
+    /// What is wrong.
     pub message: String,
     /// What was expected there (printed under the caret).
     pub expected: String,
+    /// Further lines printed after the caret.
     pub notes: Vec<String>,
 }
 
 impl Diag {
+    /// An error at `span`: what is wrong, and what was expected there.
     pub fn new(span: Span, message: impl Into<String>, expected: impl Into<String>) -> Diag {
         Diag {
             span,
@@ -26,6 +30,7 @@ impl Diag {
         }
     }
 
+    /// The same error with one more note.
     pub fn with_note(mut self, note: impl Into<String>) -> Diag {
         self.notes.push(note.into());
         self
@@ -89,6 +94,7 @@ pub struct LineIndex<'s> {
 }
 
 impl<'s> LineIndex<'s> {
+    /// The line starts of `source`.
     pub fn new(source: &'s str) -> LineIndex<'s> {
         let starts = std::iter::once(0)
             .chain(source.match_indices('\n').map(|(i, _)| i + 1))

@@ -6,12 +6,15 @@
 //! and under explicit limits on nesting, call depth, steps and nodes, so that no input can
 //! overflow the stack or run unbounded.
 
+#[doc(hidden)]
 pub mod ast;
 mod bind;
 mod data;
 pub mod diagnostic;
+#[doc(hidden)]
 pub mod lexer;
 mod lower;
+#[doc(hidden)]
 pub mod parser;
 
 use std::path::{Path, PathBuf};

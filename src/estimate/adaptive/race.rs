@@ -55,7 +55,9 @@ pub struct RaceConfig {
 
 /// Where the candidates start: the run's state before iteration `k`.
 pub struct Start<'a> {
+    /// The iteration the candidates start at.
     pub k: u64,
+    /// The parameters before iteration `k`.
     pub theta: &'a [f64],
     /// The optimiser's state (each candidate steps a copy).
     pub optimizer: &'a dyn Optimizer,
@@ -67,6 +69,7 @@ pub struct Start<'a> {
 /// One candidate's finish.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Entry {
+    /// The candidate's amplitude.
     pub amplitude: f64,
     /// Mean crisp objective (maximised sense) at the checkpoint; NaN when a step or the
     /// measurement failed (a non-finite gradient or objective).

@@ -15,13 +15,18 @@ use crate::estimate::EstimatorKind;
 /// and 0.4 × 492.5 = 197 holds for ddof 0 only (ddof 1 would give 220).
 #[derive(Copy, Clone, Debug, PartialEq, Serialize)]
 pub struct Summary {
+    /// Mean of the finite values.
     pub mean: f64,
+    /// Population standard deviation of the finite values.
     pub std: f64,
+    /// Finite values.
     pub n: usize,
+    /// Values that are not finite (left out of `mean` and `std`).
     pub non_finite: usize,
 }
 
 impl Summary {
+    /// The summary of `values` (non-finite values counted apart).
     pub fn of(values: &[f64]) -> Summary {
         let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
         let n = finite.len();
@@ -58,6 +63,7 @@ pub struct ParamSpread {
 /// What the runs of one arm add up to.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Cell {
+    /// The estimator and eta of the runs.
     pub arm: Arm,
     /// Final value (ELBO or objective) per seed, in seed order.
     pub final_elbo: Vec<f64>,
@@ -78,6 +84,7 @@ pub struct Cell {
     pub precise_summary: Summary,
     /// Mean over every logged iterate of every seed of `Avg(V(.))` and of `V(||.||_2)`.
     pub mean_var_component: f64,
+    /// Mean over every logged iterate of every seed of `V(||.||_2)`.
     pub mean_var_norm: f64,
     /// The standard deviation of the last ten logged ELBOs of a run, averaged over seeds: how
     /// much one measurement fluctuates near the end (Monte Carlo error plus the last steps).
@@ -91,11 +98,13 @@ pub struct Cell {
 /// The comparison of one model.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ModelComparison {
+    /// The model's name.
     pub model: String,
     /// What the values are: the ELBO or a program's objective.
     pub kind: ObjectiveKind,
     /// Why LYY18 was left out, when it was.
     pub lyy18_note: Option<String>,
+    /// One cell per arm, in the arms' order.
     pub cells: Vec<Cell>,
 }
 
@@ -114,6 +123,7 @@ impl ModelComparison {
         Some(cmp)
     }
 
+    /// The cell of `kind` at `eta` (`None`: the arm that does not smooth).
     pub fn cell(&self, kind: EstimatorKind, eta: Option<f64>) -> Option<&Cell> {
         self.cells.iter().find(|c| {
             c.arm.estimator == kind
