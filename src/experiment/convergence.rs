@@ -42,7 +42,7 @@ pub(super) mod tests;
 
 use super::report::{ObjectiveKind, StopReason, TrajectoryRow};
 use super::stationarity::Stationarity;
-use advice::{LARGER, SMALLER, direction, fmt, nonfinite_advice, oscillates};
+use advice::{LARGER, SMALLER, direction, fmt, nonfinite_advice, oscillates, smaller};
 use guide_resolution::{answer_off, jumps, unresolved};
 use objective_trend::{Line, Scatter};
 
@@ -94,6 +94,9 @@ pub struct RunFacts<'a> {
     pub theta_names: &'a [String],
     /// Adam's step size, when the optimiser is Adam (the crawl test reads it).
     pub adam_lr: Option<f64>,
+    /// Whether the optimiser sets its own step (DoG): advice to take a smaller step then
+    /// names what the user can set instead.
+    pub own_step: bool,
     /// Why the estimator is biased for this program, when it is: a stationary point is then
     /// the estimator's, not the program's.
     pub bias: Option<&'a str>,
@@ -169,9 +172,10 @@ pub fn assess(facts: &RunFacts) -> Verdict {
     if !obj_settled && !improved {
         let dir = if line.drift > 0.0 { "rose" } else { "fell" };
         return no(format!(
-            "not converged: the {label} got worse, it {dir} by {} over the last fifth ({span}; standard error {}); {SMALLER}",
+            "not converged: the {label} got worse, it {dir} by {} over the last fifth ({span}; standard error {}); {}",
             fmt(line.drift.abs()),
-            fmt(obj_se)
+            fmt(obj_se),
+            smaller(facts, st)
         ));
     }
     let name = |p: usize| {
@@ -184,7 +188,8 @@ pub fn assess(facts: &RunFacts) -> Verdict {
     // The values must not jump: a guided latent's location within a fraction of its scale.
     if let Some(why) = jumps(facts, st, &window) {
         return no(format!(
-            "not converged: {why} over the last fifth ({span}): the values jump; {SMALLER}"
+            "not converged: {why} over the last fifth ({span}): the values jump; {}",
+            smaller(facts, st)
         ));
     }
     // The gradient's mean, then the values' drift.
@@ -236,8 +241,13 @@ pub fn assess(facts: &RunFacts) -> Verdict {
         ));
     }
     if let Some(why) = unresolved(facts, st) {
+        let step = if facts.own_step {
+            "(DoG's step shrinks as they go)"
+        } else {
+            "with a smaller step size"
+        };
         return no(format!(
-            "not converged: {why}; run more iterations with a smaller step size, a larger batch, or a lower-variance estimator"
+            "not converged: {why}; run more iterations {step}, a larger batch, or a lower-variance estimator"
         ));
     }
     let base = format!(

@@ -168,6 +168,7 @@ fn run_in_pool(
             OptimizerConfig::Adam(_) => config.optimizer.lr(),
             _ => None,
         },
+        own_step: matches!(config.optimizer, OptimizerConfig::Dog(_)),
         bias: bias_warning.as_deref(),
         maximise: problem.objective_sign() > 0.0,
     });

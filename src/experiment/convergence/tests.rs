@@ -54,6 +54,15 @@ fn fake(g: impl Fn(u64) -> f64, v: impl Fn(u64) -> f64, obj: impl Fn(u64) -> f64
 }
 
 fn judge(f: &Fake, lr: Option<f64>, bias: Option<&str>) -> Verdict {
+    judge_by(f, lr, false, bias)
+}
+
+/// The verdict when the optimiser is DoG, which sets its own step.
+fn judge_dog(f: &Fake) -> Verdict {
+    judge_by(f, None, true, None)
+}
+
+fn judge_by(f: &Fake, lr: Option<f64>, own_step: bool, bias: Option<&str>) -> Verdict {
     let names = ["theta".to_string()];
     let st = f.window.assess();
     assess(&RunFacts {
@@ -68,6 +77,7 @@ fn judge(f: &Fake, lr: Option<f64>, bias: Option<&str>) -> Verdict {
         stationarity: st.as_ref(),
         theta_names: &names,
         adam_lr: lr,
+        own_step,
         bias,
         maximise: true,
     })
@@ -127,6 +137,60 @@ fn an_objective_that_gets_worse_wants_a_smaller_step() {
     assert!(!v.converged);
     assert!(v.reason.contains("got worse"), "{}", v.reason);
     assert!(v.reason.contains("smaller step size"), "{}", v.reason);
+}
+
+/// The step size `smaller` advises for Adam under DoG, checked against the distance the
+/// iterates moved per step over the last fifth: that distance to one significant digit.
+fn advised_lr(f: &Fake, reason: &str) -> f64 {
+    let st = f.window.assess().unwrap();
+    let per_step = st.components[0].path / st.steps as f64;
+    let lr: f64 = reason
+        .split("--optimizer adam --lr ")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no Adam step size in: {reason}"));
+    assert!(
+        (0.5 * per_step..=1.5 * per_step).contains(&lr),
+        "{lr} against {per_step} per step: {reason}"
+    );
+    lr
+}
+
+#[test]
+fn under_dog_an_objective_that_gets_worse_says_what_to_set_instead_of_the_step() {
+    // DoG has no step size to set: the advice names more iterations (its step shrinks like
+    // 1 / sqrt(t)) and Adam at a step from the run's own scale.
+    let f = fake(noise, |k| 0.37 + 1e-3 * noise(k + 3), |k| -0.01 * k as f64);
+    let v = judge_dog(&f);
+    assert!(!v.converged);
+    assert!(v.reason.contains("got worse"), "{}", v.reason);
+    assert!(
+        !v.reason.contains("take a smaller step size"),
+        "{}",
+        v.reason
+    );
+    assert!(v.reason.contains("`--iters 40000`"), "{}", v.reason);
+    advised_lr(&f, &v.reason);
+}
+
+#[test]
+fn under_dog_values_moving_against_their_gradient_say_what_to_set() {
+    let f = fake(|k| -0.3 + noise(k), |k| 0.37 + 2e-5 * k as f64, flat);
+    let v = judge_dog(&f);
+    assert!(!v.converged);
+    assert!(
+        v.reason.contains("against their mean gradient"),
+        "{}",
+        v.reason
+    );
+    assert!(
+        !v.reason.contains("take a smaller step size"),
+        "{}",
+        v.reason
+    );
+    // The values move 2e-5 per step: Adam at 2e-5.
+    assert_eq!(advised_lr(&f, &v.reason), 2e-5, "{}", v.reason);
 }
 
 #[test]
@@ -190,6 +254,7 @@ fn guided_rho(
         stationarity: st.as_ref(),
         theta_names: &names,
         adam_lr: Some(0.0015),
+        own_step: false,
         bias: None,
         maximise: true,
     })
@@ -253,6 +318,7 @@ fn plain(rows: &[TrajectoryRow], stop: StopReason, skipped: u64) -> Verdict {
         stationarity: st.as_ref(),
         theta_names: &names,
         adam_lr: None,
+        own_step: false,
         bias: None,
         maximise: true,
     })
@@ -309,6 +375,7 @@ fn bouncing(averaged: bool) -> Verdict {
         stationarity: st.as_ref(),
         theta_names: &names,
         adam_lr: Some(1.0),
+        own_step: false,
         bias: None,
         maximise: true,
     })
@@ -345,6 +412,7 @@ fn a_run_stopped_on_an_infinite_objective_is_told_the_model_not_the_step() {
             stationarity: None,
             theta_names: &names,
             adam_lr: None,
+            own_step: false,
             bias: None,
             maximise: true,
         })
