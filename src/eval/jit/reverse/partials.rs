@@ -1,0 +1,237 @@
+//! The reverse sweep's local derivatives and fused terms in machine code: a unary
+//! function's derivative, a quotient's partials, a smoothed if-statement's guard and branch
+//! contributions, and the fused density terms' reverse steps.
+//!
+//! Why apart from the step dispatch (`steps.rs`): each is one formula of the interpreter's
+//! kernels restated as instructions, checked against `kernels.rs` one at a time.
+
+use iced_x86::IcedError;
+use iced_x86::code_asm::*;
+
+use crate::ir::{Binary, Unary};
+
+use super::super::super::instr::{FOLD_A, FOLD_B, NONE, RevStep, Target};
+use super::super::frame;
+use super::super::indicators::Indicator;
+use super::super::regs::*;
+use super::super::routines::k;
+use super::{C_HALF, C_MINUS_ONE, C_ONE, C_TWO, Emitter, OWN, R};
+
+impl Emitter<'_> {
+    /// `r` = the local derivative of unary `op` at operand `a` and value `out`, half `h`
+    /// (`ir::unary_derivative`).
+    pub(super) fn unary_local(
+        &mut self,
+        r: AsmRegisterZmm,
+        op: Unary,
+        a: u32,
+        out: u32,
+        h: usize,
+    ) -> Result<(), IcedError> {
+        let one = qword_ptr(rbp + 8 * C_ONE as i32);
+        let [_, _, _, _, _, s0, s1, ..] = R;
+        match op {
+            Unary::Exp => self.a.vmovupd(r, self.value(out, h)),
+            Unary::Log => {
+                self.a.vbroadcastsd(s0, one)?;
+                self.a.vdivpd(r, s0, self.value(a, h))
+            }
+            Unary::Log1p => {
+                self.a.vbroadcastsd(s0, one)?;
+                self.a.vaddpd(s1, s0, self.value(a, h))?;
+                self.a.vdivpd(r, s0, s1)
+            }
+            Unary::Expm1 => {
+                self.a.vmovupd(s0, self.value(out, h))?;
+                self.a.vaddpd(r, s0, k(C_ONE))
+            }
+            Unary::Sqrt => {
+                self.a
+                    .vbroadcastsd(s0, qword_ptr(rbp + 8 * C_HALF as i32))?;
+                self.a.vdivpd(r, s0, self.value(out, h))
+            }
+            Unary::Sigmoid => {
+                // v * (1 - v)
+                self.a.vbroadcastsd(s0, one)?;
+                self.a.vsubpd(s0, s0, self.value(out, h))?;
+                self.a.vmovupd(s1, self.value(out, h))?;
+                self.a.vmulpd(r, s1, s0)
+            }
+            Unary::Tanh => {
+                // 1 - v * v
+                self.a.vmovupd(s1, self.value(out, h))?;
+                self.a.vmulpd(s1, s1, s1)?;
+                self.a.vbroadcastsd(r, one)?;
+                self.a.vsubpd(r, r, s1)
+            }
+            Unary::Neg
+            | Unary::Softplus
+            | Unary::Sin
+            | Unary::Cos
+            | Unary::Lgamma
+            | Unary::Probit
+            | Unary::NormalCdf
+            | Unary::LogNormalCdf
+            | Unary::Powi(_) => unreachable!("no inline form of {op} here"),
+        }
+    }
+
+    /// The quotient's partials `1 / b` into `p` and `-v / b` into `q` (`v` the quotient).
+    pub(super) fn div_partials(
+        &mut self,
+        p: AsmRegisterZmm,
+        q: AsmRegisterZmm,
+        b: u32,
+        out: u32,
+        h: usize,
+    ) -> Result<(), IcedError> {
+        self.a.vbroadcastsd(p, qword_ptr(rbp + 8 * C_ONE as i32))?;
+        self.a.vdivpd(p, p, self.value(b, h))?;
+        self.a.vxorpd(q, SIGN, self.value(out, h))?;
+        self.a.vdivpd(q, q, self.value(b, h))
+    }
+
+    /// `kernels::smooth_reverse_guard` into `r`: `ad * (w * (1 / eta)) * (e - t)`, zero where
+    /// the adjoint or the weights' product `w` is.
+    pub(super) fn smooth_guard(
+        &mut self,
+        r: AsmRegisterZmm,
+        wr: AsmRegisterZmm,
+        t: u32,
+        e: u32,
+        h: usize,
+    ) -> Result<(), IcedError> {
+        let [_, _, _, _, _, _, _, _, p, d, ..] = R;
+        // `e - t` of an indicator is exactly -1 (then 1, else 0) or 1, in every lane.
+        let difference = self.indicators.between(t, e).map(|which| match which {
+            Indicator::Then => C_MINUS_ONE,
+            Indicator::Else => C_ONE,
+        });
+        self.a.vmulpd(p, wr, qword_bcst(rbx + frame::INV_ETA))?;
+        self.a.vmulpd(p, OWN, p)?;
+        if difference.is_none() {
+            self.a.vmovupd(d, self.value(e, h))?;
+            self.a.vsubpd(d, d, self.value(t, h))?;
+        }
+        self.own_nonzero()?;
+        self.a.vcmppd(k1.k6(), wr, ZERO, NEQ_UQ)?;
+        match difference {
+            Some(c) => self.a.vmulpd(r.k1().z(), p, qword_bcst(rbp + 8 * c as i32)),
+            None => self.a.vmulpd(r.k1().z(), p, d),
+        }
+    }
+
+    /// `kernels::smooth_reverse_branch` into `r`: `ad * w`, zero where either is.
+    pub(super) fn smooth_branch(
+        &mut self,
+        r: AsmRegisterZmm,
+        w: AsmMemoryOperand,
+    ) -> Result<(), IcedError> {
+        let wr = R[7];
+        self.own_nonzero()?;
+        self.a.vmovupd(wr, w)?;
+        self.a.vcmppd(k1.k6(), wr, ZERO, NEQ_UQ)?;
+        self.a.vmulpd(r.k1().z(), OWN, wr)
+    }
+
+    /// `fold_guard` (`sweep.rs`) of the guard's contribution `cg`.
+    pub(super) fn fold_guard(
+        &mut self,
+        op: Binary,
+        cg: AsmRegisterZmm,
+        to: [Target; 5],
+        h: usize,
+    ) -> Result<(), IcedError> {
+        let (ta, tb) = (to[FOLD_A], to[FOLD_B]);
+        let d = R[10];
+        self.a.vaddpd(d, ZERO, cg)?;
+        self.sum_contributions(d, ta, tb, op == Binary::Sub, h)
+    }
+
+    /// A fused density term's reverse step (`kernels::normal_square_reverse`,
+    /// `square_diff_reverse`, `square_reverse`): `c * u^2`, `u = (x - m) / s` (either part
+    /// absent where `None`).
+    pub(super) fn square(
+        &mut self,
+        rs: &RevStep,
+        x: u32,
+        m: Option<u32>,
+        s: Option<u32>,
+        c: f64,
+        h: usize,
+    ) -> Result<(), IcedError> {
+        let [t0, t1, t2, ..] = rs.to;
+        let [u, udx, adp, adu, p, ucs, ucx, inv_s, ..] = R;
+        let ci = self.constant(c);
+        // u
+        self.a.vmovupd(u, self.value(x, h))?;
+        if let Some(m) = m {
+            self.a.vsubpd(u, u, self.value(m, h))?;
+        }
+        if let Some(s) = s {
+            self.a.vmovapd(udx, u)?;
+            self.a.vdivpd(u, u, self.value(s, h))?;
+        }
+        // adp = 0.0 + masked(ad, c); the square's local derivative 2 u.
+        self.masked(adp, OWN, k(ci))?;
+        self.a.vaddpd(adp, ZERO, adp)?;
+        self.a.vmulpd(p, u, k(C_TWO))?;
+        // `2.0 * u` with the constant first, as `f64::from(2) * u.powi(1)`: the same product.
+        self.masked(adu, adp, p)?;
+        let Some(s) = s else {
+            // No division: the square's contribution goes to `x` (or `x - m`) as it is.
+            return match m {
+                None => {
+                    // `square_reverse` without `s`: `ucs` is zero.
+                    if t0.adj != NONE {
+                        self.put(t0, ZERO, h)?;
+                    }
+                    self.put(t1, adu, h)
+                }
+                Some(_) => {
+                    self.a.vaddpd(adu, ZERO, adu)?;
+                    self.difference(rs, adu, h)
+                }
+            };
+        };
+        self.a.vaddpd(adu, ZERO, adu)?;
+        // (dd, ds) = (1 / s, -u / s)
+        self.a
+            .vbroadcastsd(inv_s, qword_ptr(rbp + 8 * C_ONE as i32))?;
+        self.a.vdivpd(inv_s, inv_s, self.value(s, h))?;
+        let want_s = t0.adj != NONE;
+        if m.is_none() {
+            // `square_reverse` with `s`: ucs then ucx, both masked from `adu`.
+            self.a.vxorpd(udx, u, SIGN)?;
+            self.a.vdivpd(udx, udx, self.value(s, h))?;
+            self.masked(ucs, adu, udx)?;
+            self.masked(ucx, adu, inv_s)?;
+            self.put(t0, ucs, h)?;
+            return self.put(t1, ucx, h);
+        }
+        if want_s {
+            self.a.vxorpd(udx, u, SIGN)?;
+            self.a.vdivpd(udx, udx, self.value(s, h))?;
+            self.masked(ucs, adu, udx)?;
+        }
+        self.masked(ucx, adu, inv_s)?;
+        self.a.vaddpd(ucx, ZERO, ucx)?;
+        if want_s {
+            self.put(t0, ucs, h)?;
+        }
+        let _ = (t1, t2);
+        self.difference(rs, ucx, h)
+    }
+
+    /// The contributions of a difference `x - m` with adjoint `ad_d` to `x` (`to[1]`) and `m`
+    /// (`to[2]`), as the density terms' reverse steps send them.
+    pub(super) fn difference(
+        &mut self,
+        rs: &RevStep,
+        ad_d: AsmRegisterZmm,
+        h: usize,
+    ) -> Result<(), IcedError> {
+        let [_, t1, t2, ..] = rs.to;
+        self.sum_contributions(ad_d, t1, t2, true, h)
+    }
+}
