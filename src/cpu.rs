@@ -144,3 +144,49 @@ pub fn vaes() -> bool {
         false
     }
 }
+
+/// Stamps out one function per build: the same signature and body (a call to an
+/// `#[inline(always)]` body, which so compiles with each build's instructions), each under
+/// its own `#[target_feature]`, so that the builds of one body are written once.
+///
+/// ```ignore
+/// feature_builds! {
+///     {
+///         #[cfg(target_arch = "x86_64")]
+///         [fn] (x: &mut [f64]) {
+///             body::<WIDE>(x)
+///         }
+///     }
+///     /// The AVX2 build.
+///     body_avx2 = "avx2,fma", const WIDE: bool = true;
+///     /// The portable build with FMA.
+///     body_fma = "fma", const WIDE: bool = false;
+/// }
+/// ```
+///
+/// The braces hold the attributes every build shares, then in brackets what comes before
+/// the name (`fn`, `unsafe fn`, ...), then the parameters, return type and body; each build
+/// follows with its doc comment, name and features, and optionally a constant its body
+/// reads (where the builds differ in a generic argument).
+macro_rules! feature_builds {
+    ({ $($item:tt)* }) => {};
+    (
+        { $($item:tt)* }
+        $(#[$doc:meta])* $name:ident = $features:literal
+        $(, const $konst:ident: $kty:ty = $value:expr)?;
+        $($builds:tt)*
+    ) => {
+        $crate::cpu::feature_builds!(
+            @stamp [$(#[$doc])* #[target_feature(enable = $features)]] $name
+            [$(const $konst: $kty = $value;)?] $($item)*
+        );
+        $crate::cpu::feature_builds!({ $($item)* } $($builds)*);
+    };
+    (
+        @stamp [$($attrs:tt)*] $name:ident [$($konst:tt)*]
+        $(#[$attr:meta])* [$($head:tt)*] $params:tt $(-> $ret:ty)? { $($body:tt)* }
+    ) => {
+        $($attrs)* $(#[$attr])* $($head)* $name $params $(-> $ret)? { $($konst)* $($body)* }
+    };
+}
+pub(crate) use feature_builds;

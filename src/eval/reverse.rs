@@ -6,6 +6,7 @@
 //!
 //! Not here: the plans the sweep follows (`plan.rs`) and the forward sweep (`sweep.rs`).
 
+use crate::cpu::feature_builds;
 use crate::ir::{Binary, Semantics, Unary};
 
 #[cfg(target_arch = "x86_64")]
@@ -185,31 +186,23 @@ unsafe extern "sysv64" fn reverse_call_back(frame: *mut jit::Frame, from: u32, t
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn reverse_steps_avx2(
-    plan: &Plan,
-    steps: std::ops::Range<usize>,
-    adj: &mut [Lanes],
-    vals: &[Lanes],
-    weights: &[Lanes],
-    semantics: Semantics,
-) {
-    reverse_steps(plan, steps, adj, vals, weights, semantics);
-}
-
-/// The portable build with FMA (see `sweep::forward_fma`).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "fma")]
-fn reverse_steps_fma(
-    plan: &Plan,
-    steps: std::ops::Range<usize>,
-    adj: &mut [Lanes],
-    vals: &[Lanes],
-    weights: &[Lanes],
-    semantics: Semantics,
-) {
-    reverse_steps(plan, steps, adj, vals, weights, semantics);
+feature_builds! {
+    {
+        #[cfg(target_arch = "x86_64")]
+        [fn] (
+            plan: &Plan,
+            steps: std::ops::Range<usize>,
+            adj: &mut [Lanes],
+            vals: &[Lanes],
+            weights: &[Lanes],
+            semantics: Semantics,
+        ) {
+            reverse_steps(plan, steps, adj, vals, weights, semantics);
+        }
+    }
+    reverse_steps_avx2 = "avx2,fma";
+    /// The portable build with FMA (see `sweep::forward_fma`).
+    reverse_steps_fma = "fma";
 }
 
 /// Reverse steps `steps` of `plan` (all of them after the zeroing `reverse_chunk` does,
