@@ -16,6 +16,7 @@
 use super::pathwise::pathwise_chunk_parts;
 use super::plates_lyy18::{PlateGuards, PlatePick, Point, row_jump};
 use super::{Channel, Context, EstimateError, Estimator, EstimatorKind, Problem, Scratch};
+use crate::cpu::feature_builds;
 use crate::eval::Values;
 use crate::ir::{AffineGuard, Branch, Semantics};
 
@@ -111,32 +112,25 @@ impl Estimator for Lyy18 {
 }
 
 impl Lyy18 {
-    /// [`Estimator::chunk`] compiled with FMA: the boundary points' densities (`exp`, a chain
-    /// of `mul_add`s) are scalar code, where the baseline build calls libm's `fma` for each
-    /// `mul_add` (about 6 % of textmsg's LYY18 time). Same operations, same bits.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    fn chunk_fma(
-        &self,
-        cx: &Context<'_>,
-        scratch: &mut Scratch,
-        grads: &mut [f64],
-        values: &mut [f64],
-    ) {
-        self.chunk_body(cx, scratch, grads, values);
-    }
-
-    /// [`Lyy18::chunk_fma`] in the portable build (128-bit, with FMA).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "fma")]
-    fn chunk_portable_fma(
-        &self,
-        cx: &Context<'_>,
-        scratch: &mut Scratch,
-        grads: &mut [f64],
-        values: &mut [f64],
-    ) {
-        self.chunk_body(cx, scratch, grads, values);
+    feature_builds! {
+        {
+            #[cfg(target_arch = "x86_64")]
+            [fn] (
+                &self,
+                cx: &Context<'_>,
+                scratch: &mut Scratch,
+                grads: &mut [f64],
+                values: &mut [f64],
+            ) {
+                self.chunk_body(cx, scratch, grads, values);
+            }
+        }
+        /// [`Estimator::chunk`] compiled with FMA: the boundary points' densities (`exp`, a
+        /// chain of `mul_add`s) are scalar code, where the baseline build calls libm's `fma`
+        /// for each `mul_add` (about 6 % of textmsg's LYY18 time). Same operations, same bits.
+        chunk_fma = "avx2,fma";
+        /// [`Lyy18::chunk_fma`] in the portable build (128-bit, with FMA).
+        chunk_portable_fma = "fma";
     }
 
     #[inline(always)]
