@@ -5,6 +5,7 @@
 use super::super::ars;
 use super::super::normal::{self, Ziggurat};
 use super::{GROUP, SampleRng, normal_head, slow_head};
+use crate::cpu::feature_builds;
 
 /// Blocks of a group whose rejected normals wait for one pass of the slow path: few enough
 /// for their masks to sit on the stack, many enough (64 words per lane) that the pass finds
@@ -202,32 +203,27 @@ impl SampleRng {
         }
     }
 
-    /// [`SampleRng::redo_batch_sized`] with VAES.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2, FMA, AES-NI and VAES.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma,aes,vaes")]
-    #[inline(never)]
-    #[cold]
-    unsafe fn redo_batch_vaes(&self, t: &Ziggurat, pending: &Pending, s: &mut [f64]) {
-        // SAFETY: this function's features.
-        unsafe { self.redo_batch_sized::<true>(t, pending, s) }
+    feature_builds! {
+        {
+            #[cfg(target_arch = "x86_64")]
+            #[inline(never)]
+            #[cold]
+            [unsafe fn] (&self, t: &Ziggurat, pending: &Pending, s: &mut [f64]) {
+                // SAFETY: this function's features.
+                unsafe { self.redo_batch_sized::<VAES>(t, pending, s) }
+            }
+        }
+        /// [`SampleRng::redo_batch_sized`] with VAES.
+        ///
+        /// # Safety
+        /// The CPU must have AVX2, FMA, AES-NI and VAES.
+        redo_batch_vaes = "avx2,fma,aes,vaes", const VAES: bool = true;
+        /// [`SampleRng::redo_batch_sized`] with AES-NI.
+        ///
+        /// # Safety
+        /// The CPU must have AVX2, FMA and AES-NI.
+        redo_batch_aesni = "avx2,fma,aes", const VAES: bool = false;
     }
-
-    /// [`SampleRng::redo_batch_sized`] with AES-NI.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2, FMA and AES-NI.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma,aes")]
-    #[inline(never)]
-    #[cold]
-    unsafe fn redo_batch_aesni(&self, t: &Ziggurat, pending: &Pending, s: &mut [f64]) {
-        // SAFETY: this function's features.
-        unsafe { self.redo_batch_sized::<false>(t, pending, s) }
-    }
-
     /// [`normal::slow`] for each `(lane, k, at)` of `pending`, into `s[at]`: each normal's
     /// word block and first slow block are a pair of AES states ([`ars::pairs`], one
     /// vector each with VAES), then their first steps through the slow path run side by side
@@ -297,47 +293,35 @@ impl SampleRng {
         }
     }
 
-    /// [`SampleRng::fill_group16_avx2`] with VAES, in a build with its features (so the
-    /// rounds and the fast path inline into one loop).
-    ///
-    /// # Safety
-    /// The CPU must have AVX2, FMA, AES-NI and VAES.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma,aes,vaes")]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn fill_group16_vaes(
-        &self,
-        t: &Ziggurat,
-        first: u64,
-        w: usize,
-        n: usize,
-        s: &mut [f64],
-        g0: usize,
-        pending: &mut Pending,
-    ) {
-        // SAFETY: this function's features.
-        unsafe { self.fill_group16_avx2::<true>(t, first, w, n, s, g0, pending) }
-    }
-
-    /// [`SampleRng::fill_group16_avx2`] with AES-NI, one block per instruction.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2, FMA and AES-NI.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma,aes")]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn fill_group16_aesni(
-        &self,
-        t: &Ziggurat,
-        first: u64,
-        w: usize,
-        n: usize,
-        s: &mut [f64],
-        g0: usize,
-        pending: &mut Pending,
-    ) {
-        // SAFETY: this function's features.
-        unsafe { self.fill_group16_avx2::<false>(t, first, w, n, s, g0, pending) }
+    feature_builds! {
+        {
+            #[cfg(target_arch = "x86_64")]
+            #[allow(clippy::too_many_arguments)]
+            [unsafe fn] (
+                &self,
+                t: &Ziggurat,
+                first: u64,
+                w: usize,
+                n: usize,
+                s: &mut [f64],
+                g0: usize,
+                pending: &mut Pending,
+            ) {
+                // SAFETY: this function's features.
+                unsafe { self.fill_group16_avx2::<VAES>(t, first, w, n, s, g0, pending) }
+            }
+        }
+        /// [`SampleRng::fill_group16_avx2`] with VAES, in a build with its features (so the
+        /// rounds and the fast path inline into one loop).
+        ///
+        /// # Safety
+        /// The CPU must have AVX2, FMA, AES-NI and VAES.
+        fill_group16_vaes = "avx2,fma,aes,vaes", const VAES: bool = true;
+        /// [`SampleRng::fill_group16_avx2`] with AES-NI, one block per instruction.
+        ///
+        /// # Safety
+        /// The CPU must have AVX2, FMA and AES-NI.
+        fill_group16_aesni = "avx2,fma,aes", const VAES: bool = false;
     }
 }
 
