@@ -155,7 +155,7 @@ impl std::fmt::Display for SmoothingGap {
         write!(
             f,
             "smoothing gap at eta {} over {} if-statements (a plate's counted once per row): \
-             {} nats ± one standard error, {} samples at the initial parameters; {}",
+             {} nats (± one standard error), {} samples at the initial parameters: {}",
             with_se(self.eta, f64::NAN),
             thousands(self.if_statements),
             with_se(self.gap, self.gap_se),
