@@ -23,6 +23,7 @@
 
 use serde::Serialize;
 
+use super::advise_rows::{self, SmoothingGap};
 use super::check::{CheckReport, GuardNote};
 use super::cost::{self, CostConfig};
 use super::run::RunError;
@@ -141,6 +142,8 @@ pub struct AdviseReport {
     pub estimators: Vec<EstimatorAdvice>,
     /// Reparam against an unbiased reference, when the model has jumps.
     pub reparam_bias: Option<BiasCheck>,
+    /// DSGD's smoothing gap at the pilot's eta, when it smooths anything.
+    pub smoothing_gap: Option<SmoothingGap>,
     /// The estimator to use, and the reasons.
     pub recommendation: String,
     /// Why `recommendation` is recommended, one sentence each.
@@ -330,7 +333,14 @@ pub fn advise(
         };
     }
     let reparam_bias = reparam_check(&mut advice, &names, moving, has_ifs);
-    let (recommendation, reasons) = recommend(&check, &advice, reparam_bias.as_ref());
+    let smoothing_gap = advise_rows::measure(&problem, &theta, config)?;
+    let (recommendation, reasons) = recommend(
+        &check,
+        has_ifs,
+        &advice,
+        reparam_bias.as_ref(),
+        smoothing_gap.as_ref(),
+    );
     Ok(AdviseReport {
         model: model.name.clone(),
         if_statements: problem.if_statements(),
@@ -341,6 +351,7 @@ pub fn advise(
         seed: config.seed,
         estimators: advice,
         reparam_bias,
+        smoothing_gap,
         recommendation,
         reasons,
     })

@@ -5,6 +5,7 @@
 //! Why apart from the pilot (`advise.rs`): the pilot measures, this judges; the rules of the
 //! recommendation read as one page.
 
+use super::super::advise_rows::{self, SmoothingGap};
 use super::super::bias::estimator_bias;
 use super::super::check::CheckReport;
 use super::{BIAS_TEST_LEVEL, BiasCheck, EstimatorAdvice, with_se};
@@ -113,18 +114,20 @@ pub(super) fn reparam_check(
 /// The recommendation and its reasons: the lowest work-normalised variance among the
 /// estimators not biased here (DSGD counts: its bias vanishes as eta tightens), an unbiased
 /// one with no eta preferred when DSGD's lead is within the pilot's noise; and why, when the
-/// table's lowest row is another.
+/// table's lowest row is another. `jumps`: whether any if-statement, a plate body's
+/// included, has branches that differ on the boundary.
 pub(super) fn recommend(
     check: &CheckReport,
+    jumps: bool,
     advice: &[EstimatorAdvice],
     bias: Option<&BiasCheck>,
+    gap: Option<&SmoothingGap>,
 ) -> (String, Vec<String>) {
     let mut reasons = Vec::new();
     let rated: Vec<&EstimatorAdvice> = advice
         .iter()
         .filter(|a| a.not_applicable.is_none() && a.work_ratio_to_score.is_finite())
         .collect();
-    let jumps = check.if_statements > check.continuous_guards;
     if !jumps {
         reasons.push(if check.if_statements == 0 {
             "the model has no if-statements: the reparameterisation gradient is unbiased and \
@@ -179,6 +182,7 @@ pub(super) fn recommend(
                     with_se(u.work_ratio_to_score, u.work_ratio_to_score_se),
                     with_se(d.work_ratio_to_score, d.work_ratio_to_score_se)
                 ));
+                reasons.extend(advise_rows::also(gap));
                 u.estimator.clone()
             }
             (Some(u), Some(d)) if within_noise(d, u) => {
@@ -191,7 +195,12 @@ pub(super) fn recommend(
                     with_se(u.work_ratio_to_score, u.work_ratio_to_score_se),
                     u.estimator
                 ));
+                reasons.extend(advise_rows::also(gap));
                 u.estimator.clone()
+            }
+            (_, Some(d)) if let Some((u, why)) = advise_rows::hand_over(gap, &unbiased, d) => {
+                reasons.push(why);
+                u
             }
             (best, Some(d)) => {
                 reasons.push(format!(
@@ -219,6 +228,9 @@ pub(super) fn recommend(
         let why = match low.biased {
             Some(true) if low.estimator != "dsgd" && low.estimator != "fixed" => {
                 "it is biased here (see its row)"
+            }
+            _ if low.estimator == "dsgd" && gap.is_some_and(|g| g.beyond_noise) => {
+                "at the pilot's eta its answer is the smoothed problem's (see above)"
             }
             _ => "the difference is within the pilot's noise and the recommendation needs no eta",
         };

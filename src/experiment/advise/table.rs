@@ -75,6 +75,9 @@ impl std::fmt::Display for AdviseReport {
         for g in self.param_dependent_guards.iter().take(10) {
             writeln!(f, "  {}: {}", g.location, g.reason)?;
         }
+        if let Some(g) = &self.smoothing_gap {
+            writeln!(f, "{g}")?;
+        }
         writeln!(
             f,
             "pilot at the initial parameters: {} samples (seed {}); work-normalised variance \
