@@ -10,6 +10,7 @@
 //!
 //! Not here: the compile-time plans the sweeps follow (`compile.rs`, `plan.rs`).
 
+use crate::cpu::feature_builds;
 use crate::ir::{Branch, Semantics, binary_value, unary_value};
 
 use crate::cpu;
@@ -270,30 +271,23 @@ fn forward_in(
     forward_body(steps, chains, &mut ws.values, &mut ws.weights, semantics, x);
 }
 
-/// The portable build with FMA (128-bit, as on aarch64): its `mul_add`s are instructions
-/// where the baseline build calls the runtime's `fma`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "fma")]
-fn forward_fma(
-    steps: &[Step],
-    chains: &[(u32, bool)],
-    ws: &mut Workspace,
-    semantics: Semantics,
-    x: &Input,
-) {
-    forward_body(steps, chains, &mut ws.values, &mut ws.weights, semantics, x);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn forward_avx2(
-    steps: &[Step],
-    chains: &[(u32, bool)],
-    ws: &mut Workspace,
-    semantics: Semantics,
-    x: &Input,
-) {
-    forward_body(steps, chains, &mut ws.values, &mut ws.weights, semantics, x);
+feature_builds! {
+    {
+        #[cfg(target_arch = "x86_64")]
+        [fn] (
+            steps: &[Step],
+            chains: &[(u32, bool)],
+            ws: &mut Workspace,
+            semantics: Semantics,
+            x: &Input,
+        ) {
+            forward_body(steps, chains, &mut ws.values, &mut ws.weights, semantics, x);
+        }
+    }
+    /// The portable build with FMA (128-bit, as on aarch64): its `mul_add`s are instructions
+    /// where the baseline build calls the runtime's `fma`.
+    forward_fma = "fma";
+    forward_avx2 = "avx2,fma";
 }
 
 #[cfg(target_arch = "x86_64")]
