@@ -7,7 +7,6 @@ use std::sync::atomic::AtomicBool;
 use super::super::culprit;
 use super::super::report::TrajectoryRow;
 use super::super::summary::guide_moments;
-use super::runner::Measured;
 use crate::estimate::{Engine, NonFinite, Purpose, Schedule, StreamKey};
 use crate::ir::{Mode, Semantics};
 
@@ -59,6 +58,10 @@ pub(super) fn describe(
         None => what,
     }
 }
+
+/// A measurement: its row and, when the objective estimate is not finite, why; or the
+/// message of a family that cannot be evaluated.
+pub(super) type Measured = Result<(TrajectoryRow, Option<String>), String>;
 
 /// The measurement row at iteration `k` and `theta`.
 pub(super) fn measure(

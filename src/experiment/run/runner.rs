@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::super::observe::Observer;
 use super::super::report::{StopReason, TrajectoryRow};
 use super::super::stationarity::Window;
-use super::measurement::{describe, measure};
+use super::measurement::{Measured, describe, measure};
 use crate::estimate::{
     self, Adjustment, AutoEta, Engine, EstimatorKind, GapProbe, Pathwise, Purpose, Schedule,
     StreamKey,
@@ -49,10 +49,6 @@ struct Segment {
     /// The problem that ended the run (`OnNonFinite::Stop`).
     failed: Option<String>,
 }
-
-/// A measurement: its row and, when the objective estimate is not finite, why; or the
-/// message of a family that cannot be evaluated.
-pub(super) type Measured = Result<(TrajectoryRow, Option<String>), String>;
 
 impl<'a> Runner<'a> {
     pub(super) fn new(
