@@ -23,6 +23,7 @@
 
 use serde::Serialize;
 
+use super::advise_rows::{self, SmoothingGap};
 use super::bias::estimator_bias;
 use super::check::{CheckReport, GuardNote};
 use super::cost::{self, CostConfig};
@@ -137,6 +138,8 @@ pub struct AdviseReport {
     pub estimators: Vec<EstimatorAdvice>,
     /// Reparam against an unbiased reference, when the model has jumps.
     pub reparam_bias: Option<BiasCheck>,
+    /// DSGD's smoothing gap at the pilot's eta, when it smooths anything.
+    pub smoothing_gap: Option<SmoothingGap>,
     /// The estimator to use, and the reasons.
     pub recommendation: String,
     /// Why `recommendation` is recommended, one sentence each.
@@ -326,7 +329,14 @@ pub fn advise(
         };
     }
     let reparam_bias = reparam_check(&mut advice, &names, moving, has_ifs);
-    let (recommendation, reasons) = recommend(&check, &advice, reparam_bias.as_ref());
+    let smoothing_gap = advise_rows::measure(&problem, &theta, config)?;
+    let (recommendation, reasons) = recommend(
+        &check,
+        has_ifs,
+        &advice,
+        reparam_bias.as_ref(),
+        smoothing_gap.as_ref(),
+    );
     Ok(AdviseReport {
         model: model.name.clone(),
         if_statements: problem.if_statements(),
@@ -337,6 +347,7 @@ pub fn advise(
         seed: config.seed,
         estimators: advice,
         reparam_bias,
+        smoothing_gap,
         recommendation,
         reasons,
     })
@@ -444,18 +455,20 @@ fn reparam_check(
 /// The recommendation and its reasons: the lowest work-normalised variance among the
 /// estimators not biased here (DSGD counts: its bias vanishes as eta tightens), an unbiased
 /// one with no eta preferred when DSGD's lead is within the pilot's noise; and why, when the
-/// table's lowest row is another.
+/// table's lowest row is another. `jumps`: whether any if-statement, a plate body's
+/// included, has branches that differ on the boundary.
 fn recommend(
     check: &CheckReport,
+    jumps: bool,
     advice: &[EstimatorAdvice],
     bias: Option<&BiasCheck>,
+    gap: Option<&SmoothingGap>,
 ) -> (String, Vec<String>) {
     let mut reasons = Vec::new();
     let rated: Vec<&EstimatorAdvice> = advice
         .iter()
         .filter(|a| a.not_applicable.is_none() && a.work_ratio_to_score.is_finite())
         .collect();
-    let jumps = check.if_statements > check.continuous_guards;
     if !jumps {
         reasons.push(if check.if_statements == 0 {
             "the model has no if-statements: the reparameterisation gradient is unbiased and \
@@ -510,6 +523,7 @@ fn recommend(
                     with_se(u.work_ratio_to_score, u.work_ratio_to_score_se),
                     with_se(d.work_ratio_to_score, d.work_ratio_to_score_se)
                 ));
+                reasons.extend(advise_rows::also(gap));
                 u.estimator.clone()
             }
             (Some(u), Some(d)) if within_noise(d, u) => {
@@ -522,7 +536,12 @@ fn recommend(
                     with_se(u.work_ratio_to_score, u.work_ratio_to_score_se),
                     u.estimator
                 ));
+                reasons.extend(advise_rows::also(gap));
                 u.estimator.clone()
+            }
+            (_, Some(d)) if let Some((u, why)) = advise_rows::hand_over(gap, &unbiased, d) => {
+                reasons.push(why);
+                u
             }
             (best, Some(d)) => {
                 reasons.push(format!(
@@ -550,6 +569,9 @@ fn recommend(
         let why = match low.biased {
             Some(true) if low.estimator != "dsgd" && low.estimator != "fixed" => {
                 "it is biased here (see its row)"
+            }
+            _ if low.estimator == "dsgd" && gap.is_some_and(|g| g.beyond_noise) => {
+                "at the pilot's eta its answer is the smoothed problem's (see above)"
             }
             _ => "the difference is within the pilot's noise and the recommendation needs no eta",
         };
@@ -636,6 +658,9 @@ impl std::fmt::Display for AdviseReport {
         )?;
         for g in self.param_dependent_guards.iter().take(10) {
             writeln!(f, "  {}: {}", g.location, g.reason)?;
+        }
+        if let Some(g) = &self.smoothing_gap {
+            writeln!(f, "{g}")?;
         }
         writeln!(
             f,
