@@ -12,7 +12,7 @@
 use std::path::Path;
 
 use dsgd::estimate::{Engine, EstimatorKind, Problem, Purpose, StreamKey, build};
-use dsgd::ir::{Model, Semantics};
+use dsgd::ir::{Model, Node, Semantics, Unary};
 use dsgd::lang::{CompileOptions, DataSet, FsResolver, PlatePolicy};
 
 const ROWS: usize = 12;
@@ -122,6 +122,42 @@ fn the_lift_keeps_the_crisp_value_and_mixes_log_densities() {
             }
         }
     }
+}
+
+/// In a plate, a lifted branch's log-density reads the row's data only, so the body reads it
+/// as a column of its own (each row's value computed once, as the unrolled row folds it)
+/// instead of computing a logarithm per branch at every row of every sweep. Catches a body
+/// whose branches are left as logarithms of the data.
+#[test]
+fn a_plate_reads_the_lifted_log_densities_as_columns() {
+    let (_, y, _, json) = data();
+    let m = compile(THRESHOLD, &json, PlatePolicy::On, true);
+    let plate = &m.plates[0];
+    let body = &plate.body;
+    let branches: Vec<_> = body
+        .nodes()
+        .iter()
+        .filter_map(|n| match *n {
+            Node::If { then_, else_, .. } => Some([then_, else_]),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(branches.len(), 1, "one if-statement in the body");
+    for (p, id) in [0.1, 0.9].into_iter().zip(branches[0]) {
+        let Node::Latent(j) = body.node(id) else {
+            panic!("the branch of {p} is {:?}, not a column", body.node(id));
+        };
+        let column = &plate.columns[j as usize];
+        for (r, &yr) in y.iter().enumerate() {
+            close(bernoulli(yr, p), column[r], &format!("row {r}, branch {p}"));
+        }
+    }
+    let logs = body
+        .nodes()
+        .iter()
+        .filter(|n| matches!(n, Node::Unary(Unary::Log, _)))
+        .count();
+    assert_eq!(logs, 0, "no logarithm left in the body");
 }
 
 fn gradients(model: &Model, kind: EstimatorKind, theta: &[f64]) -> Vec<f64> {

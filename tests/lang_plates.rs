@@ -152,7 +152,12 @@ for i in 0..n {{
         let m = plated(&src, &data(n), 1);
         let p = &m.plates[0];
         assert_eq!(p.rows, n);
-        assert_eq!(p.columns.len(), 2, "x and yb are columns");
+        // `yb` is read only through each lifted branch's log-density, a column of its own.
+        assert_eq!(
+            p.columns.len(),
+            3,
+            "x and the log-density of each branch are columns"
+        );
         assert!(p.row_latents.is_empty());
         assert_eq!(p.shared.len(), 2);
         // The outer program holds only the priors: the rows' terms are in the body.

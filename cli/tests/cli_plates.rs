@@ -54,7 +54,8 @@ fn check_names_plates_and_the_reasons_of_unrolled_loops() {
     let j = json(&dsgd_in(&dir, &json_args));
     assert_eq!(j["plates"][0]["rows"], 5);
     assert_eq!(j["plates"][0]["var"], "i");
-    assert_eq!(j["plates"][0]["columns"], 2);
+    // `x`, and each lifted branch's log-density (through which the body reads `y`).
+    assert_eq!(j["plates"][0]["columns"], 3);
     assert_eq!(j["plates"][0]["body_if_statements"], 1);
     assert_eq!(
         j["unrolled_loops"][0]["reason"],

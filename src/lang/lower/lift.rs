@@ -101,9 +101,24 @@ impl<'b, 'r> Lowerer<'b, 'r> {
                 }
             };
             let (t, e) = (branch(then_)?, branch(else_)?);
+            let (t, e) = (self.as_column(t), self.as_column(e));
             return Ok(Some(self.b.if_neg(self.b.handle(guard), t, e)));
         }
         Ok(None)
+    }
+
+    /// A branch's log-density, a column of its own where it reads the row's data only: the
+    /// body then reads each row's value, computed once as the unrolled row folds it (the same
+    /// bits), instead of computing its logarithm at every row of every sweep, and of both
+    /// branches where the guard's branches are evaluated together.
+    fn as_column(&self, lp: Var<'b>) -> Var<'b> {
+        if !self.row_dependent(lp) {
+            return lp;
+        }
+        match self.b.row_values(lp) {
+            Some(values) => self.b.column("log-density", values.into()),
+            None => lp,
+        }
     }
 
     /// Whether `v` is data: a constant, or (in a plate's body) computed from the row's
