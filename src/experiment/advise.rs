@@ -23,7 +23,6 @@
 
 use serde::Serialize;
 
-use super::advise_rows::{self, SmoothingGap};
 use super::check::{CheckReport, GuardNote};
 use super::cost::{self, CostConfig};
 use super::run::RunError;
@@ -31,9 +30,11 @@ use crate::estimate::{self, Engine, EstimatorKind, ITERATION_AT_ETA, Problem, Pu
 use crate::ir::{Model, Span};
 
 mod recommend;
+mod rows;
 mod table;
 
 use recommend::{recommend, reparam_check, static_bias};
+pub use rows::SmoothingGap;
 pub use table::with_se;
 
 /// The pilot's settings.
@@ -333,7 +334,7 @@ pub fn advise(
         };
     }
     let reparam_bias = reparam_check(&mut advice, &names, moving, has_ifs);
-    let smoothing_gap = advise_rows::measure(&problem, &theta, config)?;
+    let smoothing_gap = rows::measure(&problem, &theta, config)?;
     let (recommendation, reasons) = recommend(
         &check,
         has_ifs,

@@ -6,7 +6,6 @@
 //! report through the [`observe::Observer`] hooks and return values.
 
 pub mod advise;
-pub mod advise_rows;
 pub mod atomic;
 #[doc(hidden)]
 pub mod bias;

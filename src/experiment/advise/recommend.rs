@@ -5,9 +5,10 @@
 //! Why apart from the pilot (`advise.rs`): the pilot measures, this judges; the rules of the
 //! recommendation read as one page.
 
-use super::super::advise_rows::{self, SmoothingGap};
 use super::super::bias::estimator_bias;
 use super::super::check::CheckReport;
+use super::SmoothingGap;
+use super::rows;
 use super::{BIAS_TEST_LEVEL, BiasCheck, EstimatorAdvice, with_se};
 use crate::estimate::EstimatorKind;
 use crate::special::probit;
@@ -182,7 +183,7 @@ pub(super) fn recommend(
                     with_se(u.work_ratio_to_score, u.work_ratio_to_score_se),
                     with_se(d.work_ratio_to_score, d.work_ratio_to_score_se)
                 ));
-                reasons.extend(advise_rows::also(gap));
+                reasons.extend(rows::also(gap));
                 u.estimator.clone()
             }
             (Some(u), Some(d)) if within_noise(d, u) => {
@@ -195,10 +196,10 @@ pub(super) fn recommend(
                     with_se(u.work_ratio_to_score, u.work_ratio_to_score_se),
                     u.estimator
                 ));
-                reasons.extend(advise_rows::also(gap));
+                reasons.extend(rows::also(gap));
                 u.estimator.clone()
             }
-            (_, Some(d)) if let Some((u, why)) = advise_rows::hand_over(gap, &unbiased, d) => {
+            (_, Some(d)) if let Some((u, why)) = rows::hand_over(gap, &unbiased, d) => {
                 reasons.push(why);
                 u
             }

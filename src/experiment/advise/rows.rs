@@ -15,8 +15,8 @@
 
 use serde::Serialize;
 
-use super::advise::{AdviseConfig, EstimatorAdvice, PILOT_BATCH, with_se};
-use super::run::{GAP_NEGLIGIBLE, GAP_NOISE_FACTOR, RunError};
+use super::super::run::{GAP_NEGLIGIBLE, GAP_NOISE_FACTOR, RunError};
+use super::{AdviseConfig, EstimatorAdvice, PILOT_BATCH, with_se};
 use crate::estimate::{self, Engine, EstimatorKind, ITERATION_AT_ETA, Problem, Purpose, StreamKey};
 
 /// How many times DSGD's work-normalised variance an unbiased estimator may cost and still be
