@@ -3,6 +3,7 @@
 //! `compare` and `sweep`. Every call into the core crate goes through [`core`].
 
 mod core;
+mod data;
 mod errors;
 mod fit;
 mod interrupt;
