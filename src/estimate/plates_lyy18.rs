@@ -242,64 +242,12 @@ impl BoundaryScratch {
 mod tests {
     use crate::estimate::{Context, Estimator, Lyy18, Problem, Purpose, StreamKey, Subsample};
     use crate::eval::{CHUNK, Values};
-    use crate::ir::{Builder, Dist, LatentKind, LatentSpec, Mode, Plate, RowLatents, Semantics};
-    use std::sync::Arc;
+    use crate::ir::Semantics;
 
     /// A plate over 50 rows with a row latent, two jumps per row (one reading the row
     /// latent), and one jump outside the loop.
     fn plated() -> crate::ir::Model {
-        let n = 50;
-        let outer = Builder::new();
-        let (a, b) = (outer.latent("a"), outer.latent("b"));
-        for r in 0..n {
-            outer.latent(&format!("u[{r}]"));
-        }
-        let (zero, five) = (outer.constant(0.0), outer.constant(5.0));
-        let f = outer.log_density(Dist::Normal, a, &[zero, five]).unwrap()
-            + outer.log_density(Dist::Normal, b, &[zero, five]).unwrap()
-            + outer.if_neg(a - 0.2, outer.constant(1.0), outer.constant(0.0));
-        let body = Builder::new();
-        let (ba, bb) = (body.param("a"), body.param("b"));
-        let (x, y, u) = (body.latent("x"), body.latent("y"), body.latent("u"));
-        let one = body.constant(1.0);
-        let p = body.if_neg(u + bb * x, body.constant(0.2), body.constant(0.7));
-        let jump = body.if_neg(ba - x, body.constant(0.5), body.constant(-0.5));
-        let g = body.log_density(Dist::Normal, u, &[ba, one]).unwrap()
-            + body.log_density(Dist::Bernoulli, y, &[p]).unwrap()
-            + jump;
-        let guided = |name: String| LatentSpec {
-            name,
-            kind: LatentKind::Guided {
-                init_mean: 0.1,
-                init_std: 0.6,
-            },
-            span: None,
-        };
-        let mut latents = vec![guided("a".into()), guided("b".into())];
-        latents.extend((0..n).map(|r| guided(format!("u[{r}]"))));
-        crate::ir::Model {
-            name: "plated".into(),
-            mode: Mode::Variational,
-            program: outer.finish(&[f]).unwrap().into(),
-            latents,
-            params: Vec::new(),
-            loops: Vec::new(),
-            plates: vec![Plate {
-                var: "i".into(),
-                span: None,
-                rows: n,
-                body: Arc::new(body.finish(&[g]).unwrap()),
-                shared: vec![crate::ir::Shared::Latent(0), crate::ir::Shared::Latent(1)],
-                columns: vec![
-                    (0..n).map(|r| (r as f64 * 0.37).sin()).collect(),
-                    (0..n).map(|r| (r % 3 == 0) as u8 as f64).collect(),
-                ],
-                row_latents: vec![RowLatents {
-                    first: 2,
-                    stride: 1,
-                }],
-            }],
-        }
+        crate::estimate::plates::fixture::plated(50, true)
     }
 
     /// Every kernel set gives LYY18's gradient samples on a plate the same bits (the body's

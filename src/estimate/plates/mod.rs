@@ -25,6 +25,8 @@
 //! model's terms, for the analyses).
 
 mod analysis;
+#[cfg(test)]
+pub(crate) mod fixture;
 mod inputs;
 mod run;
 mod sums;
@@ -202,62 +204,11 @@ mod tests {
     use super::*;
     use crate::estimate::{Purpose, StreamKey};
     use crate::eval::Values;
-    use crate::ir::Builder;
     use crate::ir::Semantics;
 
     /// A plate with a row latent, rows enough for two blocks and a remainder.
     fn plated() -> crate::ir::Model {
-        use crate::ir::{Dist, LatentKind, LatentSpec, Mode, RowLatents};
-        use std::sync::Arc;
-        let n = 1100;
-        let outer = Builder::new();
-        let (a, b) = (outer.latent("a"), outer.latent("b"));
-        for r in 0..n {
-            outer.latent(&format!("u[{r}]"));
-        }
-        let (zero, five) = (outer.constant(0.0), outer.constant(5.0));
-        let f = outer.log_density(Dist::Normal, a, &[zero, five]).unwrap()
-            + outer.log_density(Dist::Normal, b, &[zero, five]).unwrap();
-        let body = Builder::new();
-        let (ba, bb) = (body.param("a"), body.param("b"));
-        let (x, y, u) = (body.latent("x"), body.latent("y"), body.latent("u"));
-        let one = body.constant(1.0);
-        let p = body.if_neg(u + bb * x, body.constant(0.2), body.constant(0.7));
-        let g = body.log_density(Dist::Normal, u, &[ba, one]).unwrap()
-            + body.log_density(Dist::Bernoulli, y, &[p]).unwrap();
-        let guided = |name: String| LatentSpec {
-            name,
-            kind: LatentKind::Guided {
-                init_mean: 0.1,
-                init_std: 0.6,
-            },
-            span: None,
-        };
-        let mut latents = vec![guided("a".into()), guided("b".into())];
-        latents.extend((0..n).map(|r| guided(format!("u[{r}]"))));
-        crate::ir::Model {
-            name: "plated".into(),
-            mode: Mode::Variational,
-            program: outer.finish(&[f]).unwrap().into(),
-            latents,
-            params: Vec::new(),
-            loops: Vec::new(),
-            plates: vec![Plate {
-                var: "i".into(),
-                span: None,
-                rows: n,
-                body: Arc::new(body.finish(&[g]).unwrap()),
-                shared: vec![Shared::Latent(0), Shared::Latent(1)],
-                columns: vec![
-                    (0..n).map(|r| (r as f64 * 0.37).sin()).collect(),
-                    (0..n).map(|r| (r % 3 == 0) as u8 as f64).collect(),
-                ],
-                row_latents: vec![RowLatents {
-                    first: 2,
-                    stride: 1,
-                }],
-            }],
-        }
+        super::fixture::plated(1100, false)
     }
 
     /// Every kernel set gives the plate's values and gradients the same bits (the compiled
