@@ -57,6 +57,12 @@ fn check_names_plates_and_the_reasons_of_unrolled_loops() {
     // `x`, and each lifted branch's log-density (through which the body reads `y`).
     assert_eq!(j["plates"][0]["columns"], 3);
     assert_eq!(j["plates"][0]["body_if_statements"], 1);
+    // Counted once per row, beside the program's own.
+    assert_eq!(j["plate_if_statements"], 5);
+    assert!(
+        text.contains("in plates (each body's once per row)"),
+        "{text}"
+    );
     assert_eq!(
         j["unrolled_loops"][0]["reason"],
         "assigns `t`, declared outside the loop"

@@ -18,8 +18,11 @@ pub struct CheckReport {
     pub fixed_latents: usize,
     /// Parameters (`param` declarations).
     pub params: usize,
-    /// If-statements of the program.
+    /// If-statements of the program outside the loops kept as plates.
     pub if_statements: usize,
+    /// If-statements in the plates' bodies, each counted once per row (what an estimator
+    /// sees: a plate over 10^5 rows with one if-statement in its body makes 10^5 of them).
+    pub plate_if_statements: usize,
     /// The deepest nesting of if-statements.
     pub nesting_depth: u32,
     /// Nodes of the compiled program.
@@ -277,6 +280,11 @@ impl CheckReport {
             fixed_latents,
             params: model.params.len(),
             if_statements: a.if_count(),
+            plate_if_statements: model
+                .plates
+                .iter()
+                .map(|plate| plate.body.if_count().saturating_mul(plate.rows))
+                .fold(0usize, usize::saturating_add),
             nesting_depth: a.nesting_depth,
             nodes: p.node_count(),
             safe: a.safe(),
@@ -321,7 +329,15 @@ impl std::fmt::Display for CheckReport {
             )?;
         }
         writeln!(f, "  parameters     {}", self.params)?;
-        writeln!(f, "  if-statements  {}", self.if_statements)?;
+        if self.plate_if_statements > 0 {
+            writeln!(
+                f,
+                "  if-statements  {} outside plates, {} in plates (each body's once per row)",
+                self.if_statements, self.plate_if_statements
+            )?;
+        } else {
+            writeln!(f, "  if-statements  {}", self.if_statements)?;
+        }
         writeln!(f, "  nesting depth  {}", self.nesting_depth)?;
         writeln!(f, "  nodes          {}", self.nodes)?;
         if self.safe {
