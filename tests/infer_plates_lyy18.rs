@@ -4,32 +4,8 @@
 //! not affine at every row is refused, naming it; the results do not depend on the number of
 //! threads; and a subsampled plate's LYY18 gradient is unbiased for the full-data one.
 
-use std::sync::Arc;
-
 use dsgd::estimate::{Engine, EstimatorKind, Problem, Purpose, StreamKey, build};
-use dsgd::ir::{
-    Builder, Dist, LatentKind, LatentSpec, Mode, Model, ParamSpec, Plate, RowLatents, Shared, Var,
-};
-
-/// The data: `x` spread over [-2, 2], `y` a deterministic 0/1 pattern.
-fn data(n: usize) -> (Vec<f64>, Vec<f64>) {
-    let x = (0..n)
-        .map(|r| -2.0 + 4.0 * ((r * 37) % n) as f64 / n as f64)
-        .collect();
-    let y = (0..n).map(|r| ((r * 7 + 3) % 5 < 2) as u8 as f64).collect();
-    (x, y)
-}
-
-fn guided(name: String, mean: f64, std: f64) -> LatentSpec {
-    LatentSpec {
-        name,
-        kind: LatentKind::Guided {
-            init_mean: mean,
-            init_std: std,
-        },
-        span: None,
-    }
-}
+use dsgd::ir::{Builder, Dist, Model, Var};
 
 /// One row's term: `log N(u | a, 1)` (with row latents) plus a Bernoulli likelihood whose
 /// probability jumps at `a + b x + 0.5 x c (+ u) = 0` (affine in the latents, its
@@ -68,73 +44,19 @@ fn outer_term<'b>(bld: &'b Builder, a: Var<'b>, b: Var<'b>, theta: Var<'b>) -> V
         - 0.5 * theta * theta
 }
 
-fn latents(n: usize, row_latents: bool) -> Vec<LatentSpec> {
-    let mut l = vec![
-        guided("a".into(), 0.2, 0.7),
-        guided("b".into(), -0.4, 0.5),
-        guided("c".into(), 0.1, 0.9),
-    ];
-    if row_latents {
-        l.extend((0..n).map(|r| guided(format!("u[{r}]"), 0.01 * (r % 7) as f64, 0.4)));
-    }
-    l
-}
+mod plate_models;
+use plate_models::Terms;
 
-fn model(name: &str, program: dsgd::ir::Program, n: usize, rl: bool, plates: Vec<Plate>) -> Model {
-    Model {
-        name: name.into(),
-        mode: Mode::Variational,
-        program: program.into(),
-        latents: latents(n, rl),
-        params: vec![ParamSpec {
-            name: "theta".into(),
-            init: 0.6,
-        }],
-        plates,
-        loops: Vec::new(),
-    }
-}
+const TERMS: Terms = Terms {
+    outer: outer_term,
+    row: row_term,
+    c_std: 0.9,
+};
 
 /// The model with its loop unrolled (after the outer part, as the plate numbers its
 /// if-statements).
 fn unrolled(n: usize, rl: bool) -> Model {
-    let (x, y) = data(n);
-    let bld = Builder::new();
-    let theta = bld.param("theta");
-    let (a, b, c) = (bld.latent("a"), bld.latent("b"), bld.latent("c"));
-    let us: Vec<Var> = if rl {
-        (0..n).map(|r| bld.latent(&format!("u[{r}]"))).collect()
-    } else {
-        Vec::new()
-    };
-    let mut f = outer_term(&bld, a, b, theta);
-    for r in 0..n {
-        let (xr, yr) = (bld.constant(x[r]), bld.constant(y[r]));
-        f = f + row_term(&bld, a, b, c, theta, xr, yr, us.get(r).copied());
-    }
-    model("unrolled", bld.finish(&[f]).unwrap(), n, rl, Vec::new())
-}
-
-/// The body of [`row_term`] over the shared `a, b, c, theta` and the columns `x, y`.
-fn body(
-    rl: bool,
-    term: impl for<'b> Fn(&'b Builder, [Var<'b>; 6], Option<Var<'b>>) -> Var<'b>,
-) -> dsgd::ir::Program {
-    let body = Builder::new();
-    let shared = [
-        body.param("a"),
-        body.param("b"),
-        body.param("c"),
-        body.param("theta"),
-    ];
-    let (bx, by) = (body.latent("x"), body.latent("y"));
-    let bu = rl.then(|| body.latent("u"));
-    let g = term(
-        &body,
-        [shared[0], shared[1], shared[2], shared[3], bx, by],
-        bu,
-    );
-    body.finish(&[g]).unwrap()
+    plate_models::unrolled(n, rl, &TERMS)
 }
 
 /// The same model with its loop kept as a plate, its body `term`.
@@ -143,45 +65,11 @@ fn plated_with(
     rl: bool,
     term: impl for<'b> Fn(&'b Builder, [Var<'b>; 6], Option<Var<'b>>) -> Var<'b>,
 ) -> Model {
-    let (x, y) = data(n);
-    let bld = Builder::new();
-    let theta = bld.param("theta");
-    let (a, b, _c) = (bld.latent("a"), bld.latent("b"), bld.latent("c"));
-    if rl {
-        for r in 0..n {
-            bld.latent(&format!("u[{r}]"));
-        }
-    }
-    let f = outer_term(&bld, a, b, theta);
-    let outer = bld.finish(&[f]).unwrap();
-    let plate = Plate {
-        var: "i".into(),
-        span: None,
-        rows: n,
-        body: Arc::new(body(rl, term)),
-        shared: vec![
-            Shared::Latent(0),
-            Shared::Latent(1),
-            Shared::Latent(2),
-            Shared::Param(0),
-        ],
-        columns: vec![x.into(), y.into()],
-        row_latents: if rl {
-            vec![RowLatents {
-                first: 3,
-                stride: 1,
-            }]
-        } else {
-            Vec::new()
-        },
-    };
-    model("plated", outer, n, rl, vec![plate])
+    plate_models::plated_with(n, rl, &TERMS, term)
 }
 
 fn plated(n: usize, rl: bool) -> Model {
-    plated_with(n, rl, |b, [a, bb, c, t, x, y], u| {
-        row_term(b, a, bb, c, t, x, y, u)
-    })
+    plate_models::plated(n, rl, &TERMS)
 }
 
 fn engine(model: &Model, subsample: Option<usize>) -> Engine {
