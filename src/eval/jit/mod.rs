@@ -164,6 +164,7 @@ impl ForwardCode {
         constants: &[(u32, f64)],
         pinned: usize,
         crisp: bool,
+        plain: bool,
     ) -> Option<ForwardCode> {
         if !crate::cpu::avx512()
             || steps.len() > MAX_STEPS
@@ -204,7 +205,7 @@ impl ForwardCode {
             return None;
         }
         let (parts, entry, consts, coverage) =
-            emit::forward(steps, chains, constants, pinned, crisp).ok()?;
+            emit::forward(steps, chains, constants, pinned, crisp, plain).ok()?;
         let code = parts.map()?;
         Some(ForwardCode {
             code,
@@ -242,7 +243,9 @@ pub(super) struct Compiled([OnceLock<Option<ForwardCode>>; 2]);
 
 impl Compiled {
     /// The code for `steps` under crisp (or smoothed) semantics, compiled at the first call;
-    /// `constants` are places that hold a constant for good (and its value).
+    /// `constants` are places that hold a constant for good (and its value); `plain`: the
+    /// smoothing weights without their corrections (`Tape::with_plain_weights`).
+    #[allow(clippy::too_many_arguments)]
     pub fn get(
         &self,
         steps: &[Step],
@@ -250,9 +253,10 @@ impl Compiled {
         constants: &[(u32, f64)],
         pinned: usize,
         crisp: bool,
+        plain: bool,
     ) -> Option<&ForwardCode> {
         self.0[usize::from(crisp)]
-            .get_or_init(|| ForwardCode::compile(steps, chains, constants, pinned, crisp))
+            .get_or_init(|| ForwardCode::compile(steps, chains, constants, pinned, crisp, plain))
             .as_ref()
     }
 }
