@@ -2,11 +2,13 @@
 //! the call's tape per lane, then the call's values and gradients summed in row order and
 //! added to the outer per-sample gradient (or, forward only, to the values).
 
-use crate::eval::{BatchGradient, CHUNK, Latents, Values};
+use crate::eval::{BatchGradient, CHUNK, Latents, Tape, Values};
 use crate::family::FamilyState;
 use crate::ir::{Semantics, Shared};
 
+use super::inputs::Call;
 use super::sums::add_lanes;
+use super::tapes::TapeScratch;
 use super::{PlateRun, PlateScratch, Target};
 
 /// Which rows a call runs.
@@ -48,6 +50,45 @@ pub(crate) struct Outer<'a> {
 }
 
 impl PlateRun {
+    /// Runs one call for each lane `l` of the chunk: fills the lane's shared values, then
+    /// `sweep(l, tape, scratch, shared, inputs)` with the call's tape, that tape's scratch and
+    /// the call's inputs. `at` is where the call's inputs start among the laid-out columns;
+    /// it is moved past them. The gradient and the forward runs differ only in `sweep`.
+    #[inline(always)]
+    fn sweep_lanes(
+        &self,
+        ps: &mut PlateScratch,
+        o: &Outer<'_>,
+        call: Call,
+        rows: Rows<'_>,
+        at: &mut usize,
+        mut sweep: impl FnMut(usize, &Tape, &mut TapeScratch, &[f64], Latents<'_>),
+    ) {
+        let rt = self.tape_for(call);
+        let inputs = self.plate.body.latent_count();
+        let len = inputs * call.per * call.padded();
+        let laid = self.call_inputs(ps, o, call, rows, *at);
+        *at += len;
+        for l in 0..o.w {
+            self.shared_values(ps, o, l);
+            // Split from the other fields of `ps` the call reads.
+            let ts = if call.per == 1 {
+                &mut ps.single
+            } else {
+                &mut ps.group
+            };
+            let latents = Latents::Affine {
+                noise: match laid {
+                    Some(at) => &self.laid[at..at + len],
+                    None => &ps.inputs[l.min(ps.inputs.len() - 1)][..len],
+                },
+                loc: &ps.zero[..inputs * call.per],
+                scale: &ps.one[..inputs * call.per],
+            };
+            sweep(l, &rt.tape, ts, &ps.shared, latents);
+        }
+    }
+
     /// Fills lane `l`'s shared values.
     fn shared_values(&self, ps: &mut PlateScratch, o: &Outer<'_>, l: usize) {
         for (v, s) in ps.shared.iter_mut().zip(&self.plate.shared) {
@@ -82,7 +123,6 @@ impl PlateRun {
             Rows::All => self.plate.rows,
             Rows::Drawn { rows, .. } => rows.len(),
         };
-        let inputs = self.plate.body.latent_count();
         let scale = rows.scale();
         let mut value = [0.0; CHUNK];
         ps.acc.fill(0.0);
@@ -99,36 +139,18 @@ impl PlateRun {
         let mut at = 0;
         for call in Self::calls(count) {
             let (n, nb) = (call.lanes, call.padded());
-            let rt = self.tape_for(call);
-            let len = inputs * call.per * nb;
-            let laid = self.call_inputs(ps, o, call, rows, at);
-            at += len;
-            for l in 0..w {
-                self.shared_values(ps, o, l);
-                // Split from the other fields of `ps` the call reads.
-                let ts = if call.per == 1 {
-                    &mut ps.single
-                } else {
-                    &mut ps.group
-                };
-                let g = &mut ts.grads[l];
-                g.resize(&rt.tape, nb);
-                rt.tape.gradient_latents(
-                    &mut ts.ws,
-                    semantics,
-                    &ps.shared,
-                    Latents::Affine {
-                        noise: match laid {
-                            Some(at) => &self.laid[at..at + len],
-                            None => &ps.inputs[l.min(ps.inputs.len() - 1)][..len],
-                        },
-                        loc: &ps.zero[..inputs * call.per],
-                        scale: &ps.one[..inputs * call.per],
-                    },
-                    g,
-                    values,
-                );
-            }
+            self.sweep_lanes(
+                ps,
+                o,
+                call,
+                rows,
+                &mut at,
+                |l, tape, ts, shared, latents| {
+                    let g = &mut ts.grads[l];
+                    g.resize(tape, nb);
+                    tape.gradient_latents(&mut ts.ws, semantics, shared, latents, g, values);
+                },
+            );
             let ts = if call.per == 1 { &ps.single } else { &ps.group };
             let grads = &ts.grads[..w];
             // Row order within each lane; the lanes' chains side by side.
@@ -187,38 +209,26 @@ impl PlateRun {
             Rows::All => self.plate.rows,
             Rows::Drawn { rows, .. } => rows.len(),
         };
-        let inputs = self.plate.body.latent_count();
         let mut value = [0.0; CHUNK];
         let mut at = 0;
         for call in Self::calls(count) {
             let (n, nb) = (call.lanes, call.padded());
-            let rt = self.tape_for(call);
-            let len = inputs * call.per * nb;
-            let laid = self.call_inputs(ps, o, call, rows, at);
-            at += len;
-            for l in 0..w {
-                self.shared_values(ps, o, l);
-                // Split from the other fields of `ps` the call reads.
-                let ts = if call.per == 1 {
-                    &mut ps.single
-                } else {
-                    &mut ps.group
-                };
-                rt.tape.forward_latents(
-                    &mut ts.ws,
-                    semantics,
-                    &ps.shared,
-                    Latents::Affine {
-                        noise: match laid {
-                            Some(at) => &self.laid[at..at + len],
-                            None => &ps.inputs[l.min(ps.inputs.len() - 1)][..len],
-                        },
-                        loc: &ps.zero[..inputs * call.per],
-                        scale: &ps.one[..inputs * call.per],
-                    },
-                    &mut ts.outs[l][..nb],
-                );
-            }
+            self.sweep_lanes(
+                ps,
+                o,
+                call,
+                rows,
+                &mut at,
+                |l, tape, ts, shared, latents| {
+                    tape.forward_latents(
+                        &mut ts.ws,
+                        semantics,
+                        shared,
+                        latents,
+                        &mut ts.outs[l][..nb],
+                    );
+                },
+            );
             let ts = if call.per == 1 { &ps.single } else { &ps.group };
             let vals: [&[f64]; CHUNK] = std::array::from_fn(|l| match ts.outs.get(l) {
                 Some(v) if l < w => &v[..n],
