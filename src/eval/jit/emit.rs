@@ -69,14 +69,7 @@ pub struct Coverage {
 
 /// Runs of consecutive steps without an inline form: the calls back the code would make.
 pub(super) fn call_backs(steps: &[Step]) -> usize {
-    let mut runs = 0;
-    let mut in_run = false;
-    for step in steps {
-        let called = !inline(&step.op);
-        runs += usize::from(called && !in_run);
-        in_run = called;
-    }
-    runs
+    entry::runs(steps.iter().map(|step| !inline(&step.op)))
 }
 
 /// Whether `op` has an inline form (under smoothed and crisp semantics alike: forced sweeps
@@ -298,11 +291,9 @@ impl Emitter<'_> {
         entry::enter(
             &mut self.a,
             &[
-                (r12, frame::VALUES),
                 (r13, frame::PARAMS),
                 (r14, frame::NOISE),
                 (r15, frame::STRIDE),
-                (rbp, frame::CONSTS),
             ],
         )
     }
@@ -335,9 +326,7 @@ impl Emitter<'_> {
                     });
                 }
                 self.cache.reset();
-                looping.enter(&mut self.a)?;
-                let mut top = self.a.create_label();
-                self.a.set_label(&mut top)?;
+                let top = looping.enter(&mut self.a)?;
                 self.looping = Some(looping.clone());
                 for k in body {
                     self.step(k, &steps[k])?;

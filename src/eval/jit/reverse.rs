@@ -116,14 +116,7 @@ pub(super) fn inline(rs: &RevStep) -> bool {
 
 /// Runs of consecutive steps without an inline form: the calls back the code would make.
 pub(super) fn call_backs(plan: &Plan) -> usize {
-    let mut runs = 0;
-    let mut in_run = false;
-    for rs in &plan.steps {
-        let called = !inline(rs);
-        runs += usize::from(called && !in_run);
-        in_run = called;
-    }
-    runs
+    entry::runs(plan.steps.iter().map(|rs| !inline(rs)))
 }
 
 /// The code of `plan`'s steps under smoothed (`smooth`) or crisp semantics, with its
@@ -228,9 +221,7 @@ impl Emitter<'_> {
         looping: &Looping,
     ) -> Result<(), IcedError> {
         self.flush()?;
-        looping.enter(&mut self.a)?;
-        let mut top = self.a.create_label();
-        self.a.set_label(&mut top)?;
+        let top = looping.enter(&mut self.a)?;
         self.looping = Some(looping.clone());
         for rs in &steps[run.start..run.start + run.period] {
             self.step(rs)?;
@@ -285,12 +276,7 @@ impl Emitter<'_> {
     fn prologue(&mut self) -> Result<(), IcedError> {
         entry::enter(
             &mut self.a,
-            &[
-                (r12, frame::VALUES),
-                (r13, frame::ADJOINTS),
-                (r14, frame::WEIGHTS),
-                (rbp, frame::CONSTS),
-            ],
+            &[(r13, frame::ADJOINTS), (r14, frame::WEIGHTS)],
         )
     }
 
