@@ -63,6 +63,21 @@ primitives! {
     }
 }
 
+/// The pattern of the unary primitives the compiled sweeps hand back to the interpreter both
+/// forward and reverse and that have no stand-in: the two patterns below share it.
+macro_rules! unary_called_back_without_stand_in {
+    () => {
+        $crate::ir::Unary::Sin
+            | $crate::ir::Unary::Cos
+            | $crate::ir::Unary::Lgamma
+            | $crate::ir::Unary::Probit
+            | $crate::ir::Unary::NormalCdf
+            | $crate::ir::Unary::LogNormalCdf
+            | $crate::ir::Unary::Powi(_)
+    };
+}
+pub(crate) use unary_called_back_without_stand_in;
+
 /// The pattern of the unary primitives without a stand-in (`UnaryInfo::stand_in` false), for
 /// the matches over the stand-ins (the interpreter's and the compiled sweeps'): one list,
 /// checked against the rows by a test, the matches staying exhaustive.
@@ -74,13 +89,7 @@ macro_rules! unary_without_stand_in {
             | $crate::ir::Unary::Sqrt
             | $crate::ir::Unary::Sigmoid
             | $crate::ir::Unary::Tanh
-            | $crate::ir::Unary::Sin
-            | $crate::ir::Unary::Cos
-            | $crate::ir::Unary::Lgamma
-            | $crate::ir::Unary::Probit
-            | $crate::ir::Unary::NormalCdf
-            | $crate::ir::Unary::LogNormalCdf
-            | $crate::ir::Unary::Powi(_)
+            | $crate::ir::unary_called_back_without_stand_in!()
     };
 }
 pub(crate) use unary_without_stand_in;
@@ -90,14 +99,7 @@ pub(crate) use unary_without_stand_in;
 /// over their inline forms: one list, checked against the rows by a test.
 macro_rules! unary_called_back {
     () => {
-        $crate::ir::Unary::Softplus
-            | $crate::ir::Unary::Sin
-            | $crate::ir::Unary::Cos
-            | $crate::ir::Unary::Lgamma
-            | $crate::ir::Unary::Probit
-            | $crate::ir::Unary::NormalCdf
-            | $crate::ir::Unary::LogNormalCdf
-            | $crate::ir::Unary::Powi(_)
+        $crate::ir::Unary::Softplus | $crate::ir::unary_called_back_without_stand_in!()
     };
 }
 pub(crate) use unary_called_back;
