@@ -50,42 +50,51 @@ pub(crate) struct Outer<'a> {
 }
 
 impl PlateRun {
-    /// Runs one call for each lane `l` of the chunk: fills the lane's shared values, then
-    /// `sweep(l, tape, scratch, shared, inputs)` with the call's tape, that tape's scratch and
-    /// the call's inputs. `at` is where the call's inputs start among the laid-out columns;
-    /// it is moved past them. The gradient and the forward runs differ only in `sweep`.
+    /// Runs the calls over `rows`: for each call, for each lane `l` of the chunk, fills the
+    /// lane's shared values, then `sweep(call, l, tape, scratch, shared, inputs)` with the
+    /// call's tape, that tape's scratch and the call's inputs; after a call's lanes,
+    /// `after(call, scratch, acc)` with that scratch and the per-parameter sums
+    /// (`PlateScratch::acc`). The gradient and the forward runs differ only in the two.
     #[inline(always)]
-    fn sweep_lanes(
+    fn run_calls(
         &self,
         ps: &mut PlateScratch,
         o: &Outer<'_>,
-        call: Call,
         rows: Rows<'_>,
-        at: &mut usize,
-        mut sweep: impl FnMut(usize, &Tape, &mut TapeScratch, &[f64], Latents<'_>),
+        mut sweep: impl FnMut(Call, usize, &Tape, &mut TapeScratch, &[f64], Latents<'_>),
+        mut after: impl FnMut(Call, &TapeScratch, &mut [f64]),
     ) {
-        let rt = self.tape_for(call);
+        let count = match rows {
+            Rows::All => self.plate.rows,
+            Rows::Drawn { rows, .. } => rows.len(),
+        };
         let inputs = self.plate.body.latent_count();
-        let len = inputs * call.per * call.padded();
-        let laid = self.call_inputs(ps, o, call, rows, *at);
-        *at += len;
-        for l in 0..o.w {
-            self.shared_values(ps, o, l);
-            // Split from the other fields of `ps` the call reads.
-            let ts = if call.per == 1 {
-                &mut ps.single
-            } else {
-                &mut ps.group
-            };
-            let latents = Latents::Affine {
-                noise: match laid {
-                    Some(at) => &self.laid[at..at + len],
-                    None => &ps.inputs[l.min(ps.inputs.len() - 1)][..len],
-                },
-                loc: &ps.zero[..inputs * call.per],
-                scale: &ps.one[..inputs * call.per],
-            };
-            sweep(l, &rt.tape, ts, &ps.shared, latents);
+        let mut at = 0;
+        for call in Self::calls(count) {
+            let rt = self.tape_for(call);
+            let len = inputs * call.per * call.padded();
+            let laid = self.call_inputs(ps, o, call, rows, at);
+            at += len;
+            for l in 0..o.w {
+                self.shared_values(ps, o, l);
+                // Split from the other fields of `ps` the call reads.
+                let ts = if call.per == 1 {
+                    &mut ps.single
+                } else {
+                    &mut ps.group
+                };
+                let latents = Latents::Affine {
+                    noise: match laid {
+                        Some(at) => &self.laid[at..at + len],
+                        None => &ps.inputs[l.min(ps.inputs.len() - 1)][..len],
+                    },
+                    loc: &ps.zero[..inputs * call.per],
+                    scale: &ps.one[..inputs * call.per],
+                };
+                sweep(call, l, &rt.tape, ts, &ps.shared, latents);
+            }
+            let ts = if call.per == 1 { &ps.single } else { &ps.group };
+            after(call, ts, &mut ps.acc);
         }
     }
 
@@ -119,10 +128,6 @@ impl PlateRun {
     ) {
         let w = o.w;
         let k_count = self.plate.shared.len();
-        let count = match rows {
-            Rows::All => self.plate.rows,
-            Rows::Drawn { rows, .. } => rows.len(),
-        };
         let scale = rows.scale();
         let mut value = [0.0; CHUNK];
         ps.acc.fill(0.0);
@@ -136,22 +141,8 @@ impl PlateRun {
                 }
             }
         }
-        let mut at = 0;
-        for call in Self::calls(count) {
+        let after = |call: Call, ts: &TapeScratch, acc: &mut [f64]| {
             let (n, nb) = (call.lanes, call.padded());
-            self.sweep_lanes(
-                ps,
-                o,
-                call,
-                rows,
-                &mut at,
-                |l, tape, ts, shared, latents| {
-                    let g = &mut ts.grads[l];
-                    g.resize(tape, nb);
-                    tape.gradient_latents(&mut ts.ws, semantics, shared, latents, g, values);
-                },
-            );
-            let ts = if call.per == 1 { &ps.single } else { &ps.group };
             let grads = &ts.grads[..w];
             // Row order within each lane; the lanes' chains side by side.
             let vals: [&[f64]; CHUNK] = std::array::from_fn(|l| match grads.get(l) {
@@ -164,7 +155,7 @@ impl PlateRun {
                     Some(g) => &g.params[k * nb..k * nb + n],
                     None => &[][..],
                 });
-                add_lanes(&mut ps.acc[k * CHUNK..k * CHUNK + w], &cols[..w], n);
+                add_lanes(&mut acc[k * CHUNK..k * CHUNK + w], &cols[..w], n);
             }
             for (a, &q) in self.active.iter().enumerate() {
                 let rl = self.plate.row_latents[q];
@@ -179,7 +170,18 @@ impl PlateRun {
                     }
                 }
             }
-        }
+        };
+        self.run_calls(
+            ps,
+            o,
+            rows,
+            |call, l, tape, ts, shared, latents| {
+                let g = &mut ts.grads[l];
+                g.resize(tape, call.padded());
+                tape.gradient_latents(&mut ts.ws, semantics, shared, latents, g, values);
+            },
+            after,
+        );
         for (v, x) in grad.value[..w].iter_mut().zip(&value) {
             *v += scale * x;
         }
@@ -205,37 +207,24 @@ impl PlateRun {
         out: &mut [f64],
     ) {
         let w = o.w;
-        let count = match rows {
-            Rows::All => self.plate.rows,
-            Rows::Drawn { rows, .. } => rows.len(),
-        };
         let mut value = [0.0; CHUNK];
-        let mut at = 0;
-        for call in Self::calls(count) {
-            let (n, nb) = (call.lanes, call.padded());
-            self.sweep_lanes(
-                ps,
-                o,
-                call,
-                rows,
-                &mut at,
-                |l, tape, ts, shared, latents| {
-                    tape.forward_latents(
-                        &mut ts.ws,
-                        semantics,
-                        shared,
-                        latents,
-                        &mut ts.outs[l][..nb],
-                    );
-                },
-            );
-            let ts = if call.per == 1 { &ps.single } else { &ps.group };
-            let vals: [&[f64]; CHUNK] = std::array::from_fn(|l| match ts.outs.get(l) {
-                Some(v) if l < w => &v[..n],
-                _ => &[][..],
-            });
-            add_lanes(&mut value[..w], &vals[..w], n);
-        }
+        self.run_calls(
+            ps,
+            o,
+            rows,
+            |call, l, tape, ts, shared, latents| {
+                let out = &mut ts.outs[l][..call.padded()];
+                tape.forward_latents(&mut ts.ws, semantics, shared, latents, out);
+            },
+            |call, ts, _| {
+                let n = call.lanes;
+                let vals: [&[f64]; CHUNK] = std::array::from_fn(|l| match ts.outs.get(l) {
+                    Some(v) if l < w => &v[..n],
+                    _ => &[][..],
+                });
+                add_lanes(&mut value[..w], &vals[..w], n);
+            },
+        );
         let scale = rows.scale();
         for (v, x) in out[..w].iter_mut().zip(&value) {
             *v += scale * x;
