@@ -32,7 +32,7 @@ use iced_x86::code_asm::*;
 
 use crate::ir::{Binary, CompiledForm};
 
-use super::super::instr::{CHUNK, NONE, Op, Step, each_read};
+use super::super::instr::{CHUNK, NONE, Op, Step, each_read, forward_only_op, non_primitive_op};
 use super::indicators::Indicators;
 use super::looping::{self, Looping};
 use super::regs::*;
@@ -79,24 +79,7 @@ fn inline(op: &Op) -> bool {
     match *op {
         Op::Binary { op, .. } => op.info().forward == CompiledForm::Inline,
         Op::Unary { op, .. } => op.info().forward == CompiledForm::Inline,
-        Op::Param { .. }
-        | Op::Latent { .. }
-        | Op::NormalSquare { .. }
-        | Op::SquareDiff { .. }
-        | Op::Square { .. }
-        | Op::PoissonTerm { .. }
-        | Op::StandIn { .. }
-        | Op::SumChain { .. }
-        | Op::If { .. }
-        | Op::Select { .. }
-        | Op::SelectLess { .. }
-        | Op::SelectSum { .. }
-        | Op::SelectChain { .. }
-        | Op::SelectLatent { .. }
-        | Op::SquareDiffSub { .. }
-        | Op::SquareSub { .. }
-        | Op::SelectNeg { .. }
-        | Op::SelectLessLatent { .. } => true,
+        non_primitive_op!() | forward_only_op!() => true,
     }
 }
 

@@ -29,7 +29,9 @@ use iced_x86::code_asm::*;
 
 use crate::ir::CompiledForm;
 
-use super::super::instr::{CHUNK, NONE, Op, Plan, RevStep, Target, forward_only_op, reverse_reads};
+use super::super::instr::{
+    CHUNK, NONE, Op, Plan, RevStep, Target, forward_only_op, non_primitive_op, reverse_reads,
+};
 use super::emit::Coverage;
 use super::indicators::Indicators;
 use super::looping::{self, Looping};
@@ -102,14 +104,7 @@ pub(super) fn inline(rs: &RevStep) -> bool {
     match rs.step.op {
         Op::Unary { op, .. } => !rs.uniform && op.info().reverse == CompiledForm::Inline,
         Op::Binary { op, .. } => op.info().reverse == CompiledForm::Inline,
-        Op::Param { .. }
-        | Op::Latent { .. }
-        | Op::NormalSquare { .. }
-        | Op::SquareDiff { .. }
-        | Op::Square { .. }
-        | Op::PoissonTerm { .. }
-        | Op::SumChain { .. }
-        | Op::If { .. } => true,
+        non_primitive_op!() => true,
         forward_only_op!() => unreachable!("only forward-only layouts have this step"),
     }
 }
