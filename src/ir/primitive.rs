@@ -97,11 +97,19 @@ pub(crate) use unary_without_stand_in;
 /// The pattern of the unary primitives the compiled sweeps hand back to the interpreter both
 /// forward and reverse (`CompiledForm::CallBack` in both columns), for the emitters' matches
 /// over their inline forms: one list, checked against the rows by a test.
+#[cfg_attr(
+    not(all(feature = "jit", target_arch = "x86_64")),
+    allow(unused_macros)
+)]
 macro_rules! unary_called_back {
     () => {
         $crate::ir::Unary::Softplus | $crate::ir::unary_called_back_without_stand_in!()
     };
 }
+#[cfg_attr(
+    not(all(feature = "jit", target_arch = "x86_64")),
+    allow(unused_imports)
+)]
 pub(crate) use unary_called_back;
 
 primitives! {
