@@ -126,14 +126,7 @@ pub(super) fn fuse_normal_square(
         constant.len(),
         output,
         |steps, scan, i| {
-            let Op::Binary {
-                op: Binary::Mul,
-                a,
-                b,
-            } = steps[i].op
-            else {
-                return None;
-            };
+            let (a, b) = binary_operands(steps[i].op, Binary::Mul)?;
             let (c, p, _) = constant_operand(constant, a, b)?;
             if !scan.single(p) {
                 return None;
@@ -209,25 +202,11 @@ pub(super) fn fuse_poisson_term(
         constant.len(),
         output,
         |steps, scan, i| {
-            let Op::Binary {
-                op: Binary::Sub,
-                a: p,
-                b: r,
-            } = steps[i].op
-            else {
-                return None;
-            };
+            let (p, r) = binary_operands(steps[i].op, Binary::Sub)?;
             if !scan.single(p) {
                 return None;
             }
-            let Op::Binary {
-                op: Binary::Mul,
-                a,
-                b,
-            } = steps[scan.at(p)].op
-            else {
-                return None;
-            };
+            let (a, b) = binary_operands(steps[scan.at(p)].op, Binary::Mul)?;
             let (c, l, c_left) = constant_operand(constant, a, b)?;
             if !scan.single(l) {
                 return None;
@@ -277,6 +256,14 @@ fn fuse_each(
     fused
 }
 
+/// The operands of `op` if it is the binary `want`.
+fn binary_operands(op: Op, want: Binary) -> Option<(u32, u32)> {
+    match op {
+        Op::Binary { op, a, b } if op == want => Some((a, b)),
+        _ => None,
+    }
+}
+
 /// Of a product's operands `a` and `b`, the constant one (`c`) and the other: `(c, other,
 /// whether c is the left operand)`, or `None` unless exactly one is a constant.
 fn constant_operand(constant: &[Option<f64>], a: u32, b: u32) -> Option<(f64, u32, bool)> {
@@ -318,14 +305,7 @@ pub(super) fn fuse_sum_chains(
     // The partial sum an addition extends: an operand that is itself a lane addition read
     // by nothing else (the later one if both are).
     let acc_of = |st: &Step| -> Option<(u32, u32, bool)> {
-        let Op::Binary {
-            op: Binary::Add,
-            a,
-            b,
-        } = st.op
-        else {
-            return None;
-        };
+        let (a, b) = binary_operands(st.op, Binary::Add)?;
         if a == b {
             return None;
         }
