@@ -263,12 +263,12 @@ fn forward_in(
         }
         KernelSet::Avx2 | KernelSet::Avx512 if cpu::avx2_fma() => {
             // SAFETY: the CPU has AVX2 and FMA (checked just above).
-            unsafe { forward_avx2(steps, chains, ws, semantics, x) };
+            unsafe { forward_avx2(steps, chains, &mut ws.values, &mut ws.weights, semantics, x) };
             return;
         }
         _ if cpu::fma() => {
             // SAFETY: the CPU has FMA (checked just above).
-            unsafe { forward_fma(steps, chains, ws, semantics, x) };
+            unsafe { forward_fma(steps, chains, &mut ws.values, &mut ws.weights, semantics, x) };
             return;
         }
         _ => {}
@@ -283,30 +283,19 @@ feature_builds! {
         [fn] (
             steps: &[Step],
             chains: &[(u32, bool)],
-            ws: &mut Workspace,
+            vals: &mut [Lanes],
+            weights: &mut [Lanes],
             semantics: Semantics,
             x: &Input,
         ) {
-            forward_body(steps, chains, &mut ws.values, &mut ws.weights, semantics, x);
+            forward_body(steps, chains, vals, weights, semantics, x);
         }
     }
     /// The portable build with FMA (128-bit, as on aarch64): its `mul_add`s are instructions
     /// where the baseline build calls the runtime's `fma`.
     forward_fma = "fma";
     forward_avx2 = "avx2,fma";
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,avx512f,avx512dq,avx512vl,avx512bw")]
-fn forward_avx512(
-    steps: &[Step],
-    chains: &[(u32, bool)],
-    vals: &mut [Lanes],
-    weights: &mut [Lanes],
-    semantics: Semantics,
-    x: &Input,
-) {
-    forward_body(steps, chains, vals, weights, semantics, x);
+    forward_avx512 = "avx2,fma,avx512f,avx512dq,avx512vl,avx512bw";
 }
 
 #[inline(always)]
