@@ -74,6 +74,9 @@ pub struct Engine {
     /// The components `mean` holds non-zero values at, when the last batch was a sparse
     /// step's (`None`: possibly every component).
     mean_support: Option<Vec<u32>>,
+    /// A dense subsampled step's (Score, RLOO, LYY18 over row latents) touched components:
+    /// its gradient is zero at the undrawn rows' guides, which the optimiser then leaves.
+    dense_touched: Option<Vec<u32>>,
 }
 
 /// Drawing the next batch's noise beside the current one pays off from about this many
@@ -135,6 +138,7 @@ impl Engine {
             rows_per_chunk: false,
             drawn: None,
             mean_support: None,
+            dense_touched: None,
         }
     }
 
@@ -162,6 +166,7 @@ impl Engine {
             .as_ref()
             .and_then(|s| s.sparse.as_ref())
             .map(|sp| &sp.components[..])
+            .or(self.dense_touched.as_deref())
     }
 
     /// Each batch's plates read `m` rows drawn afresh (the same for every sample of the
@@ -358,6 +363,7 @@ impl Engine {
             }
             _ => None,
         };
+        self.dense_touched = None;
         if sparse.is_some() {
             self.drawn = sparse;
         } else {
@@ -368,6 +374,9 @@ impl Engine {
                     .subsample
                     .and_then(|m| self.problem.subsample(key, m, &self.state)),
             };
+            if let Some(sub) = &self.drawn {
+                self.dense_touched = self.problem.touched_by(sub);
+            }
         }
         let touched: Option<&[u32]> = self
             .drawn

@@ -460,6 +460,20 @@ impl ProblemData {
         self.shared.as_ref().map(|s| &s.components[..])
     }
 
+    /// The components of `theta` a subsampled batch's gradient can be non-zero at (the
+    /// shared ones and the drawn rows' guides), when some plate has row latents.
+    pub(crate) fn touched_by(&self, sub: &Subsample) -> Option<Vec<u32>> {
+        let shared = self.shared.as_ref()?;
+        let set = super::subsample::sparse_set(
+            &self.family,
+            &self.plates,
+            shared,
+            &sub.plates,
+            &self.moved_row,
+        );
+        Some(set.components)
+    }
+
     /// A step's subsample of `m` rows a plate for iteration `key` that reads only what it
     /// needs ([`super::subsample::Sparse`]), the family evaluated at `theta` for the latents
     /// it reads (into `state`); `None` when no plate has more than `m` rows (then nothing
