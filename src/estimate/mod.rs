@@ -25,6 +25,7 @@ pub use adaptive::{Adjustment, AutoEta, GapProbe, START_AMPLITUDE, race};
 pub use engine::{AllSamples, Engine, NonFinite, on_a_worker};
 pub use lyy18::Lyy18;
 pub use pathwise::Pathwise;
+pub(crate) use plates::analysis_view;
 pub use problem::{Problem, ProblemData, Scratch};
 pub use rloo::Rloo;
 pub use rng::{Channel, Purpose, SampleRng, StreamKey};

@@ -47,6 +47,9 @@ pub(crate) struct Outer<'a> {
     pub w: usize,
     /// The moved-latent row of each model latent (`u32::MAX` for a fixed one).
     pub moved_row: &'a [u32],
+    /// Whether the gradient rows of undrawn rows' latents are zeroed (a sparse step reads
+    /// none of them: `subsample::Sparse`).
+    pub zero_undrawn: bool,
 }
 
 impl PlateRun {
@@ -131,8 +134,9 @@ impl PlateRun {
         let scale = rows.scale();
         let mut value = [0.0; CHUNK];
         ps.acc.fill(0.0);
-        // A row latent's gradient row is written by its plate alone: undrawn rows get zeros.
-        if let Rows::Drawn { .. } = rows {
+        // A row latent's gradient row is written by its plate alone: undrawn rows get zeros
+        // (unless `zero_undrawn` is false: a sparse step never reads them).
+        if let (Rows::Drawn { .. }, true) = (rows, o.zero_undrawn) {
             for &q in &self.active {
                 let rl = self.plate.row_latents[q];
                 for r in 0..self.plate.rows {
