@@ -4,7 +4,7 @@
 
 use crate::eval::CHUNK;
 
-use super::run::{Outer, Rows};
+use super::rows::{Outer, Rows};
 use super::{BLOCK_ROWS, GROUP_ROWS, PlateRun, PlateScratch};
 
 /// A call's rows: positions `start..start + lanes * per` of the row sequence, `per` to a

@@ -28,12 +28,13 @@ mod analysis;
 #[cfg(test)]
 pub(crate) mod fixture;
 mod inputs;
+mod rows;
 mod run;
 mod sums;
 mod tapes;
 
 pub(crate) use analysis::analysis_view;
-pub(crate) use run::{Outer, Rows};
+pub(crate) use rows::{Outer, Rows};
 
 use crate::eval::CHUNK;
 use crate::ir::{Plate, Shared};
