@@ -229,11 +229,11 @@ impl FamilyState {
         }
     }
 
-    /// The tapes of the user latents' locations and scales at `theta`'s model parameters,
-    /// then those latents' values and Jacobians; true when all are valid.
-    fn update_user(&mut self, family: &Family, theta: &[f64]) -> bool {
-        let m = family.model_param_count();
-        let params = &theta[..m];
+    /// Each of the family's tapes (a latent's location or scale as a function of the model's
+    /// parameters) at `params`: its value and its gradient in the parameters.
+    #[inline(always)]
+    fn run_tapes(&mut self, family: &Family, params: &[f64]) {
+        let m = params.len();
         for (t, tape) in family.tapes.iter().enumerate() {
             let g = &mut self.grads[t];
             tape.gradient(
@@ -248,6 +248,13 @@ impl FamilyState {
                 self.tape_grad[t * m + k] = g.params[k];
             }
         }
+    }
+
+    /// The tapes of the user latents' locations and scales at `theta`'s model parameters,
+    /// then those latents' values and Jacobians; true when all are valid.
+    fn update_user(&mut self, family: &Family, theta: &[f64]) -> bool {
+        let m = family.model_param_count();
+        self.run_tapes(family, &theta[..m]);
         let mut valid = true;
         for k in 0..self.user.len() {
             let i = self.user[k] as usize;
@@ -269,21 +276,7 @@ impl FamilyState {
     #[inline(always)]
     fn update_body(&mut self, family: &Family, theta: &[f64]) -> Result<(), FamilyError> {
         let m = family.model_param_count();
-        let params = &theta[..m];
-        for (t, tape) in family.tapes.iter().enumerate() {
-            let g = &mut self.grads[t];
-            tape.gradient(
-                &mut self.workspaces[t],
-                crate::ir::Semantics::Crisp,
-                params,
-                &self.zeros,
-                g,
-            );
-            self.tape_value[t] = g.value[0];
-            for k in 0..m {
-                self.tape_grad[t * m + k] = g.params[k];
-            }
-        }
+        self.run_tapes(family, &theta[..m]);
         // The guided latents' `softplus(rho)` and its derivative in one lane loop (it
         // vectorises), then their locations, scales and Jacobians; then the others.
         for (r, g) in self.rho.iter_mut().zip(&self.guided) {

@@ -54,18 +54,24 @@ impl Adam {
         }
     }
 
-    /// Moves component `p` by its gradient `g`, its own `k`-th step.
+    /// The bias corrections `(1 - beta1^k, 1 - beta2^k)` of a component's `k`-th step.
+    fn corrections(&self, k: u64) -> (f64, f64) {
+        let k = k as i32;
+        (
+            1.0 - self.config.beta1.powi(k),
+            1.0 - self.config.beta2.powi(k),
+        )
+    }
+
+    /// Moves component `p` by its gradient `g`, with the bias corrections of its step.
     #[inline(always)]
-    fn update(&mut self, theta: &mut [f64], p: usize, g: f64, k: u64) {
+    fn update(&mut self, theta: &mut [f64], p: usize, g: f64, (c1, c2): (f64, f64)) {
         let AdamConfig {
             lr,
             beta1,
             beta2,
             eps,
         } = self.config;
-        let k = k as i32;
-        let c1 = 1.0 - beta1.powi(k);
-        let c2 = 1.0 - beta2.powi(k);
         let (m, v) = (&mut self.m[p], &mut self.v[p]);
         *m = beta1 * *m + (1.0 - beta1) * g;
         *v = beta2 * *v + (1.0 - beta2) * g * g;
@@ -75,33 +81,18 @@ impl Adam {
 
 impl Optimizer for Adam {
     fn step(&mut self, theta: &mut [f64], grad: &[f64]) {
+        self.t += 1;
         if !self.own.is_empty() {
             // Some component missed a step: each keeps its own count.
-            self.t += 1;
             for (p, &g) in grad.iter().enumerate() {
                 self.own[p] += 1;
-                self.update(theta, p, g, self.own[p]);
+                self.update(theta, p, g, self.corrections(self.own[p]));
             }
             return;
         }
-        let AdamConfig {
-            lr,
-            beta1,
-            beta2,
-            eps,
-        } = self.config;
-        self.t += 1;
-        let t = self.t as i32;
-        let c1 = 1.0 - beta1.powi(t);
-        let c2 = 1.0 - beta2.powi(t);
-        for ((x, &g), (m, v)) in theta
-            .iter_mut()
-            .zip(grad)
-            .zip(self.m.iter_mut().zip(&mut self.v))
-        {
-            *m = beta1 * *m + (1.0 - beta1) * g;
-            *v = beta2 * *v + (1.0 - beta2) * g * g;
-            *x += lr * (*m / c1) / ((*v / c2).sqrt() + eps);
+        let corrections = self.corrections(self.t);
+        for (p, &g) in grad.iter().enumerate() {
+            self.update(theta, p, g, corrections);
         }
     }
 
@@ -113,7 +104,7 @@ impl Optimizer for Adam {
         for &p in touched {
             let p = p as usize;
             self.own[p] += 1;
-            self.update(theta, p, grad[p], self.own[p]);
+            self.update(theta, p, grad[p], self.corrections(self.own[p]));
         }
     }
 

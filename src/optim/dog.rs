@@ -254,6 +254,31 @@ impl Dog {
     }
 }
 
+impl Dog {
+    /// `(keep, add, total)` of step `t`: the running sum or average `s` of the squared
+    /// gradients becomes `keep * s + add * g^2`, and `G_t = total * s`.
+    fn forgetting(&self) -> (f64, f64, f64) {
+        let t = self.t as f64;
+        match self.config.forget {
+            None => (1.0, 1.0, 1.0),
+            Some(beta) => (beta, 1.0 - beta, t / (1.0 - libm::pow(beta, t))),
+        }
+    }
+
+    /// Component `i`'s own step, with distances per component.
+    #[inline(always)]
+    fn step_coordinate(&mut self, x: &mut f64, i: usize, g: f64, forgetting: (f64, f64, f64)) {
+        let (keep, add, total) = forgetting;
+        self.g2[i] = keep * self.g2[i] + add * g * g;
+        let big_g = total * self.g2[i];
+        if big_g > 0.0 {
+            *x += self.r[i] / big_g.sqrt() * self.settling(i) * g;
+        }
+        self.r[i] = self.r[i].max((*x - self.x0[i]).abs());
+        self.remark(i);
+    }
+}
+
 fn norm(xs: impl Iterator<Item = f64>) -> f64 {
     squares(xs).sqrt()
 }
@@ -270,21 +295,10 @@ impl Optimizer for Dog {
         // After sparse steps: every component's average up to date, then eager again.
         self.catch_up();
         self.t += 1;
-        let t = self.t as f64;
-        // `G_t` from the running sum or average `s` of the squared gradients.
-        let (keep, add, total) = match self.config.forget {
-            None => (1.0, 1.0, 1.0),
-            Some(beta) => (beta, 1.0 - beta, t / (1.0 - libm::pow(beta, t))),
-        };
         if self.config.per_coordinate {
+            let forgetting = self.forgetting();
             for (i, (x, &g)) in theta.iter_mut().zip(grad).enumerate() {
-                self.g2[i] = keep * self.g2[i] + add * g * g;
-                let big_g = total * self.g2[i];
-                if big_g > 0.0 {
-                    *x += self.r[i] / big_g.sqrt() * self.settling(i) * g;
-                }
-                self.r[i] = self.r[i].max((*x - self.x0[i]).abs());
-                self.remark(i);
+                self.step_coordinate(x, i, g, forgetting);
             }
         } else {
             let g2 = grad.iter().map(|g| g * g).sum::<f64>();
@@ -330,22 +344,11 @@ impl Optimizer for Dog {
             });
         }
         self.t += 1;
-        let t = self.t as f64;
         if self.config.per_coordinate {
-            let (keep, add, total) = match self.config.forget {
-                None => (1.0, 1.0, 1.0),
-                Some(beta) => (beta, 1.0 - beta, t / (1.0 - libm::pow(beta, t))),
-            };
+            let forgetting = self.forgetting();
             for &i in touched {
                 let i = i as usize;
-                let (x, g) = (&mut theta[i], grad[i]);
-                self.g2[i] = keep * self.g2[i] + add * g * g;
-                let big_g = total * self.g2[i];
-                if big_g > 0.0 {
-                    *x += self.r[i] / big_g.sqrt() * self.settling(i) * g;
-                }
-                self.r[i] = self.r[i].max((*x - self.x0[i]).abs());
-                self.remark(i);
+                self.step_coordinate(&mut theta[i], i, grad[i], forgetting);
             }
         } else {
             // The untouched components' gradients are zero: the squared norm over the
