@@ -31,6 +31,7 @@ impl Compiled {
         _: &[(u32, f64)],
         _: usize,
         _: bool,
+        _: bool,
     ) -> Option<&ForwardCode> {
         None
     }

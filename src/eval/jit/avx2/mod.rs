@@ -1,0 +1,358 @@
+//! The forward sweep compiled for CPUs with AVX2 and FMA but not AVX-512: the AVX-512 code's
+//! steps (`emit.rs`, `emit/steps.rs`) on vectors of four lanes, none of its instructions
+//! AVX-512's.
+//!
+//! Why a loop: AVX2 has 16 vector registers where AVX-512 has 32. Holding a chunk's 16 lanes
+//! as four registers per value would leave the register cache two or three values; instead
+//! each run of steps with an inline form (a segment, between two calls back into the
+//! interpreter, of at most [`SEGMENT_STEPS`] steps) is one loop over the chunk's four
+//! quarters, each value one register. Lanes never mix (every step is per lane), so running
+//! a segment's steps quarter by quarter gives each lane the operations the interpreter
+//! gives it, in the same order: the same bits. A quarter is addressed by moving the values'
+//! (`r12`) and the noise's (`r14`) bases and the frame's weights pointer by 32 bytes per
+//! iteration; the calls back run after a segment's last quarter, on whole chunks. The cache
+//! starts empty in every segment, so a value read in a later segment is read from memory
+//! and the first pass stores it.
+//!
+//! What differs from the AVX-512 code besides the width: no mask registers (a comparison
+//! gives a vector of all-ones lanes, selects are `vblendvpd`, zero-masking is `vandpd`), no
+//! broadcast operands (the constant table holds each constant four times), and the
+//! exponent arithmetic of `exp` and the logarithms' stand-ins in integer instructions
+//! (`routines.rs`).
+//!
+//! Register use: `rbx` the frame, `r12` the values, `r13` the parameters, `r14` the noise of
+//! the quarter's first lane, `r15` the distance between two latents' noise, `rbp` the
+//! constants; `ymm0..ymm8` cache values, `ymm9..ymm15` are scratch; a routine uses
+//! `ymm5..ymm15` (the cache loses `ymm5..ymm8`). Repeated blocks are not looped over
+//! (`repeat.rs`): each step is emitted once.
+
+use iced_x86::IcedError;
+use iced_x86::code_asm::*;
+
+use super::super::instr::{CHUNK, NONE, Step, each_read};
+use super::emit::cache::{Cache, Operand};
+use super::emit::{Coverage, PART_STEPS, inline};
+use super::indicators::Indicators;
+use super::{Parts, frame};
+
+mod routines;
+mod steps;
+
+/// Steps of one segment at most: its loop body runs four times, and a body of a few hundred
+/// steps (some 15 KB) stays in the instruction cache between its iterations. A longer run of
+/// inline steps is cut into several segments (its values crossing a cut go through memory).
+const SEGMENT_STEPS: usize = 256;
+
+/// Bytes of one slot (all its lanes), and of a quarter.
+const SLOT_BYTES: i32 = (CHUNK * 8) as i32;
+const QUARTER_BYTES: i32 = 32;
+
+/// Every vector register by number.
+const YMM: [AsmRegisterYmm; 16] = [
+    ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14,
+    ymm15,
+];
+
+/// Registers that cache values (`ymm0..ymm8`), and those a routine's call loses.
+const CACHED: usize = 9;
+const ROUTINE_CACHED: std::ops::Range<usize> = 5..9;
+
+/// Scratch registers.
+const X: [AsmRegisterYmm; 7] = [ymm9, ymm10, ymm11, ymm12, ymm13, ymm14, ymm15];
+
+/// The latents' scales and locations, kept between latent loads (as in `emit.rs`).
+const SCALE_AT: AsmRegister64 = rsi;
+const LOC_AT: AsmRegister64 = rdi;
+
+/// Which routine: indices into `Emitter::routine_at`.
+const WEIGHTS: usize = 0;
+const LN: usize = 1;
+const EXP: usize = 2;
+
+/// The AVX2 code of `steps`, as `emit::forward` gives the AVX-512 code: routines first, then
+/// the sweep, with its entry's offset, its constants and its coverage.
+pub(super) fn forward(
+    steps: &[Step],
+    chains: &[(u32, bool)],
+    constants: &[(u32, f64)],
+    pinned: usize,
+    crisp: bool,
+) -> Result<(Parts, usize, Vec<f64>, Coverage), IcedError> {
+    let indicators = Indicators::of(constants);
+    let mut bytes = Parts::default();
+    let mut routine_at = [0; 3];
+    for (at, body) in routine_at.iter_mut().zip([
+        routines::weights as fn(&mut CodeAssembler) -> Result<(), IcedError>,
+        routines::ln,
+        routines::exp,
+    ]) {
+        *at = bytes.len() as u64;
+        let mut a = CodeAssembler::new(64)?;
+        body(&mut a)?;
+        bytes.push(a.assemble(*at)?);
+    }
+    let entry = bytes.len();
+    let mut stores = Stores::Finding {
+        writer: Vec::new(),
+        needed: vec![false; steps.len()],
+    };
+    for _pass in 0..2 {
+        let mut e = Emitter {
+            a: CodeAssembler::new(64)?,
+            routine_at,
+            cache: Cache::with(CACHED, ROUTINE_CACHED),
+            chains,
+            consts: routines::table(),
+            crisp,
+            coverage: Coverage::default(),
+            stores,
+            pinned: pinned as u32,
+            indicators: &indicators,
+            latent_pointers: false,
+        };
+        let finding = matches!(e.stores, Stores::Finding { .. });
+        let mut code = Parts {
+            len: bytes.len(),
+            ..Default::default()
+        };
+        e.prologue()?;
+        let mut k = 0;
+        let mut part_from = 0;
+        while k < steps.len() {
+            if k - part_from >= PART_STEPS {
+                e.assemble_part(&mut code, finding)?;
+                part_from = k;
+            }
+            if inline(&steps[k].op) {
+                let from = k;
+                while k < steps.len() && k - from < SEGMENT_STEPS && inline(&steps[k].op) {
+                    k += 1;
+                }
+                e.segment(steps, from, k)?;
+                e.coverage.inline += k - from;
+            } else {
+                let from = k;
+                while k < steps.len() && !inline(&steps[k].op) {
+                    k += 1;
+                }
+                e.note_reads();
+                e.called(&steps[from..k]);
+                e.call_back(from, k)?;
+                e.coverage.called += k - from;
+            }
+        }
+        e.epilogue()?;
+        e.assemble_part(&mut code, finding)?;
+        stores = match e.stores {
+            Stores::Finding { needed, .. } => Stores::Only(needed),
+            Stores::Only(_) => {
+                bytes.append(code);
+                return Ok((bytes, entry, e.consts, e.coverage));
+            }
+        };
+    }
+    unreachable!("the second pass returns")
+}
+
+/// Which steps' values the code stores in their places (as in `emit.rs`).
+enum Stores {
+    /// First pass: `writer[p]` is the step whose value place `p` holds (`NONE`: none of this
+    /// code's, or a call's), `needed[k]` whether step `k`'s value is read from memory.
+    Finding { writer: Vec<u32>, needed: Vec<bool> },
+    /// Second pass: the pinned values and those `needed`.
+    Only(Vec<bool>),
+}
+
+struct Emitter<'a> {
+    a: CodeAssembler,
+    routine_at: [u64; 3],
+    cache: Cache,
+    chains: &'a [(u32, bool)],
+    /// The constants the code reads from `rbp`, each four times.
+    consts: Vec<f64>,
+    crisp: bool,
+    coverage: Coverage,
+    stores: Stores,
+    pinned: u32,
+    indicators: &'a Indicators,
+    /// Whether [`SCALE_AT`] and [`LOC_AT`] hold the frame's scale and location pointers.
+    latent_pointers: bool,
+}
+
+impl Emitter<'_> {
+    /// The current quarter of value place `slot`.
+    fn slot_at(&self, slot: u32) -> AsmMemoryOperand {
+        ymmword_ptr(r12 + slot as i32 * SLOT_BYTES)
+    }
+
+    /// The current quarter of weight place `cache + next`, at `rcx`.
+    fn weight_at(&self, cache: u32, next: u32) -> AsmMemoryOperand {
+        ymmword_ptr(rcx + (cache + next) as i32 * SLOT_BYTES)
+    }
+
+    /// Saves the callee-saved registers, puts the frame in `rbx` and loads the bases.
+    fn prologue(&mut self) -> Result<(), IcedError> {
+        let a = &mut self.a;
+        for r in [rbx, rbp, r12, r13, r14, r15] {
+            a.push(r)?;
+        }
+        // Six pushes and the return address: 56 bytes; calls need 16-byte alignment.
+        a.sub(rsp, 8)?;
+        a.mov(rbx, rdi)?;
+        for (r, field) in [
+            (r12, frame::VALUES),
+            (r13, frame::PARAMS),
+            (r14, frame::NOISE),
+            (r15, frame::STRIDE),
+            (rbp, frame::CONSTS),
+        ] {
+            a.mov(r, qword_ptr(rbx + field))?;
+        }
+        Ok(())
+    }
+
+    fn epilogue(&mut self) -> Result<(), IcedError> {
+        let a = &mut self.a;
+        a.vzeroupper()?;
+        a.add(rsp, 8)?;
+        for r in [r15, r14, r13, r12, rbp, rbx] {
+            a.pop(r)?;
+        }
+        a.ret()
+    }
+
+    /// Steps `from..to` (all with an inline form) as a loop over the chunk's four quarters.
+    fn segment(&mut self, steps: &[Step], from: usize, to: usize) -> Result<(), IcedError> {
+        self.cache.reset();
+        let mut top = self.a.create_label();
+        self.a.set_label(&mut top)?;
+        for (k, step) in steps.iter().enumerate().take(to).skip(from) {
+            self.step(k, step)?;
+        }
+        let a = &mut self.a;
+        a.add(r12, QUARTER_BYTES)?;
+        a.add(r14, QUARTER_BYTES)?;
+        a.add(qword_ptr(rbx + frame::WEIGHTS), QUARTER_BYTES)?;
+        a.mov(rax, qword_ptr(rbx + frame::VALUES))?;
+        a.add(rax, SLOT_BYTES)?;
+        a.cmp(r12, rax)?;
+        a.jne(top)?;
+        a.sub(r12, SLOT_BYTES)?;
+        a.sub(r14, SLOT_BYTES)?;
+        a.sub(qword_ptr(rbx + frame::WEIGHTS), SLOT_BYTES)?;
+        // The registers hold the last quarter's values.
+        self.cache.reset();
+        Ok(())
+    }
+
+    /// Runs steps `from..to` in the interpreter (on whole chunks).
+    fn call_back(&mut self, from: usize, to: usize) -> Result<(), IcedError> {
+        let a = &mut self.a;
+        a.mov(rdi, rbx)?;
+        a.mov(esi, from as u32)?;
+        a.mov(edx, to as u32)?;
+        a.call(qword_ptr(rbx + frame::CALL_BACK))?;
+        self.cache.clear();
+        self.latent_pointers = false;
+        Ok(())
+    }
+
+    /// An operand as a register: its cached register, or `scratch` loaded.
+    fn reg(&mut self, o: Operand, scratch: AsmRegisterYmm) -> Result<AsmRegisterYmm, IcedError> {
+        Ok(match o {
+            Operand::Pair(p) => YMM[p],
+            Operand::Slot(s) => {
+                self.a.vmovupd(scratch, self.slot_at(s))?;
+                scratch
+            }
+        })
+    }
+
+    /// First pass: marks the values of the places looked up and not found as needed.
+    fn note_reads(&mut self) {
+        let missed = self.cache.take_missed();
+        if let Stores::Finding { writer, needed } = &mut self.stores {
+            for s in missed {
+                if let Some(&w) = writer.get(s as usize)
+                    && w != NONE
+                {
+                    needed[w as usize] = true;
+                }
+            }
+        }
+    }
+
+    /// First pass: the steps `called` hand back read their operands from memory and leave
+    /// their values there.
+    fn called(&mut self, called: &[Step]) {
+        let chains = self.chains;
+        if let Stores::Finding { writer, needed } = &mut self.stores {
+            for st in called {
+                each_read(st, chains, |s| {
+                    if let Some(&w) = writer.get(s as usize)
+                        && w != NONE
+                    {
+                        needed[w as usize] = true;
+                    }
+                });
+                if let Some(w) = writer.get_mut(st.out as usize) {
+                    *w = NONE;
+                }
+            }
+        }
+    }
+
+    /// Step `index`: its value into a cache register, and into its place where something
+    /// reads it from memory.
+    fn step(&mut self, index: usize, step: &Step) -> Result<(), IcedError> {
+        let d = self.step_value(step)?;
+        self.cache.set(d, step.out);
+        self.note_reads();
+        let store = match &mut self.stores {
+            Stores::Finding { writer, .. } => {
+                let p = step.out as usize;
+                if writer.len() <= p {
+                    writer.resize(p + 1, NONE);
+                }
+                writer[p] = index as u32;
+                true
+            }
+            Stores::Only(needed) => needed[index] || step.out < self.pinned,
+        };
+        if store {
+            self.a.vmovupd(self.slot_at(step.out), YMM[d])?;
+        }
+        Ok(())
+    }
+
+    /// The index of a new constant `c` in the table (stored four times).
+    fn constant(&mut self, c: f64) -> usize {
+        self.consts.extend([c; routines::WIDTH]);
+        self.consts.len() / routines::WIDTH - 1
+    }
+
+    /// Routine `routine` (`LN` or `EXP`) of `x`, into `x[1]` of the routines' set; the cache
+    /// loses the routines' registers.
+    fn elementary(&mut self, routine: usize, x: Operand) -> Result<(), IcedError> {
+        let to = routines::SET.x[0];
+        match x {
+            Operand::Pair(p) if YMM[p] == to => {}
+            Operand::Pair(p) => self.a.vmovapd(to, YMM[p])?,
+            Operand::Slot(s) => self.a.vmovupd(to, self.slot_at(s))?,
+        }
+        self.a.call(self.routine_at[routine])?;
+        self.cache.lose_routine_pairs();
+        Ok(())
+    }
+
+    /// Encodes the instructions written since the last part (drops them in the first pass).
+    fn assemble_part(&mut self, bytes: &mut Parts, finding: bool) -> Result<(), IcedError> {
+        let mut part = std::mem::replace(&mut self.a, CodeAssembler::new(64)?);
+        if finding {
+            return Ok(());
+        }
+        let at = bytes.len() as u64;
+        bytes.push(part.assemble(at)?);
+        Ok(())
+    }
+}
