@@ -3,16 +3,20 @@
 //! AVX-512's.
 //!
 //! Why a loop: AVX2 has 16 vector registers where AVX-512 has 32. Holding a chunk's 16 lanes
-//! as four registers per value would leave the register cache two or three values; instead
-//! each run of steps with an inline form (a segment, between two calls back into the
-//! interpreter, of at most [`SEGMENT_STEPS`] steps) is one loop over the chunk's four
-//! quarters, each value one register. Lanes never mix (every step is per lane), so running
-//! a segment's steps quarter by quarter gives each lane the operations the interpreter
-//! gives it, in the same order: the same bits. A quarter is addressed by moving the values'
-//! (`r12`) and the noise's (`r14`) bases and the frame's weights pointer by 32 bytes per
-//! iteration; the calls back run after a segment's last quarter, on whole chunks. The cache
-//! starts empty in every segment, so a value read in a later segment is read from memory
-//! and the first pass stores it.
+//! as four registers per value would leave the register cache two values; instead each run
+//! of steps with an inline form (a segment, between two calls back into the interpreter, of
+//! at most [`SEGMENT_STEPS`] steps) is one loop over the chunk's two halves, each value a
+//! pair of registers (four lanes each, as the AVX-512 code's halves). Why not one register
+//! a value, over four quarters: a step's long routines (a smoothed if-statement's weights,
+//! the logarithm) are each one dependency chain, and with one vector a step nothing
+//! overlapped them (textmsg's smoothed sweep ran 0.67x the interpreter's AVX2 build); two
+//! calls back to back overlap in the CPU's reordering window. Lanes never mix (every step is
+//! per lane), so running a segment's steps half by half gives each lane the operations the
+//! interpreter gives it, in the same order: the same bits. A half is addressed by moving
+//! the values' (`r12`) and the noise's (`r14`) bases and the frame's weights pointer by 64
+//! bytes per iteration; the calls back run after a segment's last half, on whole chunks.
+//! The cache starts empty in every segment, so a value read in a later segment is read from
+//! memory and the first pass stores it.
 //!
 //! What differs from the AVX-512 code besides the width: no mask registers (a comparison
 //! gives a vector of all-ones lanes, selects are `vblendvpd`, zero-masking is `vandpd`), no
@@ -22,9 +26,9 @@
 //!
 //! Register use: `rbx` the frame, `r12` the values, `r13` the parameters, `r14` the noise of
 //! the quarter's first lane, `r15` the distance between two latents' noise, `rbp` the
-//! constants; `ymm0..ymm8` cache values, `ymm9..ymm15` are scratch; a routine uses
-//! `ymm5..ymm15` (the cache loses `ymm5..ymm8`). Repeated blocks are not looped over
-//! (`repeat.rs`): each step is emitted once.
+//! constants; `ymm0..ymm7` cache four values (pair `p` is `ymm2p`, `ymm2p+1`), `ymm8..ymm15`
+//! are scratch; a routine uses all sixteen (a call loses every cached value). Repeated
+//! blocks are not looped over (`repeat.rs`): each step is emitted once.
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
@@ -43,9 +47,14 @@ mod steps;
 /// inline steps is cut into several segments (its values crossing a cut go through memory).
 const SEGMENT_STEPS: usize = 256;
 
-/// Bytes of one slot (all its lanes), and of a quarter.
+/// Bytes of one slot (all its lanes), of the half a loop's iteration runs, and of one
+/// register's lanes.
 const SLOT_BYTES: i32 = (CHUNK * 8) as i32;
-const QUARTER_BYTES: i32 = 32;
+const HALF_BYTES: i32 = SLOT_BYTES / 2;
+const VECTOR_BYTES: i32 = 32;
+
+/// Registers a value takes (and vectors of a half).
+const H: usize = 2;
 
 /// Every vector register by number.
 const YMM: [AsmRegisterYmm; 16] = [
@@ -53,12 +62,17 @@ const YMM: [AsmRegisterYmm; 16] = [
     ymm15,
 ];
 
-/// Registers that cache values (`ymm0..ymm8`), and those a routine's call loses.
-const CACHED: usize = 9;
-const ROUTINE_CACHED: std::ops::Range<usize> = 5..9;
+/// Register pairs that cache values (`ymm0..ymm7`); a routine's call loses all of them.
+const CACHED: usize = 4;
+const ROUTINE_CACHED: std::ops::Range<usize> = 0..CACHED;
 
-/// Scratch registers.
-const X: [AsmRegisterYmm; 7] = [ymm9, ymm10, ymm11, ymm12, ymm13, ymm14, ymm15];
+/// Scratch registers (the routines' second set).
+const X: [AsmRegisterYmm; 8] = routines::SETS[1];
+
+/// Register `h` of pair `p`.
+fn pair(p: usize, h: usize) -> AsmRegisterYmm {
+    YMM[H * p + h]
+}
 
 /// The latents' scales and locations, kept between latent loads (as in `emit.rs`).
 const SCALE_AT: AsmRegister64 = rsi;
@@ -180,14 +194,14 @@ struct Emitter<'a> {
 }
 
 impl Emitter<'_> {
-    /// The current quarter of value place `slot`.
-    fn slot_at(&self, slot: u32) -> AsmMemoryOperand {
-        ymmword_ptr(r12 + slot as i32 * SLOT_BYTES)
+    /// Vector `h` of the current half of value place `slot`.
+    fn slot_at(&self, slot: u32, h: usize) -> AsmMemoryOperand {
+        ymmword_ptr(r12 + slot as i32 * SLOT_BYTES + h as i32 * VECTOR_BYTES)
     }
 
-    /// The current quarter of weight place `cache + next`, at `rcx`.
-    fn weight_at(&self, cache: u32, next: u32) -> AsmMemoryOperand {
-        ymmword_ptr(rcx + (cache + next) as i32 * SLOT_BYTES)
+    /// Vector `h` of the current half of weight place `cache + next`, at `rcx`.
+    fn weight_at(&self, cache: u32, next: u32, h: usize) -> AsmMemoryOperand {
+        ymmword_ptr(rcx + (cache + next) as i32 * SLOT_BYTES + h as i32 * VECTOR_BYTES)
     }
 
     /// Saves the callee-saved registers, puts the frame in `rbx` and loads the bases.
@@ -221,7 +235,7 @@ impl Emitter<'_> {
         a.ret()
     }
 
-    /// Steps `from..to` (all with an inline form) as a loop over the chunk's four quarters.
+    /// Steps `from..to` (all with an inline form) as a loop over the chunk's two halves.
     fn segment(&mut self, steps: &[Step], from: usize, to: usize) -> Result<(), IcedError> {
         self.cache.reset();
         let mut top = self.a.create_label();
@@ -230,9 +244,9 @@ impl Emitter<'_> {
             self.step(k, step)?;
         }
         let a = &mut self.a;
-        a.add(r12, QUARTER_BYTES)?;
-        a.add(r14, QUARTER_BYTES)?;
-        a.add(qword_ptr(rbx + frame::WEIGHTS), QUARTER_BYTES)?;
+        a.add(r12, HALF_BYTES)?;
+        a.add(r14, HALF_BYTES)?;
+        a.add(qword_ptr(rbx + frame::WEIGHTS), HALF_BYTES)?;
         a.mov(rax, qword_ptr(rbx + frame::VALUES))?;
         a.add(rax, SLOT_BYTES)?;
         a.cmp(r12, rax)?;
@@ -240,7 +254,7 @@ impl Emitter<'_> {
         a.sub(r12, SLOT_BYTES)?;
         a.sub(r14, SLOT_BYTES)?;
         a.sub(qword_ptr(rbx + frame::WEIGHTS), SLOT_BYTES)?;
-        // The registers hold the last quarter's values.
+        // The registers hold the last half's values.
         self.cache.reset();
         Ok(())
     }
@@ -257,12 +271,17 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// An operand as a register: its cached register, or `scratch` loaded.
-    fn reg(&mut self, o: Operand, scratch: AsmRegisterYmm) -> Result<AsmRegisterYmm, IcedError> {
+    /// Vector `h` of an operand as a register: its cached register, or `scratch` loaded.
+    fn reg(
+        &mut self,
+        o: Operand,
+        h: usize,
+        scratch: AsmRegisterYmm,
+    ) -> Result<AsmRegisterYmm, IcedError> {
         Ok(match o {
-            Operand::Pair(p) => YMM[p],
+            Operand::Pair(p) => pair(p, h),
             Operand::Slot(s) => {
-                self.a.vmovupd(scratch, self.slot_at(s))?;
+                self.a.vmovupd(scratch, self.slot_at(s, h))?;
                 scratch
             }
         })
@@ -320,7 +339,9 @@ impl Emitter<'_> {
             Stores::Only(needed) => needed[index] || step.out < self.pinned,
         };
         if store {
-            self.a.vmovupd(self.slot_at(step.out), YMM[d])?;
+            for h in 0..H {
+                self.a.vmovupd(self.slot_at(step.out, h), pair(d, h))?;
+            }
         }
         Ok(())
     }
@@ -331,14 +352,16 @@ impl Emitter<'_> {
         self.consts.len() / routines::WIDTH - 1
     }
 
-    /// Routine `routine` (`LN` or `EXP`) of `x`, into `x[1]` of the routines' set; the cache
-    /// loses the routines' registers.
+    /// Routine `routine` (`LN` or `EXP`) of both vectors of `x`, into `x[1]` of each of the
+    /// routines' sets (`x[0]` holding the operand); the cache loses every pair.
     fn elementary(&mut self, routine: usize, x: Operand) -> Result<(), IcedError> {
-        let to = routines::SET.x[0];
-        match x {
-            Operand::Pair(p) if YMM[p] == to => {}
-            Operand::Pair(p) => self.a.vmovapd(to, YMM[p])?,
-            Operand::Slot(s) => self.a.vmovupd(to, self.slot_at(s))?,
+        for h in 0..H {
+            let to = routines::SETS[h][0];
+            match x {
+                Operand::Pair(p) if pair(p, h) == to => {}
+                Operand::Pair(p) => self.a.vmovapd(to, pair(p, h))?,
+                Operand::Slot(s) => self.a.vmovupd(to, self.slot_at(s, h))?,
+            }
         }
         self.a.call(self.routine_at[routine])?;
         self.cache.lose_routine_pairs();

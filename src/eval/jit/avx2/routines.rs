@@ -11,9 +11,9 @@
 //! select as a comparison into a vector register and `vblendvpd`. So the bits are the
 //! interpreter's.
 //!
-//! A routine works on one vector of four lanes: its operand comes in `x[0]` of [`SET`], its
-//! results in `x[1]` (and `x[2]`); it uses every register of [`SET`] (`ymm5..ymm15`) and no
-//! other, and no general register.
+//! A routine works on the two vectors of a half chunk: their operands come in `x[0]` of each
+//! of [`SETS`], the results in `x[1]` (and `x[2]`); it uses every vector register, no
+//! general register, and the red zone below the stack pointer (`ln`).
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
@@ -117,18 +117,43 @@ pub(super) fn k(i: usize) -> AsmMemoryOperand {
     ymmword_ptr(rbp + (8 * WIDTH * i) as i32)
 }
 
-/// The routines' registers: the operand comes in `x[0]`; `t` is one more temporary.
-pub(super) struct Set {
-    pub x: [AsmRegisterYmm; 10],
-    t: AsmRegisterYmm,
+/// The registers of the routines' two sets (`x[0]` of each takes the operand): a routine
+/// works on two vectors at once, one in each set's registers, its instructions interleaved
+/// (see [`interleaved`]). They are every vector register: a call loses every cached value.
+pub(super) const SETS: [[AsmRegisterYmm; 8]; 2] = [
+    [ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7],
+    [ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14, ymm15],
+];
+
+/// One instruction of a routine, for one set's registers.
+type Insn = Box<dyn Fn(&mut CodeAssembler) -> Result<(), IcedError>>;
+
+/// A routine's instructions for one set.
+struct Body(Vec<Insn>);
+
+impl Body {
+    fn push(&mut self, f: impl Fn(&mut CodeAssembler) -> Result<(), IcedError> + 'static) {
+        self.0.push(Box::new(f));
+    }
 }
 
-pub(super) const SET: Set = Set {
-    x: [
-        ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14,
-    ],
-    t: ymm15,
-};
+/// The routine `body` for both sets (set `s` spilling to its own slots of the red zone), one
+/// instruction of each in turn, then `ret`. Why: each routine is one long dependency chain (a
+/// division, then a polynomial); called once per vector, back to back, the chains did not
+/// overlap enough (textmsg's smoothed sweep 0.76x the interpreter's AVX2 build, whose lane
+/// loops interleave four vectors).
+fn interleaved(
+    a: &mut CodeAssembler,
+    body: fn([AsmRegisterYmm; 8], i32) -> Body,
+) -> Result<(), IcedError> {
+    let (one, two) = (body(SETS[0], 0).0, body(SETS[1], 2).0);
+    debug_assert_eq!(one.len(), two.len());
+    for (i, j) in one.iter().zip(&two) {
+        i(a)?;
+        j(a)?;
+    }
+    a.ret()
+}
 
 /// `x` = `t` where `m` (all ones), else `e`.
 fn select(
@@ -151,145 +176,174 @@ pub(super) const UNORD_Q: i32 = 0x03;
 pub(super) const EQ_OQ: i32 = 0x00;
 pub(super) const LE_OQ: i32 = 0x12;
 
-/// The weights routine: from `x` in `x[0]`, `exp_of_nonpositive(-|x|)` and
-/// `sigmoid_big_small`, the else weight into `x[1]`, the then weight into `x[2]`.
+/// The weights routine: from `x` in `r[0]`, `exp_of_nonpositive(-|x|)` and
+/// `sigmoid_big_small`, the else weight into `r[1]`, the then weight into `r[2]`.
 pub(super) fn weights(a: &mut CodeAssembler) -> Result<(), IcedError> {
-    let x = SET.x;
-    a.vorpd(x[1], x[0], k(C_SIGN))?; // -|x|
-    a.vmaxpd(x[1], x[1], k(C_FLOOR))?; // x_c: the floor where -|x| is NaN
-    exp_reduced(a)?;
+    interleaved(a, weights_body)
+}
+
+fn weights_body(r: [AsmRegisterYmm; 8], _spill: i32) -> Body {
+    let mut b = Body(Vec::new());
+    b.push(move |a| a.vorpd(r[1], r[0], k(C_SIGN))); // -|x|
+    b.push(move |a| a.vmaxpd(r[1], r[1], k(C_FLOOR))); // x_c: the floor where -|x| is NaN
+    exp_reduced(&mut b, r);
     // `p * pow2_biased(kb + 5) * 2^-64`: `kb + 5` from the bits of `kr`.
-    a.vpaddq(x[2], x[2], k(C_NONPOSITIVE_BIAS))?;
-    a.vpsllq(x[2], x[2], 52)?;
-    a.vmulpd(x[4], x[4], x[2])?;
-    a.vmulpd(x[4], x[4], k(C_TWO_TO_MINUS_64))?; // e
+    b.push(move |a| a.vpaddq(r[2], r[2], k(C_NONPOSITIVE_BIAS)));
+    b.push(move |a| a.vpsllq(r[2], r[2], 52));
+    b.push(move |a| a.vmulpd(r[1], r[1], r[2]));
+    b.push(move |a| a.vmulpd(r[1], r[1], k(C_TWO_TO_MINUS_64))); // e
     // sigmoid_big_small(e).
-    a.vmovupd(x[1], k(C_ONE))?;
-    a.vaddpd(x[2], x[1], x[4])?; // d = 1 + e
-    a.vsubpd(x[3], x[1], x[2])?;
-    a.vaddpd(x[3], x[3], x[4])?; // d_err = (1 - d) + e
-    a.vdivpd(x[5], x[1], x[2])?; // inv = 1 / d
-    a.vmovapd(x[6], x[1])?;
-    a.vfnmadd231pd(x[6], x[5], x[2])?;
-    a.vfnmadd231pd(x[6], x[5], x[3])?;
-    a.vmovapd(x[7], x[5])?;
-    a.vfmadd231pd(x[7], x[6], x[5])?; // big
-    a.vmulpd(x[8], x[4], x[5])?; // s0 = e inv
-    a.vmovapd(x[9], x[4])?;
-    a.vfnmadd231pd(x[9], x[8], x[2])?;
-    a.vfnmadd231pd(x[9], x[8], x[3])?;
-    a.vfmadd231pd(x[8], x[9], x[5])?; // small
+    b.push(move |a| a.vmovupd(r[3], k(C_ONE)));
+    b.push(move |a| a.vaddpd(r[2], r[3], r[1])); // d = 1 + e
+    b.push(move |a| a.vsubpd(r[4], r[3], r[2]));
+    b.push(move |a| a.vaddpd(r[4], r[4], r[1])); // d_err = (1 - d) + e
+    b.push(move |a| a.vdivpd(r[5], r[3], r[2])); // inv = 1 / d
+    b.push(move |a| a.vmovapd(r[6], r[3]));
+    b.push(move |a| a.vfnmadd231pd(r[6], r[5], r[2]));
+    b.push(move |a| a.vfnmadd231pd(r[6], r[5], r[4]));
+    b.push(move |a| a.vmovapd(r[7], r[5]));
+    b.push(move |a| a.vfmadd231pd(r[7], r[6], r[5])); // big
+    b.push(move |a| a.vmulpd(r[3], r[1], r[5])); // s0 = e inv
+    b.push(move |a| a.vfnmadd231pd(r[1], r[3], r[2]));
+    b.push(move |a| a.vfnmadd231pd(r[1], r[3], r[4]));
+    b.push(move |a| a.vfmadd231pd(r[3], r[1], r[5])); // small
     // sigmoid_pair_order(x, big, small), and x + x for both where x is NaN.
-    a.vcmppd(x[3], x[0], k(C_ZERO), GE_OQ)?;
-    select(a, x[1], x[8], x[7], x[3])?; // else weight: big where x >= 0
-    select(a, x[2], x[7], x[8], x[3])?; // then weight: small where x >= 0
-    a.vcmppd(x[3], x[0], x[0], UNORD_Q)?;
-    a.vaddpd(x[4], x[0], x[0])?;
-    select(a, x[1], x[1], x[4], x[3])?;
-    select(a, x[2], x[2], x[4], x[3])?;
-    a.ret()
+    b.push(move |a| a.vcmppd(r[4], r[0], k(C_ZERO), GE_OQ));
+    b.push(move |a| select(a, r[1], r[3], r[7], r[4])); // else weight: big where x >= 0
+    b.push(move |a| select(a, r[2], r[7], r[3], r[4])); // then weight: small where x >= 0
+    b.push(move |a| a.vcmppd(r[4], r[0], r[0], UNORD_Q));
+    b.push(move |a| a.vaddpd(r[5], r[0], r[0]));
+    b.push(move |a| select(a, r[1], r[1], r[5], r[4]));
+    b.push(move |a| select(a, r[2], r[2], r[5], r[4]));
+    b
 }
 
-/// `exp_reduced` of the clamped argument in `x[1]`: `p` (`e^r`) into `x[4]`, `kr` left in
-/// `x[2]` (it uses `x[1..10]` and `t`).
-fn exp_reduced(a: &mut CodeAssembler) -> Result<(), IcedError> {
-    let (x, t) = (SET.x, SET.t);
+/// `exp_reduced` of the clamped argument in `r[1]`: `p` (`e^r`) into `r[1]`, `kr` into
+/// `r[2]` (it uses `r[1..8]`).
+fn exp_reduced(b: &mut Body, r: [AsmRegisterYmm; 8]) {
     let c = |i: usize| k(C_COEFF + i);
-    a.vmovupd(x[2], k(C_ROUND))?;
-    a.vfmadd231pd(x[2], x[1], k(C_INV_LN2))?; // kr
-    a.vsubpd(x[3], x[2], k(C_ROUND))?; // k
-    a.vmovapd(x[4], x[1])?;
-    a.vfnmadd231pd(x[4], x[3], k(C_LN2_HI))?;
-    a.vfnmadd231pd(x[4], x[3], k(C_LN2_LO))?; // r
-    a.vmulpd(x[5], x[4], x[4])?; // r2
-    a.vmulpd(x[6], x[5], x[5])?; // r4
-    a.vmulpd(x[7], x[6], x[6])?; // r8
-    // exp_q in Estrin's order: p0 = c8 r + c9 (x[3]), p1 (x[8]), p2 (x[9]), p3 (x[1]), p4 (t).
-    for (r, i) in [(x[3], 8), (x[8], 6), (x[9], 4), (x[1], 2), (t, 0)] {
-        a.vmovupd(r, c(i + 1))?;
-        a.vfmadd231pd(r, x[4], c(i))?;
-    }
-    a.vfmadd231pd(x[3], x[8], x[5])?; // q0 = p1 r2 + p0
-    a.vfmadd231pd(x[9], x[1], x[5])?; // q1 = p3 r2 + p2
-    a.vfmadd231pd(x[3], x[9], x[6])?; // s0 = q1 r4 + q0
-    a.vfmadd231pd(x[3], t, x[7])?; // q = p4 r8 + s0
-    a.vfmadd231pd(x[4], x[5], x[3])?; // r2 q + r
-    a.vaddpd(x[4], x[4], k(C_ONE)) // p = 1 + (r2 q + r)
+    b.push(move |a| a.vmovupd(r[2], k(C_ROUND)));
+    b.push(move |a| a.vfmadd231pd(r[2], r[1], k(C_INV_LN2))); // kr
+    b.push(move |a| a.vsubpd(r[3], r[2], k(C_ROUND))); // k
+    b.push(move |a| a.vfnmadd231pd(r[1], r[3], k(C_LN2_HI)));
+    b.push(move |a| a.vfnmadd231pd(r[1], r[3], k(C_LN2_LO))); // r
+    b.push(move |a| a.vmulpd(r[3], r[1], r[1])); // r2
+    // exp_q in Estrin's order, each pair joined as soon as it is made.
+    b.push(move |a| a.vmovupd(r[4], c(9)));
+    b.push(move |a| a.vfmadd231pd(r[4], r[1], c(8))); // p0
+    b.push(move |a| a.vmovupd(r[5], c(7)));
+    b.push(move |a| a.vfmadd231pd(r[5], r[1], c(6))); // p1
+    b.push(move |a| a.vfmadd231pd(r[4], r[5], r[3])); // q0 = p1 r2 + p0
+    b.push(move |a| a.vmulpd(r[5], r[3], r[3])); // r4
+    b.push(move |a| a.vmovupd(r[6], c(5)));
+    b.push(move |a| a.vfmadd231pd(r[6], r[1], c(4))); // p2
+    b.push(move |a| a.vmovupd(r[7], c(3)));
+    b.push(move |a| a.vfmadd231pd(r[7], r[1], c(2))); // p3
+    b.push(move |a| a.vfmadd231pd(r[6], r[7], r[3])); // q1 = p3 r2 + p2
+    b.push(move |a| a.vfmadd231pd(r[4], r[6], r[5])); // s0 = q1 r4 + q0
+    b.push(move |a| a.vmulpd(r[5], r[5], r[5])); // r8
+    b.push(move |a| a.vmovupd(r[6], c(1)));
+    b.push(move |a| a.vfmadd231pd(r[6], r[1], c(0))); // p4
+    b.push(move |a| a.vfmadd231pd(r[4], r[6], r[5])); // q = p4 r8 + s0
+    b.push(move |a| a.vfmadd231pd(r[1], r[3], r[4])); // r2 q + r
+    b.push(move |a| a.vaddpd(r[1], r[1], k(C_ONE))); // p = 1 + (r2 q + r)
 }
 
-/// The exponential routine: `elementary::exp` of `x[0]` into `x[1]`.
+/// The exponential routine: `elementary::exp` of `r[0]` into `r[1]`.
 pub(super) fn exp(a: &mut CodeAssembler) -> Result<(), IcedError> {
-    let x = SET.x;
-    a.vminpd(x[1], x[0], k(C_EXP_CEIL))?;
-    a.vmaxpd(x[1], x[1], k(C_FLOOR))?;
-    exp_reduced(a)?;
+    interleaved(a, exp_body)
+}
+
+fn exp_body(r: [AsmRegisterYmm; 8], _spill: i32) -> Body {
+    let mut b = Body(Vec::new());
+    b.push(move |a| a.vminpd(r[1], r[0], k(C_EXP_CEIL)));
+    b.push(move |a| a.vmaxpd(r[1], r[1], k(C_FLOOR)));
+    exp_reduced(&mut b, r);
     // `exp_of_at_most`: `kb = k + 1082` from the bits of `kr`, `k1 = kb >> 1`, and `p` times
     // `2^(k1 - 541)` and then `2^(kb - k1 - 541)`.
-    a.vpaddq(x[2], x[2], k(C_AT_MOST_BIAS))?; // kb
-    a.vpsrlq(x[3], x[2], 1)?; // k1
-    a.vpsubq(x[2], x[2], x[3])?; // kb - k1
-    a.vpaddq(x[3], x[3], k(C_FACTOR_BIAS))?;
-    a.vpsllq(x[3], x[3], 52)?; // s1
-    a.vpaddq(x[2], x[2], k(C_FACTOR_BIAS))?;
-    a.vpsllq(x[2], x[2], 52)?; // s2
-    a.vmulpd(x[4], x[4], x[3])?;
-    a.vmulpd(x[4], x[4], x[2])?;
+    b.push(move |a| a.vpaddq(r[2], r[2], k(C_AT_MOST_BIAS))); // kb
+    b.push(move |a| a.vpsrlq(r[3], r[2], 1)); // k1
+    b.push(move |a| a.vpsubq(r[2], r[2], r[3])); // kb - k1
+    b.push(move |a| a.vpaddq(r[3], r[3], k(C_FACTOR_BIAS)));
+    b.push(move |a| a.vpsllq(r[3], r[3], 52)); // s1
+    b.push(move |a| a.vpaddq(r[2], r[2], k(C_FACTOR_BIAS)));
+    b.push(move |a| a.vpsllq(r[2], r[2], 52)); // s2
+    b.push(move |a| a.vmulpd(r[1], r[1], r[3]));
+    b.push(move |a| a.vmulpd(r[1], r[1], r[2]));
     // `x + x` where `x` is NaN.
-    a.vcmppd(x[3], x[0], x[0], UNORD_Q)?;
-    a.vaddpd(x[2], x[0], x[0])?;
-    select(a, x[1], x[4], x[2], x[3])?;
-    a.ret()
+    b.push(move |a| a.vcmppd(r[3], r[0], r[0], UNORD_Q));
+    b.push(move |a| a.vaddpd(r[2], r[0], r[0]));
+    b.push(move |a| select(a, r[1], r[1], r[2], r[3]));
+    b
 }
 
-/// The logarithm routine: `elementary::ln` of `x[0]` into `x[1]` (`x[0]` left as it came).
+/// Spill slot `i` below the stack pointer (the routines are leaves: the System V ABI keeps
+/// the 128 bytes below it for them; each set has two).
+fn spill(i: i32) -> AsmMemoryOperand {
+    ymmword_ptr(rsp - 32 * (i + 1))
+}
+
+/// The logarithm routine: `elementary::ln` of `r[0]` into `r[1]` (`r[0]` left as it came).
+/// `e` and `f` wait in the red zone while the polynomial needs their registers.
 pub(super) fn ln(a: &mut CodeAssembler) -> Result<(), IcedError> {
-    let (x, r, t) = (SET.x[0], SET.x, SET.t);
+    interleaved(a, ln_body)
+}
+
+fn ln_body(r: [AsmRegisterYmm; 8], slots: i32) -> Body {
+    let mut b = Body(Vec::new());
+    let x = r[0];
     let c = |i: usize| k(C_ATANH + i);
     // A subnormal is scaled into the normal range first (a select, then a product).
-    a.vcmppd(r[6], x, k(C_MIN_POSITIVE), LT_OQ)?; // sub
-    a.vmovupd(r[1], k(C_ONE))?;
-    a.vblendvpd(r[1], r[1], k(C_SUB_SCALE), r[6])?;
-    a.vmulpd(r[1], x, r[1])?; // m
-    a.vpaddq(r[2], r[1], k(C_LN_OFFSET))?;
-    a.vpsrlq(r[2], r[2], 52)?; // eb
-    a.vpsubq(r[3], r[2], k(C_1023))?;
-    a.vpsllq(r[3], r[3], 52)?;
-    a.vpsubq(r[3], r[1], r[3])?; // mantissa
-    a.vsubpd(r[4], r[3], k(C_ONE))?; // f
-    a.vaddpd(r[3], r[3], k(C_ONE))?;
-    a.vdivpd(r[5], r[4], r[3])?; // s = f / (mantissa + 1)
-    a.vpor(r[2], r[2], k(C_E_BITS))?;
-    a.vmovupd(r[3], k(C_E_BIAS))?;
-    a.vblendvpd(r[3], r[3], k(C_E_BIAS_SUB), r[6])?;
-    a.vsubpd(r[2], r[2], r[3])?; // e
-    a.vmulpd(r[6], r[4], k(C_HALF))?;
-    a.vmulpd(r[6], r[6], r[4])?; // hfsq = 0.5 f f
-    a.vmulpd(r[7], r[5], r[5])?; // z = s^2
-    a.vmulpd(r[8], r[7], r[7])?; // z^2
-    a.vmulpd(r[9], r[8], r[8])?; // z^4
-    // estrin7(z): p0 (r[3]), p1 (r[1]), p2 (t), then R in r[3].
-    for (reg, i) in [(r[3], 5), (r[1], 3), (t, 1)] {
-        a.vmovupd(reg, c(i + 1))?;
-        a.vfmadd231pd(reg, r[7], c(i))?;
-    }
-    a.vfmadd231pd(r[3], r[1], r[8])?; // q0 = p1 z^2 + p0
-    a.vfmadd231pd(t, r[8], c(0))?; // q1 = c0 z^2 + p2
-    a.vfmadd231pd(r[3], t, r[9])?; // R = q1 z^4 + q0
-    a.vxorpd(r[1], r[1], r[1])?;
-    a.vfmadd231pd(r[1], r[2], k(C_LN2_LO))?; // e LN2_LO + 0
-    a.vfmadd231pd(r[1], r[5], r[6])?; // near = s hfsq + that
-    a.vmulpd(r[8], r[5], r[7])?;
-    a.vfmadd231pd(r[1], r[8], r[3])?; // tail = (s z) R + near
-    a.vsubpd(r[9], r[6], r[1])?;
-    a.vsubpd(r[9], r[4], r[9])?;
-    a.vfmadd231pd(r[9], r[2], k(C_LN2_HI))?; // e LN2_HI + (f - (hfsq - tail))
+    b.push(move |a| a.vcmppd(r[6], x, k(C_MIN_POSITIVE), LT_OQ)); // sub
+    b.push(move |a| a.vmovupd(r[1], k(C_ONE)));
+    b.push(move |a| a.vblendvpd(r[1], r[1], k(C_SUB_SCALE), r[6]));
+    b.push(move |a| a.vmulpd(r[1], x, r[1])); // m
+    b.push(move |a| a.vpaddq(r[2], r[1], k(C_LN_OFFSET)));
+    b.push(move |a| a.vpsrlq(r[2], r[2], 52)); // eb
+    b.push(move |a| a.vpsubq(r[3], r[2], k(C_1023)));
+    b.push(move |a| a.vpsllq(r[3], r[3], 52));
+    b.push(move |a| a.vpsubq(r[3], r[1], r[3])); // mantissa
+    b.push(move |a| a.vsubpd(r[4], r[3], k(C_ONE))); // f
+    b.push(move |a| a.vaddpd(r[3], r[3], k(C_ONE)));
+    b.push(move |a| a.vdivpd(r[5], r[4], r[3])); // s = f / (mantissa + 1)
+    b.push(move |a| a.vpor(r[2], r[2], k(C_E_BITS)));
+    b.push(move |a| a.vmovupd(r[3], k(C_E_BIAS)));
+    b.push(move |a| a.vblendvpd(r[3], r[3], k(C_E_BIAS_SUB), r[6]));
+    b.push(move |a| a.vsubpd(r[2], r[2], r[3])); // e
+    b.push(move |a| a.vmulpd(r[6], r[4], k(C_HALF)));
+    b.push(move |a| a.vmulpd(r[6], r[6], r[4])); // hfsq = 0.5 f f
+    b.push(move |a| a.vxorpd(r[1], r[1], r[1]));
+    b.push(move |a| a.vfmadd231pd(r[1], r[2], k(C_LN2_LO))); // e LN2_LO + 0
+    b.push(move |a| a.vfmadd231pd(r[1], r[5], r[6])); // near = s hfsq + that
+    b.push(move |a| a.vmovupd(spill(slots), r[2]));
+    b.push(move |a| a.vmovupd(spill(slots + 1), r[4]));
+    b.push(move |a| a.vmulpd(r[7], r[5], r[5])); // z = s^2
+    b.push(move |a| a.vmulpd(r[5], r[5], r[7])); // s z
+    // estrin7(z).
+    b.push(move |a| a.vmulpd(r[2], r[7], r[7])); // z^2
+    b.push(move |a| a.vmovupd(r[3], c(6)));
+    b.push(move |a| a.vfmadd231pd(r[3], r[7], c(5))); // p0
+    b.push(move |a| a.vmovupd(r[4], c(4)));
+    b.push(move |a| a.vfmadd231pd(r[4], r[7], c(3))); // p1
+    b.push(move |a| a.vfmadd231pd(r[3], r[4], r[2])); // q0 = p1 z^2 + p0
+    b.push(move |a| a.vmovupd(r[4], c(2)));
+    b.push(move |a| a.vfmadd231pd(r[4], r[7], c(1))); // p2
+    b.push(move |a| a.vfmadd231pd(r[4], r[2], c(0))); // q1 = c0 z^2 + p2
+    b.push(move |a| a.vmulpd(r[2], r[2], r[2])); // z^4
+    b.push(move |a| a.vfmadd231pd(r[3], r[4], r[2])); // R = q1 z^4 + q0
+    b.push(move |a| a.vfmadd231pd(r[1], r[5], r[3])); // tail = (s z) R + near
+    b.push(move |a| a.vsubpd(r[2], r[6], r[1]));
+    b.push(move |a| a.vmovupd(r[4], spill(slots + 1)));
+    b.push(move |a| a.vsubpd(r[2], r[4], r[2]));
+    b.push(move |a| a.vmovupd(r[3], spill(slots)));
+    b.push(move |a| a.vfmadd231pd(r[2], r[3], k(C_LN2_HI))); // e LN2_HI + (f - (hfsq - tail))
     // `+inf` and NaN are themselves; 0 gives -inf and a negative number NaN.
-    a.vcmppd(r[7], x, k(C_INF), LT_OQ)?;
-    select(a, r[9], x, r[9], r[7])?;
-    a.vcmppd(r[7], x, k(C_ZERO), EQ_OQ)?;
-    a.vmovupd(r[8], k(C_NAN))?;
-    a.vblendvpd(r[8], r[8], k(C_NEG_INF), r[7])?;
-    a.vcmppd(r[7], x, k(C_ZERO), LE_OQ)?;
-    select(a, r[1], r[9], r[8], r[7])?;
-    a.ret()
+    b.push(move |a| a.vcmppd(r[7], x, k(C_INF), LT_OQ));
+    b.push(move |a| select(a, r[2], x, r[2], r[7]));
+    b.push(move |a| a.vcmppd(r[7], x, k(C_ZERO), EQ_OQ));
+    b.push(move |a| a.vmovupd(r[6], k(C_NAN)));
+    b.push(move |a| a.vblendvpd(r[6], r[6], k(C_NEG_INF), r[7]));
+    b.push(move |a| a.vcmppd(r[7], x, k(C_ZERO), LE_OQ));
+    b.push(move |a| select(a, r[1], r[2], r[6], r[7]));
+    b
 }

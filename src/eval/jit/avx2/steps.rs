@@ -1,6 +1,11 @@
-//! The AVX2 forward emitter's code for each kind of step, one quarter of a chunk at a time:
-//! the AVX-512 emitter's (`emit/steps.rs`) operations in the same order on one register per
-//! value, each select a comparison into a scratch register and a `vblendvpd`.
+//! The AVX2 forward emitter's code for each kind of step, one half of a chunk at a time (two
+//! vectors of four lanes): the AVX-512 emitter's (`emit/steps.rs`) operations in the same
+//! order, each select a comparison into a scratch register and a `vblendvpd`, and each long
+//! routine called once for both vectors.
+//!
+//! A step writes vector `h` of its result only after reading vector `h` of its operands (or
+//! through scratch registers), and vectors of different `h` are different registers: so a
+//! result may take the pair of an operand that only the other vector still reads.
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
@@ -10,34 +15,41 @@ use crate::ir::{Binary, Unary};
 use super::super::super::instr::{NONE, Op, UNREAD};
 use super::super::frame;
 use super::super::indicators::Indicator;
-use super::routines::{self, C_ONE, C_SIGN, C_ZERO, GT_OQ, LT_OQ, NEQ_UQ, SET, UNORD_Q, k};
-use super::{EXP, Emitter, LN, LOC_AT, Operand, SCALE_AT, Step, WEIGHTS, X, YMM};
+use super::routines::{self, C_ONE, C_SIGN, C_ZERO, GT_OQ, LT_OQ, NEQ_UQ, SETS, UNORD_Q, k};
+use super::{EXP, Emitter, H, LN, LOC_AT, Operand, SCALE_AT, Step, WEIGHTS, X, pair};
 
 /// The scratch register comparisons leave their lanes' masks in.
 const MASK: AsmRegisterYmm = X[5];
 
 impl Emitter<'_> {
-    /// The value of `step` into a cache register it returns.
+    /// The value of `step` into a cache pair it returns.
     pub(super) fn step_value(&mut self, step: &Step) -> Result<usize, IcedError> {
         Ok(match step.op {
             Op::Param { k } => {
                 let d = self.cache.take(&[]);
-                self.a.vbroadcastsd(YMM[d], qword_ptr(r13 + 8 * k as i32))?;
+                for h in 0..H {
+                    self.a
+                        .vbroadcastsd(pair(d, h), qword_ptr(r13 + 8 * k as i32))?;
+                }
                 d
             }
             Op::Latent { i } => {
                 let d = self.cache.take(&[]);
                 self.latent_factors(i)?;
-                self.latent(YMM[d])?;
+                for h in 0..H {
+                    self.latent(pair(d, h), h)?;
+                }
                 d
             }
             Op::Unary { op, a } => self.unary(op, a)?,
             Op::Binary { op, a, b } => {
                 let (x, y) = (self.cache.find(a), self.cache.find(b));
                 let d = self.cache.take(&[x, y]);
-                let r = YMM[d];
-                let xa = self.reg(x, r)?;
-                self.binary(op, r, xa, y)?;
+                for h in 0..H {
+                    let r = pair(d, h);
+                    let xa = self.reg(x, h, r)?;
+                    self.binary(op, r, xa, y, h)?;
+                }
                 d
             }
             Op::SumChain { base, from, to } => self.sum_chain(base, from, to)?,
@@ -73,26 +85,30 @@ impl Emitter<'_> {
         })
     }
 
-    /// `op(a)` into a new register: a routine's call (`exp`, `ln`) or an instruction.
+    /// `op(a)` into a new pair: a routine's call per vector (`exp`, `ln`) or an instruction.
     fn unary(&mut self, op: Unary, a: u32) -> Result<usize, IcedError> {
         let x = self.cache.find(a);
         match op {
             Unary::Log | Unary::Exp => {
                 self.elementary(if op == Unary::Log { LN } else { EXP }, x)?;
                 let d = self.cache.take(&[]);
-                self.a.vmovapd(YMM[d], SET.x[1])?;
+                for h in 0..H {
+                    self.a.vmovapd(pair(d, h), SETS[h][1])?;
+                }
                 Ok(d)
             }
             Unary::Neg | Unary::Sqrt => {
                 let d = self.cache.take(&[x]);
-                let r = YMM[d];
-                if op == Unary::Neg {
-                    let xa = self.reg(x, r)?;
-                    self.a.vxorpd(r, xa, k(C_SIGN))?;
-                } else {
-                    match x {
-                        Operand::Pair(p) => self.a.vsqrtpd(r, YMM[p])?,
-                        Operand::Slot(s) => self.a.vsqrtpd(r, self.slot_at(s))?,
+                for h in 0..H {
+                    let r = pair(d, h);
+                    if op == Unary::Neg {
+                        let xa = self.reg(x, h, r)?;
+                        self.a.vxorpd(r, xa, k(C_SIGN))?;
+                    } else {
+                        match x {
+                            Operand::Pair(p) => self.a.vsqrtpd(r, pair(p, h))?,
+                            Operand::Slot(s) => self.a.vsqrtpd(r, self.slot_at(s, h))?,
+                        }
                     }
                 }
                 Ok(d)
@@ -101,7 +117,7 @@ impl Emitter<'_> {
         }
     }
 
-    /// The sum chain `((base + t1) + t2) + ...` of the terms `from..to` into a new register.
+    /// The sum chain `((base + t1) + t2) + ...` of the terms `from..to` into a new pair.
     fn sum_chain(&mut self, base: u32, from: u32, to: u32) -> Result<usize, IcedError> {
         let x = self.cache.find(base);
         let terms = self.terms(from, to);
@@ -109,22 +125,27 @@ impl Emitter<'_> {
         keep.push(x);
         Ok(match self.cache.free(&keep) {
             Some(d) => {
-                self.chain(YMM[d], x, from, to, &terms)?;
+                for h in 0..H {
+                    self.chain(pair(d, h), x, from, to, &terms, h)?;
+                }
                 d
             }
-            // Every register holds an operand: summed in a scratch register, then written
-            // over one whose term the sum has read.
+            // Every pair holds an operand: each vector summed in a scratch register, then
+            // written over its vector of a pair, whose term that vector of the sum has read.
             None => {
                 let d = self.cache.take(&[]);
-                self.chain(X[4], x, from, to, &terms)?;
-                self.a.vmovapd(YMM[d], X[4])?;
+                for h in 0..H {
+                    self.chain(X[4], x, from, to, &terms, h)?;
+                    self.a.vmovapd(pair(d, h), X[4])?;
+                }
                 d
             }
         })
     }
 
-    /// A smoothed if-statement into a new register: its weights computed (or read back, with
-    /// `reuse`), kept at `cache` where read later, and the branches weighted.
+    /// A smoothed if-statement into a new pair: both vectors' weights computed in one call
+    /// (or read back, with `reuse`), kept at `cache` where read later, and the branches
+    /// weighted.
     fn smoothed_if(
         &mut self,
         g: u32,
@@ -135,15 +156,17 @@ impl Emitter<'_> {
         reuse: bool,
     ) -> Result<usize, IcedError> {
         if !reuse {
-            // x = g * (1 / eta), then the routine.
+            // x = g * (1 / eta), then the routine, which loses every cached pair.
             let go = self.cache.find(g);
-            let x0 = SET.x[0];
             self.a.vbroadcastsd(X[6], qword_ptr(rbx + frame::INV_ETA))?;
-            match go {
-                Operand::Pair(p) => self.a.vmulpd(x0, YMM[p], X[6])?,
-                Operand::Slot(s) => {
-                    self.a.vmovupd(x0, self.slot_at(s))?;
-                    self.a.vmulpd(x0, x0, X[6])?;
+            for h in 0..H {
+                let x0 = SETS[h][0];
+                match go {
+                    Operand::Pair(p) => self.a.vmulpd(x0, pair(p, h), X[6])?,
+                    Operand::Slot(s) => {
+                        self.a.vmovupd(x0, self.slot_at(s, h))?;
+                        self.a.vmulpd(x0, x0, X[6])?;
+                    }
                 }
             }
             self.a.call(self.routine_at[WEIGHTS])?;
@@ -155,65 +178,76 @@ impl Emitter<'_> {
         if reuse || keep {
             self.a.mov(rcx, qword_ptr(rbx + frame::WEIGHTS))?;
         }
-        let (we, wt) = if reuse {
-            self.a.vmovupd(X[1], self.weight_at(cache, 0))?;
-            self.a.vmovupd(X[2], self.weight_at(cache, 1))?;
-            (X[1], X[2])
-        } else {
-            let (we, wt) = (SET.x[1], SET.x[2]);
-            if keep {
-                if product {
-                    self.a.vmulpd(X[3], wt, we)?; // wt * we
-                    self.a.vmovupd(self.weight_at(cache, 0), X[3])?;
-                } else {
-                    self.a.vmovupd(self.weight_at(cache, 0), we)?;
-                    self.a.vmovupd(self.weight_at(cache, 1), wt)?;
+        // Vector 0 writes only registers of the first set, whose weights it has read; vector
+        // 1's weights are in the second.
+        for h in 0..H {
+            let (we, wt) = if reuse {
+                self.a.vmovupd(X[1], self.weight_at(cache, 0, h))?;
+                self.a.vmovupd(X[2], self.weight_at(cache, 1, h))?;
+                (X[1], X[2])
+            } else {
+                let (we, wt) = (SETS[h][1], SETS[h][2]);
+                if keep {
+                    if product {
+                        self.a.vmulpd(X[3], wt, we)?; // wt * we
+                        self.a.vmovupd(self.weight_at(cache, 0, h), X[3])?;
+                    } else {
+                        self.a.vmovupd(self.weight_at(cache, 0, h), we)?;
+                        self.a.vmovupd(self.weight_at(cache, 1, h), wt)?;
+                    }
                 }
-            }
-            (we, wt)
-        };
-        let r = YMM[d];
-        match self.indicators.between(t, e) {
-            // `masked(w1, 1) + masked(w0, 0)` is `w1` itself (see `emit/steps.rs`).
-            Some(Indicator::Then) => self.a.vmovapd(r, wt)?,
-            Some(Indicator::Else) => self.a.vmovapd(r, we)?,
-            None => {
-                // `wt t + we e`, a product whose weight is zero replaced by zero; written into
-                // `r` last, which may be a weight's register.
-                self.a.vcmppd(X[6], wt, k(C_ZERO), NEQ_UQ)?;
-                match y {
-                    Operand::Pair(p) => self.a.vmulpd(X[4], wt, YMM[p])?,
-                    Operand::Slot(s) => self.a.vmulpd(X[4], wt, self.slot_at(s))?,
+                (we, wt)
+            };
+            let r = pair(d, h);
+            match self.indicators.between(t, e) {
+                // `masked(w1, 1) + masked(w0, 0)` is `w1` itself (see `emit/steps.rs`).
+                Some(Indicator::Then) => self.a.vmovapd(r, wt)?,
+                Some(Indicator::Else) => self.a.vmovapd(r, we)?,
+                None => {
+                    // `wt t + we e`, a product whose weight is zero replaced by zero.
+                    self.a.vcmppd(X[6], wt, k(C_ZERO), NEQ_UQ)?;
+                    match y {
+                        Operand::Pair(p) => self.a.vmulpd(X[4], wt, pair(p, h))?,
+                        Operand::Slot(s) => self.a.vmulpd(X[4], wt, self.slot_at(s, h))?,
+                    }
+                    self.a.vandpd(X[4], X[4], X[6])?;
+                    self.a.vcmppd(X[6], we, k(C_ZERO), NEQ_UQ)?;
+                    match z {
+                        Operand::Pair(p) => self.a.vmulpd(X[5], we, pair(p, h))?,
+                        Operand::Slot(s) => self.a.vmulpd(X[5], we, self.slot_at(s, h))?,
+                    }
+                    self.a.vandpd(X[5], X[5], X[6])?;
+                    self.a.vaddpd(r, X[4], X[5])?;
                 }
-                self.a.vandpd(X[4], X[4], X[6])?;
-                self.a.vcmppd(X[6], we, k(C_ZERO), NEQ_UQ)?;
-                match z {
-                    Operand::Pair(p) => self.a.vmulpd(X[5], we, YMM[p])?,
-                    Operand::Slot(s) => self.a.vmulpd(X[5], we, self.slot_at(s))?,
-                }
-                self.a.vandpd(X[5], X[5], X[6])?;
-                self.a.vaddpd(r, X[4], X[5])?;
             }
         }
         Ok(d)
     }
 
-    /// `t` where `g < 0`, else `e`, into a new register (a crisp if-statement).
+    /// [`MASK`] = vector `h` of `g < 0`.
+    fn negative(&mut self, g: Operand, h: usize) -> Result<(), IcedError> {
+        match g {
+            Operand::Pair(p) => self.a.vcmppd(MASK, pair(p, h), k(C_ZERO), LT_OQ),
+            Operand::Slot(s) => {
+                self.a.vxorpd(MASK, MASK, MASK)?;
+                self.a.vcmppd(MASK, MASK, self.slot_at(s, h), GT_OQ)
+            }
+        }
+    }
+
+    /// `t` where `g < 0`, else `e`, into a new pair (a crisp if-statement).
     fn select(&mut self, g: u32, t: u32, e: u32) -> Result<usize, IcedError> {
         let (x, y, z) = (self.cache.find(g), self.cache.find(t), self.cache.find(e));
         let d = self.cache.take(&[x, y, z]);
-        match x {
-            Operand::Pair(p) => self.a.vcmppd(MASK, YMM[p], k(C_ZERO), LT_OQ)?,
-            Operand::Slot(s) => {
-                self.a.vxorpd(MASK, MASK, MASK)?;
-                self.a.vcmppd(MASK, MASK, self.slot_at(s), GT_OQ)?;
-            }
+        for h in 0..H {
+            self.negative(x, h)?;
+            self.blend(d, h, y, z)?;
         }
-        self.blend(d, y, z)?;
         Ok(d)
     }
 
-    /// `t` where `a op b < 0` (`op` a sum or difference), else `e`, into a new register.
+    /// `t` where `a op b < 0` (`op` a sum or difference), else `e`, into a new pair (the
+    /// guard is read into a scratch register first, so only the branches' pairs are kept).
     fn select_by(
         &mut self,
         op: Binary,
@@ -224,82 +258,86 @@ impl Emitter<'_> {
     ) -> Result<usize, IcedError> {
         let (p, q) = (self.cache.find(a), self.cache.find(b));
         let (y, z) = (self.cache.find(t), self.cache.find(e));
-        let d = self.cache.take(&[p, q, y, z]);
-        let pa = self.reg(p, X[4])?;
-        self.binary(op, X[4], pa, q)?;
-        self.a.vcmppd(MASK, X[4], k(C_ZERO), LT_OQ)?;
-        self.blend(d, y, z)?;
+        let d = self.cache.take(&[y, z]);
+        for h in 0..H {
+            let pa = self.reg(p, h, X[4])?;
+            self.binary(op, X[4], pa, q, h)?;
+            self.a.vcmppd(MASK, X[4], k(C_ZERO), LT_OQ)?;
+            self.blend(d, h, y, z)?;
+        }
         Ok(d)
     }
 
-    /// The stand-in of `op(a)` (`checked.rs`) into a new register, inline.
+    /// The stand-in of `op(a)` (`checked.rs`) into a new pair, inline.
     fn stand_in(&mut self, op: Unary, a: u32) -> Result<usize, IcedError> {
         let x = self.cache.find(a);
         let d = self.cache.take(&[x]);
-        let xa = self.reg(x, X[4])?;
-        match op {
-            Unary::Log => self.ln_stand_in(X[3], xa)?,
-            Unary::Log1p => {
-                // `ln_stand_in(1 + x)`.
-                self.a.vaddpd(X[6], xa, k(C_ONE))?;
-                self.ln_stand_in(X[3], X[6])?;
+        for h in 0..H {
+            let xa = self.reg(x, h, X[4])?;
+            match op {
+                Unary::Log => self.ln_stand_in(X[3], xa)?,
+                Unary::Log1p => {
+                    // `ln_stand_in(1 + x)`.
+                    self.a.vaddpd(X[6], xa, k(C_ONE))?;
+                    self.ln_stand_in(X[3], X[6])?;
+                }
+                Unary::Softplus => {
+                    // `max(x, 0)` (zero where `x` is zero or below, the second operand where
+                    // either is NaN), then `x + x` where `x` is NaN.
+                    self.a.vmaxpd(X[3], xa, k(C_ZERO))?;
+                    self.a.vcmppd(MASK, xa, xa, UNORD_Q)?;
+                    self.a.vaddpd(X[6], xa, xa)?;
+                    self.a.vblendvpd(X[3], X[3], X[6], MASK)?;
+                }
+                _ => unreachable!("no stand-in for {op:?}"),
             }
-            Unary::Softplus => {
-                // `max(x, 0)` (zero where `x` is zero or below, the second operand where
-                // either is NaN), then `x + x` where `x` is NaN.
-                self.a.vmaxpd(X[3], xa, k(C_ZERO))?;
-                self.a.vcmppd(MASK, xa, xa, UNORD_Q)?;
-                self.a.vaddpd(X[6], xa, xa)?;
-                self.a.vblendvpd(X[3], X[3], X[6], MASK)?;
-            }
-            _ => unreachable!("no stand-in for {op:?}"),
+            self.a.vmovapd(pair(d, h), X[3])?;
         }
-        self.a.vmovapd(YMM[d], X[3])?;
         Ok(d)
     }
 
-    /// The Poisson term `c ln(r) - r` into a new register: the logarithm by the routine, or
-    /// its stand-in inline.
+    /// The Poisson term `c ln(r) - r` into a new pair: the logarithm by the routine, or its
+    /// stand-in inline.
     fn poisson_term(&mut self, r: u32, c: f64, stand_in: bool) -> Result<usize, IcedError> {
         let x = self.cache.find(r);
         let ci = self.constant(c);
         if stand_in {
             let d = self.cache.take(&[x]);
-            let xa = self.reg(x, X[4])?;
-            self.ln_stand_in(X[3], xa)?;
-            self.a.vmulpd(X[3], X[3], k(ci))?;
-            self.a.vsubpd(YMM[d], X[3], xa)?;
+            for h in 0..H {
+                let xa = self.reg(x, h, X[4])?;
+                self.ln_stand_in(X[3], xa)?;
+                self.a.vmulpd(X[3], X[3], k(ci))?;
+                self.a.vsubpd(pair(d, h), X[3], xa)?;
+            }
             return Ok(d);
         }
-        // The routine leaves `r` where it took it.
+        // The routine leaves `r` where it took it; vector 0 writes only registers of the
+        // first set, vector 1 reads the second's.
         self.elementary(LN, x)?;
         let d = self.cache.take(&[]);
-        self.a.vmulpd(X[4], SET.x[1], k(ci))?;
-        self.a.vsubpd(YMM[d], X[4], SET.x[0])?;
+        for h in 0..H {
+            self.a.vmulpd(X[4], SETS[h][1], k(ci))?;
+            self.a.vsubpd(pair(d, h), X[4], SETS[h][0])?;
+        }
         Ok(d)
     }
 
-    /// `-a` where `g < 0`, else `e`, into a new register.
+    /// `-a` where `g < 0`, else `e`, into a new pair.
     fn select_neg(&mut self, g: u32, a: u32, e: u32) -> Result<usize, IcedError> {
         let (x, y, z) = (self.cache.find(g), self.cache.find(a), self.cache.find(e));
         let d = self.cache.take(&[x, y, z]);
-        match x {
-            Operand::Pair(p) => self.a.vcmppd(MASK, YMM[p], k(C_ZERO), LT_OQ)?,
-            Operand::Slot(s) => {
-                self.a.vxorpd(MASK, MASK, MASK)?;
-                self.a.vcmppd(MASK, MASK, self.slot_at(s), GT_OQ)?;
-            }
+        for h in 0..H {
+            self.negative(x, h)?;
+            let ya = self.reg(y, h, X[4])?;
+            self.a.vxorpd(X[4], ya, k(C_SIGN))?;
+            let r = pair(d, h);
+            let ea = self.reg(z, h, r)?;
+            self.a.vblendvpd(r, ea, X[4], MASK)?;
         }
-        let ya = self.reg(y, X[4])?;
-        self.a.vxorpd(X[4], ya, k(C_SIGN))?;
-        let r = YMM[d];
-        let ea = self.reg(z, r)?;
-        self.a.vblendvpd(r, ea, X[4], MASK)?;
         Ok(d)
     }
 
-    /// `t` where latent `i` (minus `b`, where given) is negative, else `e`, into a new
-    /// register.
+    /// `t` where latent `i` (minus `b`, where given) is negative, else `e`, into a new pair.
     fn select_latent(
         &mut self,
         i: u32,
@@ -309,19 +347,21 @@ impl Emitter<'_> {
     ) -> Result<usize, IcedError> {
         let b = b.map(|b| self.cache.find(b));
         let (y, z) = (self.cache.find(t), self.cache.find(e));
-        let d = self.cache.take(&[y, z, b.unwrap_or(Operand::Slot(NONE))]);
+        let d = self.cache.take(&[y, z]);
         self.latent_factors(i)?;
-        self.latent(X[4])?;
-        if let Some(b) = b {
-            self.binary(Binary::Sub, X[4], X[4], b)?;
+        for h in 0..H {
+            self.latent(X[4], h)?;
+            if let Some(b) = b {
+                self.binary(Binary::Sub, X[4], X[4], b, h)?;
+            }
+            self.a.vcmppd(MASK, X[4], k(C_ZERO), LT_OQ)?;
+            self.blend(d, h, y, z)?;
         }
-        self.a.vcmppd(MASK, X[4], k(C_ZERO), LT_OQ)?;
-        self.blend(d, y, z)?;
         Ok(d)
     }
 
     /// `t` where the sum chain of `base` and the terms `from..to` is negative, else `e`, into
-    /// a new register.
+    /// a new pair.
     fn select_chain(
         &mut self,
         base: u32,
@@ -333,17 +373,13 @@ impl Emitter<'_> {
         let x = self.cache.find(base);
         let terms = self.terms(from, to);
         let (y, z) = (self.cache.find(t), self.cache.find(e));
-        let mut keep = terms.clone();
-        keep.extend([x, y, z]);
-        // The sum goes through a scratch register, so with every register holding an operand
-        // only the branches' must survive.
-        let d = match self.cache.free(&keep) {
-            Some(d) => d,
-            None => self.cache.take(&[y, z]),
-        };
-        self.chain(X[4], x, from, to, &terms)?;
-        self.a.vcmppd(MASK, X[4], k(C_ZERO), LT_OQ)?;
-        self.blend(d, y, z)?;
+        // The sum goes through a scratch register, so only the branches' pairs must survive.
+        let d = self.cache.take(&[y, z]);
+        for h in 0..H {
+            self.chain(X[4], x, from, to, &terms, h)?;
+            self.a.vcmppd(MASK, X[4], k(C_ZERO), LT_OQ)?;
+            self.blend(d, h, y, z)?;
+        }
         Ok(d)
     }
 
@@ -355,8 +391,8 @@ impl Emitter<'_> {
             .collect()
     }
 
-    /// The sum chain `((base + t1) + t2) + ...` into `r`, which holds none of its terms;
-    /// each addition in its own operand order, as `kernels::sum_step`.
+    /// Vector `h` of the sum chain `((base + t1) + t2) + ...` into `r`, which holds none of
+    /// its terms; each addition in its own operand order, as `kernels::sum_step`.
     fn chain(
         &mut self,
         r: AsmRegisterYmm,
@@ -364,15 +400,16 @@ impl Emitter<'_> {
         from: u32,
         to: u32,
         terms: &[Operand],
+        h: usize,
     ) -> Result<(), IcedError> {
-        let mut acc = self.reg(base, r)?;
+        let mut acc = self.reg(base, h, r)?;
         for (&(_, right), &t) in self.chains[from as usize..to as usize].iter().zip(terms) {
             if right {
                 // `t + acc`: the term is the first operand.
-                let ta = self.reg(t, X[5])?;
+                let ta = self.reg(t, h, X[5])?;
                 self.a.vaddpd(r, ta, acc)?;
             } else {
-                self.binary(Binary::Add, r, acc, t)?;
+                self.binary(Binary::Add, r, acc, t, h)?;
             }
             acc = r;
         }
@@ -397,15 +434,17 @@ impl Emitter<'_> {
         a.vbroadcastsd(X[1], qword_ptr(LOC_AT + disp))
     }
 
-    /// The quarter of the latent whose factors [`Self::latent_factors`] loaded, into `r`:
+    /// Vector `h` of the latent whose factors [`Self::latent_factors`] loaded, into `r`:
     /// `loc + scale * s`, multiplied then added (never fused), as `Latents::load`.
-    fn latent(&mut self, r: AsmRegisterYmm) -> Result<(), IcedError> {
-        self.a.vmulpd(r, X[0], ymmword_ptr(r14 + rax))?;
+    fn latent(&mut self, r: AsmRegisterYmm, h: usize) -> Result<(), IcedError> {
+        self.a
+            .vmulpd(r, X[0], ymmword_ptr(r14 + rax + 32 * h as i32))?;
         self.a.vaddpd(r, X[1], r)
     }
 
     /// A fused density term, `c * u^2` with `u = (x - m) / s` (either part left out where
-    /// absent), minus `k` where given, each operation as the unfused instruction's.
+    /// absent), minus `k` where given, each operation as the unfused instruction's; computed
+    /// in a scratch register, so that the result may take any pair.
     fn square(
         &mut self,
         x: u32,
@@ -417,22 +456,25 @@ impl Emitter<'_> {
         let none = Operand::Slot(NONE);
         let find = |o: Option<u32>| o.map_or(none, |o| self.cache.find(o));
         let (xo, mo, so, ko) = (self.cache.find(x), find(m), find(s), find(k));
-        let d = self.cache.take(&[xo, mo, so, ko]);
+        let d = self.cache.take(&[]);
         let ci = self.constant(c);
-        let r = YMM[d];
-        let mut u = self.reg(xo, r)?;
-        if m.is_some() {
-            self.binary(Binary::Sub, r, u, mo)?;
-            u = r;
-        }
-        if s.is_some() {
-            self.binary(Binary::Div, r, u, so)?;
-            u = r;
-        }
-        self.a.vmulpd(r, u, u)?;
-        self.a.vmulpd(r, r, routines::k(ci))?;
-        if k.is_some() {
-            self.binary(Binary::Sub, r, r, ko)?;
+        let r = X[4];
+        for h in 0..H {
+            let mut u = self.reg(xo, h, r)?;
+            if m.is_some() {
+                self.binary(Binary::Sub, r, u, mo, h)?;
+                u = r;
+            }
+            if s.is_some() {
+                self.binary(Binary::Div, r, u, so, h)?;
+                u = r;
+            }
+            self.a.vmulpd(r, u, u)?;
+            self.a.vmulpd(r, r, routines::k(ci))?;
+            if k.is_some() {
+                self.binary(Binary::Sub, r, r, ko, h)?;
+            }
+            self.a.vmovapd(pair(d, h), r)?;
         }
         Ok(d)
     }
@@ -469,19 +511,20 @@ impl Emitter<'_> {
         a.vblendvpd(to, to, t2, t1)
     }
 
-    /// `r = x op y`.
+    /// `r = x op y` on vector `h`.
     fn binary(
         &mut self,
         op: Binary,
         r: AsmRegisterYmm,
         x: AsmRegisterYmm,
         y: Operand,
+        h: usize,
     ) -> Result<(), IcedError> {
         macro_rules! emit {
             ($f:ident) => {
                 match y {
-                    Operand::Pair(p) => self.a.$f(r, x, YMM[p]),
-                    Operand::Slot(s) => self.a.$f(r, x, self.slot_at(s)),
+                    Operand::Pair(p) => self.a.$f(r, x, pair(p, h)),
+                    Operand::Slot(s) => self.a.$f(r, x, self.slot_at(s, h)),
                 }
             };
         }
@@ -494,13 +537,13 @@ impl Emitter<'_> {
         }
     }
 
-    /// Register `d` = `t` where [`MASK`], else `e`.
-    fn blend(&mut self, d: usize, t: Operand, e: Operand) -> Result<(), IcedError> {
-        let r = YMM[d];
-        let ea = self.reg(e, r)?;
+    /// Vector `h` of pair `d` = `t` where [`MASK`], else `e`.
+    fn blend(&mut self, d: usize, h: usize, t: Operand, e: Operand) -> Result<(), IcedError> {
+        let r = pair(d, h);
+        let ea = self.reg(e, h, r)?;
         match t {
-            Operand::Pair(p) => self.a.vblendvpd(r, ea, YMM[p], MASK),
-            Operand::Slot(s) => self.a.vblendvpd(r, ea, self.slot_at(s), MASK),
+            Operand::Pair(p) => self.a.vblendvpd(r, ea, pair(p, h), MASK),
+            Operand::Slot(s) => self.a.vblendvpd(r, ea, self.slot_at(s, h), MASK),
         }
     }
 }
