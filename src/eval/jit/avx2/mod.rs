@@ -69,6 +69,11 @@ const ROUTINE_CACHED: std::ops::Range<usize> = 0..CACHED;
 /// Scratch registers (the routines' second set).
 const X: [AsmRegisterYmm; 8] = routines::SETS[1];
 
+/// The routines' registers for vector `h` of a half (`x[0]` their operand).
+fn set(h: usize) -> [AsmRegisterYmm; 8] {
+    routines::SETS[h]
+}
+
 /// Register `h` of pair `p`.
 fn pair(p: usize, h: usize) -> AsmRegisterYmm {
     YMM[H * p + h]
@@ -356,7 +361,7 @@ impl Emitter<'_> {
     /// routines' sets (`x[0]` holding the operand); the cache loses every pair.
     fn elementary(&mut self, routine: usize, x: Operand) -> Result<(), IcedError> {
         for h in 0..H {
-            let to = routines::SETS[h][0];
+            let to = set(h)[0];
             match x {
                 Operand::Pair(p) if pair(p, h) == to => {}
                 Operand::Pair(p) => self.a.vmovapd(to, pair(p, h))?,

@@ -15,8 +15,8 @@ use crate::ir::{Binary, Unary};
 use super::super::super::instr::{NONE, Op, UNREAD};
 use super::super::frame;
 use super::super::indicators::Indicator;
-use super::routines::{self, C_ONE, C_SIGN, C_ZERO, GT_OQ, LT_OQ, NEQ_UQ, SETS, UNORD_Q, k};
-use super::{EXP, Emitter, H, LN, LOC_AT, Operand, SCALE_AT, Step, WEIGHTS, X, pair};
+use super::routines::{self, C_ONE, C_SIGN, C_ZERO, GT_OQ, LT_OQ, NEQ_UQ, UNORD_Q, k};
+use super::{EXP, Emitter, H, LN, LOC_AT, Operand, SCALE_AT, Step, WEIGHTS, X, pair, set};
 
 /// The scratch register comparisons leave their lanes' masks in.
 const MASK: AsmRegisterYmm = X[5];
@@ -93,7 +93,7 @@ impl Emitter<'_> {
                 self.elementary(if op == Unary::Log { LN } else { EXP }, x)?;
                 let d = self.cache.take(&[]);
                 for h in 0..H {
-                    self.a.vmovapd(pair(d, h), SETS[h][1])?;
+                    self.a.vmovapd(pair(d, h), set(h)[1])?;
                 }
                 Ok(d)
             }
@@ -160,7 +160,7 @@ impl Emitter<'_> {
             let go = self.cache.find(g);
             self.a.vbroadcastsd(X[6], qword_ptr(rbx + frame::INV_ETA))?;
             for h in 0..H {
-                let x0 = SETS[h][0];
+                let x0 = set(h)[0];
                 match go {
                     Operand::Pair(p) => self.a.vmulpd(x0, pair(p, h), X[6])?,
                     Operand::Slot(s) => {
@@ -186,7 +186,7 @@ impl Emitter<'_> {
                 self.a.vmovupd(X[2], self.weight_at(cache, 1, h))?;
                 (X[1], X[2])
             } else {
-                let (we, wt) = (SETS[h][1], SETS[h][2]);
+                let (we, wt) = (set(h)[1], set(h)[2]);
                 if keep {
                     if product {
                         self.a.vmulpd(X[3], wt, we)?; // wt * we
@@ -316,8 +316,8 @@ impl Emitter<'_> {
         self.elementary(LN, x)?;
         let d = self.cache.take(&[]);
         for h in 0..H {
-            self.a.vmulpd(X[4], SETS[h][1], k(ci))?;
-            self.a.vsubpd(pair(d, h), X[4], SETS[h][0])?;
+            self.a.vmulpd(X[4], set(h)[1], k(ci))?;
+            self.a.vsubpd(pair(d, h), X[4], set(h)[0])?;
         }
         Ok(d)
     }
