@@ -13,6 +13,7 @@
 use crate::cpu::feature_builds;
 use crate::ir::{Branch, Semantics, binary_value, unary_value};
 
+#[cfg(target_arch = "x86_64")]
 use crate::cpu;
 
 use super::input::Latents;
