@@ -135,7 +135,7 @@ impl ForwardChoice {
                 let start = Instant::now();
                 sweep(builds[k]);
                 if !n.is_multiple_of(BLOCK) {
-                    best[k] = best[k].min(start.elapsed());
+                    best[k] = best[k].min(handicap(builds[k], start.elapsed()));
                 }
                 *runs += 1;
                 if *runs == WARM_UP + builds.len() as u32 * TRIALS {
@@ -175,6 +175,20 @@ impl ForwardChoice {
         }
     }
 }
+
+/// A trial time of `set` as the choice weighs it: the AVX2 machine code's 5 % longer. Why:
+/// its best trial sweep won where the whole sample then ran slower (temperature's Score, crisp:
+/// 6 % slower, CPU time on a Zen 5 guest), and where it pays it pays more (cheating, 11-19 %).
+fn handicap(set: KernelSet, t: Duration) -> Duration {
+    if set == KernelSet::Avx2Jit {
+        t.mul_f64(AVX2_JIT_HANDICAP)
+    } else {
+        t
+    }
+}
+
+/// The factor on the AVX2 machine code's trial times ([`handicap`]).
+const AVX2_JIT_HANDICAP: f64 = 1.05;
 
 fn slot(semantics: Semantics) -> usize {
     match semantics {
