@@ -1,7 +1,8 @@
 //! The optimisers measured against each other: the paper's Adam settings and variants of DoG
-//! (the default; the last iterate instead of the average; the plain sum of squared
-//! gradients; per coordinate), each with the default estimator (DSGD) and the model's decay,
-//! on the built-in models and on model files, over several seeds.
+//! (the default; without the settling rule, or with a coarser one; the last iterate instead
+//! of the average; the plain sum of squared gradients; per coordinate), each with the default
+//! estimator (DSGD) and the model's decay, on the built-in models and on model files, over
+//! several seeds.
 //!
 //! ```sh
 //! cargo run --release --example optimiser_table -- [seeds] [model or file.dsgd ...]
@@ -37,6 +38,20 @@ fn candidates(model: &str, builtin: bool) -> Vec<(&'static str, OptimizerConfig)
             }),
         ),
         variant("dog (default)", dog),
+        variant(
+            "dog unsettled",
+            DogConfig {
+                settle: None,
+                ..dog
+            },
+        ),
+        variant(
+            "dog settle 1",
+            DogConfig {
+                settle: Some(1.0),
+                ..dog
+            },
+        ),
         variant(
             "dog last iter",
             DogConfig {

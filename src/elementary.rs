@@ -359,6 +359,23 @@ pub fn sigmoid_big_small(e: f64) -> (f64, f64) {
     (big, small)
 }
 
+/// [`sigmoid_big_small`] without its corrections: `1 / (1 + e)` and `e` times that, one
+/// division and one product, each weight within a few ulp (the rounding of `1 + e` is left
+/// in). The weights of a plate body's smoothed if-statements (`Tape::with_plain_weights`):
+/// there the corrections' six fused multiply-adds were an eighth of a gradient's time, and
+/// the weights feed a smoothing whose own error is of the order of `eta`, not of an ulp.
+#[inline(always)]
+pub fn sigmoid_big_small_plain(e: f64) -> (f64, f64) {
+    let big = 1.0 / (1.0 + e);
+    (big, e * big)
+}
+
+/// The logistic function from [`sigmoid_big_small_plain`]'s weights (for its accuracy test).
+pub fn sigmoid_plain(x: f64) -> f64 {
+    let (big, small) = sigmoid_big_small_plain(exp_of_nonpositive(-x.abs()));
+    sigmoid_pair_order(x, big, small).0
+}
+
 /// `(sigmoid(x), sigmoid(-x))` from [`sigmoid_big_small`]'s pair: selects only, and one NaN
 /// for every build where `x` is NaN.
 #[inline(always)]

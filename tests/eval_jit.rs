@@ -845,3 +845,35 @@ fn probe_outside(end: bool) -> ! {
     }
     std::process::exit(0)
 }
+
+/// A tape with the plain smoothing weights (a plate body's: no rounding corrections) gives
+/// the interpreter's bits in every compiled build too, on the built-in models with
+/// if-statements; breaking the compiled routines' plain sigmoid (or compiling the corrected
+/// one for such a tape) fails here.
+#[test]
+fn compiled_plain_weights_give_the_interpreters_bits() {
+    let mut rng = Lcg(0x91a1);
+    for name in ["temperature", "cheating", "textmsg"] {
+        let model = dsgd::models::builtin(name).unwrap().unwrap();
+        let tape = Tape::compile(&model.program, 0).with_plain_weights();
+        let params = vec![0.4; model.program.param_count()];
+        let zs = noise(&mut rng, tape.latent_count());
+        for sem in SEMANTICS {
+            assert_compiled_bits(&tape, sem, &params, &zs, format!("{name}, plain weights"));
+        }
+        // The plain weights differ from the corrected ones somewhere: the comparison is not
+        // of the same code.
+        let plain = run(&tape, KernelSet::Portable, SEMANTICS[0], &params, &zs);
+        let corrected = run(
+            &Tape::compile(&model.program, 0),
+            KernelSet::Portable,
+            SEMANTICS[0],
+            &params,
+            &zs,
+        );
+        assert!(
+            plain != corrected,
+            "{name}: plain and corrected weights agree"
+        );
+    }
+}

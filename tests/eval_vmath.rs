@@ -490,6 +490,25 @@ fn elementary_functions_are_within_2_ulp_over_ten_million_inputs() {
     }
 }
 
+/// The weights of a plate body's smoothed if-statements leave out the sigmoid's rounding
+/// corrections (`elementary::sigmoid_big_small_plain`): they stay within 3 ulp of the
+/// correctly rounded sigmoid, over the sigmoid's own ranges and edges.
+#[test]
+fn the_plain_sigmoid_is_within_3_ulp() {
+    let sigmoid = cases()
+        .into_iter()
+        .find(|c| c.name == "sigmoid")
+        .expect("the sigmoid's case");
+    let plain = Case {
+        name: "sigmoid_plain",
+        f: elementary::sigmoid_plain,
+        ..sigmoid
+    };
+    let (e, x) = worst(&plain, 1 << 17, 0x91a1);
+    eprintln!("sigmoid_plain: worst {e:.3} ulp at {x:e}");
+    assert!(e <= 3.0, "sigmoid_plain: {e} ulp at {x:e}");
+}
+
 /// The smoothed if-statement's weights take `exp(-|x|)` from `exp_of_nonpositive`, which
 /// scales by one power of two instead of `exp`'s two: it must give `exp`'s bits for every
 /// argument at most 0, subnormal results (below about -708.4) and the clamp at -750 included.

@@ -72,11 +72,10 @@ fn moments(rs: &[dsgd::RunReport]) -> [(f64, f64); 2] {
 }
 
 /// DSGD at the default (relative) eta against LYY18 (unbiased for the crisp problem) with
-/// the same optimiser: they agree within 4 combined standard errors, both are within `tol`
-/// of the exact `(mu, s)`, and no DSGD run warns of a smoothing gap. `tol` is the
-/// optimiser's resolution, measured: with DoG, LYY18 and RLOO themselves end 2-3 of their
-/// standard errors (about 1 % of the mean) short of the exact mean.
-fn agrees_with_the_crisp_answer(source: &str, exact: [f64; 2], tol: [f64; 2]) {
+/// the same optimiser: they agree within 4 combined standard errors, both are within 4 of
+/// their own standard errors of the exact `(mu, s)`, and no DSGD run warns of a smoothing
+/// gap.
+fn agrees_with_the_crisp_answer(source: &str, exact: [f64; 2]) {
     let dsgd = reports(source);
     let lyy18 = reports_with(
         source,
@@ -86,10 +85,10 @@ fn agrees_with_the_crisp_answer(source: &str, exact: [f64; 2], tol: [f64; 2]) {
         },
     );
     let what = ["mean", "sd"];
-    for (k, ((d, l), (exact, tol))) in moments(&dsgd)
+    for (k, ((d, l), exact)) in moments(&dsgd)
         .into_iter()
         .zip(moments(&lyy18))
-        .zip(exact.into_iter().zip(tol))
+        .zip(exact)
         .enumerate()
     {
         let se = d.1.hypot(l.1);
@@ -98,11 +97,13 @@ fn agrees_with_the_crisp_answer(source: &str, exact: [f64; 2], tol: [f64; 2]) {
             "{}: dsgd {d:?} against lyy18 {l:?}",
             what[k]
         );
-        assert!(
-            (d.0 - exact).abs() < tol,
-            "{}: dsgd {d:?} against {exact}",
-            what[k]
-        );
+        for (who, m) in [("dsgd", d), ("lyy18", l)] {
+            assert!(
+                (m.0 - exact).abs() < 4.0 * m.1,
+                "{}: {who} {m:?} against {exact}",
+                what[k]
+            );
+        }
     }
     for r in &dsgd {
         assert!(r.smoothing_warning.is_none(), "{:?}", r.smoothing_warning);
@@ -194,13 +195,16 @@ fn a_step_in_the_smoothings_own_units_gets_the_crisp_answer_with_relative_eta() 
         (mu - 0.0388).abs() < 1e-4 && (s - 0.1021).abs() < 1e-4,
         "{mu} {s}"
     );
-    agrees_with_the_crisp_answer(UNITS_STEP, [mu, s], [0.002, 0.001]);
+    agrees_with_the_crisp_answer(UNITS_STEP, [mu, s]);
 }
 
 #[test]
 fn nested_steps_in_the_smoothings_own_units_get_the_crisp_answer_with_relative_eta() {
     // x ~ N(0, 0.1), -1 where -0.1 < x < 0.05 (two nested if-statements). With eta in the
-    // guards' units DSGD ends at mean 0.0048 and sd 0.1086, and warns.
+    // guards' units DSGD ends at mean 0.0048 and sd 0.1086, and warns. Relative, the
+    // guide's scale ends at 0.11671 +- 0.00021; without DoG's settling it ended 3.5 standard
+    // errors short (0.11623 +- 0.00022), and the same step in the smoothing's units (above)
+    // ended with its mean 4.8 short: the late step's noise biases the averaged iterate.
     let elbo = |mu: f64, s: f64| {
         -(mu * mu + s * s) / (2.0 * 0.01)
             - (normal_cdf((0.05 - mu) / s) - normal_cdf((-0.1 - mu) / s))
@@ -214,7 +218,6 @@ fn nested_steps_in_the_smoothings_own_units_get_the_crisp_answer_with_relative_e
     agrees_with_the_crisp_answer(
         "let x = sample Normal(0, 0.1);\nif x < 0.05 { if x > -0.1 { factor -1; } }\n",
         [mu, s],
-        [0.002, 0.0015],
     );
 }
 
@@ -456,9 +459,9 @@ fn a_positive_latent_in_a_guard_gets_the_crisp_answer() {
 /// a guard) its distance to the exact answer is at most Fixed's plus three combined standard
 /// errors, and where Fixed's smoothing bias is resolvable (nested steps) DSGD is closer by
 /// more than three of them. Measured (5 seeds, DoG, 10^4 steps): nested steps' scale DSGD
-/// 0.1162 +- 0.0002, Fixed 0.1055 +- 0.0002, exact 0.1170; the positive latent's scale DSGD
-/// 0.5751 +- 0.0013, Fixed 0.5795 +- 0.0013 (2.4 combined standard errors apart), exact
-/// 0.5725.
+/// 0.11671 +- 0.00021, Fixed 0.10565 +- 0.00015, exact 0.11700; the positive latent's scale
+/// DSGD 0.5752 +- 0.0013, Fixed 0.5797 +- 0.0012 (2.5 combined standard errors apart),
+/// exact 0.5725.
 #[test]
 fn dsgd_is_never_worse_than_the_fixed_schedule() {
     let fixed = RunConfig {

@@ -157,6 +157,7 @@ impl Tape {
         let checked = checked::build(&compact, [&smooth_plan, &crisp_plan]);
         Tape::new(Compiled {
             id: NEXT_TAPE_ID.fetch_add(1, Ordering::Relaxed),
+            plain_weights: false,
             len: adj.len(),
             consts,
             uniform_steps,

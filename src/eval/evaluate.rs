@@ -242,6 +242,7 @@ impl Tape {
                 start,
                 w,
                 force: None,
+                plain_weights: self.plain_weights,
             };
             sweep::forward_chunk(self, layout, ws, semantics, &input);
             after_chunk(ws, start, w);

@@ -272,6 +272,7 @@ impl Tape {
                 start,
                 w,
                 force: Some(&force),
+                plain_weights: self.plain_weights,
             };
             sweep::forward_chunk(self, self.layout(ws), ws, Semantics::Crisp, &input);
             out[start..start + w].copy_from_slice(&ws.values[self.output as usize][..w]);
@@ -362,6 +363,7 @@ impl Tape {
             start: 0,
             w,
             force: Some(&force),
+            plain_weights: self.plain_weights,
         };
         let mut runner = Runner {
             layout: &plan.layout,

@@ -472,6 +472,18 @@ pub fn select_reverse(g: &Lanes, ad: &Lanes, force: Option<bool>) -> (Lanes, Lan
 /// `eta` lane by lane: a vector division costs as much as a third of the `exp`.
 #[inline(always)]
 pub fn smooth_weights(g: &Lanes, eta: f64) -> (Lanes, Lanes) {
+    smooth_weights_by(g, eta, sigmoid_big_small)
+}
+
+/// [`smooth_weights`] with [`elementary::sigmoid_big_small_plain`]'s weights (a plate body's
+/// tape: `Tape::with_plain_weights`).
+#[inline(always)]
+pub fn smooth_weights_plain(g: &Lanes, eta: f64) -> (Lanes, Lanes) {
+    smooth_weights_by(g, eta, elementary::sigmoid_big_small_plain)
+}
+
+#[inline(always)]
+fn smooth_weights_by(g: &Lanes, eta: f64, big_small: impl Fn(f64) -> (f64, f64)) -> (Lanes, Lanes) {
     let mut we = [0.0; CHUNK];
     let mut wt = [0.0; CHUNK];
     let inv_eta = 1.0 / eta;
@@ -485,7 +497,7 @@ pub fn smooth_weights(g: &Lanes, eta: f64) -> (Lanes, Lanes) {
     let mut big = [0.0; CHUNK];
     let mut small = [0.0; CHUNK];
     for l in 0..CHUNK {
-        (big[l], small[l]) = sigmoid_big_small(e[l]);
+        (big[l], small[l]) = big_small(e[l]);
     }
     for l in 0..CHUNK {
         (we[l], wt[l]) = sigmoid_pair_order(x[l], big[l], small[l]);

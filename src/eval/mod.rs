@@ -15,7 +15,9 @@
 //! `Tape::forward_forced_moved` right after a crisp sweep of the same chunk redoes only the
 //! steps whose inputs changed and what they read that no place holds any more;
 //! `exp` and `ln` lanes come from `vmath`, the lane loops of `crate::elementary`'s scalar
-//! definitions (the reference's own functions).
+//! definitions (the reference's own functions). The one exception: a plate body's tapes
+//! (`Tape::with_plain_weights`) take their smoothing weights without the sigmoid's rounding
+//! corrections, in every build alike (a few ulp per weight from the reference's).
 //!
 //! The modules, each importing only those listed before it: `instr` (the instruction set),
 //! `input` (the latents a sweep reads: values, or noise reparameterised as it loads them),

@@ -36,6 +36,8 @@ pub(super) struct Input<'a> {
     pub w: usize,
     /// Per-lane forcing (crisp elsewhere), for [`Tape::forward_forced`].
     pub force: Option<&'a LaneForce>,
+    /// The smoothing weights without their corrections ([`Tape::with_plain_weights`]).
+    pub plain_weights: bool,
 }
 
 /// One forced if-statement per lane: lane `l` takes branch `then[l]` at if-statement
@@ -79,7 +81,11 @@ pub(super) fn uniform_pass(tape: &Tape, ws: &mut Workspace, semantics: Semantics
                 let (g, t, e) = (one(v(g)), one(v(t)), one(v(e)));
                 match semantics {
                     Semantics::Smoothed { eta } => {
-                        let (we, wt) = kernels::smooth_weights(&g, eta);
+                        let (we, wt) = if tape.plain_weights {
+                            kernels::smooth_weights_plain(&g, eta)
+                        } else {
+                            kernels::smooth_weights(&g, eta)
+                        };
                         keep_weights(&mut ws.weights, cache, product, &we, &wt);
                         kernels::smooth_forward(&we, &wt, &t, &e)[0]
                     }
@@ -389,7 +395,11 @@ fn forward_body(
                     kernels::smooth_forward(&weights[c], &weights[c + 1], v(t), v(e))
                 }
                 Semantics::Smoothed { eta } => {
-                    let (we, wt) = kernels::smooth_weights(v(g), eta);
+                    let (we, wt) = if x.plain_weights {
+                        kernels::smooth_weights_plain(v(g), eta)
+                    } else {
+                        kernels::smooth_weights(v(g), eta)
+                    };
                     let r = kernels::smooth_forward(&we, &wt, v(t), v(e));
                     keep_weights(weights, cache, product, &we, &wt);
                     r

@@ -50,6 +50,18 @@ impl Tape {
     pub(super) fn new(compiled: Compiled) -> Tape {
         Tape(Arc::new(compiled))
     }
+
+    /// This tape with its smoothed if-statements' weights computed without their rounding
+    /// corrections (`elementary::sigmoid_big_small_plain`), in every build alike: a plate
+    /// body's tapes, whose weights are most of a smoothed gradient's time. Its smoothed
+    /// values then differ from [`Tape::compile`]'s by a few ulp per weight; crisp sweeps are
+    /// unchanged. Called on a tape just compiled (its machine code is made at first use).
+    pub fn with_plain_weights(mut self) -> Tape {
+        Arc::get_mut(&mut self.0)
+            .expect("a tape just compiled, not yet shared")
+            .plain_weights = true;
+        self
+    }
 }
 
 /// What a [`Tape`] holds.
@@ -103,6 +115,9 @@ pub struct Compiled {
     pub(super) fused_poisson: usize,
     pub(super) fused_chains: usize,
     pub(super) reused_weights: usize,
+    /// Whether its smoothed if-statements' weights are the plain ones
+    /// (`kernels::smooth_weights_plain`; see [`Tape::with_plain_weights`]).
+    pub(super) plain_weights: bool,
 }
 
 impl Tape {
@@ -242,6 +257,7 @@ impl Tape {
             layout.pinned,
             crisp,
             avx2,
+            self.plain_weights,
         )?;
         // A tape has one layout of each kind: code compiled for another would give wrong
         // values (though never touch memory outside the workspace: its bounds are checked).

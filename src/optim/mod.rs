@@ -27,6 +27,11 @@ pub trait Optimizer: Send {
         None
     }
 
+    /// The objective the gradients estimate has changed at once (`--eta auto` tightened
+    /// DSGD's smoothing): the optimum has moved, and an optimiser whose step has settled
+    /// (DoG's) takes full steps again to get there. The default does nothing.
+    fn objective_changed(&mut self) {}
+
     /// A copy of the state, to try steps from it and keep or drop them (`--eta auto`'s
     /// races).
     fn clone_box(&self) -> Box<dyn Optimizer>;

@@ -201,7 +201,8 @@ impl RunConfig {
 }
 
 /// DoG's settings (none is an option of the front ends; a library caller may set them): a
-/// positive first step, a non-negative averaging `gamma`, a forgetting decay in `[0, 1)`.
+/// positive first step, a non-negative averaging `gamma`, a forgetting decay in `[0, 1)`, a
+/// positive settling fraction.
 fn check_dog(c: DogConfig) -> Result<(), SettingError> {
     let bad = |what: String| Err(SettingError::invalid("optimizer", format!("dog's {what}")));
     if !(c.alpha > 0.0 && c.alpha.is_finite()) {
@@ -222,12 +223,34 @@ fn check_dog(c: DogConfig) -> Result<(), SettingError> {
             shown(b)
         ));
     }
+    if let Some(e) = c.settle.filter(|e| !(*e > 0.0 && e.is_finite())) {
+        return bad(format!(
+            "settling fraction must be positive and finite, got {}",
+            shown(e)
+        ));
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_settling_fraction_that_is_not_positive_is_refused() {
+        for e in [0.0, -0.1, f64::NAN, f64::INFINITY] {
+            let config = RunConfig {
+                optimizer: OptimizerConfig::Dog(DogConfig {
+                    settle: Some(e),
+                    ..DogConfig::default()
+                }),
+                ..RunConfig::default()
+            };
+            let err = config.validate().unwrap_err();
+            assert_eq!(err.option(), "optimizer");
+            assert!(err.to_string().contains("settling fraction"), "{err}");
+        }
+    }
 
     #[test]
     fn a_trajectory_beyond_memory_is_refused_up_front() {

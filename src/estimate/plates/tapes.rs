@@ -35,7 +35,9 @@ impl RowsTape {
             .map(|j| j as u32)
             .collect();
         RowsTape {
-            tape: Tape::compile_active(&program, 0, Some(&mask)),
+            // The plain weights: a body's smoothed if-statements are most of a smoothed
+            // gradient's time over the rows (see `Tape::with_plain_weights`).
+            tape: Tape::compile_active(&program, 0, Some(&mask)).with_plain_weights(),
             rows,
             active,
         }

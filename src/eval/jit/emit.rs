@@ -112,8 +112,9 @@ pub(super) fn inline(op: &Op) -> bool {
 /// took 100 MB; in parts, memory stays a few megabytes beside the code.
 pub(super) const PART_STEPS: usize = 2_048;
 
-/// The code of `steps` (the layout's lane steps) for the semantics `crisp` or smoothed,
-/// reading latents as noise reparameterised on load, with the offset of its entry point.
+/// The code of `steps` (the layout's lane steps) for the semantics `crisp` or smoothed (with
+/// the plain weights where `plain`), reading latents as noise reparameterised on load, with
+/// the offset of its entry point.
 /// The routines come first, then the sweep, assembled in parts of [`PART_STEPS`] steps, each
 /// at its final offset (calls to the routines are relative, so the code runs wherever it is
 /// mapped).
@@ -123,12 +124,18 @@ pub(super) fn forward(
     constants: &[(u32, f64)],
     pinned: usize,
     crisp: bool,
+    plain: bool,
 ) -> Result<(Parts, usize, Vec<f64>, Coverage), IcedError> {
     let indicators = Indicators::of(constants);
     let mut bytes = Parts::default();
     let mut routine_at = [0; 3];
+    let weights = if plain {
+        routines::weights_plain
+    } else {
+        routines::weights
+    };
     for (at, body) in routine_at.iter_mut().zip([
-        routines::weights as fn(&mut CodeAssembler) -> Result<(), IcedError>,
+        weights as fn(&mut CodeAssembler) -> Result<(), IcedError>,
         routines::ln,
         routines::exp,
     ]) {

@@ -167,6 +167,7 @@ impl ForwardCode {
         pinned: usize,
         crisp: bool,
         avx2: bool,
+        plain: bool,
     ) -> Option<ForwardCode> {
         let runs = if avx2 {
             crate::cpu::avx2_fma()
@@ -212,9 +213,9 @@ impl ForwardCode {
             return None;
         }
         let (parts, entry, consts, coverage) = if avx2 {
-            avx2::forward(steps, chains, constants, pinned, crisp).ok()?
+            avx2::forward(steps, chains, constants, pinned, crisp, plain).ok()?
         } else {
-            emit::forward(steps, chains, constants, pinned, crisp).ok()?
+            emit::forward(steps, chains, constants, pinned, crisp, plain).ok()?
         };
         let code = parts.map()?;
         Some(ForwardCode {
@@ -255,7 +256,9 @@ pub(super) struct Compiled([OnceLock<Option<ForwardCode>>; 4]);
 impl Compiled {
     /// The code for `steps` under crisp (or smoothed) semantics, in AVX2 instructions
     /// (`avx2`) or AVX-512 ones, compiled at the first call; `constants` are places that hold
-    /// a constant for good (and its value).
+    /// a constant for good (and its value); `plain`: the smoothing weights without their
+    /// corrections (`Tape::with_plain_weights`, the same for every call on one tape).
+    #[allow(clippy::too_many_arguments)]
     pub fn get(
         &self,
         steps: &[Step],
@@ -264,9 +267,12 @@ impl Compiled {
         pinned: usize,
         crisp: bool,
         avx2: bool,
+        plain: bool,
     ) -> Option<&ForwardCode> {
         self.0[usize::from(crisp) + 2 * usize::from(avx2)]
-            .get_or_init(|| ForwardCode::compile(steps, chains, constants, pinned, crisp, avx2))
+            .get_or_init(|| {
+                ForwardCode::compile(steps, chains, constants, pinned, crisp, avx2, plain)
+            })
             .as_ref()
     }
 }

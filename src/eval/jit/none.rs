@@ -32,6 +32,7 @@ impl Compiled {
         _: usize,
         _: bool,
         _: bool,
+        _: bool,
     ) -> Option<&ForwardCode> {
         None
     }

@@ -188,29 +188,48 @@ pub(super) fn weights(a: &mut CodeAssembler) -> Result<(), IcedError> {
     interleaved(a, weights_body)
 }
 
+/// [`weights`] with `sigmoid_big_small_plain` (a tape `with_plain_weights`).
+pub(super) fn weights_plain(a: &mut CodeAssembler) -> Result<(), IcedError> {
+    interleaved(a, weights_plain_body)
+}
+
 fn weights_body(s: Set) -> Body {
+    weights_with(s, false)
+}
+
+fn weights_plain_body(s: Set) -> Body {
+    weights_with(s, true)
+}
+
+fn weights_with(s: Set, plain: bool) -> Body {
     let mut b = Body(Vec::new());
     let x = s.x;
     let load = |i: usize| qword_ptr(rbp + 8 * i as i32);
     b.push(move |a| a.vorpd(x[1], x[0], SIGN)); // -|x|
     b.push(move |a| a.vmaxpd(x[1], x[1], k(C_FLOOR))); // x_c: the floor where -|x| is NaN
     exp_reduced_scaled(&mut b, s);
-    // sigmoid_big_small(e).
     b.push(move |a| a.vbroadcastsd(x[1], load(C_ONE)));
     b.push(move |a| a.vaddpd(x[2], x[1], x[4])); // d = 1 + e
-    b.push(move |a| a.vsubpd(x[3], x[1], x[2]));
-    b.push(move |a| a.vaddpd(x[3], x[3], x[4])); // d_err = (1 - d) + e
-    b.push(move |a| a.vdivpd(x[5], x[1], x[2])); // inv = 1 / d
-    b.push(move |a| a.vmovapd(x[6], x[1]));
-    b.push(move |a| a.vfnmadd231pd(x[6], x[5], x[2]));
-    b.push(move |a| a.vfnmadd231pd(x[6], x[5], x[3]));
-    b.push(move |a| a.vmovapd(x[7], x[5]));
-    b.push(move |a| a.vfmadd231pd(x[7], x[6], x[5])); // big
-    b.push(move |a| a.vmulpd(x[8], x[4], x[5])); // s0 = e inv
-    b.push(move |a| a.vmovapd(x[9], x[4]));
-    b.push(move |a| a.vfnmadd231pd(x[9], x[8], x[2]));
-    b.push(move |a| a.vfnmadd231pd(x[9], x[8], x[3]));
-    b.push(move |a| a.vfmadd231pd(x[8], x[9], x[5])); // small
+    if plain {
+        // sigmoid_big_small_plain(e): big into x[7], small into x[8].
+        b.push(move |a| a.vdivpd(x[7], x[1], x[2])); // big = 1 / d
+        b.push(move |a| a.vmulpd(x[8], x[4], x[7])); // small = e big
+    } else {
+        // sigmoid_big_small(e).
+        b.push(move |a| a.vsubpd(x[3], x[1], x[2]));
+        b.push(move |a| a.vaddpd(x[3], x[3], x[4])); // d_err = (1 - d) + e
+        b.push(move |a| a.vdivpd(x[5], x[1], x[2])); // inv = 1 / d
+        b.push(move |a| a.vmovapd(x[6], x[1]));
+        b.push(move |a| a.vfnmadd231pd(x[6], x[5], x[2]));
+        b.push(move |a| a.vfnmadd231pd(x[6], x[5], x[3]));
+        b.push(move |a| a.vmovapd(x[7], x[5]));
+        b.push(move |a| a.vfmadd231pd(x[7], x[6], x[5])); // big
+        b.push(move |a| a.vmulpd(x[8], x[4], x[5])); // s0 = e inv
+        b.push(move |a| a.vmovapd(x[9], x[4]));
+        b.push(move |a| a.vfnmadd231pd(x[9], x[8], x[2]));
+        b.push(move |a| a.vfnmadd231pd(x[9], x[8], x[3]));
+        b.push(move |a| a.vfmadd231pd(x[8], x[9], x[5])); // small
+    }
     // sigmoid_pair_order(x, big, small), and x + x for both where x is NaN.
     let m = s.short;
     b.push(move |a| a.vcmppd(K[m], x[0], ZERO, GE_OQ));

@@ -198,7 +198,9 @@ impl<'a> Runner<'a> {
     /// `--eta auto`: when a decision is due before iteration `k` (the starting race at 0, a
     /// tightening check later: `estimate::race::race` runs either), makes it from the current
     /// state and sets the schedule of the steps and measurements that follow to its choice.
-    fn race_eta(&mut self, k: u64, optimizer: &dyn crate::optim::Optimizer) {
+    /// A later tightening moves the optimum at once: the optimiser is told
+    /// ([`crate::optim::Optimizer::objective_changed`]), so a settled DoG steps fully again.
+    fn race_eta(&mut self, k: u64, optimizer: &mut dyn crate::optim::Optimizer) {
         let Some(auto) = self.auto.as_mut() else {
             return;
         };
@@ -223,7 +225,11 @@ impl<'a> Runner<'a> {
             },
             &candidates,
         );
-        if auto.raced(k, race.chosen) != Adjustment::Kept || k == 0 {
+        let adjustment = auto.raced(k, race.chosen);
+        if adjustment == Adjustment::Tightened && k > 0 {
+            optimizer.objective_changed();
+        }
+        if adjustment != Adjustment::Kept || k == 0 {
             self.schedule = auto.schedule();
             for e in [&mut *self.engine, &mut self.probe] {
                 e.set_estimator(Box::new(Pathwise::new(EstimatorKind::Dsgd, self.schedule)));

@@ -88,20 +88,27 @@ const WEIGHTS: usize = 0;
 const LN: usize = 1;
 const EXP: usize = 2;
 
-/// The AVX2 code of `steps`, as `emit::forward` gives the AVX-512 code: routines first, then
-/// the sweep, with its entry's offset, its constants and its coverage.
+/// The AVX2 code of `steps`, as `emit::forward` gives the AVX-512 code (with the plain
+/// weights where `plain`): routines first, then the sweep, with its entry's offset, its
+/// constants and its coverage.
 pub(super) fn forward(
     steps: &[Step],
     chains: &[(u32, bool)],
     constants: &[(u32, f64)],
     pinned: usize,
     crisp: bool,
+    plain: bool,
 ) -> Result<(Parts, usize, Vec<f64>, Coverage), IcedError> {
     let indicators = Indicators::of(constants);
     let mut bytes = Parts::default();
     let mut routine_at = [0; 3];
+    let weights = if plain {
+        routines::weights_plain
+    } else {
+        routines::weights
+    };
     for (at, body) in routine_at.iter_mut().zip([
-        routines::weights as fn(&mut CodeAssembler) -> Result<(), IcedError>,
+        weights as fn(&mut CodeAssembler) -> Result<(), IcedError>,
         routines::ln,
         routines::exp,
     ]) {

@@ -179,10 +179,15 @@ pub(super) const LE_OQ: i32 = 0x12;
 /// The weights routine: from `x` in `r[0]`, `exp_of_nonpositive(-|x|)` and
 /// `sigmoid_big_small`, the else weight into `r[1]`, the then weight into `r[2]`.
 pub(super) fn weights(a: &mut CodeAssembler) -> Result<(), IcedError> {
-    interleaved(a, weights_body)
+    interleaved(a, |r, _| weights_with(r, false))
 }
 
-fn weights_body(r: [AsmRegisterYmm; 8], _spill: i32) -> Body {
+/// [`weights`] with `sigmoid_big_small_plain` (a tape `with_plain_weights`).
+pub(super) fn weights_plain(a: &mut CodeAssembler) -> Result<(), IcedError> {
+    interleaved(a, |r, _| weights_with(r, true))
+}
+
+fn weights_with(r: [AsmRegisterYmm; 8], plain: bool) -> Body {
     let mut b = Body(Vec::new());
     b.push(move |a| a.vorpd(r[1], r[0], k(C_SIGN))); // -|x|
     b.push(move |a| a.vmaxpd(r[1], r[1], k(C_FLOOR))); // x_c: the floor where -|x| is NaN
@@ -192,21 +197,27 @@ fn weights_body(r: [AsmRegisterYmm; 8], _spill: i32) -> Body {
     b.push(move |a| a.vpsllq(r[2], r[2], 52));
     b.push(move |a| a.vmulpd(r[1], r[1], r[2]));
     b.push(move |a| a.vmulpd(r[1], r[1], k(C_TWO_TO_MINUS_64))); // e
-    // sigmoid_big_small(e).
     b.push(move |a| a.vmovupd(r[3], k(C_ONE)));
     b.push(move |a| a.vaddpd(r[2], r[3], r[1])); // d = 1 + e
-    b.push(move |a| a.vsubpd(r[4], r[3], r[2]));
-    b.push(move |a| a.vaddpd(r[4], r[4], r[1])); // d_err = (1 - d) + e
-    b.push(move |a| a.vdivpd(r[5], r[3], r[2])); // inv = 1 / d
-    b.push(move |a| a.vmovapd(r[6], r[3]));
-    b.push(move |a| a.vfnmadd231pd(r[6], r[5], r[2]));
-    b.push(move |a| a.vfnmadd231pd(r[6], r[5], r[4]));
-    b.push(move |a| a.vmovapd(r[7], r[5]));
-    b.push(move |a| a.vfmadd231pd(r[7], r[6], r[5])); // big
-    b.push(move |a| a.vmulpd(r[3], r[1], r[5])); // s0 = e inv
-    b.push(move |a| a.vfnmadd231pd(r[1], r[3], r[2]));
-    b.push(move |a| a.vfnmadd231pd(r[1], r[3], r[4]));
-    b.push(move |a| a.vfmadd231pd(r[3], r[1], r[5])); // small
+    if plain {
+        // sigmoid_big_small_plain(e): big into r[7], small into r[3].
+        b.push(move |a| a.vdivpd(r[7], r[3], r[2])); // big = 1 / d
+        b.push(move |a| a.vmulpd(r[3], r[1], r[7])); // small = e big
+    } else {
+        // sigmoid_big_small(e).
+        b.push(move |a| a.vsubpd(r[4], r[3], r[2]));
+        b.push(move |a| a.vaddpd(r[4], r[4], r[1])); // d_err = (1 - d) + e
+        b.push(move |a| a.vdivpd(r[5], r[3], r[2])); // inv = 1 / d
+        b.push(move |a| a.vmovapd(r[6], r[3]));
+        b.push(move |a| a.vfnmadd231pd(r[6], r[5], r[2]));
+        b.push(move |a| a.vfnmadd231pd(r[6], r[5], r[4]));
+        b.push(move |a| a.vmovapd(r[7], r[5]));
+        b.push(move |a| a.vfmadd231pd(r[7], r[6], r[5])); // big
+        b.push(move |a| a.vmulpd(r[3], r[1], r[5])); // s0 = e inv
+        b.push(move |a| a.vfnmadd231pd(r[1], r[3], r[2]));
+        b.push(move |a| a.vfnmadd231pd(r[1], r[3], r[4]));
+        b.push(move |a| a.vfmadd231pd(r[3], r[1], r[5])); // small
+    }
     // sigmoid_pair_order(x, big, small), and x + x for both where x is NaN.
     b.push(move |a| a.vcmppd(r[4], r[0], k(C_ZERO), GE_OQ));
     b.push(move |a| select(a, r[1], r[3], r[7], r[4])); // else weight: big where x >= 0
