@@ -117,12 +117,8 @@ pub fn gradient_samples_cancellable(
     }
     let names = problem.family().names().to_vec();
     let sign = problem.objective_sign();
-    let estimator = estimate::build(config.estimator, &problem, config.eta, config.eta_decay)?;
-    let mut engine = Engine::new(problem, estimator);
     let key = StreamKey::new(config.seed, iteration, Purpose::Measure);
-    let block = engine.block_lanes();
-    let all = estimate::on_a_worker(|| engine.sample_all(theta, key, n, block, cancel))?
-        .ok_or(RunError::Cancelled)?;
+    let all = sample_all(problem, config, theta, n, key, cancel)?.ok_or(RunError::Cancelled)?;
     let d = names.len();
     Ok(GradientSamples {
         names,
@@ -136,4 +132,24 @@ pub fn gradient_samples_cancellable(
             .collect(),
         values: all.values.iter().map(|v| sign * v).collect(),
     })
+}
+
+/// The `n` samples of `problem` at `theta` (gradients, component-major per lane, and
+/// values) that `config`'s estimator draws under `key`, on a worker of the pool and in blocks
+/// (the same bits as one batch); `None` when `cancel` rose. What a measurement's and a
+/// step's gradient samples share.
+pub(crate) fn sample_all(
+    problem: estimate::Problem,
+    config: &RunConfig,
+    theta: &[f64],
+    n: usize,
+    key: StreamKey,
+    cancel: &AtomicBool,
+) -> Result<Option<estimate::AllSamples>, RunError> {
+    let estimator = estimate::build(config.estimator, &problem, config.eta, config.eta_decay)?;
+    let mut engine = Engine::new(problem, estimator);
+    let block = engine.block_lanes();
+    Ok(estimate::on_a_worker(|| {
+        engine.sample_all(theta, key, n, block, cancel)
+    })?)
 }

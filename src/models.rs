@@ -119,15 +119,27 @@ const DATA: &[(&str, &str)] = &[
     ),
 ];
 
-const NAMES: &[&str] = &[
-    "example",
-    "temperature",
-    "xornet",
-    "walk",
-    "cheating",
-    "textmsg",
-    "influenza",
-];
+/// The built-in models' names, in their order above.
+const NAMES: [&str; BUILTINS.len()] = {
+    let mut names = [""; BUILTINS.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = BUILTINS[i].name;
+        i += 1;
+    }
+    names
+};
+
+/// The paper's models, in its order: every built-in model after the first, `example`.
+pub(crate) const PAPER_MODELS: [&str; NAMES.len() - 1] = {
+    let mut paper = [""; NAMES.len() - 1];
+    let mut i = 0;
+    while i < paper.len() {
+        paper[i] = NAMES[i + 1];
+        i += 1;
+    }
+    paper
+};
 
 /// Reads the embedded data files.
 struct Embedded;
@@ -153,7 +165,7 @@ pub fn recommended(name: &str) -> Recommended {
 
 /// Names of the built-in models, in the order `dsgd models` lists them.
 pub fn builtin_names() -> &'static [&'static str] {
-    NAMES
+    &NAMES
 }
 
 /// Every built-in model with its description and source.
@@ -203,4 +215,24 @@ pub fn builtin_with_options(
         m.name = name.to_string();
     }
     Some(r)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The paper's models are derived from the built-ins' order: reordering the built-ins
+    /// must not reorder the reproduction.
+    #[test]
+    fn the_paper_models_are_in_the_papers_order() {
+        assert_eq!(
+            super::PAPER_MODELS,
+            [
+                "temperature",
+                "xornet",
+                "walk",
+                "cheating",
+                "textmsg",
+                "influenza"
+            ]
+        );
+    }
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use thiserror::Error;
 
-use crate::estimate::{self, Channel, Engine, Problem, Purpose, StreamKey};
+use crate::estimate::{Channel, Problem, Purpose, StreamKey};
 use crate::family::FamilyState;
 use crate::ir::Model;
 use crate::settings::RunConfig;
@@ -137,13 +137,9 @@ pub fn step_gradients(
 ) -> Result<Vec<f64>, ThetaError> {
     let problem = crate::experiment::run::problem_for(model, config).map_err(invalid)?;
     check_dim(&problem, theta)?;
-    let estimator = estimate::build(config.estimator, &problem, config.eta, config.eta_decay)
-        .map_err(invalid)?;
     let d = problem.dim();
-    let mut engine = Engine::new(problem, estimator);
     let key = StreamKey::new(config.seed, iteration, Purpose::Step);
-    let block = engine.block_lanes();
-    let all = estimate::on_a_worker(|| engine.sample_all(theta, key, n, block, cancel))
+    let all = crate::fit::sample_all(problem, config, theta, n, key, cancel)
         .map_err(invalid)?
         .ok_or(ThetaError::Cancelled)?;
     debug_assert_eq!(all.gradients.len(), n * d);

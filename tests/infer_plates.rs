@@ -153,7 +153,9 @@ fn a_plates_results_do_not_depend_on_the_threads() {
 }
 
 /// The mean of subsampled gradients is the full-data gradient: the paired differences
-/// (the same noise, subsampled and not) have mean zero within 4 standard errors, for each
+/// (the same key, subsampled and not; with row latents, DSGD, Fixed and Reparam draw noise
+/// for the latents a step reads alone, so their pairs share less of it) have mean zero
+/// within 4 standard errors, for each
 /// estimator, with and without row latents; and they are not all zero (the subsample does
 /// change the gradient). Catches a missing `n / M`, a drawn row latent's entropy not scaled,
 /// an undrawn row latent given a gradient.

@@ -123,3 +123,138 @@ fn runs_run_a_plate_as_its_unrolled_loop() {
         stderr(&o)
     );
 }
+
+/// Bodies whose guards take every verdict `dsgd check` gives: an affine jump on data, a
+/// continuous `max`, an if-statement in a branch of another, a guard that multiplies a row's
+/// latent (not affine: LYY18 is blocked), and in an objective a guard on a parameter and
+/// data alone (unsafe, parameter-dependent) and one that reads an if-statement (nesting
+/// depth 2, unsafe).
+const JUDGED: [&str; 3] = [
+    "data x = [0.5, -1.25, 2.0, 0.75, -0.3];
+let a = sample Normal(0, 5);
+let b = sample Normal(0, 5);
+for i in 0..len(x) {
+  let u = sample Normal(0, 1);
+  let m = if a + b * x[i] < 0 { -1 } else { 1 };
+  let r = max(0, a - x[i]);
+  let s = if u + b * x[i] < 0 { if a < x[i] { 0 } else { 2 } } else { 1 };
+  observe x[i] ~ Normal(m + r + s + u, 1);
+}
+",
+    "data x = [0.5, -1.25, 2.0, 0.75, -0.3];
+let b = sample Normal(0, 5);
+for i in 0..len(x) {
+  let u = sample Normal(0, 1);
+  observe x[i] ~ Normal(if b * u < 0 { -1 } else { 1 }, 1);
+}
+",
+    "param theta = 0.5;
+data x = [0.5, -1.25, 2.0, 0.75, -0.3];
+let z = sample Normal(theta, 1);
+for i in 0..len(x) {
+  maximize -(z - x[i])^2 + (if theta * x[i] < 0 { 0 } else { 1 })
+    + (if max(z, x[i]) < 1 { 0 } else { 1 });
+}
+",
+];
+
+/// `dsgd check` reads a plate's guards as its unrolled loop's rows: a plated model and its
+/// unrolled twin give the same verdicts (safety, affine and continuous counts, LYY18, the
+/// parameter-dependent jumps, nesting depth), in words and in JSON, the plate's guards
+/// counted once per row. Catches a report that analyses only the program outside the
+/// plates (a plated model once read "affine guards 0 of 0", LYY18 "applicable" whatever its
+/// body), a body's guard counted once instead of once per row, and a data column read as a
+/// latent (a guard on a parameter and data then looked safe).
+#[test]
+fn check_judges_a_plates_guards_as_its_unrolled_loop() {
+    let dir = tempdir("plates", "judged");
+    for (m, source) in JUDGED.iter().enumerate() {
+        let file = format!("m{m}.dsgd");
+        std::fs::write(dir.join(&file), source).unwrap();
+        let run = |plates: &str, as_json: bool| {
+            let mut args = vec!["check", file.as_str(), "--plates", plates];
+            if as_json {
+                args.push("--json");
+            }
+            let o = dsgd_in(&dir, &args);
+            assert!(o.status.success(), "{}", stderr(&o));
+            o
+        };
+        let (plated, unrolled) = (json(&run("on", true)), json(&run("off", true)));
+        assert_eq!(plated["plates"].as_array().unwrap().len(), 1, "model {m}");
+        assert_eq!(unrolled["plates"].as_array().unwrap().len(), 0, "model {m}");
+        let count = |j: &serde_json::Value, key: &str| -> u64 {
+            j[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|g| g["rows"].as_u64().unwrap())
+                .sum()
+        };
+        for key in ["unsafe_guards", "param_dependent_guards"] {
+            assert_eq!(
+                count(&plated, key),
+                count(&unrolled, key),
+                "model {m}: {key}"
+            );
+        }
+        let total = |j: &serde_json::Value| {
+            j["if_statements"].as_u64().unwrap() + j["plate_if_statements"].as_u64().unwrap()
+        };
+        assert_eq!(total(&plated), total(&unrolled), "model {m}");
+        for key in [
+            "safe",
+            "affine_guards",
+            "continuous_guards",
+            "lyy18_applicable",
+            "nesting_depth",
+            "default_eta_decay",
+        ] {
+            assert_eq!(plated[key], unrolled[key], "model {m}: {key}");
+        }
+        let reason = |j: &serde_json::Value| j["lyy18_blocked_by"]["reason"].clone();
+        assert_eq!(reason(&plated), reason(&unrolled), "model {m}");
+        // The same verdicts in words, the locations included.
+        let verdicts = |o: std::process::Output| -> Vec<String> {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| {
+                    [
+                        "  safe",
+                        "    m",
+                        "  warning",
+                        "  affine",
+                        "  continuous",
+                        "  LYY18",
+                    ]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+                })
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(
+            verdicts(run("on", false)),
+            verdicts(run("off", false)),
+            "model {m}"
+        );
+    }
+    // What the models exercise: each verdict both ways.
+    let j = |m: usize, plates: &str| {
+        let file = format!("m{m}.dsgd");
+        json(&dsgd_in(
+            &dir,
+            &["check", &file, "--plates", plates, "--json"],
+        ))
+    };
+    let (first, second, third) = (j(0, "on"), j(1, "on"), j(2, "on"));
+    // Four guards a row, `max` among them, every one affine.
+    assert_eq!(first["affine_guards"], 20);
+    assert_eq!(first["continuous_guards"], 5);
+    assert_eq!(first["nesting_depth"], 1);
+    assert_eq!(third["nesting_depth"], 2);
+    assert_eq!(first["lyy18_applicable"], true);
+    assert_eq!(second["lyy18_applicable"], false);
+    assert_eq!(third["safe"], false);
+    assert_eq!(third["param_dependent_guards"][0]["rows"], 5);
+}

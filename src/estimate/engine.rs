@@ -71,6 +71,12 @@ pub struct Engine {
     drawn: Option<super::Subsample>,
     /// Each chunk draws its own rows ([`Engine::set_rows_per_chunk`]).
     rows_per_chunk: bool,
+    /// The components `mean` holds non-zero values at, when the last batch was a sparse
+    /// step's (`None`: possibly every component).
+    mean_support: Option<Vec<u32>>,
+    /// A dense subsampled step's (Score, RLOO, LYY18 over row latents) touched components:
+    /// its gradient is zero at the undrawn rows' guides, which the optimiser then leaves.
+    dense_touched: Option<Vec<u32>>,
 }
 
 /// Drawing the next batch's noise beside the current one pays off from about this many
@@ -131,7 +137,36 @@ impl Engine {
             subsample: None,
             rows_per_chunk: false,
             drawn: None,
+            mean_support: None,
+            dense_touched: None,
         }
+    }
+
+    /// Whether a subsampled batch reads and moves only what it needs
+    /// ([`super::subsample::Sparse`]): a step engine (one subsample for the batch) of a
+    /// problem with row latents, under a pathwise estimator (DSGD, Fixed, Reparam; the
+    /// others' per-latent loops read every latent).
+    pub fn sparse_steps(&self) -> bool {
+        self.subsample.is_some()
+            && !self.rows_per_chunk
+            && self.problem.has_row_latents()
+            && matches!(
+                self.estimator.kind(),
+                super::EstimatorKind::Dsgd
+                    | super::EstimatorKind::Fixed
+                    | super::EstimatorKind::Reparam
+            )
+    }
+
+    /// The components of `theta` the last batch's gradient can be non-zero at, when it read
+    /// only what it needed (a sparse step, [`Engine::sparse_steps`]): the optimiser steps
+    /// those alone ([`crate::optim::Optimizer::step_touched`]). `None`: every component.
+    pub fn touched(&self) -> Option<&[u32]> {
+        self.drawn
+            .as_ref()
+            .and_then(|s| s.sparse.as_ref())
+            .map(|sp| &sp.components[..])
+            .or(self.dense_touched.as_deref())
     }
 
     /// Each batch's plates read `m` rows drawn afresh (the same for every sample of the
@@ -320,14 +355,39 @@ impl Engine {
     ) -> Result<bool, FamilyError> {
         let iteration = key.iteration;
         let stopped = || cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed));
-        self.state.update(self.problem.family(), theta)?;
         let per_chunk = self.rows_per_chunk.then_some(self.subsample).flatten();
-        self.drawn = match per_chunk {
-            Some(_) => None,
-            None => self
-                .subsample
-                .and_then(|m| self.problem.subsample(key, m, &self.state)),
+        let sparse = match self.subsample {
+            Some(m) if self.sparse_steps() => {
+                self.problem
+                    .sparse_subsample(key, m, &mut self.state, theta)?
+            }
+            _ => None,
         };
+        self.dense_touched = None;
+        if sparse.is_some() {
+            self.drawn = sparse;
+        } else {
+            self.state.update(self.problem.family(), theta)?;
+            self.drawn = match per_chunk {
+                Some(_) => None,
+                None => self
+                    .subsample
+                    .and_then(|m| self.problem.subsample(key, m, &self.state)),
+            };
+            if let Some(sub) = &self.drawn {
+                self.dense_touched = self.problem.touched_by(sub);
+            }
+        }
+        let touched: Option<&[u32]> = self
+            .drawn
+            .as_ref()
+            .and_then(|s| s.sparse.as_ref())
+            .map(|sp| &sp.components[..]);
+        let read: Option<&[u32]> = self
+            .drawn
+            .as_ref()
+            .and_then(|s| s.sparse.as_ref())
+            .map(|sp| &sp.latents[..]);
         let d = self.problem.dim();
         self.batch = batch;
         self.grads.resize(batch * d);
@@ -341,7 +401,9 @@ impl Engine {
         // buffers (no copy: for a large program that is megabytes), the chunk's old buffer
         // the spare for the next draw ahead.
         let mut ahead = match self.ahead.take() {
-            Some((k, b)) if k == key && b == batch && chunks == 1 && first_chunk == 0 => {
+            Some((k, b))
+                if k == key && b == batch && chunks == 1 && first_chunk == 0 && read.is_none() =>
+            {
                 Some(std::mem::take(&mut self.ahead_s))
             }
             _ => None,
@@ -370,7 +432,10 @@ impl Engine {
                         std::mem::swap(&mut sc.s, s);
                         sc.w = w;
                     }
-                    None => problem.draw(key, first, w, sc),
+                    None => match read {
+                        Some(latents) => problem.draw_latents(key, first, w, sc, latents),
+                        None => problem.draw(key, first, w, sc),
+                    },
                 }
                 let cx = Context {
                     problem,
@@ -386,7 +451,12 @@ impl Engine {
                 estimator.chunk(&cx, sc, grads, values);
                 // Each component's lanes summed in lane order: one dependent chain of additions
                 // per component, the chains of different components overlapping in the CPU.
-                if w == CHUNK {
+                if let Some(touched) = touched {
+                    for &p in touched {
+                        let p = p as usize;
+                        sums[p] = grads[p * w..(p + 1) * w].iter().fold(0.0, |acc, g| acc + g);
+                    }
+                } else if w == CHUNK {
                     // A full chunk's lanes as an array: the fold becomes straight-line code.
                     for (m, lanes) in sums.iter_mut().zip(grads.as_chunks::<CHUNK>().0) {
                         *m = lanes.iter().fold(0.0, |acc, g| acc + g);
@@ -435,17 +505,36 @@ impl Engine {
         // The chunks' sums added in chunk order: the mean's bits do not depend on which
         // thread made which chunk. (For one chunk this is the lanes' sum in lane order.)
         let mut mean = std::mem::take(&mut self.mean);
-        mean.fill(0.0);
-        for row in self.sums.chunks_exact(stride) {
-            for (m, s) in mean.iter_mut().zip(row) {
-                *m += s;
+        let inv = if batch == 0 { 0.0 } else { 1.0 / batch as f64 };
+        if let Some(touched) = touched {
+            // A sparse step: the mean is zero but at the touched components (the same sums
+            // in the same order at those).
+            match self.mean_support.take() {
+                Some(before) => before.iter().for_each(|&p| mean[p as usize] = 0.0),
+                None => mean.fill(0.0),
             }
+            for &p in touched {
+                let p = p as usize;
+                let mut m = 0.0;
+                for row in self.sums.chunks_exact(stride) {
+                    m += row[p];
+                }
+                mean[p] = m * inv;
+            }
+            self.mean_support = Some(touched.to_vec());
+        } else {
+            mean.fill(0.0);
+            for row in self.sums.chunks_exact(stride) {
+                for (m, s) in mean.iter_mut().zip(row) {
+                    *m += s;
+                }
+            }
+            for m in &mut mean {
+                *m *= inv;
+            }
+            self.mean_support = None;
         }
         self.mean = mean;
-        let inv = if batch == 0 { 0.0 } else { 1.0 / batch as f64 };
-        for m in &mut self.mean {
-            *m *= inv;
-        }
         if let Some(s) = ahead {
             self.spare_s = s;
         }
@@ -464,7 +553,11 @@ impl Engine {
         next: StreamKey,
     ) -> Result<(), FamilyError> {
         let n = self.problem.family().latent_count();
-        if batch > CHUNK || n * batch < AHEAD_MIN_NORMALS || rayon::current_num_threads() <= 1 {
+        if batch > CHUNK
+            || n * batch < AHEAD_MIN_NORMALS
+            || rayon::current_num_threads() <= 1
+            || self.sparse_steps()
+        {
             return self.step(theta, key, batch);
         }
         // As long as a scratch's own noise buffer, which it replaces (see `evaluate`).
@@ -482,74 +575,4 @@ impl Engine {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::estimate::{EstimatorKind, Purpose, build};
-
-    /// Engines of one problem run on its threads' scratches, one per thread however many
-    /// engines there are, and give the bits of engines on problems of their own, batch
-    /// after batch and in any order.
-    #[test]
-    fn engines_of_one_problem_share_its_scratches_and_keep_their_bits() {
-        let model = crate::models::builtin("cheating").unwrap().unwrap();
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
-        pool.install(|| {
-            let kinds = [
-                EstimatorKind::Dsgd,
-                EstimatorKind::Score,
-                EstimatorKind::Lyy18,
-            ];
-            let engine = |problem: &Problem, kind| {
-                Engine::new(problem.clone(), build(kind, problem, 0.1, None).unwrap())
-            };
-            let shared = Problem::new(&model).unwrap();
-            let mut together: Vec<Engine> = kinds.iter().map(|&k| engine(&shared, k)).collect();
-            let mut apart: Vec<Engine> = kinds
-                .iter()
-                .map(|&k| engine(&Problem::new(&model).unwrap(), k))
-                .collect();
-            let theta = shared.family().init();
-            let bits = |e: &Engine| {
-                let mut out = e.sample_gradients();
-                out.extend(e.values().iter().chain(e.crisp_values()));
-                out.into_iter().map(f64::to_bits).collect::<Vec<_>>()
-            };
-            for (k, batch) in [(0, 16), (1, 1000), (2, 37)] {
-                // Each engine its own streams: a scratch must not carry one engine's noise
-                // or values into another's batch.
-                let key = |i: usize| StreamKey::new(3 + i as u64, k, Purpose::Step);
-                // The shared engines in turn, the others in reverse order.
-                for (i, e) in together.iter_mut().enumerate() {
-                    e.evaluate(&theta, key(i), batch, true).unwrap();
-                }
-                for (i, e) in apart.iter_mut().enumerate().rev() {
-                    e.evaluate(&theta, key(i), batch, true).unwrap();
-                }
-                for (a, b) in together.iter().zip(&apart) {
-                    assert!(bits(a) == bits(b), "{} batch {batch}", a.estimator().kind());
-                }
-            }
-            assert!((1..=2).contains(&shared.scratches_made()));
-            assert!(apart.iter().all(|e| e.problem().scratches_made() <= 2));
-        });
-    }
-
-    /// From outside any pool the closure runs on a worker; on a worker, on that worker.
-    #[test]
-    fn on_a_worker_runs_on_a_thread_of_the_pool() {
-        assert_eq!(rayon::current_thread_index(), None);
-        assert!(on_a_worker(rayon::current_thread_index).is_some());
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
-        pool.install(|| {
-            let here = rayon::current_thread_index();
-            assert!(here.is_some());
-            assert_eq!(on_a_worker(rayon::current_thread_index), here);
-        });
-    }
-}
+mod tests;

@@ -84,10 +84,6 @@ impl Estimator for Lyy18 {
         EstimatorKind::Lyy18
     }
 
-    fn semantics(&self, _k: u64) -> Semantics {
-        Semantics::Crisp
-    }
-
     fn chunk(
         &self,
         cx: &Context<'_>,

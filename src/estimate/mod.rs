@@ -25,6 +25,7 @@ pub use adaptive::{Adjustment, AutoEta, GapProbe, START_AMPLITUDE, race};
 pub use engine::{AllSamples, Engine, NonFinite, on_a_worker};
 pub use lyy18::Lyy18;
 pub use pathwise::Pathwise;
+pub(crate) use plates::analysis_view;
 pub use problem::{Problem, ProblemData, Scratch};
 pub use rloo::Rloo;
 pub use rng::{Channel, Purpose, SampleRng, StreamKey};
@@ -164,8 +165,11 @@ pub trait Estimator: Send + Sync + fmt::Debug {
     /// Which estimator this is.
     fn kind(&self) -> EstimatorKind;
 
-    /// The semantics this estimator differentiates at iteration `k`.
-    fn semantics(&self, k: u64) -> Semantics;
+    /// The semantics this estimator differentiates at iteration `k`: crisp, unless it smooths
+    /// (the pathwise estimators, by their schedule).
+    fn semantics(&self, _k: u64) -> Semantics {
+        Semantics::Crisp
+    }
 
     /// Gradient samples for the `w = scratch.w` lanes drawn in `scratch`, component-major
     /// (`grads[p * w + l]`, so that per-lane loops are contiguous), and `f` under

@@ -10,7 +10,7 @@ mod values;
 use super::plates::{Outer, PlateRun, PlateScratch, Target};
 use super::plates_lyy18::BoundaryScratch;
 use super::rng::{Channel, StreamKey};
-use super::subsample::Subsample;
+use super::subsample::{SharedPart, Subsample};
 use crate::eval::{BatchGradient, CHUNK, ForcedScratch, Tape, Values, Workspace};
 use crate::family::{Family, FamilyError, FamilyState};
 use crate::ir::{
@@ -87,6 +87,9 @@ pub struct ProblemData {
     pub(crate) plates: Vec<PlateRun>,
     /// The pathwise gradient's assembly plan ([`PathwisePlan`]).
     pathwise: PathwisePlan,
+    /// With row latents in some plate: the latents and components every subsampled step
+    /// reads ([`super::subsample::Sparse`]).
+    shared: Option<SharedPart>,
     /// One scratch per thread index, made at that thread's first chunk and shared by every
     /// engine of the problem ([`ProblemData::with_scratch`]).
     scratches: Vec<Mutex<Option<Scratch>>>,
@@ -151,11 +154,16 @@ impl Problem {
                     .map(|(r, _)| Target::Latent(r)),
             )
             .collect();
-        let plates = plates
+        let plates: Vec<PlateRun> = plates
             .into_iter()
             .map(|(p, factors)| PlateRun::new(&p, &wanted, &moved_row, &mut written, factors))
             .collect();
+        let shared = plates
+            .iter()
+            .any(|p| !p.plate.row_latents.is_empty())
+            .then(|| SharedPart::new(&family, &plates));
         Ok(Problem(Arc::new(ProblemData {
+            shared,
             moved_row,
             plates,
             name: model.name.clone(),
@@ -293,6 +301,7 @@ impl ProblemData {
             plates: self.plates.iter().map(PlateRun::scratch).collect(),
             boundary: self.plates.iter().map(BoundaryScratch::new).collect(),
             params: Vec::new(),
+            sparse_s: Vec::new(),
             w: 0,
         }
     }
@@ -301,6 +310,28 @@ impl ProblemData {
     /// latents `z = phi_theta(s)` from it as they load them.
     pub fn draw(&self, key: StreamKey, first: usize, w: usize, scratch: &mut Scratch) {
         self.draw_noise(key, first, w, &mut scratch.s);
+        scratch.w = w;
+    }
+
+    /// [`ProblemData::draw`] for a step that reads only `latents` (increasing): the `j`-th
+    /// normal of each lane's stream goes to the `j`-th of them; the other latents' rows of
+    /// `scratch.s` are left as they were (nothing reads them).
+    pub(crate) fn draw_latents(
+        &self,
+        key: StreamKey,
+        first: usize,
+        w: usize,
+        scratch: &mut Scratch,
+        latents: &[u32],
+    ) {
+        let a = latents.len();
+        let buf = &mut scratch.sparse_s;
+        buf.resize(a * w, 0.0);
+        key.rng(Channel::Noise).fill_lanes(first, w, a, buf);
+        for (j, &i) in latents.iter().enumerate() {
+            let i = i as usize;
+            scratch.s[i * w..(i + 1) * w].copy_from_slice(&buf[j * w..(j + 1) * w]);
+        }
         scratch.w = w;
     }
 
@@ -351,7 +382,9 @@ impl ProblemData {
             &mut scratch.grad,
             values,
         );
-        let o = self.outer(state, &theta[..m], &scratch.s[..n * w], w);
+        let mut o = self.outer(state, &theta[..m], &scratch.s[..n * w], w);
+        // A sparse step reads no undrawn row's gradient: its rows need no zeros.
+        o.zero_undrawn = Subsample::sparse(sub).is_none();
         for (p, (plate, ps)) in self.plates.iter().zip(&mut scratch.plates).enumerate() {
             let rows = Subsample::rows(sub, p);
             plate.add_gradient(ps, &o, semantics, plate_values, rows, &mut scratch.grad);
@@ -373,6 +406,7 @@ impl ProblemData {
             s,
             w,
             moved_row: &self.moved_row,
+            zero_undrawn: true,
         }
     }
 
@@ -412,6 +446,61 @@ impl ProblemData {
     /// Whether the model has plates.
     pub fn has_plates(&self) -> bool {
         !self.plates.is_empty()
+    }
+
+    /// Whether some plate has latents of its own per row (a subsampled step then reads and
+    /// moves only the drawn rows': [`super::subsample::Sparse`]).
+    pub fn has_row_latents(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// The components of `theta` every subsampled step touches (the model's parameters and
+    /// the guides of the latents outside the plates' rows), when some plate has row latents.
+    pub fn shared_components(&self) -> Option<&[u32]> {
+        self.shared.as_ref().map(|s| &s.components[..])
+    }
+
+    /// The components of `theta` a subsampled batch's gradient can be non-zero at (the
+    /// shared ones and the drawn rows' guides), when some plate has row latents.
+    pub(crate) fn touched_by(&self, sub: &Subsample) -> Option<Vec<u32>> {
+        let shared = self.shared.as_ref()?;
+        let set = super::subsample::sparse_set(
+            &self.family,
+            &self.plates,
+            shared,
+            &sub.plates,
+            &self.moved_row,
+        );
+        Some(set.components)
+    }
+
+    /// A step's subsample of `m` rows a plate for iteration `key` that reads only what it
+    /// needs ([`super::subsample::Sparse`]), the family evaluated at `theta` for the latents
+    /// it reads (into `state`); `None` when no plate has more than `m` rows (then nothing
+    /// of `state` was updated). Only for problems with row latents.
+    pub(crate) fn sparse_subsample(
+        &self,
+        key: StreamKey,
+        m: usize,
+        state: &mut FamilyState,
+        theta: &[f64],
+    ) -> Result<Option<Subsample>, FamilyError> {
+        let Some(shared) = &self.shared else {
+            return Ok(None);
+        };
+        let Some(drawn) = super::subsample::drawn_rows(&self.plates, key, m, 0) else {
+            return Ok(None);
+        };
+        super::subsample::sparse_subsample(
+            &self.family,
+            &self.plates,
+            shared,
+            drawn,
+            &self.moved_row,
+            state,
+            theta,
+        )
+        .map(Some)
     }
 
     /// The subsample of `m` rows a plate of iteration `key` reads, at the family's current
@@ -462,6 +551,8 @@ pub struct Scratch {
     pub(crate) boundary: Vec<BoundaryScratch>,
     /// The tape's parameters when they extend the model's (relative smoothing).
     pub(crate) params: Vec<f64>,
+    /// A sparse step's normals, in the order of the latents it reads.
+    pub(crate) sparse_s: Vec<f64>,
     /// Lanes currently drawn.
     pub(crate) w: usize,
 }

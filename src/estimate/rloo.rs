@@ -12,7 +12,6 @@
 use super::score::{add_scores_with, direct_and_values};
 use super::{Context, Estimator, EstimatorKind, Scratch};
 use crate::eval::CHUNK;
-use crate::ir::Semantics;
 
 /// Score with a leave-one-out baseline over the chunk's lanes.
 #[derive(Clone, Debug)]
@@ -21,10 +20,6 @@ pub struct Rloo;
 impl Estimator for Rloo {
     fn kind(&self) -> EstimatorKind {
         EstimatorKind::Rloo
-    }
-
-    fn semantics(&self, _k: u64) -> Semantics {
-        Semantics::Crisp
     }
 
     fn chunk(

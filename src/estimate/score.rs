@@ -14,10 +14,6 @@ impl Estimator for Score {
         EstimatorKind::Score
     }
 
-    fn semantics(&self, _k: u64) -> Semantics {
-        Semantics::Crisp
-    }
-
     fn chunk(
         &self,
         cx: &Context<'_>,

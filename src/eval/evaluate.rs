@@ -30,6 +30,10 @@ pub struct BatchGradient {
     /// adjoint hold zeros: [`Tape::gradient`] writes them once, not at every call (for a
     /// survey with tens of thousands of fixed latents, that was megabytes per chunk).
     zero_rows: Option<(u64, usize)>,
+    /// The rows with an adjoint in the tape of this id, with the adjoint's place: once the
+    /// others hold zeros, a sweep writes these alone (a plate's row latents, which the
+    /// outer tape never reads, are then not visited at every call).
+    adjoint_rows: Option<(u64, Vec<(u32, u32)>)>,
 }
 
 impl BatchGradient {
@@ -168,6 +172,26 @@ impl Tape {
             "gradient buffer size"
         );
         let zero_rows = grad.zero_rows == Some((self.id, batch));
+        if grad
+            .adjoint_rows
+            .as_ref()
+            .is_none_or(|(id, _)| *id != self.id)
+        {
+            let rows: Vec<(u32, u32)> = match &grad.rows {
+                None => (0..self.latent_count() as u32)
+                    .map(|i| (i, self.latent_adj[i as usize]))
+                    .filter(|&(_, a)| a != NONE)
+                    .collect(),
+                Some(rows) => rows
+                    .iter()
+                    .enumerate()
+                    .map(|(r, &i)| (r as u32, self.latent_adj[i as usize]))
+                    .filter(|&(_, a)| a != NONE)
+                    .collect(),
+            };
+            grad.adjoint_rows = Some((self.id, rows));
+        }
+        let adjoint_rows = grad.adjoint_rows.take();
         self.forward_chunks(
             ws,
             semantics,
@@ -193,13 +217,19 @@ impl Tape {
                         d.fill(0.0);
                     }
                 };
-                match &grad.rows {
-                    None => {
+                match (&grad.rows, &adjoint_rows) {
+                    // The rows without an adjoint hold zeros already: the others alone.
+                    (_, Some((_, written))) if zero_rows => {
+                        for &(r, a) in written {
+                            put(&mut grad.latents, r as usize, a);
+                        }
+                    }
+                    (None, _) => {
                         for (r, &a) in self.latent_adj.iter().enumerate() {
                             put(&mut grad.latents, r, a);
                         }
                     }
-                    Some(rows) => {
+                    (Some(rows), _) => {
                         for (r, &i) in rows.iter().enumerate() {
                             put(&mut grad.latents, r, self.latent_adj[i as usize]);
                         }
@@ -210,6 +240,7 @@ impl Tape {
                 }
             },
         );
+        grad.adjoint_rows = adjoint_rows;
         grad.zero_rows = Some((self.id, batch));
     }
 

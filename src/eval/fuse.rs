@@ -120,99 +120,69 @@ pub(super) fn fuse_normal_square(
     constant: &[Option<f64>],
     output: u32,
 ) -> Vec<u32> {
-    let n = constant.len();
-    let scan = Scan::new(steps, uniform_steps, n, output);
-    let mut gone = vec![false; steps.len()];
-    let mut fused = Vec::new();
-    for i in 0..steps.len() {
-        let Op::Binary {
-            op: Binary::Mul,
-            a,
-            b,
-        } = steps[i].op
-        else {
-            continue;
-        };
-        let (c, p) = match (constant[a as usize], constant[b as usize]) {
-            (Some(c), None) => (c, b),
-            (None, Some(c)) => (c, a),
-            _ => continue,
-        };
-        if !scan.single(p) {
-            continue;
-        }
-        let Op::Unary {
-            op: Unary::Powi(2),
-            a: u,
-        } = steps[scan.at(p)].op
-        else {
-            continue;
-        };
-        let out = steps[i].out;
-        let consts_between = |from: u32, fused: &[u32]| {
-            (from + 1..out).all(|k| fused.contains(&k) || constant[k as usize].is_some())
-        };
-        // `c * (x / s)^2` or `c * x^2`: a square whose operand is no subtraction read by it
-        // alone (a normal density of location 0).
-        let op_of = |slot: u32| scan.single(slot).then(|| steps[scan.at(slot)].op);
-        let sub_of = |slot: u32| match op_of(slot) {
-            Some(Op::Binary {
-                op: Binary::Sub,
-                a,
-                b,
-            }) => Some((a, b)),
-            _ => None,
-        };
-        let (d, s) = match op_of(u) {
-            Some(Op::Binary {
-                op: Binary::Div,
-                a,
-                b,
-            }) => (a, Some(b)),
-            _ => (u, None),
-        };
-        if sub_of(d).is_none() {
-            let (x, s, first) = match s {
-                Some(s) if d != s => (d, s, u),
-                Some(_) => continue,
-                None => (u, NONE_SLOT, p),
+    fuse_each(
+        steps,
+        uniform_steps,
+        constant.len(),
+        output,
+        |steps, scan, i| {
+            let (a, b) = binary_operands(steps[i].op, Binary::Mul)?;
+            let (c, p, _) = constant_operand(constant, a, b)?;
+            if !scan.single(p) {
+                return None;
+            }
+            let Op::Unary {
+                op: Unary::Powi(2),
+                a: u,
+            } = steps[scan.at(p)].op
+            else {
+                return None;
             };
-            if !consts_between(first, &[u, p]) {
-                continue;
+            let out = steps[i].out;
+            // `c * (x / s)^2` or `c * x^2`: a square whose operand is no subtraction read by it
+            // alone (a normal density of location 0).
+            let op_of = |slot: u32| scan.single(slot).then(|| steps[scan.at(slot)].op);
+            let sub_of = |slot: u32| match op_of(slot) {
+                Some(Op::Binary {
+                    op: Binary::Sub,
+                    a,
+                    b,
+                }) => Some((a, b)),
+                _ => None,
+            };
+            let (d, s) = match op_of(u) {
+                Some(Op::Binary {
+                    op: Binary::Div,
+                    a,
+                    b,
+                }) => (a, Some(b)),
+                _ => (u, None),
+            };
+            if sub_of(d).is_none() {
+                let (x, s, first) = match s {
+                    Some(s) if d != s => (d, s, u),
+                    Some(_) => return None,
+                    None => (u, NONE_SLOT, p),
+                };
+                if !only_constants_between(constant, first, out, &[u, p]) {
+                    return None;
+                }
+                let gone_slots = if s == NONE_SLOT { vec![p] } else { vec![u, p] };
+                return Some((Op::Square { x, s, c }, gone_slots));
             }
-            steps[i].op = Op::Square { x, s, c };
-            let gone_slots: &[u32] = if s == NONE_SLOT { &[p] } else { &[u, p] };
-            for &k in gone_slots {
-                gone[scan.at(k)] = true;
+            let (x, m) = sub_of(d)?;
+            if x == m || !only_constants_between(constant, d, out, &[u, p]) {
+                return None;
             }
-            fused.extend(gone_slots);
-            continue;
-        }
-        let Some((x, m)) = sub_of(d) else { continue };
-        let only_consts_between =
-            (d + 1..out).all(|k| k == u || k == p || constant[k as usize].is_some());
-        if x == m || !only_consts_between {
-            continue;
-        }
-        let Some(s) = s else {
-            steps[i].op = Op::SquareDiff { x, m, c };
-            for k in [u, p] {
-                gone[scan.at(k)] = true;
+            let Some(s) = s else {
+                return Some((Op::SquareDiff { x, m, c }, vec![u, p]));
+            };
+            if s == x || s == m || d == s {
+                return None;
             }
-            fused.extend([u, p]);
-            continue;
-        };
-        if s == x || s == m || d == s {
-            continue;
-        }
-        steps[i].op = Op::NormalSquare { x, m, s, c };
-        for k in [d, u, p] {
-            gone[scan.at(k)] = true;
-        }
-        fused.extend([d, u, p]);
-    }
-    remove(steps, &gone);
-    fused
+            Some((Op::NormalSquare { x, m, s, c }, vec![d, u, p]))
+        },
+    )
 }
 
 /// Fuses `c * ln(r) - r` (three lane steps `log`, `mul` by a constant, either side, and
@@ -226,59 +196,89 @@ pub(super) fn fuse_poisson_term(
     constant: &[Option<f64>],
     output: u32,
 ) -> Vec<u32> {
-    let n = constant.len();
+    fuse_each(
+        steps,
+        uniform_steps,
+        constant.len(),
+        output,
+        |steps, scan, i| {
+            let (p, r) = binary_operands(steps[i].op, Binary::Sub)?;
+            if !scan.single(p) {
+                return None;
+            }
+            let (a, b) = binary_operands(steps[scan.at(p)].op, Binary::Mul)?;
+            let (c, l, c_left) = constant_operand(constant, a, b)?;
+            if !scan.single(l) {
+                return None;
+            }
+            let Op::Unary { op: Unary::Log, a } = steps[scan.at(l)].op else {
+                return None;
+            };
+            if a != r || !only_constants_between(constant, l, steps[i].out, &[p]) {
+                return None;
+            }
+            let op = Op::PoissonTerm {
+                r,
+                c,
+                c_left,
+                stand_in: false,
+            };
+            Some((op, vec![l, p]))
+        },
+    )
+}
+
+/// One fusion pass: `fuse(steps, scan, i)` gives the instruction that replaces step `i` and
+/// the slots of the steps it swallows, or `None` to keep it; the swallowed steps are dropped
+/// at the end (a later step sees the earlier ones already replaced). Returns the slots
+/// fused away, in the order the fusions gave them.
+fn fuse_each(
+    steps: &mut Vec<Step>,
+    uniform_steps: &[Step],
+    n: usize,
+    output: u32,
+    mut fuse: impl FnMut(&[Step], &Scan, usize) -> Option<(Op, Vec<u32>)>,
+) -> Vec<u32> {
     let scan = Scan::new(steps, uniform_steps, n, output);
     let mut gone = vec![false; steps.len()];
     let mut fused = Vec::new();
     for i in 0..steps.len() {
-        let Op::Binary {
-            op: Binary::Sub,
-            a: p,
-            b: r,
-        } = steps[i].op
-        else {
+        let Some((op, swallowed)) = fuse(steps, &scan, i) else {
             continue;
         };
-        if !scan.single(p) {
-            continue;
-        }
-        let Op::Binary {
-            op: Binary::Mul,
-            a,
-            b,
-        } = steps[scan.at(p)].op
-        else {
-            continue;
-        };
-        let (c, l, c_left) = match (constant[a as usize], constant[b as usize]) {
-            (Some(c), None) => (c, b, true),
-            (None, Some(c)) => (c, a, false),
-            _ => continue,
-        };
-        if !scan.single(l) {
-            continue;
-        }
-        let Op::Unary { op: Unary::Log, a } = steps[scan.at(l)].op else {
-            continue;
-        };
-        let out = steps[i].out;
-        let only_consts_between = (l + 1..out).all(|k| k == p || constant[k as usize].is_some());
-        if a != r || !only_consts_between {
-            continue;
-        }
-        steps[i].op = Op::PoissonTerm {
-            r,
-            c,
-            c_left,
-            stand_in: false,
-        };
-        for k in [l, p] {
+        steps[i].op = op;
+        for &k in &swallowed {
             gone[scan.at(k)] = true;
         }
-        fused.extend([l, p]);
+        fused.extend(swallowed);
     }
     remove(steps, &gone);
     fused
+}
+
+/// The operands of `op` if it is the binary `want`.
+fn binary_operands(op: Op, want: Binary) -> Option<(u32, u32)> {
+    match op {
+        Op::Binary { op, a, b } if op == want => Some((a, b)),
+        _ => None,
+    }
+}
+
+/// Of a product's operands `a` and `b`, the constant one (`c`) and the other: `(c, other,
+/// whether c is the left operand)`, or `None` unless exactly one is a constant.
+fn constant_operand(constant: &[Option<f64>], a: u32, b: u32) -> Option<(f64, u32, bool)> {
+    match (constant[a as usize], constant[b as usize]) {
+        (Some(c), None) => Some((c, b, true)),
+        (None, Some(c)) => Some((c, a, false)),
+        _ => None,
+    }
+}
+
+/// Whether every slot strictly between `from` and `to` holds a constant or is one of the
+/// steps a fusion swallows (`fused`): then no other step's contribution to an operand falls
+/// between the fused steps' in the reverse sweep.
+fn only_constants_between(constant: &[Option<f64>], from: u32, to: u32, fused: &[u32]) -> bool {
+    (from + 1..to).all(|k| fused.contains(&k) || constant[k as usize].is_some())
 }
 
 /// Fuses chains of additions `((base + t1) + t2) + ... + tn` (either operand order), where
@@ -305,14 +305,7 @@ pub(super) fn fuse_sum_chains(
     // The partial sum an addition extends: an operand that is itself a lane addition read
     // by nothing else (the later one if both are).
     let acc_of = |st: &Step| -> Option<(u32, u32, bool)> {
-        let Op::Binary {
-            op: Binary::Add,
-            a,
-            b,
-        } = st.op
-        else {
-            return None;
-        };
+        let (a, b) = binary_operands(st.op, Binary::Add)?;
         if a == b {
             return None;
         }

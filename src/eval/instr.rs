@@ -288,6 +288,25 @@ macro_rules! forward_only_op {
 }
 pub(super) use forward_only_op;
 
+/// The pattern of the steps besides the primitives that every plan may contain (the inputs,
+/// the fused steps, the sums and the if-statements), for the compiled sweeps, which run
+/// each of them inline: one list instead of a copy in each.
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
+macro_rules! non_primitive_op {
+    () => {
+        Op::Param { .. }
+            | Op::Latent { .. }
+            | Op::NormalSquare { .. }
+            | Op::SquareDiff { .. }
+            | Op::Square { .. }
+            | Op::PoissonTerm { .. }
+            | Op::SumChain { .. }
+            | Op::If { .. }
+    };
+}
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
+pub(super) use non_primitive_op;
+
 /// The slots the reverse sweep reads the value of at step `rs`: those its local derivatives
 /// use for the operands it sends contributions to (a primitive's as its descriptor declares,
 /// `crate::ir::Unary::info`; the fused steps' and the if-statement's rules here). Reading a

@@ -15,7 +15,10 @@
 //! Not here: which operands carry adjoints, or the order of the instructions (`sweep.rs`).
 
 use crate::elementary::{self, sigmoid_big_small, sigmoid_pair_order};
-use crate::ir::{Binary, Unary, binary_derivatives, binary_value, unary_derivative, unary_value};
+use crate::ir::{
+    Binary, Unary, binary_derivatives, binary_value, unary_derivative, unary_value,
+    unary_without_stand_in,
+};
 
 use super::instr::{CHUNK, Lanes};
 use super::vmath;
@@ -359,19 +362,7 @@ pub fn stand_in_forward(op: Unary, a: &Lanes) -> Lanes {
         Unary::Log => ln_stand_in_forward(a),
         Unary::Log1p => map(|l| elementary::log1p_stand_in(a[l])),
         Unary::Softplus => map(|l| elementary::softplus_stand_in(a[l])),
-        Unary::Neg
-        | Unary::Exp
-        | Unary::Expm1
-        | Unary::Sqrt
-        | Unary::Sigmoid
-        | Unary::Tanh
-        | Unary::Sin
-        | Unary::Cos
-        | Unary::Lgamma
-        | Unary::Probit
-        | Unary::NormalCdf
-        | Unary::LogNormalCdf
-        | Unary::Powi(_) => unreachable!("no stand-in for {op:?}"),
+        unary_without_stand_in!() => unreachable!("no stand-in for {op:?}"),
     }
 }
 

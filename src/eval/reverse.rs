@@ -40,45 +40,21 @@ pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantic
         return;
     }
     let steps = 0..plan.steps.len();
+    let (adj, vals, weights) = (&mut ws.adjoints, &ws.values, &ws.weights);
     #[cfg(target_arch = "x86_64")]
     if ws.kernels != Some(KernelSet::Portable) && cpu::avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
-        unsafe {
-            reverse_steps_avx2(
-                plan,
-                steps,
-                &mut ws.adjoints,
-                &ws.values,
-                &ws.weights,
-                semantics,
-            )
-        };
+        unsafe { reverse_steps_avx2(plan, steps, adj, vals, weights, semantics) };
         return;
     }
     #[cfg(target_arch = "x86_64")]
     if cpu::fma() {
         // SAFETY: the CPU has FMA (checked just above).
-        unsafe {
-            reverse_steps_fma(
-                plan,
-                steps,
-                &mut ws.adjoints,
-                &ws.values,
-                &ws.weights,
-                semantics,
-            )
-        };
+        unsafe { reverse_steps_fma(plan, steps, adj, vals, weights, semantics) };
         return;
     }
     let _ = smooth;
-    reverse_steps(
-        plan,
-        steps,
-        &mut ws.adjoints,
-        &ws.values,
-        &ws.weights,
-        semantics,
-    );
+    reverse_steps(plan, steps, adj, vals, weights, semantics);
 }
 
 /// The reverse plan of `semantics` and whether it is the smoothed one (forced semantics

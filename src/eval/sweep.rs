@@ -332,19 +332,7 @@ feature_builds! {
     /// where the baseline build calls the runtime's `fma`.
     forward_fma = "fma";
     forward_avx2 = "avx2,fma";
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,avx512f,avx512dq,avx512vl,avx512bw")]
-fn forward_avx512(
-    steps: &[Step],
-    chains: &[(u32, bool)],
-    vals: &mut [Lanes],
-    weights: &mut [Lanes],
-    semantics: Semantics,
-    x: &Input,
-) {
-    forward_body(steps, chains, vals, weights, semantics, x);
+    forward_avx512 = "avx2,fma,avx512f,avx512dq,avx512vl,avx512bw";
 }
 
 #[inline(always)]

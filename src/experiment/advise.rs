@@ -107,6 +107,28 @@ pub struct EstimatorAdvice {
     pub work_ratio_to_score_se: f64,
 }
 
+impl EstimatorAdvice {
+    /// A row for `estimator` without a pilot's numbers (empty, or NaN), applicable and of
+    /// unknown bias: what a row that does not apply, or a test's, fills in from.
+    fn unmeasured(estimator: &str) -> EstimatorAdvice {
+        EstimatorAdvice {
+            estimator: estimator.into(),
+            not_applicable: None,
+            biased: None,
+            bias_note: None,
+            mean_gradient: Vec::new(),
+            standard_error: Vec::new(),
+            avg_var: f64::NAN,
+            avg_var_se: f64::NAN,
+            seconds_per_sample: f64::NAN,
+            work_normalised_var: f64::NAN,
+            work_normalised_var_se: f64::NAN,
+            work_ratio_to_score: f64::NAN,
+            work_ratio_to_score_se: f64::NAN,
+        }
+    }
+}
+
 /// Reparam against an unbiased reference at the initial parameters.
 #[derive(Clone, Debug, Serialize)]
 pub struct BiasCheck {
@@ -270,19 +292,8 @@ pub fn advise(
             Ok(e) => e,
             Err(e) => {
                 advice.push(EstimatorAdvice {
-                    estimator: kind.name().into(),
                     not_applicable: Some(e.to_string()),
-                    biased: None,
-                    bias_note: None,
-                    mean_gradient: Vec::new(),
-                    standard_error: Vec::new(),
-                    avg_var: f64::NAN,
-                    avg_var_se: f64::NAN,
-                    seconds_per_sample: f64::NAN,
-                    work_normalised_var: f64::NAN,
-                    work_normalised_var_se: f64::NAN,
-                    work_ratio_to_score: f64::NAN,
-                    work_ratio_to_score_se: f64::NAN,
+                    ..EstimatorAdvice::unmeasured(kind.name())
                 });
                 continue;
             }

@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+mod plate_guards;
+
 use crate::ir::{LoopOutcome, Mode, Model, Span, analyse};
 
 /// Everything `dsgd check` says about a model. Its keys are documented in docs/json.md.
@@ -23,23 +25,25 @@ pub struct CheckReport {
     /// If-statements in the plates' bodies, each counted once per row (what an estimator
     /// sees: a plate over 10^5 rows with one if-statement in its body makes 10^5 of them).
     pub plate_if_statements: usize,
-    /// The deepest nesting of if-statements.
+    /// The deepest nesting of if-statements (the plates' bodies' included).
     pub nesting_depth: u32,
     /// Nodes of the compiled program.
     pub nodes: usize,
     /// Every guard is safe: the convergence theorem applies.
     pub safe: bool,
-    /// The guards that are not safe, with why.
+    /// The guards that are not safe, with why (a plate's body's once, standing for its
+    /// rows').
     pub unsafe_guards: Vec<GuardNote>,
     /// Jumps (if-statements that are not continuous) whose guard reads a parameter
     /// directly: Reparam, Score and RLOO are then biased (their crisp gradients miss the
     /// moving boundary) even when every guard is safe.
     pub param_dependent_guards: Vec<GuardNote>,
-    /// Number of guards that are affine in the latents.
+    /// Number of guards that are affine in the latents (a plate's guard affine at every
+    /// row, its data read as constants, counted once per row).
     pub affine_guards: usize,
     /// Number of if-statements recognised as continuous (their branches agree where the
     /// guard is zero: `min`, `max`, `abs`, `relu`, ...): not jumps, so no estimator is biased
-    /// by them and LYY18's boundary term for them is zero.
+    /// by them and LYY18's boundary term for them is zero. A plate's count once per row.
     pub continuous_guards: usize,
     /// Every jump's guard is affine in the latents (a plate's at every row, its data read as
     /// constants): LYY18 applies.
@@ -48,13 +52,15 @@ pub struct CheckReport {
     pub lyy18_blocked_by: Option<GuardNote>,
     /// The decay of DSGD's eta this model gets by default.
     pub default_eta_decay: f64,
-    /// Every if-statement, in the program's numbering.
+    /// Every if-statement, in the program's numbering, then each plate body's (once per
+    /// plate, numbered after the program's).
     pub guards: Vec<GuardDetail>,
     /// Every latent's support and the transform that puts it on the real line (the guide is
     /// Gaussian on the unconstrained value).
     pub latent_supports: Vec<LatentSupport>,
-    /// The `for` loops kept as plates (compiled once, run over their rows). The counts and
-    /// analyses above are the program's outside the plates.
+    /// The `for` loops kept as plates (compiled once, run over their rows). The analyses
+    /// above read their bodies' guards as the unrolled loop's rows would: `if_statements`
+    /// counts the program's outside them, `plate_if_statements` theirs.
     pub plates: Vec<PlateNote>,
     /// The `for` loops unrolled, each with the first rule it failed (or the policy that kept
     /// it unrolled).
@@ -120,10 +126,13 @@ pub struct GuardDetail {
     pub location: String,
     /// Whether the guard is safe (the convergence theorem's condition).
     pub safe: bool,
-    /// The guard as `constant + sum coefficient * latent`, when it is affine.
+    /// The guard as `constant + sum coefficient * latent`, when it is affine (a plate's:
+    /// affine at every row, and its form at row 0).
     pub affine: Option<AffineForm>,
     /// The branches agree where the guard is zero: not a jump.
     pub continuous: bool,
+    /// The if-statements it stands for: 1, or a plate's rows for its body's.
+    pub rows: usize,
 }
 
 /// An affine guard `constant + sum_j a_j z_j`, latents by name.
@@ -144,6 +153,8 @@ pub struct GuardNote {
     pub location: String,
     /// Why it is reported.
     pub reason: String,
+    /// The if-statements it stands for: 1, or a plate's rows for its body's.
+    pub rows: usize,
 }
 
 impl CheckReport {
@@ -156,49 +167,52 @@ impl CheckReport {
             Some(s) => locate(s),
             None => format!("if-statement #{index}"),
         };
-        let unsafe_guards = a
+        // Every if-statement: the program's, then each plate body's once (numbered after the
+        // program's), standing for its rows', with the verdicts the unrolled rows get.
+        let (body, body_depth) = plate_guards::body_guards(model);
+        let all: Vec<Guard> = a
             .guards
             .iter()
+            .map(|g| Guard {
+                index: g.index,
+                info: g,
+                affine: g.affine.clone(),
+                rows: 1,
+                body_if: None,
+            })
+            .chain(body.iter().enumerate().map(|(j, g)| Guard {
+                index: a.guards.len() + j,
+                info: &g.info,
+                affine: g.affine.clone(),
+                rows: g.rows,
+                body_if: Some(g.k),
+            }))
+            .collect();
+        let note = |g: &Guard, reason: String| GuardNote {
+            index: g.index,
+            location: where_(g.body_if.unwrap_or(g.index), g.info.span),
+            reason,
+            rows: g.rows,
+        };
+        let unsafe_guards = all
+            .iter()
             .filter_map(|g| {
-                g.unsafe_reason.as_ref().map(|r| GuardNote {
-                    index: g.index,
-                    location: where_(g.index, g.span),
-                    reason: r.to_string(),
-                })
+                g.info
+                    .unsafe_reason
+                    .as_ref()
+                    .map(|r| note(g, r.to_string()))
             })
             .collect();
         // A plate's guard must be affine in the latents at every row, its columns read as
         // data (as LYY18 reads it: `ir::RowGuard`).
-        let lyy18_blocked_by = a
-            .first_non_affine()
-            .map(|(g, why)| GuardNote {
-                index: g.index,
-                location: where_(g.index, g.span),
-                reason: why.to_string(),
-            })
-            .or_else(|| {
-                model.plates.iter().find_map(|plate| {
-                    let continuous: Vec<bool> = analyse(&plate.body)
-                        .guards
-                        .iter()
-                        .map(|g| g.continuous)
-                        .collect();
-                    crate::ir::first_non_affine_row_guard(plate, &continuous).map(|(k, why)| {
-                        GuardNote {
-                            index: k,
-                            location: where_(k, plate.body.if_span(k)),
-                            reason: why.to_string(),
-                        }
-                    })
-                })
-            });
-        let param_dependent_guards = a
-            .param_dependent()
-            .map(|g| GuardNote {
-                index: g.index,
-                location: where_(g.index, g.span),
-                reason: "the guard depends on a parameter directly".to_string(),
-            })
+        let lyy18_blocked_by = all
+            .iter()
+            .filter(|g| g.info.jump())
+            .find_map(|g| g.affine.as_ref().err().map(|why| note(g, why.to_string())));
+        let param_dependent_guards = all
+            .iter()
+            .filter(|g| g.info.jump() && g.info.depends_on_param)
+            .map(|g| note(g, "the guard depends on a parameter directly".to_string()))
             .collect();
         let fixed_latents = model
             .latents
@@ -206,14 +220,13 @@ impl CheckReport {
             .filter(|l| matches!(l.kind, crate::ir::LatentKind::Fixed { .. }))
             .count();
         let names = p.latent_names();
-        let guards = a
-            .guards
+        let guards = all
             .iter()
             .map(|g| GuardDetail {
                 index: g.index,
-                location: where_(g.index, g.span),
-                safe: g.unsafe_reason.is_none(),
-                continuous: g.continuous,
+                location: where_(g.body_if.unwrap_or(g.index), g.info.span),
+                safe: g.info.unsafe_reason.is_none(),
+                continuous: g.info.continuous,
                 affine: g.affine.as_ref().ok().map(|f| AffineForm {
                     constant: f.constant,
                     coefficients: f
@@ -222,8 +235,16 @@ impl CheckReport {
                         .map(|&(j, c)| (names[j as usize].clone(), c))
                         .collect(),
                 }),
+                rows: g.rows,
             })
             .collect();
+        let per_row = |keep: &dyn Fn(&Guard) -> bool| {
+            all.iter()
+                .filter(|g| keep(g))
+                .map(|g| g.rows)
+                .fold(0usize, usize::saturating_add)
+        };
+        let nesting_depth = a.nesting_depth.max(body_depth);
         let latent_supports = p
             .latent_names()
             .iter()
@@ -285,18 +306,31 @@ impl CheckReport {
                 .iter()
                 .map(|plate| plate.body.if_count().saturating_mul(plate.rows))
                 .fold(0usize, usize::saturating_add),
-            nesting_depth: a.nesting_depth,
+            nesting_depth,
             nodes: p.node_count(),
-            safe: a.safe(),
+            safe: all.iter().all(|g| g.info.unsafe_reason.is_none()),
             unsafe_guards,
             param_dependent_guards,
-            affine_guards: a.guards.iter().filter(|g| g.affine.is_ok()).count(),
-            continuous_guards: a.continuous().count(),
+            affine_guards: per_row(&|g| g.affine.is_ok()),
+            continuous_guards: per_row(&|g| g.info.continuous),
             lyy18_applicable: lyy18_blocked_by.is_none(),
             lyy18_blocked_by,
-            default_eta_decay: a.default_eta_decay(),
+            default_eta_decay: 1.0 / (2.0 * f64::from(nesting_depth.max(1))),
         }
     }
+}
+
+/// One if-statement as the report reads it: the program's, or a plate body's standing for
+/// its rows'.
+struct Guard<'a> {
+    /// Its number in the report.
+    index: usize,
+    info: &'a crate::ir::GuardInfo,
+    /// Its affine form (a plate's: at row 0, when affine at every row), or why not.
+    affine: Result<crate::ir::AffineGuard, crate::ir::NotAffine>,
+    rows: usize,
+    /// A plate's guard: its number in the body (what a model without source names it by).
+    body_if: Option<usize>,
 }
 
 impl std::fmt::Display for CheckReport {
@@ -349,7 +383,7 @@ impl std::fmt::Display for CheckReport {
             writeln!(
                 f,
                 "  safe           no: {} unsafe guard(s)",
-                self.unsafe_guards.len()
+                self.unsafe_guards.iter().map(|g| g.rows).sum::<usize>()
             )?;
             // Guards from one place in the source (a loop body, a function) are listed once,
             // in order of first appearance (a map of the places seen, so that tens of
@@ -360,10 +394,10 @@ impl std::fmt::Display for CheckReport {
             for g in &self.unsafe_guards {
                 let key = (g.location.as_str(), g.reason.as_str());
                 match seen.get(&key) {
-                    Some(&i) => groups[i].2 += 1,
+                    Some(&i) => groups[i].2 += g.rows,
                     None => {
                         seen.insert(key, groups.len());
-                        groups.push((key.0, key.1, 1));
+                        groups.push((key.0, key.1, g.rows));
                     }
                 }
             }
@@ -385,21 +419,21 @@ impl std::fmt::Display for CheckReport {
                 "  warning        {} jump(s) depend on a parameter directly (first at {}): \
                  Reparam, Score and RLOO are biased there; only smoothing (dsgd, fixed) \
                  accounts for the moving boundary (see `dsgd advise`)",
-                self.param_dependent_guards.len(),
+                self.param_dependent_guards
+                    .iter()
+                    .map(|g| g.rows)
+                    .sum::<usize>(),
                 first.location
             )?;
         }
-        writeln!(
-            f,
-            "  affine guards  {} of {}",
-            self.affine_guards, self.if_statements
-        )?;
+        let all = self.if_statements.saturating_add(self.plate_if_statements);
+        writeln!(f, "  affine guards  {} of {all}", self.affine_guards)?;
         if self.continuous_guards > 0 {
             writeln!(
                 f,
-                "  continuous     {} of {} (branches agree on the boundary: not jumps, no \
+                "  continuous     {} of {all} (branches agree on the boundary: not jumps, no \
                  estimator is biased by them)",
-                self.continuous_guards, self.if_statements
+                self.continuous_guards
             )?;
         }
         match &self.lyy18_blocked_by {

@@ -13,14 +13,7 @@ use super::run::RunConfig;
 use super::tables::{self, VarianceRow};
 
 /// The paper's six models, in its order (Example 1.1 is Figure 1a).
-pub const PAPER_MODELS: [&str; 6] = [
-    "temperature",
-    "xornet",
-    "walk",
-    "cheating",
-    "textmsg",
-    "influenza",
-];
+pub const PAPER_MODELS: [&str; 6] = crate::models::PAPER_MODELS;
 
 /// Everything a reproduction does.
 #[derive(Clone, Debug, PartialEq, Serialize)]

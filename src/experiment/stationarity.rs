@@ -62,6 +62,10 @@ pub struct Window {
     from: u64,
     to: u64,
     dim: usize,
+    /// The components tested, when not all of them (a subsampled run with row latents
+    /// tests the components every step moves); the per-component sums below are theirs,
+    /// in this order.
+    watched: Option<Vec<u32>>,
     batches: usize,
     /// `[b * dim + p]`: sums over batch `b` of component `p`'s gradient, iterate and answer.
     gradient: Vec<f64>,
@@ -95,13 +99,23 @@ impl Window {
     /// The window of a run of `iterations` steps over a vector of `dim` components: the last
     /// fifth, `iterations - iterations / 5 .. iterations`.
     pub fn new(iterations: u64, dim: usize) -> Window {
+        Window::watching(iterations, dim, None)
+    }
+
+    /// [`Window::new`] that tests the components `watched` (increasing) alone, when given:
+    /// what it keeps and does per step is then proportional to their number. The others'
+    /// tests read as passed (zero gradient, no drift, no spread).
+    pub fn watching(iterations: u64, dim: usize, watched: Option<Vec<u32>>) -> Window {
         let from = iterations - iterations / 5;
         let len = iterations - from;
         let batches = (BATCHES as u64).min(len) as usize;
+        let full = dim;
+        let dim = watched.as_ref().map_or(dim, Vec::len);
         Window {
             from,
             to: iterations,
-            dim,
+            dim: full,
+            watched,
             batches,
             gradient: vec![0.0; batches * dim],
             value: vec![0.0; batches * dim],
@@ -127,9 +141,15 @@ impl Window {
         self.from
     }
 
-    /// The shift of component `p`'s regression sums.
-    fn origin(&self, p: usize, fallback: &[f64]) -> f64 {
-        self.origin.get(p).copied().unwrap_or(fallback[p])
+    /// The number of components whose sums are kept.
+    fn width(&self) -> usize {
+        self.watched.as_ref().map_or(self.dim, Vec::len)
+    }
+
+    /// The component of `theta` of kept position `j`.
+    #[inline]
+    fn component(&self, j: usize) -> usize {
+        self.watched.as_ref().map_or(j, |w| w[j] as usize)
     }
 
     /// Whether step `k` is in the window.
@@ -140,17 +160,25 @@ impl Window {
     /// Step `k` is about to move the vector from `theta` (kept for [`Window::after`]).
     pub fn before(&mut self, k: u64, theta: &[f64]) {
         if self.wants(k) {
-            self.before.copy_from_slice(theta);
+            for j in 0..self.width() {
+                self.before[j] = theta[self.component(j)];
+            }
         }
     }
 
     /// Step `k` moved the vector from what [`Window::before`] kept to `theta` along
-    /// `gradient`, and the answer the run reports is now `answer` (`theta` itself, or the
-    /// optimiser's average).
-    pub fn after(&mut self, k: u64, gradient: &[f64], theta: &[f64], answer: &[f64]) {
+    /// `gradient`, and the answer the run reports is now `answer(p)` at component `p`
+    /// (`theta` itself, or the optimiser's average).
+    pub fn after(
+        &mut self,
+        k: u64,
+        gradient: &[f64],
+        theta: &[f64],
+        answer: &dyn Fn(usize) -> f64,
+    ) {
         if self.wants(k) {
             let before = std::mem::take(&mut self.before);
-            self.record_answer(k, &before, gradient, theta, answer);
+            self.record_kept(k, &|j| before[j], gradient, theta, answer);
             self.before = before;
         }
     }
@@ -171,41 +199,60 @@ impl Window {
         after: &[f64],
         answer: &[f64],
     ) {
+        let kept = |j| before[self.component(j)];
+        let kept: Vec<f64> = (0..self.width()).map(kept).collect();
+        self.record_kept(k, &|j| kept[j], gradient, after, &|p| answer[p]);
+    }
+
+    /// [`Window::record_answer`] with `before` at kept position `j` and the answer at
+    /// component `p` as functions.
+    fn record_kept(
+        &mut self,
+        k: u64,
+        before: &dyn Fn(usize) -> f64,
+        gradient: &[f64],
+        after: &[f64],
+        answer: &dyn Fn(usize) -> f64,
+    ) {
         if !self.wants(k) || self.batches == 0 {
             return;
         }
         let len = self.to - self.from;
         let b = ((k - self.from) * self.batches as u64 / len) as usize;
-        let d = self.dim;
-        if answer != after {
+        let d = self.width();
+        let answers: Vec<f64> = (0..d).map(|j| answer(self.component(j))).collect();
+        let is_iterate = (0..d).all(|j| answers[j] == after[self.component(j)]);
+        if !is_iterate {
             self.averaged = true;
         }
         if self.origin.is_empty() {
-            self.origin = before.to_vec();
+            self.origin = (0..d).map(before).collect();
         }
         if self.first.is_empty() {
             // The answer before the window's first step: the iterate's, or an average's
             // after it (one step moves an average by a small fraction of the iterate's move).
-            self.first = if answer == after {
-                before.to_vec()
+            self.first = if is_iterate {
+                (0..d).map(before).collect()
             } else {
-                answer.to_vec()
+                answers.clone()
             };
         }
-        for p in 0..d {
+        for (j, &answer) in answers.iter().enumerate() {
+            let p = self.component(j);
             // The gradient was taken at `before`.
-            let dx = before[p] - self.origin(p, before);
-            self.sx[p] += dx;
-            self.sxx[p] += dx * dx;
-            self.sxg[p] += dx * gradient[p];
-            self.sgg[p] += gradient[p] * gradient[p];
-            self.gradient[b * d + p] += gradient[p];
-            self.value[b * d + p] += after[p];
-            self.answer[b * d + p] += answer[p];
-            self.path[p] += (after[p] - before[p]).abs();
-            self.gradient_sq[p] += gradient[p] * gradient[p];
+            let x = before(j);
+            let dx = x - self.origin[j];
+            self.sx[j] += dx;
+            self.sxx[j] += dx * dx;
+            self.sxg[j] += dx * gradient[p];
+            self.sgg[j] += gradient[p] * gradient[p];
+            self.gradient[b * d + j] += gradient[p];
+            self.value[b * d + j] += after[p];
+            self.answer[b * d + j] += answer;
+            self.path[j] += (after[p] - x).abs();
+            self.gradient_sq[j] += gradient[p] * gradient[p];
         }
-        self.last.copy_from_slice(answer);
+        self.last.copy_from_slice(&answers);
         self.count[b] += 1;
         self.steps += 1;
     }
@@ -228,7 +275,7 @@ impl Window {
         let sxx = self.sxx[p] - n * x_mean * x_mean;
         // The mean gradient over the steps (the batch means' mean weighs batches equally).
         let g_steps = (0..self.batches)
-            .map(|b| self.gradient[b * self.dim + p])
+            .map(|b| self.gradient[b * self.width() + p])
             .sum::<f64>()
             / n;
         let sxg = self.sxg[p] - n * x_mean * g_steps;
@@ -255,7 +302,7 @@ impl Window {
         if self.batches < 4 || self.count.contains(&0) {
             return None;
         }
-        let (d, nb) = (self.dim, self.batches);
+        let (d, nb) = (self.width(), self.batches);
         let means = |sums: &[f64], p: usize| -> Vec<f64> {
             (0..nb)
                 .map(|b| sums[b * d + p] / self.count[b] as f64)
@@ -264,7 +311,7 @@ impl Window {
         let gradient_threshold = t_quantile(1.0 - LEVEL / (2.0 * d.max(1) as f64), nb - 1);
         let half = nb / 2;
         let drift_threshold = t_quantile(1.0 - LEVEL / (2.0 * d.max(1) as f64), nb - 2);
-        let components = (0..d)
+        let kept: Vec<ComponentTest> = (0..d)
             .map(|p| {
                 let g = means(&self.gradient, p);
                 let (g_mean, g_var) = mean_var(&g);
@@ -294,6 +341,17 @@ impl Window {
                 }
             })
             .collect();
+        let components = match &self.watched {
+            None => kept,
+            Some(watched) => {
+                // The components not watched read as passed.
+                let mut all = vec![ComponentTest::untested(); self.dim];
+                for (&p, c) in watched.iter().zip(kept) {
+                    all[p as usize] = c;
+                }
+                all
+            }
+        };
         Some(Stationarity {
             from: self.from,
             to: self.to,
@@ -334,6 +392,22 @@ pub struct ComponentTest {
 impl ComponentTest {
     /// `|gradient mean| / se` (0 for an exactly zero mean, infinite for a non-zero mean with
     /// no spread).
+    /// The tests of a component not watched ([`Window::watching`]): each reads as passed.
+    fn untested() -> ComponentTest {
+        ComponentTest {
+            gradient_rms: 0.0,
+            gradient_mean: 0.0,
+            gradient_se: 0.0,
+            answer_gradient: 0.0,
+            answer_gradient_se: 0.0,
+            drift: 0.0,
+            drift_se: 0.0,
+            moved: 0.0,
+            path: 0.0,
+            spread: 0.0,
+        }
+    }
+
     pub fn gradient_z(&self) -> f64 {
         ratio(self.gradient_mean, self.gradient_se)
     }
@@ -445,84 +519,4 @@ pub fn t_quantile(p: f64, df: usize) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::experiment::convergence::tests::noise;
-
-    #[test]
-    fn t_quantiles_match_tables() {
-        // Tabulated two-sided critical values.
-        for (p, df, t) in [
-            (0.975, 10, 2.228139),
-            (0.995, 19, 2.860935),
-            (0.9995, 19, 3.883406),
-            (0.975, 30, 2.042272),
-            (0.999, 18, 3.610485),
-        ] {
-            let got = t_quantile(p, df);
-            assert!((got - t).abs() < 2e-3 * t, "t({p}, {df}) = {got}, not {t}");
-        }
-    }
-
-    /// A window fed a deterministic sequence.
-    fn fed(iterations: u64, f: impl Fn(u64) -> (f64, f64)) -> Stationarity {
-        let mut w = Window::new(iterations, 1);
-        let mut prev = f(0).1;
-        for k in 0..iterations {
-            let (g, v) = f(k);
-            w.record(k, &[prev], &[g], &[v]);
-            prev = v;
-        }
-        w.assess().expect("a full window")
-    }
-
-    #[test]
-    fn zero_mean_gradient_and_flat_values_pass() {
-        let s = fed(10_000, |k| (noise(k), 0.37 + 0.01 * noise(k + 7)));
-        let (_, z) = s.worst_gradient().unwrap();
-        assert!(z < s.gradient_threshold, "{z}");
-        let (_, d) = s.worst_drift().unwrap();
-        assert!(d < 1.0, "{d}");
-    }
-
-    #[test]
-    fn a_gradient_off_zero_fails_and_a_trend_drifts() {
-        let s = fed(10_000, |k| (0.2 + noise(k), 0.37 + 1e-5 * k as f64));
-        assert!(s.worst_gradient().unwrap().1 > s.gradient_threshold);
-        assert!(s.worst_drift().unwrap().1 > 1.0);
-        // Batch sums: the window is 8000..10000, in 20 batches of 100.
-        assert_eq!((s.from, s.to, s.batches, s.steps), (8000, 10_000, 20, 2000));
-        let c = &s.components[0];
-        assert!((c.moved - 1e-5 * 2000.0).abs() < 1e-12, "{}", c.moved);
-    }
-
-    #[test]
-    fn correlated_batch_means_widen_the_standard_error_and_independent_ones_do_not() {
-        let ramp: Vec<f64> = (0..200).map(f64::from).collect();
-        assert!((ar1_inflation(&ramp) - (1.9f64 / 0.1).sqrt()).abs() < 1e-12);
-        let alternating: Vec<f64> = (0..20)
-            .map(|k| if k % 2 == 0 { 1.0 } else { -1.0 })
-            .collect();
-        assert_eq!(ar1_inflation(&alternating), 1.0);
-        // A walk's batch means are correlated: its drift is measured against a wider error.
-        let mut x = 0.0;
-        let walk: Vec<f64> = (0..20)
-            .map(|k| {
-                x += noise(k);
-                x
-            })
-            .collect();
-        assert!(ar1_inflation(&walk) > 1.5, "{}", ar1_inflation(&walk));
-        let iid: Vec<f64> = (0..2000).map(noise).collect();
-        assert!(ar1_inflation(&iid) < 1.1, "{}", ar1_inflation(&iid));
-    }
-
-    #[test]
-    fn short_windows_are_not_judged() {
-        let mut w = Window::new(10, 1);
-        for k in 0..10 {
-            w.record(k, &[0.0], &[0.0], &[0.0]);
-        }
-        assert!(w.assess().is_none());
-    }
-}
+mod tests;

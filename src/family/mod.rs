@@ -228,6 +228,17 @@ impl Family {
             .collect()
     }
 
+    /// The components of `theta` that are latent `i`'s own (a guided latent's `mu` and
+    /// `rho`; none for the others, which only the model's parameters move).
+    pub fn own_components(&self, i: usize) -> impl Iterator<Item = u32> {
+        match self.roles[i] {
+            Role::Guided { mu, rho } => [Some(mu as u32), Some(rho as u32)],
+            _ => [None, None],
+        }
+        .into_iter()
+        .flatten()
+    }
+
     /// Whether latent `i`'s guide density enters the objective as `-log q` (variational mode).
     pub fn in_entropy(&self, i: usize) -> bool {
         self.in_entropy[i]

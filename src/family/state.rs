@@ -44,6 +44,8 @@ pub struct FamilyState {
     entropy_ln_scale: Vec<f64>,
     /// The latents some parameter moves, in order ([`Family::moved_latents`]).
     moved: Vec<u32>,
+    /// Per latent, its position in `guided` (`u32::MAX` for a latent not guided).
+    guided_of: Vec<u32>,
     /// The first fixed latent with a location or scale that is not valid, and why.
     bad_fixed: Option<(usize, FamilyError)>,
 }
@@ -100,6 +102,7 @@ impl FamilyState {
             user: Vec::new(),
             entropy_ln_scale: Vec::with_capacity(family.in_entropy.iter().filter(|&&e| e).count()),
             moved: family.moved_latents(),
+            guided_of: vec![u32::MAX; n],
             bad_fixed,
         };
         for &i in &state.moved {
@@ -109,6 +112,7 @@ impl FamilyState {
                     // The constant part of the Jacobian, `d loc / d mu = 1` (the rest is 0
                     // but `d scale / d rho`), written once.
                     state.dloc[e] = 1.0;
+                    state.guided_of[i as usize] = state.guided.len() as u32;
                     state.guided.push(GuidedAt {
                         latent: i as usize,
                         mu,
@@ -156,6 +160,110 @@ impl FamilyState {
     #[target_feature(enable = "fma")]
     fn update_fma(&mut self, family: &Family, theta: &[f64]) -> Result<(), FamilyError> {
         self.update_body(family, theta)
+    }
+
+    /// [`FamilyState::update`] of the latents `latents` alone (and of the latents whose
+    /// location and scale are program expressions, which the model's parameters move): a
+    /// subsampled step reads no other latent, and the others keep the values of an earlier
+    /// `theta`. `O(latents)`, whatever the number of latents. The entropy constant is not
+    /// updated (the subsample computes its own, weighted).
+    pub fn update_latents(
+        &mut self,
+        family: &Family,
+        theta: &[f64],
+        latents: &[u32],
+    ) -> Result<(), FamilyError> {
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::avx2_fma() {
+            // SAFETY: the CPU has AVX2 and FMA (checked just above).
+            return unsafe { self.update_latents_avx2(family, theta, latents) };
+        }
+        self.update_latents_body(family, theta, latents)
+    }
+
+    /// [`FamilyState::update_latents`] compiled with FMA (see [`FamilyState::update_avx2`]).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn update_latents_avx2(
+        &mut self,
+        family: &Family,
+        theta: &[f64],
+        latents: &[u32],
+    ) -> Result<(), FamilyError> {
+        self.update_latents_body(family, theta, latents)
+    }
+
+    #[inline(always)]
+    fn update_latents_body(
+        &mut self,
+        family: &Family,
+        theta: &[f64],
+        latents: &[u32],
+    ) -> Result<(), FamilyError> {
+        let mut valid = self.update_user(family, theta);
+        for &i in latents {
+            let k = self.guided_of[i as usize];
+            if k == u32::MAX {
+                continue;
+            }
+            let g = self.guided[k as usize];
+            let (ds, scale) = sigmoid_softplus(theta[g.rho]);
+            let loc = theta[g.mu];
+            self.dscale[g.entry + 1] = ds;
+            self.loc[g.latent] = loc;
+            self.scale[g.latent] = scale;
+            valid &= is_valid(loc, scale);
+        }
+        if !valid {
+            // The first invalid latent in latent order.
+            let mut read: Vec<u32> = self.user.iter().chain(latents).copied().collect();
+            read.sort_unstable();
+            for i in read {
+                let i = i as usize;
+                check(family, i, self.loc[i], self.scale[i])?;
+            }
+        }
+        match &self.bad_fixed {
+            Some((_, e)) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// The tapes of the user latents' locations and scales at `theta`'s model parameters,
+    /// then those latents' values and Jacobians; true when all are valid.
+    fn update_user(&mut self, family: &Family, theta: &[f64]) -> bool {
+        let m = family.model_param_count();
+        let params = &theta[..m];
+        for (t, tape) in family.tapes.iter().enumerate() {
+            let g = &mut self.grads[t];
+            tape.gradient(
+                &mut self.workspaces[t],
+                crate::ir::Semantics::Crisp,
+                params,
+                &self.zeros,
+                g,
+            );
+            self.tape_value[t] = g.value[0];
+            for k in 0..m {
+                self.tape_grad[t * m + k] = g.params[k];
+            }
+        }
+        let mut valid = true;
+        for k in 0..self.user.len() {
+            let i = self.user[k] as usize;
+            let e = self.start[i];
+            let Role::User { ref loc, ref scale } = family.roles[i] else {
+                unreachable!("listed as a user latent")
+            };
+            let (loc, scale) = (
+                self.source(loc, m, e, true),
+                self.source(scale, m, e, false),
+            );
+            self.loc[i] = loc;
+            self.scale[i] = scale;
+            valid &= is_valid(loc, scale);
+        }
+        valid
     }
 
     #[inline(always)]

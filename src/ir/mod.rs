@@ -43,6 +43,13 @@ pub use node::{Branch, Node, NodeId};
 pub use ops::{binary_derivatives, binary_value, unary_derivative, unary_value};
 pub use plate::{LoopNote, LoopOutcome, Plate, RowLatents, Shared};
 pub use primitive::{Binary, BinaryInfo, CompiledForm, Domain, Reads, Unary, UnaryInfo};
+#[cfg_attr(
+    not(all(feature = "jit", target_arch = "x86_64")),
+    allow(unused_imports)
+)]
+pub(crate) use primitive::{
+    unary_called_back, unary_called_back_without_stand_in, unary_without_stand_in,
+};
 pub use program::{Program, Semantics};
 pub use row_affine::{RowGuard, first_non_affine_row_guard};
 pub use source::{SourceText, Span};

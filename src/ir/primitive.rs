@@ -63,6 +63,55 @@ primitives! {
     }
 }
 
+/// The pattern of the unary primitives the compiled sweeps hand back to the interpreter both
+/// forward and reverse and that have no stand-in: the two patterns below share it.
+macro_rules! unary_called_back_without_stand_in {
+    () => {
+        $crate::ir::Unary::Sin
+            | $crate::ir::Unary::Cos
+            | $crate::ir::Unary::Lgamma
+            | $crate::ir::Unary::Probit
+            | $crate::ir::Unary::NormalCdf
+            | $crate::ir::Unary::LogNormalCdf
+            | $crate::ir::Unary::Powi(_)
+    };
+}
+pub(crate) use unary_called_back_without_stand_in;
+
+/// The pattern of the unary primitives without a stand-in (`UnaryInfo::stand_in` false), for
+/// the matches over the stand-ins (the interpreter's and the compiled sweeps'): one list,
+/// checked against the rows by a test, the matches staying exhaustive.
+macro_rules! unary_without_stand_in {
+    () => {
+        $crate::ir::Unary::Neg
+            | $crate::ir::Unary::Exp
+            | $crate::ir::Unary::Expm1
+            | $crate::ir::Unary::Sqrt
+            | $crate::ir::Unary::Sigmoid
+            | $crate::ir::Unary::Tanh
+            | $crate::ir::unary_called_back_without_stand_in!()
+    };
+}
+pub(crate) use unary_without_stand_in;
+
+/// The pattern of the unary primitives the compiled sweeps hand back to the interpreter both
+/// forward and reverse (`CompiledForm::CallBack` in both columns), for the emitters' matches
+/// over their inline forms: one list, checked against the rows by a test.
+#[cfg_attr(
+    not(all(feature = "jit", target_arch = "x86_64")),
+    allow(unused_macros)
+)]
+macro_rules! unary_called_back {
+    () => {
+        $crate::ir::Unary::Softplus | $crate::ir::unary_called_back_without_stand_in!()
+    };
+}
+#[cfg_attr(
+    not(all(feature = "jit", target_arch = "x86_64")),
+    allow(unused_imports)
+)]
+pub(crate) use unary_called_back;
+
 primitives! {
     /// Operations of two arguments.
     #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -310,5 +359,30 @@ impl fmt::Display for Unary {
 impl fmt::Display for Binary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.info().name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The patterns name exactly the rows they say: a primitive given a stand-in or an inline
+    /// form in its row but left in a pattern (or the reverse) fails here.
+    #[test]
+    fn the_patterns_agree_with_the_rows() {
+        let powers = [0, 1, -2].map(Unary::Powi);
+        for op in Unary::ALL.iter().copied().chain(powers) {
+            let info = op.info();
+            assert_eq!(
+                matches!(op, unary_without_stand_in!()),
+                !info.stand_in,
+                "{op:?}"
+            );
+            assert_eq!(
+                matches!(op, unary_called_back!()),
+                info.forward == CompiledForm::CallBack && info.reverse == CompiledForm::CallBack,
+                "{op:?}"
+            );
+        }
     }
 }

@@ -99,12 +99,50 @@ pub struct Dog {
     /// Per component (or one): the sum of squared gradients so far (or their exponential
     /// average, with `forget`).
     g2: Vec<f64>,
-    /// The average of the iterates.
+    /// The average of the iterates (once a sparse step was taken, each component as of the
+    /// step in `lazy`).
     avg: Vec<f64>,
     /// Per component (or one): the distance when it last grew by the settling fraction, and
     /// the iteration it did (`t_r`).
     marks: Vec<(f64, u64)>,
     t: u64,
+    /// `sum (x - x0)^2`, the squared distance whose root is compared with `r` (global
+    /// distance only).
+    dist2: f64,
+    /// After the first sparse step: what a lazy average needs.
+    lazy: Option<Lazy>,
+}
+
+/// The sparse steps' bookkeeping ([`Optimizer::step_touched`]): a component that a step
+/// does not touch keeps its iterate, so its average moves towards that iterate by the
+/// factor `1 - c_t` per step, `avg_t - x = P_t / P_s (avg_s - x)` over the steps since its
+/// last update `s`, with `P_t` the running product of the factors. Each component keeps
+/// `P_s`; the average is brought up to date when read or touched.
+#[derive(Clone, Debug)]
+struct Lazy {
+    /// The iterate, as the steps left it (a component changes only when touched).
+    x: Vec<f64>,
+    /// `P_t = prod_{u = 2..t} (1 - c_u)` (`c_1 = 1` makes the average the first iterate).
+    product: f64,
+    /// Per component, `P_s` of the step its average was last brought up to date at.
+    mark: Vec<f64>,
+    /// Components touched since `dist2` was last summed afresh: the running sum is
+    /// recomputed once they reach the dimension (amortised `O(1)` a component), so its
+    /// rounding cannot drift.
+    since_exact: usize,
+}
+
+impl Lazy {
+    /// Component `p`'s average brought up to the current step.
+    fn caught_up(&self, avg: &[f64], p: usize) -> f64 {
+        let x = self.x[p];
+        let a = avg[p];
+        if self.mark[p] == self.product || a == x {
+            a
+        } else {
+            x + self.product / self.mark[p] * (a - x)
+        }
+    }
 }
 
 impl Dog {
@@ -119,6 +157,62 @@ impl Dog {
             avg: Vec::with_capacity(dim),
             marks: vec![(0.0, 1); groups],
             t: 0,
+            dist2: 0.0,
+            lazy: None,
+        }
+    }
+
+    /// The step size of the global (not per-component) rule from this step's squared
+    /// gradient norm `g2`, the accumulator of squared norms advanced; `None` while it is 0.
+    fn global_eta(&mut self, g2: f64) -> Option<f64> {
+        let t = self.t as f64;
+        // `G_t` from the running sum or average `s` of the squared gradients.
+        let (keep, add, total) = match self.config.forget {
+            None => (1.0, 1.0, 1.0),
+            Some(beta) => (beta, 1.0 - beta, t / (1.0 - libm::pow(beta, t))),
+        };
+        self.g2[0] = keep * self.g2[0] + add * g2;
+        let big_g = total * self.g2[0];
+        (big_g > 0.0).then(|| self.r[0] / big_g.sqrt() * self.settling(0))
+    }
+
+    /// Brings every component's average up to the current step (after sparse steps).
+    fn catch_up(&mut self) {
+        let Some(lazy) = &mut self.lazy else { return };
+        for p in 0..self.avg.len() {
+            self.avg[p] = lazy.caught_up(&self.avg, p);
+            lazy.mark[p] = lazy.product;
+        }
+    }
+
+    /// The sparse step of the averaging: the touched components' averages brought up to
+    /// the step before, then the step's own update (`c_t`), with the iterate `x` now
+    /// `theta`; the others' wait.
+    fn average_touched(&mut self, theta: &[f64], touched: &[u32]) {
+        let lazy = self
+            .lazy
+            .as_mut()
+            .expect("a sparse step keeps the lazy state");
+        let c = match self.config.average {
+            Some(gamma) => (1.0 + gamma) / (self.t as f64 + gamma),
+            None => 1.0,
+        };
+        for &p in touched {
+            let p = p as usize;
+            let a = lazy.caught_up(&self.avg, p);
+            self.avg[p] = if self.config.average.is_some() {
+                a + c * (theta[p] - a)
+            } else {
+                theta[p]
+            };
+        }
+        if self.t > 1 && self.config.average.is_some() {
+            lazy.product *= 1.0 - c;
+        }
+        for &p in touched {
+            let p = p as usize;
+            lazy.x[p] = theta[p];
+            lazy.mark[p] = lazy.product;
         }
     }
 
@@ -161,7 +255,11 @@ impl Dog {
 }
 
 fn norm(xs: impl Iterator<Item = f64>) -> f64 {
-    xs.map(|x| x * x).sum::<f64>().sqrt()
+    squares(xs).sqrt()
+}
+
+fn squares(xs: impl Iterator<Item = f64>) -> f64 {
+    xs.map(|x| x * x).sum::<f64>()
 }
 
 impl Optimizer for Dog {
@@ -169,6 +267,8 @@ impl Optimizer for Dog {
         if self.t == 0 {
             self.start(theta);
         }
+        // After sparse steps: every component's average up to date, then eager again.
+        self.catch_up();
         self.t += 1;
         let t = self.t as f64;
         // `G_t` from the running sum or average `s` of the squared gradients.
@@ -188,16 +288,13 @@ impl Optimizer for Dog {
             }
         } else {
             let g2 = grad.iter().map(|g| g * g).sum::<f64>();
-            self.g2[0] = keep * self.g2[0] + add * g2;
-            let big_g = total * self.g2[0];
-            if big_g > 0.0 {
-                let eta = self.r[0] / big_g.sqrt() * self.settling(0);
+            if let Some(eta) = self.global_eta(g2) {
                 for (x, &g) in theta.iter_mut().zip(grad) {
                     *x += eta * g;
                 }
             }
-            let d = norm(theta.iter().zip(&self.x0).map(|(x, x0)| x - x0));
-            self.r[0] = self.r[0].max(d);
+            self.dist2 = squares(theta.iter().zip(&self.x0).map(|(x, x0)| x - x0));
+            self.r[0] = self.r[0].max(self.dist2.sqrt());
             self.remark(0);
         }
         match self.config.average {
@@ -206,17 +303,96 @@ impl Optimizer for Dog {
                 for (a, &x) in self.avg.iter_mut().zip(theta.iter()) {
                     *a += c * (x - *a);
                 }
+                if let Some(lazy) = &mut self.lazy {
+                    if self.t > 1 {
+                        lazy.product *= 1.0 - c;
+                    }
+                    lazy.mark.fill(lazy.product);
+                }
             }
             None => self.avg.copy_from_slice(theta),
         }
+        if let Some(lazy) = &mut self.lazy {
+            lazy.x.copy_from_slice(theta);
+        }
+    }
+
+    fn step_touched(&mut self, theta: &mut [f64], grad: &[f64], touched: &[u32]) {
+        if self.t == 0 {
+            self.start(theta);
+        }
+        if self.lazy.is_none() {
+            self.lazy = Some(Lazy {
+                x: theta.to_vec(),
+                product: 1.0,
+                mark: vec![1.0; theta.len()],
+                since_exact: 0,
+            });
+        }
+        self.t += 1;
+        let t = self.t as f64;
+        if self.config.per_coordinate {
+            let (keep, add, total) = match self.config.forget {
+                None => (1.0, 1.0, 1.0),
+                Some(beta) => (beta, 1.0 - beta, t / (1.0 - libm::pow(beta, t))),
+            };
+            for &i in touched {
+                let i = i as usize;
+                let (x, g) = (&mut theta[i], grad[i]);
+                self.g2[i] = keep * self.g2[i] + add * g * g;
+                let big_g = total * self.g2[i];
+                if big_g > 0.0 {
+                    *x += self.r[i] / big_g.sqrt() * self.settling(i) * g;
+                }
+                self.r[i] = self.r[i].max((*x - self.x0[i]).abs());
+                self.remark(i);
+            }
+        } else {
+            // The untouched components' gradients are zero: the squared norm over the
+            // touched ones (in increasing order) is the dense one, bit for bit.
+            let g2 = touched
+                .iter()
+                .map(|&p| grad[p as usize] * grad[p as usize])
+                .sum::<f64>();
+            let eta = self.global_eta(g2);
+            let lazy = self.lazy.as_mut().expect("made above");
+            for &p in touched {
+                let p = p as usize;
+                let before = theta[p] - self.x0[p];
+                if let Some(eta) = eta {
+                    theta[p] += eta * grad[p];
+                }
+                let after = theta[p] - self.x0[p];
+                self.dist2 += after * after - before * before;
+            }
+            lazy.since_exact += touched.len();
+            if lazy.since_exact >= theta.len() {
+                lazy.since_exact = 0;
+                self.dist2 = squares(theta.iter().zip(&self.x0).map(|(x, x0)| x - x0));
+            }
+            self.r[0] = self.r[0].max(self.dist2.max(0.0).sqrt());
+            self.remark(0);
+        }
+        self.average_touched(theta, touched);
     }
 
     fn steps(&self) -> u64 {
         self.t
     }
 
-    fn average(&self) -> Option<&[f64]> {
+    fn average(&mut self) -> Option<&[f64]> {
+        self.catch_up();
         (self.t > 0 && self.config.average.is_some()).then_some(&self.avg[..])
+    }
+
+    fn average_at(&self, p: usize) -> Option<f64> {
+        if self.t == 0 || self.config.average.is_none() {
+            return None;
+        }
+        Some(match &self.lazy {
+            Some(lazy) => lazy.caught_up(&self.avg, p),
+            None => self.avg[p],
+        })
     }
 
     fn objective_changed(&mut self) {
@@ -233,196 +409,4 @@ impl Optimizer for Dog {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn maximise(config: DogConfig, scale: f64, x0: f64, steps: usize) -> (Dog, f64) {
-        // f = -(x - 3 scale)^2 / scale^2: the optimum 3 scale, in the parameter's units.
-        let mut d = Dog::new(config, 1);
-        let mut x = [x0];
-        for _ in 0..steps {
-            let g = [-2.0 * (x[0] - 3.0 * scale) / (scale * scale)];
-            d.step(&mut x, &g);
-        }
-        (d, x[0])
-    }
-
-    #[test]
-    fn the_first_step_moves_by_r_eps() {
-        let mut d = Dog::new(DogConfig::default(), 2);
-        let mut x = [3.0, 4.0];
-        d.step(&mut x, &[3.0, 4.0]);
-        // r_eps = 1e-6 (1 + |x_0|) = 6e-6, the step r_eps / |g| along g.
-        assert!((x[0] - (3.0 + 6e-6 * 0.6)).abs() < 1e-15);
-        assert!((x[1] - (4.0 + 6e-6 * 0.8)).abs() < 1e-15);
-    }
-
-    #[test]
-    fn per_coordinate_the_first_step_is_r_eps_per_component() {
-        let config = DogConfig {
-            per_coordinate: true,
-            forget: None,
-            ..DogConfig::default()
-        };
-        let mut d = Dog::new(config, 2);
-        let mut x = [2.0, -1.0];
-        d.step(&mut x, &[5.0, -0.25]);
-        assert!((x[0] - (2.0 + 3e-6)).abs() < 1e-15);
-        assert!((x[1] - (-1.0 - 2e-6)).abs() < 1e-15);
-    }
-
-    #[test]
-    fn a_forgotten_sum_lets_the_step_recover_when_gradients_shrink() {
-        // The same direction throughout, the gradient 10^4 times smaller after 100 steps:
-        // with the plain sum the steps stay 10^4 times shorter, with the average they
-        // recover once the early ones have decayed (0.999^20000 = 2e-9).
-        let run = |forget| {
-            let config = DogConfig {
-                forget,
-                average: None,
-                ..DogConfig::default()
-            };
-            let mut d = Dog::new(config, 1);
-            let mut x = [0.0];
-            for t in 0..20_000 {
-                let g = if t < 100 { 1.0 } else { 1e-4 };
-                d.step(&mut x, &[g]);
-            }
-            let before = x[0];
-            d.step(&mut x, &[1e-4]);
-            x[0] - before
-        };
-        let (sum, forgotten) = (run(None), run(Some(0.999)));
-        assert!(forgotten > 100.0 * sum, "{forgotten} against {sum}");
-    }
-
-    #[test]
-    fn finds_the_optimum_at_any_scale() {
-        for scale in [1e-3, 1.0, 1e4] {
-            let (d, x) = maximise(DogConfig::default(), scale, 0.5 * scale, 500);
-            assert!((x / scale - 3.0).abs() < 1e-3, "scale {scale}: {x}");
-            let avg = d.average().unwrap()[0];
-            assert!(
-                (avg / scale - 3.0).abs() < 1e-2,
-                "scale {scale}: average {avg}"
-            );
-        }
-    }
-
-    /// Noisy ascent on `-(x - target(t))^2 / 2` with unit Gaussian-like noise (a sum of
-    /// uniforms from a fixed generator); returns DoG's step `dx / g` at every iteration.
-    fn noisy_steps(config: DogConfig, steps: usize, target: impl Fn(usize) -> f64) -> Vec<f64> {
-        let mut d = Dog::new(config, 1);
-        let mut x = [0.0];
-        let mut state = 7u64;
-        let mut uniform = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
-        (0..steps)
-            .map(|t| {
-                let noise = (0..12).map(|_| uniform()).sum::<f64>() - 6.0;
-                let g = -(x[0] - target(t)) + noise;
-                let before = x[0];
-                d.step(&mut x, &[g]);
-                (x[0] - before) / g
-            })
-            .collect()
-    }
-
-    /// The mean step over the 200 iterations before `t`.
-    fn step_near(steps: &[f64], t: usize) -> f64 {
-        steps[t - 200..t].iter().sum::<f64>() / 200.0
-    }
-
-    #[test]
-    fn once_the_distance_is_flat_the_step_falls_like_one_over_t() {
-        // Near the optimum the squared gradients are steady (the noise's), so DoG's step
-        // halves from t to 4t; settled, it falls four times.
-        let settled = noisy_steps(DogConfig::default(), 40_000, |_| 3.0);
-        let ratio = step_near(&settled, 40_000) / step_near(&settled, 10_000);
-        assert!((ratio - 0.25).abs() < 0.05, "settled: {ratio}");
-        let dog = noisy_steps(
-            DogConfig {
-                settle: None,
-                ..DogConfig::default()
-            },
-            40_000,
-            |_| 3.0,
-        );
-        let ratio = step_near(&dog, 40_000) / step_near(&dog, 10_000);
-        assert!((ratio - 0.5).abs() < 0.1, "unsettled: {ratio}");
-    }
-
-    #[test]
-    fn a_distance_that_grows_again_restores_dogs_step() {
-        // The optimum moves from 3 to 300 after 20,000 steps: the distance grows, the step
-        // is DoG's again (as large as the unsettled one's) and the iterates get there.
-        let target = |t| if t < 20_000 { 3.0 } else { 300.0 };
-        let config = DogConfig::default();
-        let mut d = Dog::new(config, 1);
-        let mut x = [0.0];
-        for t in 0..30_000 {
-            let g = -(x[0] - target(t));
-            d.step(&mut x, &[g]);
-        }
-        assert!((x[0] - 300.0).abs() < 1e-3, "{}", x[0]);
-        let settled = noisy_steps(config, 30_000, target);
-        let dog = noisy_steps(
-            DogConfig {
-                settle: None,
-                ..config
-            },
-            30_000,
-            target,
-        );
-        let ratio = step_near(&settled, 30_000) / step_near(&dog, 30_000);
-        assert!(ratio > 0.9, "{ratio}");
-    }
-
-    #[test]
-    fn a_changed_objective_restores_dogs_step() {
-        // Settled after 20,000 steps at a fixed optimum, then told the objective changed:
-        // the next step is DoG's (the unsettled optimiser's on the same gradients, up to the
-        // slightly different distance and squared gradients its own iterates gave).
-        let settled_steps = |changed: bool, settle| {
-            let mut d = Dog::new(
-                DogConfig {
-                    settle,
-                    ..DogConfig::default()
-                },
-                1,
-            );
-            let mut x = [0.0];
-            for t in 0..20_000 {
-                let g = -(x[0] - 3.0) + if t % 2 == 0 { 1.0 } else { -1.0 };
-                d.step(&mut x, &[g]);
-            }
-            if changed {
-                d.objective_changed();
-            }
-            let before = x[0];
-            d.step(&mut x, &[1.0]);
-            x[0] - before
-        };
-        let dog = settled_steps(false, None);
-        let kept = settled_steps(false, Some(0.1));
-        let restored = settled_steps(true, Some(0.1));
-        assert!(kept < 0.2 * dog, "{kept} against {dog}");
-        assert!(
-            (restored / dog - 1.0).abs() < 0.05,
-            "{restored} against {dog}"
-        );
-    }
-
-    #[test]
-    fn the_average_forgets_the_start() {
-        // Constant iterates after a jump: the polynomial-decay average reaches them.
-        let (d, x) = maximise(DogConfig::default(), 1.0, -50.0, 3000);
-        assert!((x - 3.0).abs() < 1e-6);
-        assert!((d.average().unwrap()[0] - 3.0).abs() < 1e-3);
-        assert!(Dog::new(DogConfig::default(), 1).average().is_none());
-    }
-}
+mod tests;

@@ -17,13 +17,30 @@ pub trait Optimizer: Send {
     /// One ascent step: `theta` moves in the direction of `grad`.
     fn step(&mut self, theta: &mut [f64], grad: &[f64]);
 
+    /// One ascent step in which only the components `touched` (increasing) got a gradient
+    /// (a subsampled step: the shared parameters and the drawn rows' guides); `grad` is read
+    /// at those components only. The others are not stepped and their state does not
+    /// advance, as a parameter without a gradient in Pyro or torch: the step costs
+    /// `O(touched)`, whatever `theta`'s length. With every component listed it is
+    /// [`Optimizer::step`], bit for bit.
+    fn step_touched(&mut self, theta: &mut [f64], grad: &[f64], touched: &[u32]);
+
     /// Steps taken so far.
     fn steps(&self) -> u64;
 
     /// The answer so far when it is not the last iterate (an average of the iterates), or
     /// `None` for the last iterate. The gradients are taken at the iterates; the runner
     /// measures and reports this.
-    fn average(&self) -> Option<&[f64]> {
+    ///
+    /// An optimiser that keeps its average lazily (components a sparse step did not touch
+    /// caught up when read) brings it up to date here.
+    fn average(&mut self) -> Option<&[f64]> {
+        None
+    }
+
+    /// Component `p` of [`Optimizer::average`], without bringing the rest up to date.
+    fn average_at(&self, p: usize) -> Option<f64> {
+        let _ = p;
         None
     }
 

@@ -44,6 +44,15 @@ impl Optimizer for Sgd {
         }
     }
 
+    fn step_touched(&mut self, theta: &mut [f64], grad: &[f64], touched: &[u32]) {
+        self.k += 1;
+        let gamma = self.config.lr / libm::pow(self.k as f64, self.config.power);
+        for &p in touched {
+            let p = p as usize;
+            theta[p] += gamma * grad[p];
+        }
+    }
+
     fn steps(&self) -> u64 {
         self.k
     }
@@ -69,5 +78,16 @@ mod tests {
         s.step(&mut x, &[-2.0]); // - 2 * 0.5 / 3
         assert!((x[0] - (0.5 + 0.25 - 1.0 / 3.0)).abs() < 1e-15);
         assert_eq!(s.steps(), 3);
+    }
+
+    /// A sparse step moves the touched components alone, at the step's `gamma_k`.
+    #[test]
+    fn a_sparse_step_moves_the_touched_components_alone() {
+        let mut s = Sgd::new(SgdConfig::default());
+        let mut x = [0.0, 0.0];
+        s.step_touched(&mut x, &[1.0, 1.0], &[1]);
+        assert_eq!(x, [0.0, 0.5]);
+        s.step_touched(&mut x, &[1.0, 1.0], &[0]);
+        assert_eq!(x, [0.25, 0.5]);
     }
 }

@@ -121,6 +121,14 @@ impl Engine {
         {
             return Some(NonFinite::Value { lane, value });
         }
+        if let Some(touched) = self.touched() {
+            // A sparse step's mean is zero elsewhere.
+            return touched
+                .iter()
+                .map(|&p| (p as usize, self.mean[p as usize]))
+                .find(|(_, v)| !v.is_finite())
+                .map(|(component, value)| NonFinite::Gradient { component, value });
+        }
         self.mean
             .iter()
             .enumerate()

@@ -2,7 +2,9 @@
 //! read a model's if-statements: the body's shared parameters become the model's parameters
 //! and latents, its columns and row latents latents of their own.
 
-use crate::ir::{Builder, Node, Plate, Program, Shared};
+use crate::ir::{Builder, Plate, Program, Shared};
+
+use super::tapes::copy_body;
 
 /// The body of `plate` as the analyses must see it: in the model's terms, its shared
 /// parameters the model's parameters (`Param(p)`, of `params` in all), everything else it
@@ -26,37 +28,22 @@ pub(crate) fn analysis_view(plate: &Plate, param_names: &[String]) -> Program {
     for name in body.latent_names() {
         b.latent(name);
     }
-    let var = |id: crate::ir::NodeId| b.var(id).expect("a node of this builder");
-    let mut map = Vec::with_capacity(body.node_count());
-    for node in body.nodes() {
-        let m = |id: crate::ir::NodeId| var(map[id.index()]);
-        let v = match *node {
-            Node::Const(c) => b.constant(c),
-            Node::Param(k) => match (plate.shared[k as usize], shared_latent[k as usize]) {
-                (_, Some(id)) => var(id),
-                (Shared::Param(p), None) => b.param_at(p as usize).expect("declared above"),
-                (Shared::Latent(_), None) => unreachable!("declared above"),
-                // The analysis reads the model's own plates, whose guards have no factors.
-                (Shared::GuardFactor(_), None) => b.constant(1.0),
-            },
-            Node::Latent(j) => b
-                .latent_at(first_input + j as usize)
-                .expect("declared above"),
-            Node::Unary(op, x) => b.unary(op, m(x)),
-            Node::Binary(op, x, y) => b.binary(op, m(x), m(y)),
-            Node::If {
-                guard,
-                then_,
-                else_,
-                index,
-            } => {
-                b.set_span(body.if_span(index as usize));
-                b.if_neg(m(guard), m(then_), m(else_))
-            }
-        };
-        map.push(v.id());
-    }
-    let out = var(map[body.output().index()]);
+    let out = copy_body(
+        &b,
+        body,
+        |k| match (plate.shared[k as usize], shared_latent[k as usize]) {
+            (_, Some(id)) => b.var(id).expect("a node of this builder"),
+            (Shared::Param(p), None) => b.param_at(p as usize).expect("declared above"),
+            (Shared::Latent(_), None) => unreachable!("declared above"),
+            // The analysis reads the model's own plates, whose guards have no factors.
+            (Shared::GuardFactor(_), None) => b.constant(1.0),
+        },
+        |j| {
+            b.latent_at(first_input + j as usize)
+                .expect("declared above")
+        },
+        |index| b.set_span(body.if_span(index as usize)),
+    );
     b.finish(&[out])
         .expect("a body in the model's terms is as valid as the body")
 }

@@ -2,11 +2,13 @@
 //! the call's tape per lane, then the call's values and gradients summed in row order and
 //! added to the outer per-sample gradient (or, forward only, to the values).
 
-use crate::eval::{BatchGradient, CHUNK, Latents, Values};
+use crate::eval::{BatchGradient, CHUNK, Latents, Tape, Values};
 use crate::family::FamilyState;
 use crate::ir::{Semantics, Shared};
 
+use super::inputs::Call;
 use super::sums::add_lanes;
+use super::tapes::TapeScratch;
 use super::{PlateRun, PlateScratch, Target};
 
 /// Which rows a call runs.
@@ -45,9 +47,60 @@ pub(crate) struct Outer<'a> {
     pub w: usize,
     /// The moved-latent row of each model latent (`u32::MAX` for a fixed one).
     pub moved_row: &'a [u32],
+    /// Whether the gradient rows of undrawn rows' latents are zeroed (a sparse step reads
+    /// none of them: `subsample::Sparse`).
+    pub zero_undrawn: bool,
 }
 
 impl PlateRun {
+    /// Runs the calls over `rows`: for each call, for each lane `l` of the chunk, fills the
+    /// lane's shared values, then `sweep(call, l, tape, scratch, shared, inputs)` with the
+    /// call's tape, that tape's scratch and the call's inputs; after a call's lanes,
+    /// `after(call, scratch, acc)` with that scratch and the per-parameter sums
+    /// (`PlateScratch::acc`). The gradient and the forward runs differ only in the two.
+    #[inline(always)]
+    fn run_calls(
+        &self,
+        ps: &mut PlateScratch,
+        o: &Outer<'_>,
+        rows: Rows<'_>,
+        mut sweep: impl FnMut(Call, usize, &Tape, &mut TapeScratch, &[f64], Latents<'_>),
+        mut after: impl FnMut(Call, &TapeScratch, &mut [f64]),
+    ) {
+        let count = match rows {
+            Rows::All => self.plate.rows,
+            Rows::Drawn { rows, .. } => rows.len(),
+        };
+        let inputs = self.plate.body.latent_count();
+        let mut at = 0;
+        for call in Self::calls(count) {
+            let rt = self.tape_for(call);
+            let len = inputs * call.per * call.padded();
+            let laid = self.call_inputs(ps, o, call, rows, at);
+            at += len;
+            for l in 0..o.w {
+                self.shared_values(ps, o, l);
+                // Split from the other fields of `ps` the call reads.
+                let ts = if call.per == 1 {
+                    &mut ps.single
+                } else {
+                    &mut ps.group
+                };
+                let latents = Latents::Affine {
+                    noise: match laid {
+                        Some(at) => &self.laid[at..at + len],
+                        None => &ps.inputs[l.min(ps.inputs.len() - 1)][..len],
+                    },
+                    loc: &ps.zero[..inputs * call.per],
+                    scale: &ps.one[..inputs * call.per],
+                };
+                sweep(call, l, &rt.tape, ts, &ps.shared, latents);
+            }
+            let ts = if call.per == 1 { &ps.single } else { &ps.group };
+            after(call, ts, &mut ps.acc);
+        }
+    }
+
     /// Fills lane `l`'s shared values.
     fn shared_values(&self, ps: &mut PlateScratch, o: &Outer<'_>, l: usize) {
         for (v, s) in ps.shared.iter_mut().zip(&self.plate.shared) {
@@ -78,16 +131,12 @@ impl PlateRun {
     ) {
         let w = o.w;
         let k_count = self.plate.shared.len();
-        let count = match rows {
-            Rows::All => self.plate.rows,
-            Rows::Drawn { rows, .. } => rows.len(),
-        };
-        let inputs = self.plate.body.latent_count();
         let scale = rows.scale();
         let mut value = [0.0; CHUNK];
         ps.acc.fill(0.0);
-        // A row latent's gradient row is written by its plate alone: undrawn rows get zeros.
-        if let Rows::Drawn { .. } = rows {
+        // A row latent's gradient row is written by its plate alone: undrawn rows get zeros
+        // (unless `zero_undrawn` is false: a sparse step never reads them).
+        if let (Rows::Drawn { .. }, true) = (rows, o.zero_undrawn) {
             for &q in &self.active {
                 let rl = self.plate.row_latents[q];
                 for r in 0..self.plate.rows {
@@ -96,40 +145,8 @@ impl PlateRun {
                 }
             }
         }
-        let mut at = 0;
-        for call in Self::calls(count) {
+        let after = |call: Call, ts: &TapeScratch, acc: &mut [f64]| {
             let (n, nb) = (call.lanes, call.padded());
-            let rt = self.tape_for(call);
-            let len = inputs * call.per * nb;
-            let laid = self.call_inputs(ps, o, call, rows, at);
-            at += len;
-            for l in 0..w {
-                self.shared_values(ps, o, l);
-                // Split from the other fields of `ps` the call reads.
-                let ts = if call.per == 1 {
-                    &mut ps.single
-                } else {
-                    &mut ps.group
-                };
-                let g = &mut ts.grads[l];
-                g.resize(&rt.tape, nb);
-                rt.tape.gradient_latents(
-                    &mut ts.ws,
-                    semantics,
-                    &ps.shared,
-                    Latents::Affine {
-                        noise: match laid {
-                            Some(at) => &self.laid[at..at + len],
-                            None => &ps.inputs[l.min(ps.inputs.len() - 1)][..len],
-                        },
-                        loc: &ps.zero[..inputs * call.per],
-                        scale: &ps.one[..inputs * call.per],
-                    },
-                    g,
-                    values,
-                );
-            }
-            let ts = if call.per == 1 { &ps.single } else { &ps.group };
             let grads = &ts.grads[..w];
             // Row order within each lane; the lanes' chains side by side.
             let vals: [&[f64]; CHUNK] = std::array::from_fn(|l| match grads.get(l) {
@@ -142,7 +159,7 @@ impl PlateRun {
                     Some(g) => &g.params[k * nb..k * nb + n],
                     None => &[][..],
                 });
-                add_lanes(&mut ps.acc[k * CHUNK..k * CHUNK + w], &cols[..w], n);
+                add_lanes(&mut acc[k * CHUNK..k * CHUNK + w], &cols[..w], n);
             }
             for (a, &q) in self.active.iter().enumerate() {
                 let rl = self.plate.row_latents[q];
@@ -157,7 +174,18 @@ impl PlateRun {
                     }
                 }
             }
-        }
+        };
+        self.run_calls(
+            ps,
+            o,
+            rows,
+            |call, l, tape, ts, shared, latents| {
+                let g = &mut ts.grads[l];
+                g.resize(tape, call.padded());
+                tape.gradient_latents(&mut ts.ws, semantics, shared, latents, g, values);
+            },
+            after,
+        );
         for (v, x) in grad.value[..w].iter_mut().zip(&value) {
             *v += scale * x;
         }
@@ -183,49 +211,24 @@ impl PlateRun {
         out: &mut [f64],
     ) {
         let w = o.w;
-        let count = match rows {
-            Rows::All => self.plate.rows,
-            Rows::Drawn { rows, .. } => rows.len(),
-        };
-        let inputs = self.plate.body.latent_count();
         let mut value = [0.0; CHUNK];
-        let mut at = 0;
-        for call in Self::calls(count) {
-            let (n, nb) = (call.lanes, call.padded());
-            let rt = self.tape_for(call);
-            let len = inputs * call.per * nb;
-            let laid = self.call_inputs(ps, o, call, rows, at);
-            at += len;
-            for l in 0..w {
-                self.shared_values(ps, o, l);
-                // Split from the other fields of `ps` the call reads.
-                let ts = if call.per == 1 {
-                    &mut ps.single
-                } else {
-                    &mut ps.group
-                };
-                rt.tape.forward_latents(
-                    &mut ts.ws,
-                    semantics,
-                    &ps.shared,
-                    Latents::Affine {
-                        noise: match laid {
-                            Some(at) => &self.laid[at..at + len],
-                            None => &ps.inputs[l.min(ps.inputs.len() - 1)][..len],
-                        },
-                        loc: &ps.zero[..inputs * call.per],
-                        scale: &ps.one[..inputs * call.per],
-                    },
-                    &mut ts.outs[l][..nb],
-                );
-            }
-            let ts = if call.per == 1 { &ps.single } else { &ps.group };
-            let vals: [&[f64]; CHUNK] = std::array::from_fn(|l| match ts.outs.get(l) {
-                Some(v) if l < w => &v[..n],
-                _ => &[][..],
-            });
-            add_lanes(&mut value[..w], &vals[..w], n);
-        }
+        self.run_calls(
+            ps,
+            o,
+            rows,
+            |call, l, tape, ts, shared, latents| {
+                let out = &mut ts.outs[l][..call.padded()];
+                tape.forward_latents(&mut ts.ws, semantics, shared, latents, out);
+            },
+            |call, ts, _| {
+                let n = call.lanes;
+                let vals: [&[f64]; CHUNK] = std::array::from_fn(|l| match ts.outs.get(l) {
+                    Some(v) if l < w => &v[..n],
+                    _ => &[][..],
+                });
+                add_lanes(&mut value[..w], &vals[..w], n);
+            },
+        );
         let scale = rows.scale();
         for (v, x) in out[..w].iter_mut().zip(&value) {
             *v += scale * x;

@@ -3,7 +3,7 @@
 //! thread's scratch for such a tape.
 
 use crate::eval::{BatchGradient, CHUNK, Tape, Workspace};
-use crate::ir::{Builder, Node, Program, Var};
+use crate::ir::{Builder, Node, NodeId, Program, Var};
 
 use super::inputs::Call;
 use super::{BLOCK_ROWS, PlateRun};
@@ -57,30 +57,18 @@ fn repeated(body: &Program, rows: usize) -> Program {
             b.latent_on(&format!("{name}#{t}"), body.latent_transform(j));
         }
     }
-    let var = |id: crate::ir::NodeId| b.var(id).expect("a node of this builder");
     let mut total: Option<Var<'_>> = None;
     for t in 0..rows {
-        let mut map = Vec::with_capacity(body.node_count());
-        for node in body.nodes() {
-            let m = |id: crate::ir::NodeId| var(map[id.index()]);
-            let v = match *node {
-                Node::Const(c) => b.constant(c),
-                Node::Param(k) => b.param_at(k as usize).expect("declared above"),
-                Node::Latent(i) => b
-                    .latent_at(t * inputs + i as usize)
-                    .expect("declared above"),
-                Node::Unary(op, x) => b.unary(op, m(x)),
-                Node::Binary(op, x, y) => b.binary(op, m(x), m(y)),
-                Node::If {
-                    guard,
-                    then_,
-                    else_,
-                    ..
-                } => b.if_neg(m(guard), m(then_), m(else_)),
-            };
-            map.push(v.id());
-        }
-        let out = var(map[body.output().index()]);
+        let out = copy_body(
+            &b,
+            body,
+            |k| b.param_at(k as usize).expect("declared above"),
+            |i| {
+                b.latent_at(t * inputs + i as usize)
+                    .expect("declared above")
+            },
+            |_| {},
+        );
         total = Some(match total {
             None => out,
             Some(s) => s + out,
@@ -89,6 +77,41 @@ fn repeated(body: &Program, rows: usize) -> Program {
     let total = total.expect("at least one row");
     b.finish(&[total])
         .expect("a repeated body is as valid as the body")
+}
+
+/// `body`'s nodes built again in `b`, its parameter `k` as `param(k)` and its latent `i` as
+/// `latent(i)`, with `on_if(index)` called before each if-statement is built; returns the
+/// body's output. The group tape and the analyses' view copy a body so.
+pub(super) fn copy_body<'b>(
+    b: &'b Builder,
+    body: &Program,
+    param: impl Fn(u32) -> Var<'b>,
+    latent: impl Fn(u32) -> Var<'b>,
+    mut on_if: impl FnMut(u32),
+) -> Var<'b> {
+    let var = |id: NodeId| b.var(id).expect("a node of this builder");
+    let mut map = Vec::with_capacity(body.node_count());
+    for node in body.nodes() {
+        let m = |id: NodeId| var(map[id.index()]);
+        let v = match *node {
+            Node::Const(c) => b.constant(c),
+            Node::Param(k) => param(k),
+            Node::Latent(i) => latent(i),
+            Node::Unary(op, x) => b.unary(op, m(x)),
+            Node::Binary(op, x, y) => b.binary(op, m(x), m(y)),
+            Node::If {
+                guard,
+                then_,
+                else_,
+                index,
+            } => {
+                on_if(index);
+                b.if_neg(m(guard), m(then_), m(else_))
+            }
+        };
+        map.push(v.id());
+    }
+    var(map[body.output().index()])
 }
 
 /// One thread's scratch for one of a plate's tapes.

@@ -2,7 +2,7 @@
 //! gradient through each moved latent's Jacobian into the family's parameters, planned once
 //! per problem ([`PathwisePlan`]) and vectorised chunk by chunk ([`Contribution`]).
 
-use super::super::subsample::Subsample;
+use super::super::subsample::{Sparse, Subsample};
 #[cfg(doc)]
 use super::Problem;
 use super::{ProblemData, Scratch};
@@ -63,6 +63,10 @@ impl ProblemData {
         grads: &mut [f64],
         sub: Option<&Subsample>,
     ) {
+        if let Some(sp) = Subsample::sparse(sub) {
+            self.pathwise_sparse(state, scratch, grads, sp);
+            return;
+        }
         let weights = Subsample::weights(sub);
         #[cfg(target_arch = "x86_64")]
         if crate::cpu::avx2_fma() {
@@ -151,6 +155,51 @@ impl ProblemData {
                     (Ok(a), Ok(dz), Ok(s)) => k.chunk(a, dz, s),
                     _ => k.short(&mut acc[p * w..(p + 1) * w], dz, s),
                 }
+            }
+        }
+    }
+}
+
+impl ProblemData {
+    /// [`ProblemData::pathwise_block`] of a sparse step ([`Sparse`]): only the touched
+    /// components are written (the model's parameters from the tape, the others zeroed and
+    /// added to, which is the dense assembly's `0.0 + c`), from the latents read alone.
+    fn pathwise_sparse(
+        &self,
+        state: &FamilyState,
+        scratch: &Scratch,
+        grads: &mut [f64],
+        sp: &Sparse,
+    ) {
+        let w = scratch.w;
+        let m = self.family.model_param_count();
+        let g = &scratch.grad;
+        for &p in &sp.components {
+            let p = p as usize;
+            let a = &mut grads[p * w..(p + 1) * w];
+            if p < m {
+                a.copy_from_slice(&g.params[p * w..(p + 1) * w]);
+            } else {
+                a.fill(0.0);
+            }
+        }
+        for (&i, &wt) in sp.latents.iter().zip(&sp.weights) {
+            let i = i as usize;
+            let row = self.moved_row[i] as usize;
+            let entropy = self.family.in_entropy[i];
+            let inv_scale = 1.0 / state.scale(i);
+            let dz = &g.latents[row * w..(row + 1) * w];
+            let s = &scratch.s[i * w..(i + 1) * w];
+            for (p, dl, ds) in state.jacobian(i) {
+                let add = if entropy { wt * (ds * inv_scale) } else { 0.0 };
+                let k = Contribution {
+                    dl,
+                    ds,
+                    entropy,
+                    add,
+                    first: false,
+                };
+                k.short(&mut grads[p * w..(p + 1) * w], dz, s);
             }
         }
     }

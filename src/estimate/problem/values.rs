@@ -1,7 +1,7 @@
 //! The objective's values at the drawn lanes: `f` from the program's output (plus `-log q`
 //! in variational mode, weighted for a subsample) and the crisp `f` with every guard hard.
 
-use super::super::subsample::Subsample;
+use super::super::subsample::{Sparse, Subsample};
 #[cfg(doc)]
 use super::Problem;
 use super::{ProblemData, Scratch};
@@ -19,6 +19,11 @@ impl ProblemData {
         out: &mut [f64],
         sub: Option<&Subsample>,
     ) {
+        if let Some(sp) = Subsample::sparse(sub) {
+            let c = sub.map_or(0.0, |s| s.entropy_const);
+            self.f_values_sparse(c, sp, scratch, logp, out);
+            return;
+        }
         if let Some(weights) = Subsample::weights(sub) {
             let c = sub.map_or(0.0, |s| s.entropy_const);
             self.f_values_weighted(c, weights, scratch, logp, out);
@@ -56,6 +61,38 @@ impl ProblemData {
             }
         }
         let any = self.family.in_entropy.iter().any(|&e| e);
+        for l in 0..w {
+            out[l] = if any {
+                logp[l] + (c + 0.5 * sq[l])
+            } else {
+                logp[l]
+            };
+        }
+    }
+
+    /// `f_S` of a sparse step ([`Sparse`]): the weighted `0.5 s^2` of the latents it reads.
+    fn f_values_sparse(
+        &self,
+        c: f64,
+        sp: &Sparse,
+        scratch: &Scratch,
+        logp: &[f64],
+        out: &mut [f64],
+    ) {
+        let w = scratch.w;
+        let mut sq = [0.0; CHUNK];
+        for (&i, &wt) in sp.latents.iter().zip(&sp.weights) {
+            let i = i as usize;
+            if !self.family.in_entropy[i] || wt == 0.0 {
+                continue;
+            }
+            for (q, &s) in sq[..w].iter_mut().zip(&scratch.s[i * w..(i + 1) * w]) {
+                *q += wt * (s * s);
+            }
+        }
+        // Some latent is in the entropy exactly in variational mode: a sparse step reads
+        // row latents, which are moved (not the `any` over every latent, `O(n)`).
+        let any = self.mode == crate::ir::Mode::Variational;
         for l in 0..w {
             out[l] = if any {
                 logp[l] + (c + 0.5 * sq[l])

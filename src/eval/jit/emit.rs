@@ -32,7 +32,7 @@ use iced_x86::code_asm::*;
 
 use crate::ir::{Binary, CompiledForm};
 
-use super::super::instr::{CHUNK, NONE, Op, Step, each_read};
+use super::super::instr::{CHUNK, NONE, Op, Step, each_read, forward_only_op, non_primitive_op};
 use super::indicators::Indicators;
 use super::looping::{self, Looping};
 use super::regs::*;
@@ -69,14 +69,7 @@ pub struct Coverage {
 
 /// Runs of consecutive steps without an inline form: the calls back the code would make.
 pub(super) fn call_backs(steps: &[Step]) -> usize {
-    let mut runs = 0;
-    let mut in_run = false;
-    for step in steps {
-        let called = !inline(&step.op);
-        runs += usize::from(called && !in_run);
-        in_run = called;
-    }
-    runs
+    entry::runs(steps.iter().map(|step| !inline(&step.op)))
 }
 
 /// Whether `op` has an inline form (under smoothed and crisp semantics alike: forced sweeps
@@ -86,24 +79,7 @@ pub(super) fn inline(op: &Op) -> bool {
     match *op {
         Op::Binary { op, .. } => op.info().forward == CompiledForm::Inline,
         Op::Unary { op, .. } => op.info().forward == CompiledForm::Inline,
-        Op::Param { .. }
-        | Op::Latent { .. }
-        | Op::NormalSquare { .. }
-        | Op::SquareDiff { .. }
-        | Op::Square { .. }
-        | Op::PoissonTerm { .. }
-        | Op::StandIn { .. }
-        | Op::SumChain { .. }
-        | Op::If { .. }
-        | Op::Select { .. }
-        | Op::SelectLess { .. }
-        | Op::SelectSum { .. }
-        | Op::SelectChain { .. }
-        | Op::SelectLatent { .. }
-        | Op::SquareDiffSub { .. }
-        | Op::SquareSub { .. }
-        | Op::SelectNeg { .. }
-        | Op::SelectLessLatent { .. } => true,
+        non_primitive_op!() | forward_only_op!() => true,
     }
 }
 
@@ -305,11 +281,9 @@ impl Emitter<'_> {
         entry::enter(
             &mut self.a,
             &[
-                (r12, frame::VALUES),
                 (r13, frame::PARAMS),
                 (r14, frame::NOISE),
                 (r15, frame::STRIDE),
-                (rbp, frame::CONSTS),
             ],
         )
     }
@@ -342,9 +316,7 @@ impl Emitter<'_> {
                     });
                 }
                 self.cache.reset();
-                looping.enter(&mut self.a)?;
-                let mut top = self.a.create_label();
-                self.a.set_label(&mut top)?;
+                let top = looping.enter(&mut self.a)?;
                 self.looping = Some(looping.clone());
                 for k in body {
                     self.step(k, &steps[k])?;

@@ -9,8 +9,10 @@ use iced_x86::code_asm::*;
 use super::frame;
 use super::regs::{SIGN, ZERO};
 
-/// Saves the callee-saved registers, puts the frame in `rbx`, loads each `(register, frame
-/// field offset)` of `loads` and sets the constants' registers.
+/// Saves the callee-saved registers, puts the frame in `rbx`, loads the value places into
+/// `r12`, each `(register, frame field offset)` of `loads`, the constants' table into `rbp`,
+/// and sets the constants' registers. Every sweep reads the values at `r12` and its constants
+/// at `rbp`; `loads` are the places of its own.
 pub(super) fn enter(
     a: &mut CodeAssembler,
     loads: &[(AsmRegister64, i32)],
@@ -21,7 +23,11 @@ pub(super) fn enter(
     // Six pushes and the return address: 56 bytes; calls need 16-byte alignment.
     a.sub(rsp, 8)?;
     a.mov(rbx, rdi)?;
-    for &(r, field) in loads {
+    for &(r, field) in [(r12, frame::VALUES)]
+        .iter()
+        .chain(loads)
+        .chain(&[(rbp, frame::CONSTS)])
+    {
         a.mov(r, qword_ptr(rbx + field))?;
     }
     constants(a)
@@ -51,4 +57,16 @@ pub(super) fn call_back(a: &mut CodeAssembler, from: usize, to: usize) -> Result
     a.mov(edx, to as u32)?;
     a.call(qword_ptr(rbx + frame::CALL_BACK))?;
     constants(a)
+}
+
+/// The runs of consecutive `true`s in `called` (whether each step is handed back): the calls
+/// back a sweep's code makes, one per run.
+pub(super) fn runs(called: impl IntoIterator<Item = bool>) -> usize {
+    let mut runs = 0;
+    let mut in_run = false;
+    for called in called {
+        runs += usize::from(called && !in_run);
+        in_run = called;
+    }
+    runs
 }

@@ -175,15 +175,18 @@ impl Looping {
         self.find(Class::Noise, Unit::Latent, x)
     }
 
-    /// Before the loop: every register at the first iteration.
-    pub fn enter(&self, a: &mut CodeAssembler) -> Result<(), IcedError> {
+    /// Before the loop: every register at the first iteration; then the loop's top, the
+    /// label [`Looping::back_edge`] jumps back to.
+    pub fn enter(&self, a: &mut CodeAssembler) -> Result<CodeLabel, IcedError> {
         for r in &self.regs {
             a.xor(r.reg, r.reg)?;
         }
         if let Some(c) = self.counter {
             a.mov(c, self.reps as u64)?;
         }
-        Ok(())
+        let mut top = a.create_label();
+        a.set_label(&mut top)?;
+        Ok(top)
     }
 
     /// The end of an iteration: every register advanced, and back to `top` unless that was

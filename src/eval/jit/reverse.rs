@@ -29,7 +29,9 @@ use iced_x86::code_asm::*;
 
 use crate::ir::CompiledForm;
 
-use super::super::instr::{CHUNK, NONE, Op, Plan, RevStep, Target, forward_only_op, reverse_reads};
+use super::super::instr::{
+    CHUNK, NONE, Op, Plan, RevStep, Target, forward_only_op, non_primitive_op, reverse_reads,
+};
 use super::emit::Coverage;
 use super::indicators::Indicators;
 use super::looping::{self, Looping};
@@ -102,28 +104,14 @@ pub(super) fn inline(rs: &RevStep) -> bool {
     match rs.step.op {
         Op::Unary { op, .. } => !rs.uniform && op.info().reverse == CompiledForm::Inline,
         Op::Binary { op, .. } => op.info().reverse == CompiledForm::Inline,
-        Op::Param { .. }
-        | Op::Latent { .. }
-        | Op::NormalSquare { .. }
-        | Op::SquareDiff { .. }
-        | Op::Square { .. }
-        | Op::PoissonTerm { .. }
-        | Op::SumChain { .. }
-        | Op::If { .. } => true,
+        non_primitive_op!() => true,
         forward_only_op!() => unreachable!("only forward-only layouts have this step"),
     }
 }
 
 /// Runs of consecutive steps without an inline form: the calls back the code would make.
 pub(super) fn call_backs(plan: &Plan) -> usize {
-    let mut runs = 0;
-    let mut in_run = false;
-    for rs in &plan.steps {
-        let called = !inline(rs);
-        runs += usize::from(called && !in_run);
-        in_run = called;
-    }
-    runs
+    entry::runs(plan.steps.iter().map(|rs| !inline(rs)))
 }
 
 /// The code of `plan`'s steps under smoothed (`smooth`) or crisp semantics, with its
@@ -228,9 +216,7 @@ impl Emitter<'_> {
         looping: &Looping,
     ) -> Result<(), IcedError> {
         self.flush()?;
-        looping.enter(&mut self.a)?;
-        let mut top = self.a.create_label();
-        self.a.set_label(&mut top)?;
+        let top = looping.enter(&mut self.a)?;
         self.looping = Some(looping.clone());
         for rs in &steps[run.start..run.start + run.period] {
             self.step(rs)?;
@@ -285,12 +271,7 @@ impl Emitter<'_> {
     fn prologue(&mut self) -> Result<(), IcedError> {
         entry::enter(
             &mut self.a,
-            &[
-                (r12, frame::VALUES),
-                (r13, frame::ADJOINTS),
-                (r14, frame::WEIGHTS),
-                (rbp, frame::CONSTS),
-            ],
+            &[(r13, frame::ADJOINTS), (r14, frame::WEIGHTS)],
         )
     }
 

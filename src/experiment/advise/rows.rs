@@ -188,19 +188,10 @@ mod tests {
 
     fn row(name: &str, ratio: f64, se: f64) -> EstimatorAdvice {
         EstimatorAdvice {
-            estimator: name.into(),
-            not_applicable: None,
             biased: Some(name == "dsgd"),
-            bias_note: None,
-            mean_gradient: Vec::new(),
-            standard_error: Vec::new(),
-            avg_var: f64::NAN,
-            avg_var_se: f64::NAN,
-            seconds_per_sample: f64::NAN,
-            work_normalised_var: f64::NAN,
-            work_normalised_var_se: f64::NAN,
             work_ratio_to_score: ratio,
             work_ratio_to_score_se: se,
+            ..EstimatorAdvice::unmeasured(name)
         }
     }
 

@@ -12,13 +12,19 @@ use super::{JUMP, RESOLUTION, RunFacts};
 /// with its guide scale at the end.
 fn guided<'a>(facts: &'a RunFacts, window: &[&TrajectoryRow]) -> Vec<(usize, &'a str, f64)> {
     let last = window[window.len() - 1];
+    // Each name's first position, looked up by name: a search of the names per latent
+    // would take quadratic time over a plate's row latents.
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (p, t) in facts.theta_names.iter().enumerate() {
+        at.entry(t.as_str()).or_insert(p);
+    }
     facts
         .latent_names
         .iter()
         .enumerate()
         .filter_map(|(i, n)| {
             let mu = format!("mu[{n}]");
-            let p = facts.theta_names.iter().position(|t| *t == mu)?;
+            let p = *at.get(mu.as_str())?;
             Some((p, n.as_str(), last.latent_scale.get(i).copied()?))
         })
         .collect()

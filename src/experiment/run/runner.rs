@@ -58,9 +58,15 @@ impl<'a> Runner<'a> {
         cancel: &'a AtomicBool,
         schedule: Schedule,
     ) -> Runner<'a> {
+        // A subsampled run with row latents steps the shared components at every step and
+        // a row's only when it is drawn: the convergence rule tests the shared ones.
+        let watched = engine
+            .sparse_steps()
+            .then(|| engine.problem().shared_components().map(<[u32]>::to_vec))
+            .flatten();
         Runner {
             schedule,
-            window: Window::new(config.iterations, engine.problem().dim()),
+            window: Window::watching(config.iterations, engine.problem().dim(), watched),
             theta: engine.problem().family().init(),
             engine,
             probe,
@@ -319,9 +325,14 @@ fn steps(
             }
             None => {
                 window.before(k, theta);
-                optimizer.step(theta, engine.mean_gradient());
-                let answer = optimizer.average().unwrap_or(theta);
-                window.after(k, engine.mean_gradient(), theta, answer);
+                match engine.touched() {
+                    // A subsampled step with row latents: the undrawn rows' components
+                    // got no gradient, and are neither stepped nor read here.
+                    Some(touched) => optimizer.step_touched(theta, engine.mean_gradient(), touched),
+                    None => optimizer.step(theta, engine.mean_gradient()),
+                }
+                let answer = |p: usize| optimizer.average_at(p).unwrap_or(theta[p]);
+                window.after(k, engine.mean_gradient(), theta, &answer);
             }
         }
         seg.done = k + 1;

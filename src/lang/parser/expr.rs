@@ -6,6 +6,36 @@ use super::super::diagnostic::Diag;
 use super::super::lexer::Tok;
 use super::{Parser, join};
 
+/// What an infix operator builds.
+#[derive(Clone, Copy)]
+enum Infix {
+    Or,
+    And,
+    Cmp(CmpOp),
+    Binary(BinOp),
+}
+
+/// The infix operator `tok` is, if it is one: its binding power, whether it is
+/// right-associative, and what it builds (the Pratt loop's one table of operators).
+fn infix(tok: &Tok) -> Option<(u8, bool, Infix)> {
+    Some(match tok {
+        Tok::OrOr => (1, false, Infix::Or),
+        Tok::AndAnd => (2, false, Infix::And),
+        Tok::Lt => (3, false, Infix::Cmp(CmpOp::Lt)),
+        Tok::Le => (3, false, Infix::Cmp(CmpOp::Le)),
+        Tok::Gt => (3, false, Infix::Cmp(CmpOp::Gt)),
+        Tok::Ge => (3, false, Infix::Cmp(CmpOp::Ge)),
+        Tok::EqEq => (3, false, Infix::Cmp(CmpOp::Eq)),
+        Tok::Ne => (3, false, Infix::Cmp(CmpOp::Ne)),
+        Tok::Plus => (4, false, Infix::Binary(BinOp::Add)),
+        Tok::Minus => (4, false, Infix::Binary(BinOp::Sub)),
+        Tok::Star => (5, false, Infix::Binary(BinOp::Mul)),
+        Tok::Slash => (5, false, Infix::Binary(BinOp::Div)),
+        Tok::Caret => (7, true, Infix::Binary(BinOp::Pow)),
+        _ => return None,
+    })
+}
+
 impl<'t> Parser<'t> {
     pub(super) fn expr(&mut self) -> Result<Expr, Diag> {
         self.enter()?;
@@ -18,30 +48,17 @@ impl<'t> Parser<'t> {
     /// `+ -` 4, `* /` 5, prefix `-` `!` 6, `^` 7 (right-associative, so `-x^2 = -(x^2)`).
     fn binary(&mut self, min_bp: u8) -> Result<Expr, Diag> {
         let mut lhs = self.prefix()?;
-        loop {
-            let (bp, right_assoc) = match self.peek() {
-                Tok::OrOr => (1, false),
-                Tok::AndAnd => (2, false),
-                Tok::Lt | Tok::Le | Tok::Gt | Tok::Ge | Tok::EqEq | Tok::Ne => (3, false),
-                Tok::Plus | Tok::Minus => (4, false),
-                Tok::Star | Tok::Slash => (5, false),
-                Tok::Caret => (7, true),
-                _ => break,
-            };
+        while let Some((bp, right_assoc, op)) = infix(self.peek()) {
             if bp < min_bp {
                 break;
             }
-            let op_tok = self.bump().clone();
+            self.bump();
             let next = if right_assoc { bp } else { bp + 1 };
             self.enter()?;
             let rhs = self.binary(next)?;
             self.leave();
-            if bp == 3
-                && matches!(
-                    self.peek(),
-                    Tok::Lt | Tok::Le | Tok::Gt | Tok::Ge | Tok::EqEq | Tok::Ne
-                )
-            {
+            let is_cmp = |op: Infix| matches!(op, Infix::Cmp(_));
+            if is_cmp(op) && infix(self.peek()).is_some_and(|(_, _, next)| is_cmp(next)) {
                 return Err(Diag::new(
                     self.span(),
                     "comparisons cannot be chained",
@@ -50,64 +67,11 @@ impl<'t> Parser<'t> {
             }
             let span = join(lhs.span, rhs.span);
             let (l, r) = (Box::new(lhs), Box::new(rhs));
-            let kind = match op_tok.tok {
-                Tok::OrOr => ExprKind::Or(l, r),
-                Tok::AndAnd => ExprKind::And(l, r),
-                Tok::Lt => ExprKind::Cmp {
-                    op: CmpOp::Lt,
-                    lhs: l,
-                    rhs: r,
-                },
-                Tok::Le => ExprKind::Cmp {
-                    op: CmpOp::Le,
-                    lhs: l,
-                    rhs: r,
-                },
-                Tok::Gt => ExprKind::Cmp {
-                    op: CmpOp::Gt,
-                    lhs: l,
-                    rhs: r,
-                },
-                Tok::Ge => ExprKind::Cmp {
-                    op: CmpOp::Ge,
-                    lhs: l,
-                    rhs: r,
-                },
-                Tok::EqEq => ExprKind::Cmp {
-                    op: CmpOp::Eq,
-                    lhs: l,
-                    rhs: r,
-                },
-                Tok::Ne => ExprKind::Cmp {
-                    op: CmpOp::Ne,
-                    lhs: l,
-                    rhs: r,
-                },
-                Tok::Plus => ExprKind::Binary {
-                    op: BinOp::Add,
-                    lhs: l,
-                    rhs: r,
-                },
-                Tok::Minus => ExprKind::Binary {
-                    op: BinOp::Sub,
-                    lhs: l,
-                    rhs: r,
-                },
-                Tok::Star => ExprKind::Binary {
-                    op: BinOp::Mul,
-                    lhs: l,
-                    rhs: r,
-                },
-                Tok::Slash => ExprKind::Binary {
-                    op: BinOp::Div,
-                    lhs: l,
-                    rhs: r,
-                },
-                _ => ExprKind::Binary {
-                    op: BinOp::Pow,
-                    lhs: l,
-                    rhs: r,
-                },
+            let kind = match op {
+                Infix::Or => ExprKind::Or(l, r),
+                Infix::And => ExprKind::And(l, r),
+                Infix::Cmp(op) => ExprKind::Cmp { op, lhs: l, rhs: r },
+                Infix::Binary(op) => ExprKind::Binary { op, lhs: l, rhs: r },
             };
             lhs = Expr { kind, span };
         }

@@ -6,7 +6,7 @@
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
 
-use crate::ir::{Binary, Unary};
+use crate::ir::{Binary, Unary, unary_called_back, unary_without_stand_in};
 
 use super::super::super::instr::{NONE, UNREAD};
 use super::super::frame;
@@ -48,18 +48,9 @@ impl Emitter<'_> {
             Unary::Log => self.by_routine(LN, x),
             Unary::Exp => self.by_routine(EXP, x),
             Unary::Neg | Unary::Sqrt => self.by_instruction(op == Unary::Neg, x),
-            Unary::Log1p
-            | Unary::Expm1
-            | Unary::Softplus
-            | Unary::Sigmoid
-            | Unary::Tanh
-            | Unary::Sin
-            | Unary::Cos
-            | Unary::Lgamma
-            | Unary::Probit
-            | Unary::NormalCdf
-            | Unary::LogNormalCdf
-            | Unary::Powi(_) => unreachable!("no inline form of {op} here"),
+            Unary::Log1p | Unary::Expm1 | Unary::Sigmoid | Unary::Tanh | unary_called_back!() => {
+                unreachable!("no inline form of {op} here")
+            }
         }
     }
 
@@ -158,11 +149,23 @@ impl Emitter<'_> {
 
     /// `t` where `g < 0`, else `e`, into a new pair (a crisp if-statement).
     pub(super) fn select(&mut self, g: u32, t: u32, e: u32) -> Result<usize, IcedError> {
+        self.select_where_negative(g, t, e, Self::blend)
+    }
+
+    /// A new pair `d` chosen where `g < 0` between `t` and `e`: half by half, `k1` set where
+    /// `g` is negative, then `choose(self, d, h, t, e)` writes half `h` of `d`.
+    fn select_where_negative(
+        &mut self,
+        g: u32,
+        t: u32,
+        e: u32,
+        mut choose: impl FnMut(&mut Self, usize, usize, Operand, Operand) -> Result<(), IcedError>,
+    ) -> Result<usize, IcedError> {
         let (x, y, z) = (self.cache.find(g), self.cache.find(t), self.cache.find(e));
         let d = self.cache.take(&[x, y, z]);
         for h in 0..2 {
             self.negative(x, h)?;
-            self.blend(d, h, y, z)?;
+            choose(self, d, h, y, z)?;
         }
         Ok(d)
     }
@@ -208,19 +211,7 @@ impl Emitter<'_> {
                     self.a.vcmppd(k1, xa, xa, UNORD_Q)?;
                     self.a.vaddpd(X[5].k1(), xa, xa)?;
                 }
-                Unary::Neg
-                | Unary::Exp
-                | Unary::Expm1
-                | Unary::Sqrt
-                | Unary::Sigmoid
-                | Unary::Tanh
-                | Unary::Sin
-                | Unary::Cos
-                | Unary::Lgamma
-                | Unary::Probit
-                | Unary::NormalCdf
-                | Unary::LogNormalCdf
-                | Unary::Powi(_) => unreachable!("no stand-in for {op:?}"),
+                unary_without_stand_in!() => unreachable!("no stand-in for {op:?}"),
             }
             self.a.vmovapd(ZMM[2 * d + h], X[5])?;
         }
@@ -262,19 +253,15 @@ impl Emitter<'_> {
 
     /// `-a` where `g < 0`, else `e`, into a new pair.
     pub(super) fn select_neg(&mut self, g: u32, a: u32, e: u32) -> Result<usize, IcedError> {
-        let (x, y, z) = (self.cache.find(g), self.cache.find(a), self.cache.find(e));
-        let d = self.cache.take(&[x, y, z]);
-        for h in 0..2 {
-            self.negative(x, h)?;
+        self.select_where_negative(g, a, e, |s, d, h, y, z| {
             match y {
-                Operand::Pair(p) => self.a.vxorpd(X[4], ZMM[2 * p + h], SIGN)?,
-                Operand::Slot(s) => self.a.vxorpd(X[4], SIGN, self.slot_at(s, h))?,
+                Operand::Pair(p) => s.a.vxorpd(X[4], ZMM[2 * p + h], SIGN)?,
+                Operand::Slot(p) => s.a.vxorpd(X[4], SIGN, s.slot_at(p, h))?,
             }
             let r = ZMM[2 * d + h];
-            let ea = self.reg(z, h, r)?;
-            self.a.vblendmpd(r.k1(), ea, X[4])?;
-        }
-        Ok(d)
+            let ea = s.reg(z, h, r)?;
+            s.a.vblendmpd(r.k1(), ea, X[4])
+        })
     }
 
     /// `t` where latent `i` (minus `b`, where given) is negative, else `e`, into a new pair.

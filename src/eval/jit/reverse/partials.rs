@@ -8,7 +8,7 @@
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
 
-use crate::ir::{Binary, Unary};
+use crate::ir::{Binary, Unary, unary_called_back};
 
 use super::super::super::instr::{FOLD_A, FOLD_B, NONE, RevStep, Target};
 use super::super::frame;
@@ -64,15 +64,7 @@ impl Emitter<'_> {
                 self.a.vbroadcastsd(r, one)?;
                 self.a.vsubpd(r, r, s1)
             }
-            Unary::Neg
-            | Unary::Softplus
-            | Unary::Sin
-            | Unary::Cos
-            | Unary::Lgamma
-            | Unary::Probit
-            | Unary::NormalCdf
-            | Unary::LogNormalCdf
-            | Unary::Powi(_) => unreachable!("no inline form of {op} here"),
+            Unary::Neg | unary_called_back!() => unreachable!("no inline form of {op} here"),
         }
     }
 
