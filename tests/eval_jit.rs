@@ -1,5 +1,5 @@
-//! The forward and reverse sweeps compiled to machine code (`KernelSet::Jit`) give the
-//! interpreter's bits: on random programs of every primitive (the cheap ones the code runs itself, the
+//! The forward and reverse sweeps compiled to machine code (`KernelSet::Jit`, and the
+//! forward sweep's AVX2 code, `KernelSet::Avx2Jit`) give the interpreter's bits: on random programs of every primitive (the cheap ones the code runs itself, the
 //! others it hands back), with long runs of cheap steps that overflow its register cache, and
 //! on every built-in model and on indicators (if-statements between 1 and 0) at the edges;
 //! smoothed and crisp, values and gradients, latents given as
@@ -160,8 +160,18 @@ fn assert_compiled_bits(
     what: impl std::fmt::Display,
 ) {
     let want = run(tape, KernelSet::Portable, sem, params, zs);
-    let got = run(tape, KernelSet::Jit, sem, params, zs);
-    assert!(got == want, "{what}, {sem:?}: compiled differs");
+    for set in compiled_sets() {
+        let got = run(tape, set, sem, params, zs);
+        assert!(got == want, "{what}, {sem:?}: {set:?} differs");
+    }
+}
+
+/// The builds with compiled code this CPU runs (AVX-512's and AVX2's on a CPU with AVX-512).
+fn compiled_sets() -> Vec<KernelSet> {
+    KernelSet::available()
+        .into_iter()
+        .filter(|s| matches!(s, KernelSet::Jit | KernelSet::Avx2Jit))
+        .collect()
 }
 
 fn noise(rng: &mut Lcg, latents: usize) -> Vec<f64> {
@@ -322,9 +332,14 @@ fn compiled_sweeps_give_the_interpreters_bits_on_the_built_in_models() {
                 want.iter().any(|&b| b != f64::NAN.to_bits()),
                 "{name}: all NaN"
             );
-            let got = run(&tape, KernelSet::Jit, sem, &params, &zs);
-            assert!(got == want, "{name} {sem:?}: compiled differs");
-            if let Some(c) = tape.jit_coverage(sem) {
+            for set in compiled_sets() {
+                let got = run(&tape, set, sem, &params, &zs);
+                assert!(got == want, "{name} {sem:?}: {set:?} differs");
+            }
+            for c in [tape.jit_coverage(sem), tape.avx2_jit_coverage(sem)]
+                .into_iter()
+                .flatten()
+            {
                 assert!(
                     c.called * 32 <= c.inline + c.called,
                     "{name} {sem:?}: {c:?}"
@@ -356,9 +371,18 @@ fn compiled_sweeps_give_the_interpreters_bits_on_the_built_in_models() {
 fn assert_compiled_bits_on(tape: &Tape, zs: &[f64]) {
     for sem in SEMANTICS {
         let want = run_affine(tape, KernelSet::Portable, sem, &[], zs, &[0.0], &[1.0]);
-        let got = run_affine(tape, KernelSet::Jit, sem, &[], zs, &[0.0], &[1.0]);
-        assert!(got == want, "{sem:?}: compiled differs");
+        for set in compiled_sets() {
+            let got = run_affine(tape, set, sem, &[], zs, &[0.0], &[1.0]);
+            assert!(got == want, "{sem:?}: {set:?} differs");
+        }
         assert_eq!(tape.jit_coverage(sem).map(|c| c.called), Some(0), "{sem:?}");
+        if compiled_sets().contains(&KernelSet::Avx2Jit) {
+            assert_eq!(
+                tape.avx2_jit_coverage(sem).map(|c| c.called),
+                Some(0),
+                "{sem:?}"
+            );
+        }
         assert_eq!(
             tape.reverse_jit_coverage(sem).map(|c| c.called),
             Some(0),
@@ -820,4 +844,36 @@ fn probe_outside(end: bool) -> ! {
         kept.push(buf);
     }
     std::process::exit(0)
+}
+
+/// A tape with the plain smoothing weights (a plate body's: no rounding corrections) gives
+/// the interpreter's bits in every compiled build too, on the built-in models with
+/// if-statements; breaking the compiled routines' plain sigmoid (or compiling the corrected
+/// one for such a tape) fails here.
+#[test]
+fn compiled_plain_weights_give_the_interpreters_bits() {
+    let mut rng = Lcg(0x91a1);
+    for name in ["temperature", "cheating", "textmsg"] {
+        let model = dsgd::models::builtin(name).unwrap().unwrap();
+        let tape = Tape::compile(&model.program, 0).with_plain_weights();
+        let params = vec![0.4; model.program.param_count()];
+        let zs = noise(&mut rng, tape.latent_count());
+        for sem in SEMANTICS {
+            assert_compiled_bits(&tape, sem, &params, &zs, format!("{name}, plain weights"));
+        }
+        // The plain weights differ from the corrected ones somewhere: the comparison is not
+        // of the same code.
+        let plain = run(&tape, KernelSet::Portable, SEMANTICS[0], &params, &zs);
+        let corrected = run(
+            &Tape::compile(&model.program, 0),
+            KernelSet::Portable,
+            SEMANTICS[0],
+            &params,
+            &zs,
+        );
+        assert!(
+            plain != corrected,
+            "{name}: plain and corrected weights agree"
+        );
+    }
 }

@@ -13,12 +13,14 @@
 use crate::cpu::feature_builds;
 use crate::ir::{Branch, Semantics, binary_value, unary_value};
 
+#[cfg(target_arch = "x86_64")]
 use crate::cpu;
 
 use super::input::Latents;
 use super::instr::{CHUNK, Lanes, NONE, Op, Step, UNREAD, forward_only_op};
 #[cfg(all(feature = "jit", target_arch = "x86_64"))]
 use super::jit;
+use super::kernel_choice;
 use super::kernels;
 use super::layout::Layout;
 use super::tape::Tape;
@@ -106,13 +108,15 @@ pub(super) fn forward_chunk(
 ) {
     let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
     match ws.kernels {
-        Some(KernelSet::Jit) => forward_jit(tape, layout, ws, semantics, x),
+        Some(KernelSet::Jit) => forward_jit(tape, layout, ws, semantics, x, false),
+        Some(KernelSet::Avx2Jit) => forward_jit(tape, layout, ws, semantics, x, true),
         Some(set) => forward_in(set, steps, chains, ws, semantics, x),
-        None if cpu::avx512() => {
+        None if kernel_choice::builds().len() > 1 => {
             // Taken out while the sweeps borrow the workspace.
             let mut choice = *ws.choice_for(layout);
             choice.run(semantics, |set| match set {
-                KernelSet::Jit => forward_jit(tape, layout, ws, semantics, x),
+                KernelSet::Jit => forward_jit(tape, layout, ws, semantics, x, false),
+                KernelSet::Avx2Jit => forward_jit(tape, layout, ws, semantics, x, true),
                 _ => forward_in(set, steps, chains, ws, semantics, x),
             });
             *ws.choice_for(layout) = choice;
@@ -121,24 +125,36 @@ pub(super) fn forward_chunk(
     }
 }
 
-/// The forward sweep in the layout's machine code where it can run (AVX-512, a full chunk of
-/// reparameterised noise, smoothed or crisp semantics, no per-lane forcing), in the
-/// interpreter's AVX-512 build otherwise.
+/// The forward sweep in the layout's machine code where it can run (AVX-512, or AVX2 and FMA
+/// with `avx2`; a full chunk of reparameterised noise, smoothed or crisp semantics, no
+/// per-lane forcing), in the interpreter's build of the same width otherwise.
 #[cfg(all(feature = "jit", target_arch = "x86_64"))]
-fn forward_jit(tape: &Tape, layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &Input) {
+fn forward_jit(
+    tape: &Tape,
+    layout: &Layout,
+    ws: &mut Workspace,
+    semantics: Semantics,
+    x: &Input,
+    avx2: bool,
+) {
     let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
+    let interpreter = if avx2 {
+        KernelSet::Avx2
+    } else {
+        KernelSet::Avx512
+    };
     let crisp = match semantics {
         Semantics::Smoothed { .. } => false,
         // The forced layout (LYY18's workspaces) is not compiled: its crisp sweep is a
         // small part of LYY18's time, and its code would be one more copy of the tape's
         // (on the 10,000-student survey, LYY18's peak memory went from 91 to 109 MB).
         Semantics::Crisp if !ws.forced_layout => true,
-        _ => return forward_in(KernelSet::Avx512, steps, chains, ws, semantics, x),
+        _ => return forward_in(interpreter, steps, chains, ws, semantics, x),
     };
     let Latents::Affine { noise, loc, scale } = x.latents else {
-        return forward_in(KernelSet::Avx512, steps, chains, ws, semantics, x);
+        return forward_in(interpreter, steps, chains, ws, semantics, x);
     };
-    let code = match tape.forward_code(layout, crisp) {
+    let code = match tape.forward_code(layout, crisp, avx2) {
         Some(code)
             if x.force.is_none()
                 && x.w == CHUNK
@@ -152,10 +168,11 @@ fn forward_jit(tape: &Tape, layout: &Layout, ws: &mut Workspace, semantics: Sema
         {
             code
         }
-        _ => return forward_in(KernelSet::Avx512, steps, chains, ws, semantics, x),
+        _ => return forward_in(interpreter, steps, chains, ws, semantics, x),
     };
     let (values, weights) = (&mut ws.values[..], &mut ws.weights[..]);
     let mut env = CallBackEnv {
+        avx2,
         steps,
         chains,
         semantics,
@@ -192,6 +209,9 @@ fn forward_jit(tape: &Tape, layout: &Layout, ws: &mut Workspace, semantics: Sema
 /// What the compiled code's calls back into the interpreter need.
 #[cfg(all(feature = "jit", target_arch = "x86_64"))]
 struct CallBackEnv<'a> {
+    /// Whether the code is AVX2's (its calls back then run the interpreter's AVX2 build: the
+    /// CPU may lack AVX-512).
+    avx2: bool,
     steps: &'a [Step],
     chains: &'a [(u32, bool)],
     semantics: Semantics,
@@ -202,7 +222,8 @@ struct CallBackEnv<'a> {
     n_weights: usize,
 }
 
-/// Runs lane steps `from..to` in the interpreter's AVX-512 build, for the compiled code.
+/// Runs lane steps `from..to` in the interpreter's AVX-512 build (AVX2 for the AVX2 code),
+/// for the compiled code.
 ///
 /// # Safety
 /// `frame.env` must point to the [`CallBackEnv`] of the running sweep, whose pointers no
@@ -216,16 +237,32 @@ unsafe extern "sysv64" fn call_back(frame: *mut jit::Frame, from: u32, to: u32) 
         let values = std::slice::from_raw_parts_mut(env.values, env.n_values);
         let weights = std::slice::from_raw_parts_mut(env.weights, env.n_weights);
         let steps = &env.steps[from as usize..to as usize];
-        forward_avx512(steps, env.chains, values, weights, env.semantics, env.x);
+        if env.avx2 {
+            forward_avx2(steps, env.chains, values, weights, env.semantics, env.x);
+        } else {
+            forward_avx512(steps, env.chains, values, weights, env.semantics, env.x);
+        }
     }
 }
 
 /// [`forward_jit`] where no machine code is compiled (built without the `jit` feature, or
 /// for a target other than x86-64).
 #[cfg(not(all(feature = "jit", target_arch = "x86_64")))]
-fn forward_jit(_: &Tape, layout: &Layout, ws: &mut Workspace, semantics: Semantics, x: &Input) {
+fn forward_jit(
+    _: &Tape,
+    layout: &Layout,
+    ws: &mut Workspace,
+    semantics: Semantics,
+    x: &Input,
+    avx2: bool,
+) {
     let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
-    forward_in(KernelSet::Avx512, steps, chains, ws, semantics, x);
+    let set = if avx2 {
+        KernelSet::Avx2
+    } else {
+        KernelSet::Avx512
+    };
+    forward_in(set, steps, chains, ws, semantics, x);
 }
 
 /// Crisp values of `steps` only (a subset of the tape's lane steps, in order) for one chunk

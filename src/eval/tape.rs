@@ -207,6 +207,12 @@ impl Tape {
         self.coverage(&self.compact, semantics)
     }
 
+    /// [`Tape::jit_coverage`] of the AVX2 machine code (`KernelSet::Avx2Jit`), on any CPU
+    /// with AVX2 and FMA (for tests).
+    pub fn avx2_jit_coverage(&self, semantics: Semantics) -> Option<JitCoverage> {
+        self.coverage_in(&self.compact, semantics, true)
+    }
+
     /// [`Tape::jit_coverage`] of the checked layout's forward sweep (for
     /// [`Values::Checked`]); `None` where there is no checked layout too.
     pub fn checked_jit_coverage(&self, semantics: Semantics) -> Option<JitCoverage> {
@@ -216,24 +222,41 @@ impl Tape {
     /// The coverage of `layout`'s compiled forward sweep under `semantics` (none for a forced
     /// one, which is never compiled).
     fn coverage(&self, layout: &Layout, semantics: Semantics) -> Option<JitCoverage> {
+        // The width the CPU runs: the AVX2 code where it lacks AVX-512.
+        self.coverage_in(layout, semantics, !crate::cpu::avx512())
+    }
+
+    /// [`Tape::coverage`] of the AVX2 code (`avx2`) or the AVX-512 code.
+    fn coverage_in(
+        &self,
+        layout: &Layout,
+        semantics: Semantics,
+        avx2: bool,
+    ) -> Option<JitCoverage> {
         let crisp = match semantics {
             Semantics::Smoothed { .. } => false,
             Semantics::Crisp => true,
             Semantics::Forced { .. } => return None,
         };
-        Some(self.forward_code(layout, crisp)?.coverage)
+        Some(self.forward_code(layout, crisp, avx2)?.coverage)
     }
 
     /// `layout`'s (one of this tape's) forward sweep in machine code under crisp (or
-    /// smoothed) semantics, compiled at the first call; `None` where none can be (see
-    /// `jit::ForwardCode`).
-    pub(super) fn forward_code(&self, layout: &Layout, crisp: bool) -> Option<&ForwardCode> {
+    /// smoothed) semantics, in AVX2 instructions (`avx2`) or AVX-512 ones, compiled at the
+    /// first call; `None` where none can be (see `jit::ForwardCode`).
+    pub(super) fn forward_code(
+        &self,
+        layout: &Layout,
+        crisp: bool,
+        avx2: bool,
+    ) -> Option<&ForwardCode> {
         let code = self.forward_jit[layout.kind as usize].get(
             &layout.steps,
             &layout.chains,
             &layout.constants,
             layout.pinned,
             crisp,
+            avx2,
             self.plain_weights,
         )?;
         // A tape has one layout of each kind: code compiled for another would give wrong

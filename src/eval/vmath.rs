@@ -29,6 +29,10 @@ pub enum KernelSet {
     /// (`eval/jit`), where it can run; the interpreter's AVX-512 build elsewhere, and in a
     /// crate built without the `jit` feature (which [`KernelSet::available`] then omits).
     Jit,
+    /// [`KernelSet::Avx2`] with the forward sweep compiled to AVX2 machine code per tape
+    /// (`eval/jit/avx2`), where it can run; the interpreter's AVX2 build elsewhere, and in a
+    /// crate built without the `jit` feature (which [`KernelSet::available`] then omits).
+    Avx2Jit,
 }
 
 impl KernelSet {
@@ -48,6 +52,9 @@ impl KernelSet {
         let mut sets = vec![KernelSet::Portable];
         if crate::cpu::avx2_fma() {
             sets.push(KernelSet::Avx2);
+            if cfg!(all(feature = "jit", target_arch = "x86_64")) {
+                sets.push(KernelSet::Avx2Jit);
+            }
         }
         if crate::cpu::avx512() {
             sets.push(KernelSet::Avx512);

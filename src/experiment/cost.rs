@@ -21,7 +21,7 @@ pub fn kernels() -> &'static str {
     match KernelSet::best() {
         KernelSet::Portable if cfg!(target_arch = "x86_64") && !crate::cpu::fma() => "baseline",
         KernelSet::Portable => "portable",
-        KernelSet::Avx2 => "avx2",
+        KernelSet::Avx2 | KernelSet::Avx2Jit => "avx2",
         KernelSet::Avx512 | KernelSet::Jit => "avx512",
     }
 }

@@ -40,7 +40,7 @@ use super::repeat::{self, Repeat, Unit};
 use super::routines;
 use super::{Parts, entry, frame};
 
-mod cache;
+pub(super) mod cache;
 mod steps;
 
 use cache::{Cache, Operand};
@@ -75,7 +75,7 @@ pub(super) fn call_backs(steps: &[Step]) -> usize {
 /// Whether `op` has an inline form (under smoothed and crisp semantics alike: forced sweeps
 /// and per-lane forcing are never compiled): a primitive where its descriptor says so
 /// (`exp`, `ln`, `sqrt`, negation and the arithmetic), every other step.
-fn inline(op: &Op) -> bool {
+pub(super) fn inline(op: &Op) -> bool {
     match *op {
         Op::Binary { op, .. } => op.info().forward == CompiledForm::Inline,
         Op::Unary { op, .. } => op.info().forward == CompiledForm::Inline,
@@ -86,7 +86,7 @@ fn inline(op: &Op) -> bool {
 /// Steps assembled at a time. The assembler keeps every instruction of its part until it
 /// encodes them (about 40 bytes each, some twenty a step): a 100,000-step layout in one part
 /// took 100 MB; in parts, memory stays a few megabytes beside the code.
-const PART_STEPS: usize = 2_048;
+pub(super) const PART_STEPS: usize = 2_048;
 
 /// The code of `steps` (the layout's lane steps) for the semantics `crisp` or smoothed (with
 /// the plain weights where `plain`), reading latents as noise reparameterised on load, with

@@ -1,5 +1,6 @@
-//! The forward sweep of a layout compiled to machine code (x86-64 with AVX-512), once per
-//! layout and semantics, as a third build beside the interpreter's AVX2 and AVX-512 ones.
+//! The forward sweep of a layout compiled to machine code (x86-64 with AVX-512, or AVX2 and
+//! FMA: `avx2/`), once per layout, semantics and width, as a build beside the interpreter's
+//! AVX2 and AVX-512 ones.
 //!
 //! Why: the interpreter pays for each lane step a dispatch, bounds checks and a trip of every
 //! operand and result through memory; on tapes of many cheap steps (selects, sums, products)
@@ -12,6 +13,7 @@
 //! value places below [`ForwardCode::slots`], parameters below `params`, and the noise,
 //! locations and scales of latents below `latents`.
 
+mod avx2;
 mod emit;
 mod entry;
 mod indicators;
@@ -155,18 +157,24 @@ impl std::fmt::Debug for ForwardCode {
 }
 
 impl ForwardCode {
-    /// The code of `steps` (crisp or smoothed), or `None` where the CPU lacks AVX-512, the
-    /// layout is too long or calls back too often to gain, or the system gives no
-    /// executable memory.
+    /// The code of `steps` (crisp or smoothed) in AVX-512 instructions, or AVX2 ones
+    /// (`avx2`), or `None` where the CPU lacks them, the layout is too long or calls back too
+    /// often to gain, or the system gives no executable memory.
     fn compile(
         steps: &[Step],
         chains: &[(u32, bool)],
         constants: &[(u32, f64)],
         pinned: usize,
         crisp: bool,
+        avx2: bool,
         plain: bool,
     ) -> Option<ForwardCode> {
-        if !crate::cpu::avx512()
+        let runs = if avx2 {
+            crate::cpu::avx2_fma()
+        } else {
+            crate::cpu::avx512()
+        };
+        if !runs
             || steps.len() > MAX_STEPS
             || emit::call_backs(steps) * STEPS_PER_CALL > steps.len()
         {
@@ -204,8 +212,11 @@ impl ForwardCode {
         if slots * std::mem::size_of::<Lanes>() > i32::MAX as usize / 2 {
             return None;
         }
-        let (parts, entry, consts, coverage) =
-            emit::forward(steps, chains, constants, pinned, crisp, plain).ok()?;
+        let (parts, entry, consts, coverage) = if avx2 {
+            avx2::forward(steps, chains, constants, pinned, crisp, plain).ok()?
+        } else {
+            emit::forward(steps, chains, constants, pinned, crisp, plain).ok()?
+        };
         let code = parts.map()?;
         Some(ForwardCode {
             code,
@@ -237,14 +248,16 @@ impl ForwardCode {
     }
 }
 
-/// A layout's compiled forward sweeps, made at first use: smoothed and crisp.
+/// A layout's compiled forward sweeps, made at first use: smoothed and crisp, in AVX-512
+/// and in AVX2 instructions.
 #[derive(Default, Debug)]
-pub(super) struct Compiled([OnceLock<Option<ForwardCode>>; 2]);
+pub(super) struct Compiled([OnceLock<Option<ForwardCode>>; 4]);
 
 impl Compiled {
-    /// The code for `steps` under crisp (or smoothed) semantics, compiled at the first call;
-    /// `constants` are places that hold a constant for good (and its value); `plain`: the
-    /// smoothing weights without their corrections (`Tape::with_plain_weights`).
+    /// The code for `steps` under crisp (or smoothed) semantics, in AVX2 instructions
+    /// (`avx2`) or AVX-512 ones, compiled at the first call; `constants` are places that hold
+    /// a constant for good (and its value); `plain`: the smoothing weights without their
+    /// corrections (`Tape::with_plain_weights`, the same for every call on one tape).
     #[allow(clippy::too_many_arguments)]
     pub fn get(
         &self,
@@ -253,10 +266,13 @@ impl Compiled {
         constants: &[(u32, f64)],
         pinned: usize,
         crisp: bool,
+        avx2: bool,
         plain: bool,
     ) -> Option<&ForwardCode> {
-        self.0[usize::from(crisp)]
-            .get_or_init(|| ForwardCode::compile(steps, chains, constants, pinned, crisp, plain))
+        self.0[usize::from(crisp) + 2 * usize::from(avx2)]
+            .get_or_init(|| {
+                ForwardCode::compile(steps, chains, constants, pinned, crisp, avx2, plain)
+            })
             .as_ref()
     }
 }

@@ -24,12 +24,14 @@ pub(super) struct Compiled;
 
 impl Compiled {
     /// Nothing is compiled on this target.
+    #[allow(clippy::too_many_arguments)]
     pub fn get(
         &self,
         _: &[Step],
         _: &[(u32, bool)],
         _: &[(u32, f64)],
         _: usize,
+        _: bool,
         _: bool,
         _: bool,
     ) -> Option<&ForwardCode> {

@@ -1,0 +1,393 @@
+//! The forward sweep compiled for CPUs with AVX2 and FMA but not AVX-512: the AVX-512 code's
+//! steps (`emit.rs`, `emit/steps.rs`) on vectors of four lanes, none of its instructions
+//! AVX-512's.
+//!
+//! Why a loop: AVX2 has 16 vector registers where AVX-512 has 32. Holding a chunk's 16 lanes
+//! as four registers per value would leave the register cache two values; instead each run
+//! of steps with an inline form (a segment, between two calls back into the interpreter, of
+//! at most [`SEGMENT_STEPS`] steps) is one loop over the chunk's two halves, each value a
+//! pair of registers (four lanes each, as the AVX-512 code's halves). Why not one register
+//! a value, over four quarters: a step's long routines (a smoothed if-statement's weights,
+//! the logarithm) are each one dependency chain, and with one vector a step nothing
+//! overlapped them (textmsg's smoothed sweep ran 0.67x the interpreter's AVX2 build); two
+//! calls back to back overlap in the CPU's reordering window. Lanes never mix (every step is
+//! per lane), so running a segment's steps half by half gives each lane the operations the
+//! interpreter gives it, in the same order: the same bits. A half is addressed by moving
+//! the values' (`r12`) and the noise's (`r14`) bases and the frame's weights pointer by 64
+//! bytes per iteration; the calls back run after a segment's last half, on whole chunks.
+//! The cache starts empty in every segment, so a value read in a later segment is read from
+//! memory and the first pass stores it.
+//!
+//! What differs from the AVX-512 code besides the width: no mask registers (a comparison
+//! gives a vector of all-ones lanes, selects are `vblendvpd`, zero-masking is `vandpd`), no
+//! broadcast operands (the constant table holds each constant four times), and the
+//! exponent arithmetic of `exp` and the logarithms' stand-ins in integer instructions
+//! (`routines.rs`).
+//!
+//! Register use: `rbx` the frame, `r12` the values, `r13` the parameters, `r14` the noise of
+//! the quarter's first lane, `r15` the distance between two latents' noise, `rbp` the
+//! constants; `ymm0..ymm7` cache four values (pair `p` is `ymm2p`, `ymm2p+1`), `ymm8..ymm15`
+//! are scratch; a routine uses all sixteen (a call loses every cached value). Repeated
+//! blocks are not looped over (`repeat.rs`): each step is emitted once.
+
+use iced_x86::IcedError;
+use iced_x86::code_asm::*;
+
+use super::super::instr::{CHUNK, NONE, Step, each_read};
+use super::emit::cache::{Cache, Operand};
+use super::emit::{Coverage, PART_STEPS, inline};
+use super::indicators::Indicators;
+use super::{Parts, frame};
+
+mod routines;
+mod steps;
+
+/// Steps of one segment at most: its loop body runs four times, and a body of a few hundred
+/// steps (some 15 KB) stays in the instruction cache between its iterations. A longer run of
+/// inline steps is cut into several segments (its values crossing a cut go through memory).
+const SEGMENT_STEPS: usize = 256;
+
+/// Bytes of one slot (all its lanes), of the half a loop's iteration runs, and of one
+/// register's lanes.
+const SLOT_BYTES: i32 = (CHUNK * 8) as i32;
+const HALF_BYTES: i32 = SLOT_BYTES / 2;
+const VECTOR_BYTES: i32 = 32;
+
+/// Registers a value takes (and vectors of a half).
+const H: usize = 2;
+
+/// Every vector register by number.
+const YMM: [AsmRegisterYmm; 16] = [
+    ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14,
+    ymm15,
+];
+
+/// Register pairs that cache values (`ymm0..ymm7`); a routine's call loses all of them.
+const CACHED: usize = 4;
+const ROUTINE_CACHED: std::ops::Range<usize> = 0..CACHED;
+
+/// Scratch registers (the routines' second set).
+const X: [AsmRegisterYmm; 8] = routines::SETS[1];
+
+/// The routines' registers for vector `h` of a half (`x[0]` their operand).
+fn set(h: usize) -> [AsmRegisterYmm; 8] {
+    routines::SETS[h]
+}
+
+/// Register `h` of pair `p`.
+fn pair(p: usize, h: usize) -> AsmRegisterYmm {
+    YMM[H * p + h]
+}
+
+/// The latents' scales and locations, kept between latent loads (as in `emit.rs`).
+const SCALE_AT: AsmRegister64 = rsi;
+const LOC_AT: AsmRegister64 = rdi;
+
+/// Which routine: indices into `Emitter::routine_at`.
+const WEIGHTS: usize = 0;
+const LN: usize = 1;
+const EXP: usize = 2;
+
+/// The AVX2 code of `steps`, as `emit::forward` gives the AVX-512 code (with the plain
+/// weights where `plain`): routines first, then the sweep, with its entry's offset, its
+/// constants and its coverage.
+pub(super) fn forward(
+    steps: &[Step],
+    chains: &[(u32, bool)],
+    constants: &[(u32, f64)],
+    pinned: usize,
+    crisp: bool,
+    plain: bool,
+) -> Result<(Parts, usize, Vec<f64>, Coverage), IcedError> {
+    let indicators = Indicators::of(constants);
+    let mut bytes = Parts::default();
+    let mut routine_at = [0; 3];
+    let weights = if plain {
+        routines::weights_plain
+    } else {
+        routines::weights
+    };
+    for (at, body) in routine_at.iter_mut().zip([
+        weights as fn(&mut CodeAssembler) -> Result<(), IcedError>,
+        routines::ln,
+        routines::exp,
+    ]) {
+        *at = bytes.len() as u64;
+        let mut a = CodeAssembler::new(64)?;
+        body(&mut a)?;
+        bytes.push(a.assemble(*at)?);
+    }
+    let entry = bytes.len();
+    let mut stores = Stores::Finding {
+        writer: Vec::new(),
+        needed: vec![false; steps.len()],
+    };
+    for _pass in 0..2 {
+        let mut e = Emitter {
+            a: CodeAssembler::new(64)?,
+            routine_at,
+            cache: Cache::with(CACHED, ROUTINE_CACHED),
+            chains,
+            consts: routines::table(),
+            crisp,
+            coverage: Coverage::default(),
+            stores,
+            pinned: pinned as u32,
+            indicators: &indicators,
+            latent_pointers: false,
+        };
+        let finding = matches!(e.stores, Stores::Finding { .. });
+        let mut code = Parts {
+            len: bytes.len(),
+            ..Default::default()
+        };
+        e.prologue()?;
+        let mut k = 0;
+        let mut part_from = 0;
+        while k < steps.len() {
+            if k - part_from >= PART_STEPS {
+                e.assemble_part(&mut code, finding)?;
+                part_from = k;
+            }
+            if inline(&steps[k].op) {
+                let from = k;
+                while k < steps.len() && k - from < SEGMENT_STEPS && inline(&steps[k].op) {
+                    k += 1;
+                }
+                e.segment(steps, from, k)?;
+                e.coverage.inline += k - from;
+            } else {
+                let from = k;
+                while k < steps.len() && !inline(&steps[k].op) {
+                    k += 1;
+                }
+                e.note_reads();
+                e.called(&steps[from..k]);
+                e.call_back(from, k)?;
+                e.coverage.called += k - from;
+            }
+        }
+        e.epilogue()?;
+        e.assemble_part(&mut code, finding)?;
+        stores = match e.stores {
+            Stores::Finding { needed, .. } => Stores::Only(needed),
+            Stores::Only(_) => {
+                bytes.append(code);
+                return Ok((bytes, entry, e.consts, e.coverage));
+            }
+        };
+    }
+    unreachable!("the second pass returns")
+}
+
+/// Which steps' values the code stores in their places (as in `emit.rs`).
+enum Stores {
+    /// First pass: `writer[p]` is the step whose value place `p` holds (`NONE`: none of this
+    /// code's, or a call's), `needed[k]` whether step `k`'s value is read from memory.
+    Finding { writer: Vec<u32>, needed: Vec<bool> },
+    /// Second pass: the pinned values and those `needed`.
+    Only(Vec<bool>),
+}
+
+struct Emitter<'a> {
+    a: CodeAssembler,
+    routine_at: [u64; 3],
+    cache: Cache,
+    chains: &'a [(u32, bool)],
+    /// The constants the code reads from `rbp`, each four times.
+    consts: Vec<f64>,
+    crisp: bool,
+    coverage: Coverage,
+    stores: Stores,
+    pinned: u32,
+    indicators: &'a Indicators,
+    /// Whether [`SCALE_AT`] and [`LOC_AT`] hold the frame's scale and location pointers.
+    latent_pointers: bool,
+}
+
+impl Emitter<'_> {
+    /// Vector `h` of the current half of value place `slot`.
+    fn slot_at(&self, slot: u32, h: usize) -> AsmMemoryOperand {
+        ymmword_ptr(r12 + slot as i32 * SLOT_BYTES + h as i32 * VECTOR_BYTES)
+    }
+
+    /// Vector `h` of the current half of weight place `cache + next`, at `rcx`.
+    fn weight_at(&self, cache: u32, next: u32, h: usize) -> AsmMemoryOperand {
+        ymmword_ptr(rcx + (cache + next) as i32 * SLOT_BYTES + h as i32 * VECTOR_BYTES)
+    }
+
+    /// Saves the callee-saved registers, puts the frame in `rbx` and loads the bases.
+    fn prologue(&mut self) -> Result<(), IcedError> {
+        let a = &mut self.a;
+        for r in [rbx, rbp, r12, r13, r14, r15] {
+            a.push(r)?;
+        }
+        // Six pushes and the return address: 56 bytes; calls need 16-byte alignment.
+        a.sub(rsp, 8)?;
+        a.mov(rbx, rdi)?;
+        for (r, field) in [
+            (r12, frame::VALUES),
+            (r13, frame::PARAMS),
+            (r14, frame::NOISE),
+            (r15, frame::STRIDE),
+            (rbp, frame::CONSTS),
+        ] {
+            a.mov(r, qword_ptr(rbx + field))?;
+        }
+        Ok(())
+    }
+
+    fn epilogue(&mut self) -> Result<(), IcedError> {
+        let a = &mut self.a;
+        a.vzeroupper()?;
+        a.add(rsp, 8)?;
+        for r in [r15, r14, r13, r12, rbp, rbx] {
+            a.pop(r)?;
+        }
+        a.ret()
+    }
+
+    /// Steps `from..to` (all with an inline form) as a loop over the chunk's two halves.
+    fn segment(&mut self, steps: &[Step], from: usize, to: usize) -> Result<(), IcedError> {
+        self.cache.reset();
+        let mut top = self.a.create_label();
+        self.a.set_label(&mut top)?;
+        for (k, step) in steps.iter().enumerate().take(to).skip(from) {
+            self.step(k, step)?;
+        }
+        let a = &mut self.a;
+        a.add(r12, HALF_BYTES)?;
+        a.add(r14, HALF_BYTES)?;
+        a.add(qword_ptr(rbx + frame::WEIGHTS), HALF_BYTES)?;
+        a.mov(rax, qword_ptr(rbx + frame::VALUES))?;
+        a.add(rax, SLOT_BYTES)?;
+        a.cmp(r12, rax)?;
+        a.jne(top)?;
+        a.sub(r12, SLOT_BYTES)?;
+        a.sub(r14, SLOT_BYTES)?;
+        a.sub(qword_ptr(rbx + frame::WEIGHTS), SLOT_BYTES)?;
+        // The registers hold the last half's values.
+        self.cache.reset();
+        Ok(())
+    }
+
+    /// Runs steps `from..to` in the interpreter (on whole chunks).
+    fn call_back(&mut self, from: usize, to: usize) -> Result<(), IcedError> {
+        let a = &mut self.a;
+        a.mov(rdi, rbx)?;
+        a.mov(esi, from as u32)?;
+        a.mov(edx, to as u32)?;
+        a.call(qword_ptr(rbx + frame::CALL_BACK))?;
+        self.cache.clear();
+        self.latent_pointers = false;
+        Ok(())
+    }
+
+    /// Vector `h` of an operand as a register: its cached register, or `scratch` loaded.
+    fn reg(
+        &mut self,
+        o: Operand,
+        h: usize,
+        scratch: AsmRegisterYmm,
+    ) -> Result<AsmRegisterYmm, IcedError> {
+        Ok(match o {
+            Operand::Pair(p) => pair(p, h),
+            Operand::Slot(s) => {
+                self.a.vmovupd(scratch, self.slot_at(s, h))?;
+                scratch
+            }
+        })
+    }
+
+    /// First pass: marks the values of the places looked up and not found as needed.
+    fn note_reads(&mut self) {
+        let missed = self.cache.take_missed();
+        if let Stores::Finding { writer, needed } = &mut self.stores {
+            for s in missed {
+                if let Some(&w) = writer.get(s as usize)
+                    && w != NONE
+                {
+                    needed[w as usize] = true;
+                }
+            }
+        }
+    }
+
+    /// First pass: the steps `called` hand back read their operands from memory and leave
+    /// their values there.
+    fn called(&mut self, called: &[Step]) {
+        let chains = self.chains;
+        if let Stores::Finding { writer, needed } = &mut self.stores {
+            for st in called {
+                each_read(st, chains, |s| {
+                    if let Some(&w) = writer.get(s as usize)
+                        && w != NONE
+                    {
+                        needed[w as usize] = true;
+                    }
+                });
+                if let Some(w) = writer.get_mut(st.out as usize) {
+                    *w = NONE;
+                }
+            }
+        }
+    }
+
+    /// Step `index`: its value into a cache register, and into its place where something
+    /// reads it from memory.
+    fn step(&mut self, index: usize, step: &Step) -> Result<(), IcedError> {
+        let d = self.step_value(step)?;
+        self.cache.set(d, step.out);
+        self.note_reads();
+        let store = match &mut self.stores {
+            Stores::Finding { writer, .. } => {
+                let p = step.out as usize;
+                if writer.len() <= p {
+                    writer.resize(p + 1, NONE);
+                }
+                writer[p] = index as u32;
+                true
+            }
+            Stores::Only(needed) => needed[index] || step.out < self.pinned,
+        };
+        if store {
+            for h in 0..H {
+                self.a.vmovupd(self.slot_at(step.out, h), pair(d, h))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The index of a new constant `c` in the table (stored four times).
+    fn constant(&mut self, c: f64) -> usize {
+        self.consts.extend([c; routines::WIDTH]);
+        self.consts.len() / routines::WIDTH - 1
+    }
+
+    /// Routine `routine` (`LN` or `EXP`) of both vectors of `x`, into `x[1]` of each of the
+    /// routines' sets (`x[0]` holding the operand); the cache loses every pair.
+    fn elementary(&mut self, routine: usize, x: Operand) -> Result<(), IcedError> {
+        for h in 0..H {
+            let to = set(h)[0];
+            match x {
+                Operand::Pair(p) if pair(p, h) == to => {}
+                Operand::Pair(p) => self.a.vmovapd(to, pair(p, h))?,
+                Operand::Slot(s) => self.a.vmovupd(to, self.slot_at(s, h))?,
+            }
+        }
+        self.a.call(self.routine_at[routine])?;
+        self.cache.lose_routine_pairs();
+        Ok(())
+    }
+
+    /// Encodes the instructions written since the last part (drops them in the first pass).
+    fn assemble_part(&mut self, bytes: &mut Parts, finding: bool) -> Result<(), IcedError> {
+        let mut part = std::mem::replace(&mut self.a, CodeAssembler::new(64)?);
+        if finding {
+            return Ok(());
+        }
+        let at = bytes.len() as u64;
+        bytes.push(part.assemble(at)?);
+        Ok(())
+    }
+}

@@ -1,0 +1,360 @@
+//! The long numeric routines of the AVX2 forward code (a smoothed if-statement's weights,
+//! `exp` and `ln`), emitted once per code and called, with their constants (first in the
+//! code's table, each stored four times so that an instruction reads it as a whole vector:
+//! AVX2 has no broadcast operand).
+//!
+//! Each is the `elementary` function's operations in the same order, every `mul_add` one FMA
+//! instruction, as the AVX-512 routines (`jit/routines.rs`) have them; what AVX2 lacks is
+//! written with the scalar code's own bit arithmetic: the scaling by `2^k` as the exponent
+//! field built with integer shifts and additions (`pow2_biased`) and the products the scalar
+//! code rounds in (where `vscalefpd` gives their result in one instruction), and every
+//! select as a comparison into a vector register and `vblendvpd`. So the bits are the
+//! interpreter's.
+//!
+//! A routine works on the two vectors of a half chunk: their operands come in `x[0]` of each
+//! of [`SETS`], the results in `x[1]` (and `x[2]`); it uses every vector register, no
+//! general register, and the red zone below the stack pointer (`ln`).
+
+use iced_x86::IcedError;
+use iced_x86::code_asm::*;
+
+use crate::elementary::{
+    ATANH_COEFFS, E_BIAS, E_BIAS_SUBNORMAL, EXP_COEFFS, EXP_FLOOR, INV_LN2, LN_OFFSET, LN2_HI,
+    LN2_LO, ROUND, SUBNORMAL_SCALE, TWO_TO_MINUS_64,
+};
+
+/// The routines' and the steps' constants, first in every AVX2 code's constant table
+/// (integers as the doubles of their bits), each stored [`WIDTH`] times.
+const CONSTS: [f64; 44] = [
+    EXP_FLOOR,
+    INV_LN2,
+    ROUND,
+    LN2_HI,
+    LN2_LO,
+    1.0,
+    EXP_COEFFS[0],
+    EXP_COEFFS[1],
+    EXP_COEFFS[2],
+    EXP_COEFFS[3],
+    EXP_COEFFS[4],
+    EXP_COEFFS[5],
+    EXP_COEFFS[6],
+    EXP_COEFFS[7],
+    EXP_COEFFS[8],
+    EXP_COEFFS[9],
+    f64::MIN_POSITIVE,
+    SUBNORMAL_SCALE,
+    f64::from_bits(0x3ff0_0000_0000_0000 - LN_OFFSET),
+    f64::from_bits(1023),
+    f64::from_bits(ROUND.to_bits() - (1u64 << 51)),
+    E_BIAS,
+    E_BIAS_SUBNORMAL,
+    0.5,
+    f64::INFINITY,
+    f64::NAN,
+    f64::NEG_INFINITY,
+    ATANH_COEFFS[0],
+    ATANH_COEFFS[1],
+    ATANH_COEFFS[2],
+    ATANH_COEFFS[3],
+    ATANH_COEFFS[4],
+    ATANH_COEFFS[5],
+    ATANH_COEFFS[6],
+    710.0,
+    std::f64::consts::LN_2,
+    -0.0,
+    0.0,
+    // `exp_of_nonpositive`'s biased exponent `k + 1087` from the bits of `kr`.
+    f64::from_bits(1087u64.wrapping_sub(ROUND.to_bits())),
+    // `exp_of_at_most`'s `k + 1082`, and the bias of each of its two factors.
+    f64::from_bits(1082u64.wrapping_sub(ROUND.to_bits())),
+    f64::from_bits(482),
+    TWO_TO_MINUS_64,
+    // Spare, so that the table's length is not a guess.
+    0.0,
+    0.0,
+];
+
+/// Lanes of one vector: copies of each constant in the table.
+pub(super) const WIDTH: usize = 4;
+
+/// The constant table's start: [`CONSTS`], each [`WIDTH`] times.
+pub(super) fn table() -> Vec<f64> {
+    CONSTS.iter().flat_map(|&c| [c; WIDTH]).collect()
+}
+
+/// Indices in [`CONSTS`] (`C_COEFF + i` is `EXP_COEFFS[i]`, `C_ATANH + i` `ATANH_COEFFS[i]`).
+const C_FLOOR: usize = 0;
+const C_INV_LN2: usize = 1;
+const C_ROUND: usize = 2;
+const C_LN2_HI: usize = 3;
+const C_LN2_LO: usize = 4;
+pub(super) const C_ONE: usize = 5;
+const C_COEFF: usize = 6;
+pub(super) const C_MIN_POSITIVE: usize = 16;
+pub(super) const C_SUB_SCALE: usize = 17;
+const C_LN_OFFSET: usize = 18;
+const C_1023: usize = 19;
+pub(super) const C_E_BITS: usize = 20;
+pub(super) const C_E_BIAS: usize = 21;
+pub(super) const C_E_BIAS_SUB: usize = 22;
+const C_HALF: usize = 23;
+pub(super) const C_INF: usize = 24;
+pub(super) const C_NAN: usize = 25;
+pub(super) const C_NEG_INF: usize = 26;
+const C_ATANH: usize = 27;
+const C_EXP_CEIL: usize = 34;
+pub(super) const C_LN_2: usize = 35;
+pub(super) const C_SIGN: usize = 36;
+pub(super) const C_ZERO: usize = 37;
+const C_NONPOSITIVE_BIAS: usize = 38;
+const C_AT_MOST_BIAS: usize = 39;
+const C_FACTOR_BIAS: usize = 40;
+const C_TWO_TO_MINUS_64: usize = 41;
+
+/// Constant `i` of the code's table as a whole vector.
+pub(super) fn k(i: usize) -> AsmMemoryOperand {
+    ymmword_ptr(rbp + (8 * WIDTH * i) as i32)
+}
+
+/// The registers of the routines' two sets (`x[0]` of each takes the operand): a routine
+/// works on two vectors at once, one in each set's registers, its instructions interleaved
+/// (see [`interleaved`]). They are every vector register: a call loses every cached value.
+pub(super) const SETS: [[AsmRegisterYmm; 8]; 2] = [
+    [ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7],
+    [ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14, ymm15],
+];
+
+/// One instruction of a routine, for one set's registers.
+type Insn = Box<dyn Fn(&mut CodeAssembler) -> Result<(), IcedError>>;
+
+/// A routine's instructions for one set.
+struct Body(Vec<Insn>);
+
+impl Body {
+    fn push(&mut self, f: impl Fn(&mut CodeAssembler) -> Result<(), IcedError> + 'static) {
+        self.0.push(Box::new(f));
+    }
+}
+
+/// The routine `body` for both sets (set `s` spilling to its own slots of the red zone), one
+/// instruction of each in turn, then `ret`. Why: each routine is one long dependency chain (a
+/// division, then a polynomial); called once per vector, back to back, the chains did not
+/// overlap enough (textmsg's smoothed sweep 0.76x the interpreter's AVX2 build, whose lane
+/// loops interleave four vectors).
+fn interleaved(
+    a: &mut CodeAssembler,
+    body: fn([AsmRegisterYmm; 8], i32) -> Body,
+) -> Result<(), IcedError> {
+    let (one, two) = (body(SETS[0], 0).0, body(SETS[1], 2).0);
+    debug_assert_eq!(one.len(), two.len());
+    for (i, j) in one.iter().zip(&two) {
+        i(a)?;
+        j(a)?;
+    }
+    a.ret()
+}
+
+/// `x` = `t` where `m` (all ones), else `e`.
+fn select(
+    a: &mut CodeAssembler,
+    x: AsmRegisterYmm,
+    e: AsmRegisterYmm,
+    t: AsmRegisterYmm,
+    m: AsmRegisterYmm,
+) -> Result<(), IcedError> {
+    a.vblendvpd(x, e, t, m)
+}
+
+/// `vcmppd` predicates (ordered, quiet: false on NaN, like Rust's comparisons; `NEQ_UQ` true
+/// on NaN, `UNORD_Q` "is NaN").
+pub(super) const LT_OQ: i32 = 0x11;
+pub(super) const GT_OQ: i32 = 0x1e;
+pub(super) const GE_OQ: i32 = 0x1d;
+pub(super) const NEQ_UQ: i32 = 0x04;
+pub(super) const UNORD_Q: i32 = 0x03;
+pub(super) const EQ_OQ: i32 = 0x00;
+pub(super) const LE_OQ: i32 = 0x12;
+
+/// The weights routine: from `x` in `r[0]`, `exp_of_nonpositive(-|x|)` and
+/// `sigmoid_big_small`, the else weight into `r[1]`, the then weight into `r[2]`.
+pub(super) fn weights(a: &mut CodeAssembler) -> Result<(), IcedError> {
+    interleaved(a, |r, _| weights_with(r, false))
+}
+
+/// [`weights`] with `sigmoid_big_small_plain` (a tape `with_plain_weights`).
+pub(super) fn weights_plain(a: &mut CodeAssembler) -> Result<(), IcedError> {
+    interleaved(a, |r, _| weights_with(r, true))
+}
+
+fn weights_with(r: [AsmRegisterYmm; 8], plain: bool) -> Body {
+    let mut b = Body(Vec::new());
+    b.push(move |a| a.vorpd(r[1], r[0], k(C_SIGN))); // -|x|
+    b.push(move |a| a.vmaxpd(r[1], r[1], k(C_FLOOR))); // x_c: the floor where -|x| is NaN
+    exp_reduced(&mut b, r);
+    // `p * pow2_biased(kb + 5) * 2^-64`: `kb + 5` from the bits of `kr`.
+    b.push(move |a| a.vpaddq(r[2], r[2], k(C_NONPOSITIVE_BIAS)));
+    b.push(move |a| a.vpsllq(r[2], r[2], 52));
+    b.push(move |a| a.vmulpd(r[1], r[1], r[2]));
+    b.push(move |a| a.vmulpd(r[1], r[1], k(C_TWO_TO_MINUS_64))); // e
+    b.push(move |a| a.vmovupd(r[3], k(C_ONE)));
+    b.push(move |a| a.vaddpd(r[2], r[3], r[1])); // d = 1 + e
+    if plain {
+        // sigmoid_big_small_plain(e): big into r[7], small into r[3].
+        b.push(move |a| a.vdivpd(r[7], r[3], r[2])); // big = 1 / d
+        b.push(move |a| a.vmulpd(r[3], r[1], r[7])); // small = e big
+    } else {
+        // sigmoid_big_small(e).
+        b.push(move |a| a.vsubpd(r[4], r[3], r[2]));
+        b.push(move |a| a.vaddpd(r[4], r[4], r[1])); // d_err = (1 - d) + e
+        b.push(move |a| a.vdivpd(r[5], r[3], r[2])); // inv = 1 / d
+        b.push(move |a| a.vmovapd(r[6], r[3]));
+        b.push(move |a| a.vfnmadd231pd(r[6], r[5], r[2]));
+        b.push(move |a| a.vfnmadd231pd(r[6], r[5], r[4]));
+        b.push(move |a| a.vmovapd(r[7], r[5]));
+        b.push(move |a| a.vfmadd231pd(r[7], r[6], r[5])); // big
+        b.push(move |a| a.vmulpd(r[3], r[1], r[5])); // s0 = e inv
+        b.push(move |a| a.vfnmadd231pd(r[1], r[3], r[2]));
+        b.push(move |a| a.vfnmadd231pd(r[1], r[3], r[4]));
+        b.push(move |a| a.vfmadd231pd(r[3], r[1], r[5])); // small
+    }
+    // sigmoid_pair_order(x, big, small), and x + x for both where x is NaN.
+    b.push(move |a| a.vcmppd(r[4], r[0], k(C_ZERO), GE_OQ));
+    b.push(move |a| select(a, r[1], r[3], r[7], r[4])); // else weight: big where x >= 0
+    b.push(move |a| select(a, r[2], r[7], r[3], r[4])); // then weight: small where x >= 0
+    b.push(move |a| a.vcmppd(r[4], r[0], r[0], UNORD_Q));
+    b.push(move |a| a.vaddpd(r[5], r[0], r[0]));
+    b.push(move |a| select(a, r[1], r[1], r[5], r[4]));
+    b.push(move |a| select(a, r[2], r[2], r[5], r[4]));
+    b
+}
+
+/// `exp_reduced` of the clamped argument in `r[1]`: `p` (`e^r`) into `r[1]`, `kr` into
+/// `r[2]` (it uses `r[1..8]`).
+fn exp_reduced(b: &mut Body, r: [AsmRegisterYmm; 8]) {
+    let c = |i: usize| k(C_COEFF + i);
+    b.push(move |a| a.vmovupd(r[2], k(C_ROUND)));
+    b.push(move |a| a.vfmadd231pd(r[2], r[1], k(C_INV_LN2))); // kr
+    b.push(move |a| a.vsubpd(r[3], r[2], k(C_ROUND))); // k
+    b.push(move |a| a.vfnmadd231pd(r[1], r[3], k(C_LN2_HI)));
+    b.push(move |a| a.vfnmadd231pd(r[1], r[3], k(C_LN2_LO))); // r
+    b.push(move |a| a.vmulpd(r[3], r[1], r[1])); // r2
+    // exp_q in Estrin's order, each pair joined as soon as it is made.
+    b.push(move |a| a.vmovupd(r[4], c(9)));
+    b.push(move |a| a.vfmadd231pd(r[4], r[1], c(8))); // p0
+    b.push(move |a| a.vmovupd(r[5], c(7)));
+    b.push(move |a| a.vfmadd231pd(r[5], r[1], c(6))); // p1
+    b.push(move |a| a.vfmadd231pd(r[4], r[5], r[3])); // q0 = p1 r2 + p0
+    b.push(move |a| a.vmulpd(r[5], r[3], r[3])); // r4
+    b.push(move |a| a.vmovupd(r[6], c(5)));
+    b.push(move |a| a.vfmadd231pd(r[6], r[1], c(4))); // p2
+    b.push(move |a| a.vmovupd(r[7], c(3)));
+    b.push(move |a| a.vfmadd231pd(r[7], r[1], c(2))); // p3
+    b.push(move |a| a.vfmadd231pd(r[6], r[7], r[3])); // q1 = p3 r2 + p2
+    b.push(move |a| a.vfmadd231pd(r[4], r[6], r[5])); // s0 = q1 r4 + q0
+    b.push(move |a| a.vmulpd(r[5], r[5], r[5])); // r8
+    b.push(move |a| a.vmovupd(r[6], c(1)));
+    b.push(move |a| a.vfmadd231pd(r[6], r[1], c(0))); // p4
+    b.push(move |a| a.vfmadd231pd(r[4], r[6], r[5])); // q = p4 r8 + s0
+    b.push(move |a| a.vfmadd231pd(r[1], r[3], r[4])); // r2 q + r
+    b.push(move |a| a.vaddpd(r[1], r[1], k(C_ONE))); // p = 1 + (r2 q + r)
+}
+
+/// The exponential routine: `elementary::exp` of `r[0]` into `r[1]`.
+pub(super) fn exp(a: &mut CodeAssembler) -> Result<(), IcedError> {
+    interleaved(a, exp_body)
+}
+
+fn exp_body(r: [AsmRegisterYmm; 8], _spill: i32) -> Body {
+    let mut b = Body(Vec::new());
+    b.push(move |a| a.vminpd(r[1], r[0], k(C_EXP_CEIL)));
+    b.push(move |a| a.vmaxpd(r[1], r[1], k(C_FLOOR)));
+    exp_reduced(&mut b, r);
+    // `exp_of_at_most`: `kb = k + 1082` from the bits of `kr`, `k1 = kb >> 1`, and `p` times
+    // `2^(k1 - 541)` and then `2^(kb - k1 - 541)`.
+    b.push(move |a| a.vpaddq(r[2], r[2], k(C_AT_MOST_BIAS))); // kb
+    b.push(move |a| a.vpsrlq(r[3], r[2], 1)); // k1
+    b.push(move |a| a.vpsubq(r[2], r[2], r[3])); // kb - k1
+    b.push(move |a| a.vpaddq(r[3], r[3], k(C_FACTOR_BIAS)));
+    b.push(move |a| a.vpsllq(r[3], r[3], 52)); // s1
+    b.push(move |a| a.vpaddq(r[2], r[2], k(C_FACTOR_BIAS)));
+    b.push(move |a| a.vpsllq(r[2], r[2], 52)); // s2
+    b.push(move |a| a.vmulpd(r[1], r[1], r[3]));
+    b.push(move |a| a.vmulpd(r[1], r[1], r[2]));
+    // `x + x` where `x` is NaN.
+    b.push(move |a| a.vcmppd(r[3], r[0], r[0], UNORD_Q));
+    b.push(move |a| a.vaddpd(r[2], r[0], r[0]));
+    b.push(move |a| select(a, r[1], r[1], r[2], r[3]));
+    b
+}
+
+/// Spill slot `i` below the stack pointer (the routines are leaves: the System V ABI keeps
+/// the 128 bytes below it for them; each set has two).
+fn spill(i: i32) -> AsmMemoryOperand {
+    ymmword_ptr(rsp - 32 * (i + 1))
+}
+
+/// The logarithm routine: `elementary::ln` of `r[0]` into `r[1]` (`r[0]` left as it came).
+/// `e` and `f` wait in the red zone while the polynomial needs their registers.
+pub(super) fn ln(a: &mut CodeAssembler) -> Result<(), IcedError> {
+    interleaved(a, ln_body)
+}
+
+fn ln_body(r: [AsmRegisterYmm; 8], slots: i32) -> Body {
+    let mut b = Body(Vec::new());
+    let x = r[0];
+    let c = |i: usize| k(C_ATANH + i);
+    // A subnormal is scaled into the normal range first (a select, then a product).
+    b.push(move |a| a.vcmppd(r[6], x, k(C_MIN_POSITIVE), LT_OQ)); // sub
+    b.push(move |a| a.vmovupd(r[1], k(C_ONE)));
+    b.push(move |a| a.vblendvpd(r[1], r[1], k(C_SUB_SCALE), r[6]));
+    b.push(move |a| a.vmulpd(r[1], x, r[1])); // m
+    b.push(move |a| a.vpaddq(r[2], r[1], k(C_LN_OFFSET)));
+    b.push(move |a| a.vpsrlq(r[2], r[2], 52)); // eb
+    b.push(move |a| a.vpsubq(r[3], r[2], k(C_1023)));
+    b.push(move |a| a.vpsllq(r[3], r[3], 52));
+    b.push(move |a| a.vpsubq(r[3], r[1], r[3])); // mantissa
+    b.push(move |a| a.vsubpd(r[4], r[3], k(C_ONE))); // f
+    b.push(move |a| a.vaddpd(r[3], r[3], k(C_ONE)));
+    b.push(move |a| a.vdivpd(r[5], r[4], r[3])); // s = f / (mantissa + 1)
+    b.push(move |a| a.vpor(r[2], r[2], k(C_E_BITS)));
+    b.push(move |a| a.vmovupd(r[3], k(C_E_BIAS)));
+    b.push(move |a| a.vblendvpd(r[3], r[3], k(C_E_BIAS_SUB), r[6]));
+    b.push(move |a| a.vsubpd(r[2], r[2], r[3])); // e
+    b.push(move |a| a.vmulpd(r[6], r[4], k(C_HALF)));
+    b.push(move |a| a.vmulpd(r[6], r[6], r[4])); // hfsq = 0.5 f f
+    b.push(move |a| a.vxorpd(r[1], r[1], r[1]));
+    b.push(move |a| a.vfmadd231pd(r[1], r[2], k(C_LN2_LO))); // e LN2_LO + 0
+    b.push(move |a| a.vfmadd231pd(r[1], r[5], r[6])); // near = s hfsq + that
+    b.push(move |a| a.vmovupd(spill(slots), r[2]));
+    b.push(move |a| a.vmovupd(spill(slots + 1), r[4]));
+    b.push(move |a| a.vmulpd(r[7], r[5], r[5])); // z = s^2
+    b.push(move |a| a.vmulpd(r[5], r[5], r[7])); // s z
+    // estrin7(z).
+    b.push(move |a| a.vmulpd(r[2], r[7], r[7])); // z^2
+    b.push(move |a| a.vmovupd(r[3], c(6)));
+    b.push(move |a| a.vfmadd231pd(r[3], r[7], c(5))); // p0
+    b.push(move |a| a.vmovupd(r[4], c(4)));
+    b.push(move |a| a.vfmadd231pd(r[4], r[7], c(3))); // p1
+    b.push(move |a| a.vfmadd231pd(r[3], r[4], r[2])); // q0 = p1 z^2 + p0
+    b.push(move |a| a.vmovupd(r[4], c(2)));
+    b.push(move |a| a.vfmadd231pd(r[4], r[7], c(1))); // p2
+    b.push(move |a| a.vfmadd231pd(r[4], r[2], c(0))); // q1 = c0 z^2 + p2
+    b.push(move |a| a.vmulpd(r[2], r[2], r[2])); // z^4
+    b.push(move |a| a.vfmadd231pd(r[3], r[4], r[2])); // R = q1 z^4 + q0
+    b.push(move |a| a.vfmadd231pd(r[1], r[5], r[3])); // tail = (s z) R + near
+    b.push(move |a| a.vsubpd(r[2], r[6], r[1]));
+    b.push(move |a| a.vmovupd(r[4], spill(slots + 1)));
+    b.push(move |a| a.vsubpd(r[2], r[4], r[2]));
+    b.push(move |a| a.vmovupd(r[3], spill(slots)));
+    b.push(move |a| a.vfmadd231pd(r[2], r[3], k(C_LN2_HI))); // e LN2_HI + (f - (hfsq - tail))
+    // `+inf` and NaN are themselves; 0 gives -inf and a negative number NaN.
+    b.push(move |a| a.vcmppd(r[7], x, k(C_INF), LT_OQ));
+    b.push(move |a| select(a, r[2], x, r[2], r[7]));
+    b.push(move |a| a.vcmppd(r[7], x, k(C_ZERO), EQ_OQ));
+    b.push(move |a| a.vmovupd(r[6], k(C_NAN)));
+    b.push(move |a| a.vblendvpd(r[6], r[6], k(C_NEG_INF), r[7]));
+    b.push(move |a| a.vcmppd(r[7], x, k(C_ZERO), LE_OQ));
+    b.push(move |a| select(a, r[1], r[2], r[6], r[7]));
+    b
+}
