@@ -79,6 +79,8 @@ pub struct Window {
     gradient_sq: Vec<f64>,
     first: Vec<f64>,
     last: Vec<f64>,
+    /// Scratch for one step's answers at the kept components (no allocation per step).
+    answers_now: Vec<f64>,
     /// The iterate before the window's first step, the shift of the regression's sums.
     origin: Vec<f64>,
     /// The value before the step being recorded.
@@ -125,6 +127,7 @@ impl Window {
             gradient_sq: vec![0.0; dim],
             first: Vec::new(),
             last: vec![0.0; dim],
+            answers_now: Vec::with_capacity(dim),
             origin: Vec::new(),
             before: vec![0.0; dim],
             steps: 0,
@@ -220,7 +223,10 @@ impl Window {
         let len = self.to - self.from;
         let b = ((k - self.from) * self.batches as u64 / len) as usize;
         let d = self.width();
-        let answers: Vec<f64> = (0..d).map(|j| answer(self.component(j))).collect();
+        // The answers at the kept components, in a buffer kept across steps.
+        let mut answers = std::mem::take(&mut self.answers_now);
+        answers.clear();
+        answers.extend((0..d).map(|j| answer(self.component(j))));
         let is_iterate = (0..d).all(|j| answers[j] == after[self.component(j)]);
         if !is_iterate {
             self.averaged = true;
@@ -253,6 +259,7 @@ impl Window {
             self.gradient_sq[j] += gradient[p] * gradient[p];
         }
         self.last.copy_from_slice(&answers);
+        self.answers_now = answers;
         self.count[b] += 1;
         self.steps += 1;
     }
