@@ -22,6 +22,7 @@ mod regs;
 mod repeat;
 mod reverse;
 mod routines;
+mod sweep;
 
 use std::ffi::c_void;
 use std::sync::OnceLock;
