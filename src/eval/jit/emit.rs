@@ -16,7 +16,7 @@
 //!
 //! Register use: `rbx` the frame, `r12` the values, `r13` the parameters, `r14` the noise of
 //! the chunk's first lane, `r15` the distance between two latents' noise, `rbp` the code's
-//! constants (`routines::CONSTS` first, then the `c` of fused density terms); `zmm0..zmm19` hold
+//! constants (`consts::ROUTINES` first, then the `c` of fused density terms); `zmm0..zmm19` hold
 //! cached values (pair `p` is `zmm2p`, `zmm2p+1`), `zmm20..zmm29` are scratch, `zmm30` holds
 //! `-0.0` in every lane and `zmm31` zero. A routine uses `zmm10..zmm29` and so loses the cache
 //! pairs 5 to 9 (it borrows `zmm30` and `zmm31` and sets them again). Inside a loop over a
@@ -37,9 +37,9 @@ use super::indicators::Indicators;
 use super::looping::{self, Looping};
 use super::regs::*;
 use super::repeat::{self, Repeat, Unit};
-use super::routines;
 use super::sweep::{self, Stores, Sweep};
 use super::{Parts, entry, frame};
+use super::{consts, routines};
 
 pub(super) mod cache;
 mod steps;
@@ -120,7 +120,7 @@ pub(super) fn forward(
                 routine_at,
                 cache: Cache::new(),
                 chains,
-                consts: routines::CONSTS.to_vec(),
+                consts: consts::ROUTINES.to_vec(),
                 crisp,
                 coverage: Coverage::default(),
                 stores,

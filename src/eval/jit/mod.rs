@@ -14,6 +14,7 @@
 //! locations and scales of latents below `latents`.
 
 mod avx2;
+mod consts;
 mod emit;
 mod entry;
 mod indicators;
