@@ -16,7 +16,7 @@
 //!
 //! Register use: `rbx` the frame, `r12` the values, `r13` the parameters, `r14` the noise of
 //! the chunk's first lane, `r15` the distance between two latents' noise, `rbp` the code's
-//! constants (`routines::CONSTS` first, then the `c` of fused density terms); `zmm0..zmm19` hold
+//! constants (`consts::ROUTINES` first, then the `c` of fused density terms); `zmm0..zmm19` hold
 //! cached values (pair `p` is `zmm2p`, `zmm2p+1`), `zmm20..zmm29` are scratch, `zmm30` holds
 //! `-0.0` in every lane and `zmm31` zero. A routine uses `zmm10..zmm29` and so loses the cache
 //! pairs 5 to 9 (it borrows `zmm30` and `zmm31` and sets them again). Inside a loop over a
@@ -32,13 +32,14 @@ use iced_x86::code_asm::*;
 
 use crate::ir::{Binary, CompiledForm};
 
-use super::super::instr::{CHUNK, NONE, Op, Step, each_read, forward_only_op, non_primitive_op};
+use super::super::instr::{CHUNK, NONE, Op, Step, forward_only_op, non_primitive_op};
 use super::indicators::Indicators;
 use super::looping::{self, Looping};
 use super::regs::*;
 use super::repeat::{self, Repeat, Unit};
-use super::routines;
+use super::sweep::{self, Stores, Sweep};
 use super::{Parts, entry, frame};
+use super::{consts, routines};
 
 pub(super) mod cache;
 mod steps;
@@ -103,91 +104,35 @@ pub(super) fn forward(
     plain: bool,
 ) -> Result<(Parts, usize, Vec<f64>, Coverage), IcedError> {
     let indicators = Indicators::of(constants);
-    let mut bytes = Parts::default();
-    let mut routine_at = [0; 3];
     let weights = if plain {
         routines::weights_plain
     } else {
         routines::weights
     };
-    for (at, body) in routine_at.iter_mut().zip([
-        weights as fn(&mut CodeAssembler) -> Result<(), IcedError>,
-        routines::ln,
-        routines::exp,
-    ]) {
-        *at = bytes.len() as u64;
-        let mut a = CodeAssembler::new(64)?;
-        body(&mut a)?;
-        bytes.push(a.assemble(*at)?);
-    }
-    let entry = bytes.len();
     let repeats = loops(steps, &indicators, crisp);
-    // A first pass finds the values some later step or call reads from memory; the second
-    // stores only those and the pinned ones.
-    let mut stores = Stores::Finding {
-        writer: Vec::new(),
-        needed: vec![false; steps.len()],
-    };
-    for _pass in 0..2 {
-        let mut e = Emitter {
-            a: CodeAssembler::new(64)?,
-            routine_at,
-            cache: Cache::new(),
-            chains,
-            consts: routines::CONSTS.to_vec(),
-            crisp,
-            coverage: Coverage::default(),
-            stores,
-            pinned: pinned as u32,
-            indicators: &indicators,
-            latent_pointers: false,
-            looping: None,
-        };
-        let finding = matches!(e.stores, Stores::Finding { .. });
-        let mut code = Parts {
-            len: bytes.len(),
-            ..Default::default()
-        };
-        e.prologue()?;
-        let mut k = 0;
-        let mut part_from = 0;
-        let mut repeats = repeats.iter().peekable();
-        while k < steps.len() {
-            if k - part_from >= PART_STEPS {
-                e.assemble_part(&mut code, finding)?;
-                part_from = k;
-            }
-            if let Some((run, looping)) = repeats.next_if(|(run, _)| run.start == k) {
-                e.repeat(steps, run, looping)?;
-                e.coverage.inline += run.len();
-                e.coverage.looped += run.len();
-                k += run.len();
-            } else if inline(&steps[k].op) {
-                e.step(k, &steps[k])?;
-                e.coverage.inline += 1;
-                k += 1;
-            } else {
-                let from = k;
-                while k < steps.len() && !inline(&steps[k].op) {
-                    k += 1;
-                }
-                e.note_reads()?;
-                e.called(&steps[from..k]);
-                e.call_back(from, k)?;
-                e.coverage.called += k - from;
-            }
-        }
-        e.epilogue()?;
-        e.assemble_part(&mut code, finding)?;
-        stores = match e.stores {
-            Stores::Finding { needed, .. } => Stores::Only(needed),
-            Stores::Only(_) => {
-                bytes.append(code);
-                return Ok((bytes, entry, e.consts, e.coverage));
-            }
-        };
-    }
-    unreachable!("the second pass returns")
+    sweep::forward(
+        steps,
+        chains,
+        [weights, routines::ln, routines::exp],
+        |stores, routine_at| {
+            Ok(Emitter {
+                a: CodeAssembler::new(64)?,
+                routine_at,
+                cache: Cache::new(),
+                chains,
+                consts: consts::ROUTINES.to_vec(),
+                crisp,
+                coverage: Coverage::default(),
+                stores,
+                pinned: pinned as u32,
+                indicators: &indicators,
+                latent_pointers: false,
+                looping: None,
+                repeats: &repeats,
+                next_repeat: 0,
+            })
+        },
+    )
 }
 
 /// The runs of repeated blocks of `steps` the code runs as loops, with their registers: runs
@@ -204,16 +149,6 @@ fn loops(steps: &[Step], indicators: &Indicators, crisp: bool) -> Vec<(Repeat, L
             .then(|| repeat::forward_item(step, decision))
             .flatten()
     })
-}
-
-/// Which steps' values the code stores in their places.
-enum Stores {
-    /// First pass: finding out. `writer[p]` is the step whose value place `p` holds (`NONE`:
-    /// none of this code's, or a call's), `needed[k]` whether step `k`'s value is read from
-    /// memory.
-    Finding { writer: Vec<u32>, needed: Vec<bool> },
-    /// Second pass: the pinned values and those `needed`.
-    Only(Vec<bool>),
 }
 
 /// Which routine: indices into `Emitter::routine_at`.
@@ -241,6 +176,78 @@ struct Emitter<'a> {
     latent_pointers: bool,
     /// Inside a loop over a repeated block: where its moving operands are.
     looping: Option<Looping>,
+    /// The runs of repeated blocks run as loops, with their registers, by their first step.
+    repeats: &'a [(Repeat, Looping)],
+    /// The first of `repeats` not yet emitted.
+    next_repeat: usize,
+}
+
+impl Sweep for Emitter<'_> {
+    fn assembler(&mut self) -> &mut CodeAssembler {
+        &mut self.a
+    }
+
+    fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    fn stores(&mut self) -> &mut Stores {
+        &mut self.stores
+    }
+
+    fn coverage(&mut self) -> &mut Coverage {
+        &mut self.coverage
+    }
+
+    fn prologue(&mut self) -> Result<(), IcedError> {
+        entry::enter(
+            &mut self.a,
+            &[
+                (r13, frame::PARAMS),
+                (r14, frame::NOISE),
+                (r15, frame::STRIDE),
+            ],
+        )
+    }
+
+    fn epilogue(&mut self) -> Result<(), IcedError> {
+        entry::leave(&mut self.a)
+    }
+
+    /// A repeated block's run as a loop where one starts at `k`, else step `k`.
+    fn inline_steps(&mut self, steps: &[Step], k: usize) -> Result<usize, IcedError> {
+        let repeats = self.repeats;
+        match repeats
+            .get(self.next_repeat)
+            .filter(|(run, _)| run.start == k)
+        {
+            Some((run, looping)) => {
+                self.next_repeat += 1;
+                self.repeat(steps, run, looping)?;
+                self.coverage.inline += run.len();
+                self.coverage.looped += run.len();
+                Ok(k + run.len())
+            }
+            None => {
+                self.step(k, &steps[k])?;
+                self.coverage.inline += 1;
+                Ok(k + 1)
+            }
+        }
+    }
+
+    /// Runs steps `from..to` in the interpreter, which empties the register cache.
+    fn call_back(&mut self, from: usize, to: usize) -> Result<(), IcedError> {
+        entry::call_back(&mut self.a, from, to)?;
+        self.cache.clear();
+        // The call may change any caller-saved register.
+        self.latent_pointers = false;
+        Ok(())
+    }
+
+    fn finish(self) -> (Vec<f64>, Coverage) {
+        (self.consts, self.coverage)
+    }
 }
 
 /// The latents' scales and locations, kept in caller-saved registers between latent loads:
@@ -275,21 +282,6 @@ impl Emitter<'_> {
         find: impl Fn(&Looping) -> Option<(AsmRegister64, i32)>,
     ) -> Option<(AsmRegister64, i32)> {
         self.looping.as_ref().and_then(find)
-    }
-
-    fn prologue(&mut self) -> Result<(), IcedError> {
-        entry::enter(
-            &mut self.a,
-            &[
-                (r13, frame::PARAMS),
-                (r14, frame::NOISE),
-                (r15, frame::STRIDE),
-            ],
-        )
-    }
-
-    fn epilogue(&mut self) -> Result<(), IcedError> {
-        entry::leave(&mut self.a)
     }
 
     /// The steps of `run`: as a loop whose body is its first iteration (the second pass), or,
@@ -330,15 +322,6 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// Runs steps `from..to` in the interpreter, which empties the register cache.
-    fn call_back(&mut self, from: usize, to: usize) -> Result<(), IcedError> {
-        entry::call_back(&mut self.a, from, to)?;
-        self.cache.clear();
-        // The call may change any caller-saved register.
-        self.latent_pointers = false;
-        Ok(())
-    }
-
     /// Half `h` of an operand as a register: its cached register, or `scratch` loaded.
     fn reg(
         &mut self,
@@ -358,37 +341,8 @@ impl Emitter<'_> {
     /// First pass: marks the values of the places looked up and not found since the last call
     /// as needed in memory.
     fn note_reads(&mut self) -> Result<(), IcedError> {
-        let missed = self.cache.take_missed();
-        if let Stores::Finding { writer, needed } = &mut self.stores {
-            for s in missed {
-                if let Some(&w) = writer.get(s as usize)
-                    && w != NONE
-                {
-                    needed[w as usize] = true;
-                }
-            }
-        }
+        self.stores.note_missed(self.cache.take_missed());
         Ok(())
-    }
-
-    /// First pass: the steps `called` hand back read their operands from memory and leave
-    /// their values there.
-    fn called(&mut self, called: &[Step]) {
-        let chains = self.chains;
-        if let Stores::Finding { writer, needed } = &mut self.stores {
-            for st in called {
-                each_read(st, chains, |s| {
-                    if let Some(&w) = writer.get(s as usize)
-                        && w != NONE
-                    {
-                        needed[w as usize] = true;
-                    }
-                });
-                if let Some(w) = writer.get_mut(st.out as usize) {
-                    *w = NONE;
-                }
-            }
-        }
     }
 
     /// Step `index` of the layout: its value into a register pair (which the cache then says
@@ -447,17 +401,7 @@ impl Emitter<'_> {
     /// Stores pair `d`, the value of step `index`, in its place `out` where something reads
     /// it from memory (first pass: always, noting who wrote the place).
     fn store(&mut self, index: usize, out: u32, d: usize) -> Result<(), IcedError> {
-        let store = match &mut self.stores {
-            Stores::Finding { writer, .. } => {
-                let p = out as usize;
-                if writer.len() <= p {
-                    writer.resize(p + 1, NONE);
-                }
-                writer[p] = index as u32;
-                true
-            }
-            Stores::Only(needed) => needed[index] || out < self.pinned,
-        };
+        let store = self.stores.store(index, out, self.pinned);
         if store {
             for h in 0..2 {
                 self.a.vmovupd(self.slot_at(out, h), ZMM[2 * d + h])?;
@@ -491,18 +435,6 @@ impl Emitter<'_> {
         self.routine_operand(x)?;
         self.a.call(self.routine_at[routine])?;
         self.cache.lose_routine_pairs();
-        Ok(())
-    }
-
-    /// Encodes the instructions written since the last part, after `bytes` (drops them in
-    /// the first pass, `finding`).
-    fn assemble_part(&mut self, bytes: &mut Parts, finding: bool) -> Result<(), IcedError> {
-        let mut part = std::mem::replace(&mut self.a, CodeAssembler::new(64)?);
-        if finding {
-            return Ok(());
-        }
-        let at = bytes.len() as u64;
-        bytes.push(part.assemble(at)?);
         Ok(())
     }
 }

@@ -14,6 +14,7 @@
 //! locations and scales of latents below `latents`.
 
 mod avx2;
+mod consts;
 mod emit;
 mod entry;
 mod indicators;
@@ -22,6 +23,7 @@ mod regs;
 mod repeat;
 mod reverse;
 mod routines;
+mod sweep;
 
 use std::ffi::c_void;
 use std::sync::OnceLock;

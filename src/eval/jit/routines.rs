@@ -17,80 +17,8 @@
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
 
-use crate::elementary::{
-    ATANH_COEFFS, E_BIAS, E_BIAS_SUBNORMAL, EXP_COEFFS, EXP_FLOOR, INV_LN2, LN_OFFSET, LN2_HI,
-    LN2_LO, ROUND, SUBNORMAL_SCALE,
-};
-
+pub(super) use super::consts::*;
 use super::regs::*;
-
-/// The smoothed if-statement's and the logarithm's constants, first in every code's constant
-/// table (integers as the doubles of their bits).
-pub(super) const CONSTS: [f64; 36] = [
-    EXP_FLOOR,
-    INV_LN2,
-    ROUND,
-    LN2_HI,
-    LN2_LO,
-    1.0,
-    EXP_COEFFS[0],
-    EXP_COEFFS[1],
-    EXP_COEFFS[2],
-    EXP_COEFFS[3],
-    EXP_COEFFS[4],
-    EXP_COEFFS[5],
-    EXP_COEFFS[6],
-    EXP_COEFFS[7],
-    EXP_COEFFS[8],
-    EXP_COEFFS[9],
-    // The logarithm's, from `C_LN` on.
-    f64::MIN_POSITIVE,
-    SUBNORMAL_SCALE,
-    f64::from_bits(0x3ff0_0000_0000_0000 - LN_OFFSET),
-    f64::from_bits(1023),
-    f64::from_bits(ROUND.to_bits() - (1u64 << 51)),
-    E_BIAS,
-    E_BIAS_SUBNORMAL,
-    0.5,
-    f64::INFINITY,
-    f64::NAN,
-    f64::NEG_INFINITY,
-    ATANH_COEFFS[0],
-    ATANH_COEFFS[1],
-    ATANH_COEFFS[2],
-    ATANH_COEFFS[3],
-    ATANH_COEFFS[4],
-    ATANH_COEFFS[5],
-    ATANH_COEFFS[6],
-    // `exp`'s clamp from above.
-    710.0,
-    // The logarithms' stand-ins' factor (`emit::ln_stand_in`).
-    std::f64::consts::LN_2,
-];
-
-/// Indices in [`CONSTS`] (`C_COEFF + i` is `EXP_COEFFS[i]`).
-const C_FLOOR: usize = 0;
-const C_INV_LN2: usize = 1;
-const C_ROUND: usize = 2;
-const C_LN2_HI: usize = 3;
-const C_LN2_LO: usize = 4;
-pub(super) const C_ONE: usize = 5;
-const C_COEFF: usize = 6;
-const C_LN: usize = 16;
-const C_MIN_POSITIVE: usize = C_LN;
-const C_SUB_SCALE: usize = C_LN + 1;
-const C_LN_OFFSET: usize = C_LN + 2;
-const C_1023: usize = C_LN + 3;
-const C_E_BITS: usize = C_LN + 4;
-const C_E_BIAS: usize = C_LN + 5;
-const C_E_BIAS_SUB: usize = C_LN + 6;
-const C_HALF: usize = C_LN + 7;
-const C_INF: usize = C_LN + 8;
-pub(super) const C_NAN: usize = C_LN + 9;
-const C_NEG_INF: usize = C_LN + 10;
-const C_ATANH: usize = C_LN + 11;
-const C_EXP_CEIL: usize = C_ATANH + 7;
-pub(super) const C_LN_2: usize = C_EXP_CEIL + 1;
 
 /// A broadcast of constant `i` of the code's table.
 pub(super) fn k(i: usize) -> AsmMemoryOperand {

@@ -33,10 +33,11 @@
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
 
-use super::super::instr::{CHUNK, NONE, Step, each_read};
+use super::super::instr::{CHUNK, Step};
 use super::emit::cache::{Cache, Operand};
-use super::emit::{Coverage, PART_STEPS, inline};
+use super::emit::{Coverage, inline};
 use super::indicators::Indicators;
+use super::sweep::{self, Stores, Sweep};
 use super::{Parts, frame};
 
 mod routines;
@@ -100,93 +101,31 @@ pub(super) fn forward(
     plain: bool,
 ) -> Result<(Parts, usize, Vec<f64>, Coverage), IcedError> {
     let indicators = Indicators::of(constants);
-    let mut bytes = Parts::default();
-    let mut routine_at = [0; 3];
     let weights = if plain {
         routines::weights_plain
     } else {
         routines::weights
     };
-    for (at, body) in routine_at.iter_mut().zip([
-        weights as fn(&mut CodeAssembler) -> Result<(), IcedError>,
-        routines::ln,
-        routines::exp,
-    ]) {
-        *at = bytes.len() as u64;
-        let mut a = CodeAssembler::new(64)?;
-        body(&mut a)?;
-        bytes.push(a.assemble(*at)?);
-    }
-    let entry = bytes.len();
-    let mut stores = Stores::Finding {
-        writer: Vec::new(),
-        needed: vec![false; steps.len()],
-    };
-    for _pass in 0..2 {
-        let mut e = Emitter {
-            a: CodeAssembler::new(64)?,
-            routine_at,
-            cache: Cache::with(CACHED, ROUTINE_CACHED),
-            chains,
-            consts: routines::table(),
-            crisp,
-            coverage: Coverage::default(),
-            stores,
-            pinned: pinned as u32,
-            indicators: &indicators,
-            latent_pointers: false,
-        };
-        let finding = matches!(e.stores, Stores::Finding { .. });
-        let mut code = Parts {
-            len: bytes.len(),
-            ..Default::default()
-        };
-        e.prologue()?;
-        let mut k = 0;
-        let mut part_from = 0;
-        while k < steps.len() {
-            if k - part_from >= PART_STEPS {
-                e.assemble_part(&mut code, finding)?;
-                part_from = k;
-            }
-            if inline(&steps[k].op) {
-                let from = k;
-                while k < steps.len() && k - from < SEGMENT_STEPS && inline(&steps[k].op) {
-                    k += 1;
-                }
-                e.segment(steps, from, k)?;
-                e.coverage.inline += k - from;
-            } else {
-                let from = k;
-                while k < steps.len() && !inline(&steps[k].op) {
-                    k += 1;
-                }
-                e.note_reads();
-                e.called(&steps[from..k]);
-                e.call_back(from, k)?;
-                e.coverage.called += k - from;
-            }
-        }
-        e.epilogue()?;
-        e.assemble_part(&mut code, finding)?;
-        stores = match e.stores {
-            Stores::Finding { needed, .. } => Stores::Only(needed),
-            Stores::Only(_) => {
-                bytes.append(code);
-                return Ok((bytes, entry, e.consts, e.coverage));
-            }
-        };
-    }
-    unreachable!("the second pass returns")
-}
-
-/// Which steps' values the code stores in their places (as in `emit.rs`).
-enum Stores {
-    /// First pass: `writer[p]` is the step whose value place `p` holds (`NONE`: none of this
-    /// code's, or a call's), `needed[k]` whether step `k`'s value is read from memory.
-    Finding { writer: Vec<u32>, needed: Vec<bool> },
-    /// Second pass: the pinned values and those `needed`.
-    Only(Vec<bool>),
+    sweep::forward(
+        steps,
+        chains,
+        [weights, routines::ln, routines::exp],
+        |stores, routine_at| {
+            Ok(Emitter {
+                a: CodeAssembler::new(64)?,
+                routine_at,
+                cache: Cache::with(CACHED, ROUTINE_CACHED),
+                chains,
+                consts: routines::table(),
+                crisp,
+                coverage: Coverage::default(),
+                stores,
+                pinned: pinned as u32,
+                indicators: &indicators,
+                latent_pointers: false,
+            })
+        },
+    )
 }
 
 struct Emitter<'a> {
@@ -205,15 +144,21 @@ struct Emitter<'a> {
     latent_pointers: bool,
 }
 
-impl Emitter<'_> {
-    /// Vector `h` of the current half of value place `slot`.
-    fn slot_at(&self, slot: u32, h: usize) -> AsmMemoryOperand {
-        ymmword_ptr(r12 + slot as i32 * SLOT_BYTES + h as i32 * VECTOR_BYTES)
+impl Sweep for Emitter<'_> {
+    fn assembler(&mut self) -> &mut CodeAssembler {
+        &mut self.a
     }
 
-    /// Vector `h` of the current half of weight place `cache + next`, at `rcx`.
-    fn weight_at(&self, cache: u32, next: u32, h: usize) -> AsmMemoryOperand {
-        ymmword_ptr(rcx + (cache + next) as i32 * SLOT_BYTES + h as i32 * VECTOR_BYTES)
+    fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    fn stores(&mut self) -> &mut Stores {
+        &mut self.stores
+    }
+
+    fn coverage(&mut self) -> &mut Coverage {
+        &mut self.coverage
     }
 
     /// Saves the callee-saved registers, puts the frame in `rbx` and loads the bases.
@@ -247,6 +192,45 @@ impl Emitter<'_> {
         a.ret()
     }
 
+    /// The inline steps from `k` on, up to [`SEGMENT_STEPS`] of them, as one segment.
+    fn inline_steps(&mut self, steps: &[Step], k: usize) -> Result<usize, IcedError> {
+        let mut to = k;
+        while to < steps.len() && to - k < SEGMENT_STEPS && inline(&steps[to].op) {
+            to += 1;
+        }
+        self.segment(steps, k, to)?;
+        self.coverage.inline += to - k;
+        Ok(to)
+    }
+
+    /// Runs steps `from..to` in the interpreter (on whole chunks).
+    fn call_back(&mut self, from: usize, to: usize) -> Result<(), IcedError> {
+        let a = &mut self.a;
+        a.mov(rdi, rbx)?;
+        a.mov(esi, from as u32)?;
+        a.mov(edx, to as u32)?;
+        a.call(qword_ptr(rbx + frame::CALL_BACK))?;
+        self.cache.clear();
+        self.latent_pointers = false;
+        Ok(())
+    }
+
+    fn finish(self) -> (Vec<f64>, Coverage) {
+        (self.consts, self.coverage)
+    }
+}
+
+impl Emitter<'_> {
+    /// Vector `h` of the current half of value place `slot`.
+    fn slot_at(&self, slot: u32, h: usize) -> AsmMemoryOperand {
+        ymmword_ptr(r12 + slot as i32 * SLOT_BYTES + h as i32 * VECTOR_BYTES)
+    }
+
+    /// Vector `h` of the current half of weight place `cache + next`, at `rcx`.
+    fn weight_at(&self, cache: u32, next: u32, h: usize) -> AsmMemoryOperand {
+        ymmword_ptr(rcx + (cache + next) as i32 * SLOT_BYTES + h as i32 * VECTOR_BYTES)
+    }
+
     /// Steps `from..to` (all with an inline form) as a loop over the chunk's two halves.
     fn segment(&mut self, steps: &[Step], from: usize, to: usize) -> Result<(), IcedError> {
         self.cache.reset();
@@ -271,18 +255,6 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// Runs steps `from..to` in the interpreter (on whole chunks).
-    fn call_back(&mut self, from: usize, to: usize) -> Result<(), IcedError> {
-        let a = &mut self.a;
-        a.mov(rdi, rbx)?;
-        a.mov(esi, from as u32)?;
-        a.mov(edx, to as u32)?;
-        a.call(qword_ptr(rbx + frame::CALL_BACK))?;
-        self.cache.clear();
-        self.latent_pointers = false;
-        Ok(())
-    }
-
     /// Vector `h` of an operand as a register: its cached register, or `scratch` loaded.
     fn reg(
         &mut self,
@@ -301,36 +273,7 @@ impl Emitter<'_> {
 
     /// First pass: marks the values of the places looked up and not found as needed.
     fn note_reads(&mut self) {
-        let missed = self.cache.take_missed();
-        if let Stores::Finding { writer, needed } = &mut self.stores {
-            for s in missed {
-                if let Some(&w) = writer.get(s as usize)
-                    && w != NONE
-                {
-                    needed[w as usize] = true;
-                }
-            }
-        }
-    }
-
-    /// First pass: the steps `called` hand back read their operands from memory and leave
-    /// their values there.
-    fn called(&mut self, called: &[Step]) {
-        let chains = self.chains;
-        if let Stores::Finding { writer, needed } = &mut self.stores {
-            for st in called {
-                each_read(st, chains, |s| {
-                    if let Some(&w) = writer.get(s as usize)
-                        && w != NONE
-                    {
-                        needed[w as usize] = true;
-                    }
-                });
-                if let Some(w) = writer.get_mut(st.out as usize) {
-                    *w = NONE;
-                }
-            }
-        }
+        self.stores.note_missed(self.cache.take_missed());
     }
 
     /// Step `index`: its value into a cache register, and into its place where something
@@ -339,17 +282,7 @@ impl Emitter<'_> {
         let d = self.step_value(step)?;
         self.cache.set(d, step.out);
         self.note_reads();
-        let store = match &mut self.stores {
-            Stores::Finding { writer, .. } => {
-                let p = step.out as usize;
-                if writer.len() <= p {
-                    writer.resize(p + 1, NONE);
-                }
-                writer[p] = index as u32;
-                true
-            }
-            Stores::Only(needed) => needed[index] || step.out < self.pinned,
-        };
+        let store = self.stores.store(index, step.out, self.pinned);
         if store {
             for h in 0..H {
                 self.a.vmovupd(self.slot_at(step.out, h), pair(d, h))?;
@@ -377,17 +310,6 @@ impl Emitter<'_> {
         }
         self.a.call(self.routine_at[routine])?;
         self.cache.lose_routine_pairs();
-        Ok(())
-    }
-
-    /// Encodes the instructions written since the last part (drops them in the first pass).
-    fn assemble_part(&mut self, bytes: &mut Parts, finding: bool) -> Result<(), IcedError> {
-        let mut part = std::mem::replace(&mut self.a, CodeAssembler::new(64)?);
-        if finding {
-            return Ok(());
-        }
-        let at = bytes.len() as u64;
-        bytes.push(part.assemble(at)?);
         Ok(())
     }
 }

@@ -18,50 +18,14 @@
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
 
-use crate::elementary::{
-    ATANH_COEFFS, E_BIAS, E_BIAS_SUBNORMAL, EXP_COEFFS, EXP_FLOOR, INV_LN2, LN_OFFSET, LN2_HI,
-    LN2_LO, ROUND, SUBNORMAL_SCALE, TWO_TO_MINUS_64,
-};
+use crate::elementary::{ROUND, TWO_TO_MINUS_64};
 
-/// The routines' and the steps' constants, first in every AVX2 code's constant table
-/// (integers as the doubles of their bits), each stored [`WIDTH`] times.
-const CONSTS: [f64; 44] = [
-    EXP_FLOOR,
-    INV_LN2,
-    ROUND,
-    LN2_HI,
-    LN2_LO,
-    1.0,
-    EXP_COEFFS[0],
-    EXP_COEFFS[1],
-    EXP_COEFFS[2],
-    EXP_COEFFS[3],
-    EXP_COEFFS[4],
-    EXP_COEFFS[5],
-    EXP_COEFFS[6],
-    EXP_COEFFS[7],
-    EXP_COEFFS[8],
-    EXP_COEFFS[9],
-    f64::MIN_POSITIVE,
-    SUBNORMAL_SCALE,
-    f64::from_bits(0x3ff0_0000_0000_0000 - LN_OFFSET),
-    f64::from_bits(1023),
-    f64::from_bits(ROUND.to_bits() - (1u64 << 51)),
-    E_BIAS,
-    E_BIAS_SUBNORMAL,
-    0.5,
-    f64::INFINITY,
-    f64::NAN,
-    f64::NEG_INFINITY,
-    ATANH_COEFFS[0],
-    ATANH_COEFFS[1],
-    ATANH_COEFFS[2],
-    ATANH_COEFFS[3],
-    ATANH_COEFFS[4],
-    ATANH_COEFFS[5],
-    ATANH_COEFFS[6],
-    710.0,
-    std::f64::consts::LN_2,
+pub(super) use super::super::consts::*;
+pub(super) use super::super::regs::{EQ_OQ, GE_OQ, GT_OQ, LE_OQ, LT_OQ, NEQ_UQ, UNORD_Q};
+
+/// The AVX2 code's constants besides the routines' shared ones ([`ROUTINES`]), after them in
+/// its table.
+const OWN: [f64; 8] = [
     -0.0,
     0.0,
     // `exp_of_nonpositive`'s biased exponent `k + 1087` from the bits of `kr`.
@@ -75,6 +39,22 @@ const CONSTS: [f64; 44] = [
     0.0,
 ];
 
+/// The routines' and the steps' constants, first in every AVX2 code's constant table
+/// (integers as the doubles of their bits), each stored [`WIDTH`] times.
+const CONSTS: [f64; ROUTINES.len() + OWN.len()] = {
+    let mut all = [0.0; ROUTINES.len() + OWN.len()];
+    let mut i = 0;
+    while i < all.len() {
+        all[i] = if i < ROUTINES.len() {
+            ROUTINES[i]
+        } else {
+            OWN[i - ROUTINES.len()]
+        };
+        i += 1;
+    }
+    all
+};
+
 /// Lanes of one vector: copies of each constant in the table.
 pub(super) const WIDTH: usize = 4;
 
@@ -83,34 +63,14 @@ pub(super) fn table() -> Vec<f64> {
     CONSTS.iter().flat_map(|&c| [c; WIDTH]).collect()
 }
 
-/// Indices in [`CONSTS`] (`C_COEFF + i` is `EXP_COEFFS[i]`, `C_ATANH + i` `ATANH_COEFFS[i]`).
-const C_FLOOR: usize = 0;
-const C_INV_LN2: usize = 1;
-const C_ROUND: usize = 2;
-const C_LN2_HI: usize = 3;
-const C_LN2_LO: usize = 4;
-pub(super) const C_ONE: usize = 5;
-const C_COEFF: usize = 6;
-pub(super) const C_MIN_POSITIVE: usize = 16;
-pub(super) const C_SUB_SCALE: usize = 17;
-const C_LN_OFFSET: usize = 18;
-const C_1023: usize = 19;
-pub(super) const C_E_BITS: usize = 20;
-pub(super) const C_E_BIAS: usize = 21;
-pub(super) const C_E_BIAS_SUB: usize = 22;
-const C_HALF: usize = 23;
-pub(super) const C_INF: usize = 24;
-pub(super) const C_NAN: usize = 25;
-pub(super) const C_NEG_INF: usize = 26;
-const C_ATANH: usize = 27;
-const C_EXP_CEIL: usize = 34;
-pub(super) const C_LN_2: usize = 35;
-pub(super) const C_SIGN: usize = 36;
-pub(super) const C_ZERO: usize = 37;
-const C_NONPOSITIVE_BIAS: usize = 38;
-const C_AT_MOST_BIAS: usize = 39;
-const C_FACTOR_BIAS: usize = 40;
-const C_TWO_TO_MINUS_64: usize = 41;
+/// Indices in [`CONSTS`] of the AVX2 code's own constants (those of the routines are
+/// shared: `consts.rs`).
+pub(super) const C_SIGN: usize = ROUTINES.len();
+pub(super) const C_ZERO: usize = C_SIGN + 1;
+const C_NONPOSITIVE_BIAS: usize = C_SIGN + 2;
+const C_AT_MOST_BIAS: usize = C_SIGN + 3;
+const C_FACTOR_BIAS: usize = C_SIGN + 4;
+const C_TWO_TO_MINUS_64: usize = C_SIGN + 5;
 
 /// Constant `i` of the code's table as a whole vector.
 pub(super) fn k(i: usize) -> AsmMemoryOperand {
@@ -165,16 +125,6 @@ fn select(
 ) -> Result<(), IcedError> {
     a.vblendvpd(x, e, t, m)
 }
-
-/// `vcmppd` predicates (ordered, quiet: false on NaN, like Rust's comparisons; `NEQ_UQ` true
-/// on NaN, `UNORD_Q` "is NaN").
-pub(super) const LT_OQ: i32 = 0x11;
-pub(super) const GT_OQ: i32 = 0x1e;
-pub(super) const GE_OQ: i32 = 0x1d;
-pub(super) const NEQ_UQ: i32 = 0x04;
-pub(super) const UNORD_Q: i32 = 0x03;
-pub(super) const EQ_OQ: i32 = 0x00;
-pub(super) const LE_OQ: i32 = 0x12;
 
 /// The weights routine: from `x` in `r[0]`, `exp_of_nonpositive(-|x|)` and
 /// `sigmoid_big_small`, the else weight into `r[1]`, the then weight into `r[2]`.

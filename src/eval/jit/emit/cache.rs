@@ -113,4 +113,9 @@ impl Cache {
         }
         self.holds[p] = slot;
     }
+
+    /// The operands of the sum-chain terms `chain` (the places they read).
+    pub(in super::super) fn terms(&self, chain: &[(u32, bool)]) -> Vec<Operand> {
+        chain.iter().map(|&(t, _)| self.find(t)).collect()
+    }
 }

@@ -82,7 +82,7 @@ impl Emitter<'_> {
     /// The sum chain `((base + t1) + t2) + ...` of the terms `from..to` into a new pair.
     pub(super) fn sum_chain(&mut self, base: u32, from: u32, to: u32) -> Result<usize, IcedError> {
         let x = self.cache.find(base);
-        let terms = self.terms(from, to);
+        let terms = self.cache.terms(&self.chains[from as usize..to as usize]);
         let mut keep = terms.clone();
         keep.push(x);
         Ok(match self.cache.free(&keep) {
@@ -298,7 +298,7 @@ impl Emitter<'_> {
         e: u32,
     ) -> Result<usize, IcedError> {
         let x = self.cache.find(base);
-        let terms = self.terms(from, to);
+        let terms = self.cache.terms(&self.chains[from as usize..to as usize]);
         let (y, z) = (self.cache.find(t), self.cache.find(e));
         let mut keep = terms.clone();
         keep.extend([x, y, z]);
@@ -315,14 +315,6 @@ impl Emitter<'_> {
             self.blend(d, h, y, z)?;
         }
         Ok(d)
-    }
-
-    /// The operands of the sum-chain terms `from..to`.
-    pub(super) fn terms(&self, from: u32, to: u32) -> Vec<Operand> {
-        self.chains[from as usize..to as usize]
-            .iter()
-            .map(|&(t, _)| self.cache.find(t))
-            .collect()
     }
 
     /// Half `h` of the sum chain `((base + t1) + t2) + ...` of the terms `from..` (operands
