@@ -34,8 +34,8 @@ pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantic
         ws.adjoints[tape.out_adj as usize] = [1.0; CHUNK];
     }
     #[cfg(all(feature = "jit", target_arch = "x86_64"))]
-    if matches!(ws.kernels, None | Some(KernelSet::Jit))
-        && reverse_jit(tape, plan, smooth, ws, semantics)
+    if let Some(avx2) = compiled_width(ws, semantics)
+        && reverse_jit(tape, plan, smooth, ws, semantics, avx2)
     {
         return;
     }
@@ -66,6 +66,22 @@ fn plan_of(tape: &Tape, semantics: Semantics) -> (&Plan, bool) {
     }
 }
 
+/// Which machine code the reverse sweep may run in (`Some(true)` the AVX2 one, `Some(false)`
+/// the AVX-512 one): the AVX-512 code wherever no build was set but the compiled one (it ran
+/// faster than the interpreter on every model measured); the AVX2 code only where the forward
+/// sweep runs in the AVX2 machine code too, set or chosen by the timing (where the forward
+/// choice keeps the interpreter, the layout's sweeps gained nothing from compiling).
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
+fn compiled_width(ws: &Workspace, semantics: Semantics) -> Option<bool> {
+    match ws.kernels {
+        Some(KernelSet::Jit) => Some(false),
+        Some(KernelSet::Avx2Jit) => Some(true),
+        None if cpu::avx512() => Some(false),
+        None => (ws.forward_choice.chosen(semantics) == Some(KernelSet::Avx2Jit)).then_some(true),
+        Some(_) => None,
+    }
+}
+
 /// The reverse sweep in the plan's machine code, if it is compiled and fits the workspace
 /// (smoothed or crisp semantics; a forced if-statement needs the interpreter). Returns
 /// whether it ran.
@@ -76,11 +92,15 @@ fn reverse_jit(
     smooth: bool,
     ws: &mut Workspace,
     semantics: Semantics,
+    avx2: bool,
 ) -> bool {
     if matches!(semantics, Semantics::Forced { .. }) {
         return false;
     }
-    let Some(code) = tape.reverse_jit.get(plan, smooth, &tape.compact.constants) else {
+    let Some(code) = tape
+        .reverse_jit
+        .get(plan, smooth, &tape.compact.constants, avx2)
+    else {
         return false;
     };
     if ws.values.len() < code.slots
@@ -145,7 +165,7 @@ struct ReverseEnv<'a> {
 #[cfg(all(feature = "jit", target_arch = "x86_64"))]
 unsafe extern "sysv64" fn reverse_call_back(frame: *mut jit::Frame, from: u32, to: u32) {
     // SAFETY: the caller's contract; the slices are the workspace's buffers, which only this
-    // call touches until it returns. The CPU has AVX-512, so AVX2 and FMA.
+    // call touches until it returns. The CPU has AVX-512 or AVX2 and FMA (the code's).
     unsafe {
         let env = &*((*frame).env as *const ReverseEnv);
         let adj = std::slice::from_raw_parts_mut(env.adjoints, env.n_adjoints);

@@ -39,6 +39,7 @@ use super::emit::{Coverage, PART_STEPS, inline};
 use super::indicators::Indicators;
 use super::{Parts, frame};
 
+pub(super) mod reverse;
 mod routines;
 mod steps;
 
