@@ -1,5 +1,5 @@
-//! The forward and reverse sweeps compiled to machine code (`KernelSet::Jit`, and the
-//! forward sweep's AVX2 code, `KernelSet::Avx2Jit`) give the interpreter's bits: on random programs of every primitive (the cheap ones the code runs itself, the
+//! The forward and reverse sweeps compiled to machine code (`KernelSet::Jit`, and their
+//! AVX2 code, `KernelSet::Avx2Jit`) give the interpreter's bits: on random programs of every primitive (the cheap ones the code runs itself, the
 //! others it hands back), with long runs of cheap steps that overflow its register cache, and
 //! on every built-in model and on indicators (if-statements between 1 and 0) at the edges;
 //! smoothed and crisp, values and gradients, latents given as
@@ -197,6 +197,7 @@ fn compiled_sweeps_give_the_interpreters_bits_on_random_programs() {
     let mut rng = Lcg(0x5eed);
     let (mut compiled, mut inline, mut called) = (0, 0, 0);
     let (mut rev_compiled, mut rev_inline, mut rev_called) = (0, 0, 0);
+    let (mut avx2_compiled, mut avx2_inline, mut avx2_called) = (0, 0, 0);
     let cases = 60;
     for case in 0..cases {
         let len = [5, 40, 400][case % 3];
@@ -222,7 +223,19 @@ fn compiled_sweeps_give_the_interpreters_bits_on_random_programs() {
                 rev_inline += c.inline;
                 rev_called += c.called;
             }
+            if let Some(c) = tape.avx2_reverse_jit_coverage(sem) {
+                avx2_compiled += 1;
+                avx2_inline += c.inline;
+                avx2_called += c.called;
+            }
         }
+    }
+    // The AVX2 reverse code runs wherever the AVX-512 one does (the same plans).
+    if compiled_sets().contains(&KernelSet::Avx2Jit) {
+        assert_eq!(
+            (avx2_compiled, avx2_inline, avx2_called),
+            (rev_compiled, rev_inline, rev_called)
+        );
     }
     // The reverse sweeps, too, mostly compiled, calls back included.
     assert!(
@@ -280,12 +293,17 @@ fn every_primitive_runs_where_its_descriptor_says_with_the_interpreters_bits() {
                 forward == CompiledForm::CallBack,
                 "{what} {sem:?}: {c:?}"
             );
-            let c = tape.reverse_jit_coverage(sem).expect("compiled");
-            assert_eq!(
-                c.called > 0,
-                reverse == CompiledForm::CallBack,
-                "{what} {sem:?}: {c:?}"
-            );
+            for c in [
+                tape.reverse_jit_coverage(sem),
+                tape.avx2_reverse_jit_coverage(sem),
+            ] {
+                let c = c.expect("compiled");
+                assert_eq!(
+                    c.called > 0,
+                    reverse == CompiledForm::CallBack,
+                    "{what} {sem:?}: {c:?}"
+                );
+            }
         }
     };
     for &op in Unary::ALL {
@@ -345,10 +363,15 @@ fn compiled_sweeps_give_the_interpreters_bits_on_the_built_in_models() {
                     "{name} {sem:?}: {c:?}"
                 );
             }
-            // Every built-in model's reverse sweeps compile whole.
-            let c = tape.reverse_jit_coverage(sem).expect("compiled");
-            assert_eq!(c.called, 0, "{name} {sem:?}: {c:?}");
-            assert_eq!(c.inline, tape.reverse_len(sem), "{name} {sem:?}");
+            // Every built-in model's reverse sweeps compile whole, in both widths.
+            for c in [
+                tape.reverse_jit_coverage(sem),
+                tape.avx2_reverse_jit_coverage(sem),
+            ] {
+                let c = c.expect("compiled");
+                assert_eq!(c.called, 0, "{name} {sem:?}: {c:?}");
+                assert_eq!(c.inline, tape.reverse_len(sem), "{name} {sem:?}");
+            }
         }
     }
     // Crisp layouts of cheap steps and fused density terms compile whole: the random walk,
@@ -379,6 +402,11 @@ fn assert_compiled_bits_on(tape: &Tape, zs: &[f64]) {
         if compiled_sets().contains(&KernelSet::Avx2Jit) {
             assert_eq!(
                 tape.avx2_jit_coverage(sem).map(|c| c.called),
+                Some(0),
+                "{sem:?}"
+            );
+            assert_eq!(
+                tape.avx2_reverse_jit_coverage(sem).map(|c| c.called),
                 Some(0),
                 "{sem:?}"
             );

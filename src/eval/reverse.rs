@@ -1,8 +1,8 @@
 //! The reverse sweep over one chunk of lanes: the adjoints of every active slot from the
 //! values and smoothing weights the forward sweep left, in the interpreter's AVX2 build (its
 //! AVX-512 build was slower on every model measured; the portable one with FMA where the CPU
-//! has it) or, on a CPU with AVX-512, in the
-//! plan's machine code (`jit/reverse.rs`), which gives the same bits.
+//! has it) or in the plan's machine code (`jit/reverse.rs` on a CPU with AVX-512,
+//! `jit/avx2/reverse.rs` on one with AVX2 and FMA only), which gives the same bits.
 //!
 //! Not here: the plans the sweep follows (`plan.rs`) and the forward sweep (`sweep.rs`).
 
@@ -23,7 +23,8 @@ use super::vmath::KernelSet;
 use super::workspace::Workspace;
 
 /// Adjoints of every active slot for the chunk last swept forward: in the plan's machine
-/// code where it runs (not where a build was set, but for the compiled one), else in the
+/// code where it runs (AVX-512's, or AVX2's on a CPU without AVX-512; not where a build was
+/// set, but for a compiled one), else in the
 /// interpreter's AVX2 build (in the AVX-512 set too), else its portable one.
 pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantics) {
     let (plan, smooth) = plan_of(tape, semantics);
@@ -34,8 +35,8 @@ pub(super) fn reverse_chunk(tape: &Tape, ws: &mut Workspace, semantics: Semantic
         ws.adjoints[tape.out_adj as usize] = [1.0; CHUNK];
     }
     #[cfg(all(feature = "jit", target_arch = "x86_64"))]
-    if matches!(ws.kernels, None | Some(KernelSet::Jit))
-        && reverse_jit(tape, plan, smooth, ws, semantics)
+    if let Some(avx2) = compiled_width(ws)
+        && reverse_jit(tape, plan, smooth, ws, semantics, avx2)
     {
         return;
     }
@@ -66,6 +67,23 @@ fn plan_of(tape: &Tape, semantics: Semantics) -> (&Plan, bool) {
     }
 }
 
+/// Which machine code the reverse sweep may run in (`Some(true)` the AVX2 one, `Some(false)`
+/// the AVX-512 one): the widest the CPU runs wherever no build was set, or the compiled one
+/// of either width where it was. Why not only where the forward sweep's timed choice keeps
+/// the AVX2 machine code: the reverse code gains where the forward one does not (CPU time of
+/// one pinned thread under `DSGD_KERNELS=avx2`, AMD Zen 5 guest: temperature's DSGD sample
+/// 1.11x with the reverse sweep always compiled, 0.97x with it compiled only where the
+/// forward choice was; textmsg 0.99x either way, cheating 1.07x).
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
+fn compiled_width(ws: &Workspace) -> Option<bool> {
+    match ws.kernels {
+        Some(KernelSet::Jit) => Some(false),
+        Some(KernelSet::Avx2Jit) => Some(true),
+        None => Some(!cpu::avx512()),
+        Some(_) => None,
+    }
+}
+
 /// The reverse sweep in the plan's machine code, if it is compiled and fits the workspace
 /// (smoothed or crisp semantics; a forced if-statement needs the interpreter). Returns
 /// whether it ran.
@@ -76,11 +94,15 @@ fn reverse_jit(
     smooth: bool,
     ws: &mut Workspace,
     semantics: Semantics,
+    avx2: bool,
 ) -> bool {
     if matches!(semantics, Semantics::Forced { .. }) {
         return false;
     }
-    let Some(code) = tape.reverse_jit.get(plan, smooth, &tape.compact.constants) else {
+    let Some(code) = tape
+        .reverse_jit
+        .get(plan, smooth, &tape.compact.constants, avx2)
+    else {
         return false;
     };
     if ws.values.len() < code.slots
@@ -145,7 +167,7 @@ struct ReverseEnv<'a> {
 #[cfg(all(feature = "jit", target_arch = "x86_64"))]
 unsafe extern "sysv64" fn reverse_call_back(frame: *mut jit::Frame, from: u32, to: u32) {
     // SAFETY: the caller's contract; the slices are the workspace's buffers, which only this
-    // call touches until it returns. The CPU has AVX-512, so AVX2 and FMA.
+    // call touches until it returns. The CPU has AVX-512 or AVX2 and FMA (the code's).
     unsafe {
         let env = &*((*frame).env as *const ReverseEnv);
         let adj = std::slice::from_raw_parts_mut(env.adjoints, env.n_adjoints);

@@ -269,6 +269,16 @@ impl Tape {
     /// and how many it hands back to the interpreter (compiled at the first call); `None`
     /// where nothing is compiled (as for [`Tape::jit_coverage`]).
     pub fn reverse_jit_coverage(&self, semantics: Semantics) -> Option<JitCoverage> {
+        self.reverse_coverage_in(semantics, false)
+    }
+
+    /// [`Tape::reverse_jit_coverage`] of the AVX2 machine code, on any CPU with AVX2 and FMA
+    /// (for tests).
+    pub fn avx2_reverse_jit_coverage(&self, semantics: Semantics) -> Option<JitCoverage> {
+        self.reverse_coverage_in(semantics, true)
+    }
+
+    fn reverse_coverage_in(&self, semantics: Semantics, avx2: bool) -> Option<JitCoverage> {
         let (plan, smooth) = match semantics {
             Semantics::Smoothed { .. } => (&self.smooth_plan, true),
             Semantics::Crisp => (&self.crisp_plan, false),
@@ -276,7 +286,7 @@ impl Tape {
         };
         Some(
             self.reverse_jit
-                .get(plan, smooth, &self.compact.constants)?
+                .get(plan, smooth, &self.compact.constants, avx2)?
                 .coverage,
         )
     }

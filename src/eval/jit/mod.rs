@@ -311,11 +311,21 @@ impl std::fmt::Debug for ReverseCode {
 }
 
 impl ReverseCode {
-    /// The code of `plan` under smoothed (`smooth`) or crisp semantics, or `None` where the
-    /// CPU lacks AVX-512, the plan is too long or calls back too often to gain, or the
-    /// system gives no executable memory.
-    fn compile(plan: &Plan, smooth: bool, constants: &[(u32, f64)]) -> Option<ReverseCode> {
-        if !crate::cpu::avx512()
+    /// The code of `plan` under smoothed (`smooth`) or crisp semantics in AVX-512
+    /// instructions, or AVX2 ones (`avx2`), or `None` where the CPU lacks them, the plan is
+    /// too long or calls back too often to gain, or the system gives no executable memory.
+    fn compile(
+        plan: &Plan,
+        smooth: bool,
+        constants: &[(u32, f64)],
+        avx2: bool,
+    ) -> Option<ReverseCode> {
+        let runs = if avx2 {
+            crate::cpu::avx2_fma()
+        } else {
+            crate::cpu::avx512()
+        };
+        if !runs
             || plan.steps.len() > MAX_REVERSE_STEPS
             || reverse::call_backs(plan) * STEPS_PER_CALL > plan.steps.len()
         {
@@ -348,7 +358,11 @@ impl ReverseCode {
         if slots.max(adjoints).max(weights) * std::mem::size_of::<Lanes>() > i32::MAX as usize / 2 {
             return None;
         }
-        let (parts, consts, coverage) = reverse::reverse(plan, smooth, constants).ok()?;
+        let (parts, consts, coverage) = if avx2 {
+            avx2::reverse::reverse(plan, smooth, constants).ok()?
+        } else {
+            reverse::reverse(plan, smooth, constants).ok()?
+        };
         let code = parts.map()?;
         Some(ReverseCode {
             code,
@@ -375,9 +389,10 @@ impl ReverseCode {
     }
 }
 
-/// A tape's compiled reverse sweeps, made at first use: smoothed and crisp.
+/// A tape's compiled reverse sweeps, made at first use: smoothed and crisp, in AVX-512 and
+/// in AVX2 instructions.
 #[derive(Default, Debug)]
-pub(super) struct CompiledReverse([OnceLock<Option<ReverseCode>>; 2]);
+pub(super) struct CompiledReverse([OnceLock<Option<ReverseCode>>; 4]);
 
 impl Clone for CompiledReverse {
     /// A clone compiles again when used.
@@ -387,12 +402,18 @@ impl Clone for CompiledReverse {
 }
 
 impl CompiledReverse {
-    /// The code for `plan` under smoothed (`smooth`) or crisp semantics, compiled at the first
-    /// call.
+    /// The code for `plan` under smoothed (`smooth`) or crisp semantics, in AVX2
+    /// instructions (`avx2`) or AVX-512 ones, compiled at the first call.
     /// `constants` are places that hold a constant for good (and its value).
-    pub fn get(&self, plan: &Plan, smooth: bool, constants: &[(u32, f64)]) -> Option<&ReverseCode> {
-        self.0[usize::from(smooth)]
-            .get_or_init(|| ReverseCode::compile(plan, smooth, constants))
+    pub fn get(
+        &self,
+        plan: &Plan,
+        smooth: bool,
+        constants: &[(u32, f64)],
+        avx2: bool,
+    ) -> Option<&ReverseCode> {
+        self.0[usize::from(smooth) + 2 * usize::from(avx2)]
+            .get_or_init(|| ReverseCode::compile(plan, smooth, constants, avx2))
             .as_ref()
     }
 }

@@ -50,7 +50,7 @@ pub(super) struct CompiledReverse;
 
 impl CompiledReverse {
     /// Nothing is compiled on this target.
-    pub fn get(&self, _: &Plan, _: bool, _: &[(u32, f64)]) -> Option<&ReverseCode> {
+    pub fn get(&self, _: &Plan, _: bool, _: &[(u32, f64)], _: bool) -> Option<&ReverseCode> {
         None
     }
 }

@@ -40,6 +40,7 @@ use super::indicators::Indicators;
 use super::sweep::{self, Stores, Sweep};
 use super::{Parts, frame};
 
+pub(super) mod reverse;
 mod routines;
 mod steps;
 
