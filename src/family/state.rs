@@ -255,6 +255,13 @@ impl FamilyState {
     fn update_user(&mut self, family: &Family, theta: &[f64]) -> bool {
         let m = family.model_param_count();
         self.run_tapes(family, &theta[..m]);
+        self.user_latents(family, m)
+    }
+
+    /// The user latents' locations and scales from the tapes just run (`m` model
+    /// parameters), with their Jacobians; true when all are valid.
+    #[inline(always)]
+    fn user_latents(&mut self, family: &Family, m: usize) -> bool {
         let mut valid = true;
         for k in 0..self.user.len() {
             let i = self.user[k] as usize;
@@ -303,20 +310,7 @@ impl FamilyState {
             self.scale[g.latent] = scale;
             valid &= is_valid(loc, scale);
         }
-        for k in 0..self.user.len() {
-            let i = self.user[k] as usize;
-            let e = self.start[i];
-            let Role::User { ref loc, ref scale } = family.roles[i] else {
-                unreachable!("listed as a user latent")
-            };
-            let (loc, scale) = (
-                self.source(loc, m, e, true),
-                self.source(scale, m, e, false),
-            );
-            self.loc[i] = loc;
-            self.scale[i] = scale;
-            valid &= is_valid(loc, scale);
-        }
+        valid &= self.user_latents(family, m);
         if !valid {
             // The first invalid latent in latent order, fixed or not.
             for &i in &self.moved {
