@@ -224,6 +224,48 @@ pub fn fast_lanes<const G: usize, const AVX2: bool>(
     rejected
 }
 
+/// [`fast_lanes`] two lanes per instruction in 128-bit vectors (SSE4.1), the portable
+/// build's width: the same operations as [`fast`], so the same bits. Each pair of lanes'
+/// table entries is two 16-byte loads (`[x[i], x[i + 1]]`, side by side in
+/// [`Ziggurat::x`]), rearranged into the widths and the next edges.
+///
+/// # Safety
+/// The CPU must have SSE4.1, and the caller must be compiled with it: it inlines there.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub unsafe fn fast_lanes_sse<const G: usize>(t: &Ziggurat, w: &[u64; G], z: &mut [f64; G]) -> u32 {
+    use std::arch::x86_64::*;
+    const { assert!(G <= 32 && G.is_multiple_of(2)) };
+    let mut rejected = 0;
+    // SAFETY: the caller's promise; each table load reads `x[i]` and `x[i + 1]`, inside `x`
+    // for a layer `i`, and the other loads and stores 16 bytes of `w` and `z` at `l < G`.
+    unsafe {
+        let pair = |w: u64| _mm_loadu_pd(t.x.as_ptr().add(layer(w)));
+        let one = _mm_set1_epi64x(0x3ff0_0000_0000_0000);
+        let half_ulp_below_one = _mm_set1_pd(1.0 - f64::EPSILON / 2.0);
+        for l in (0..G).step_by(2) {
+            let v = _mm_loadu_si128(w.as_ptr().add(l).cast());
+            let (p0, p1) = (pair(w[l]), pair(w[l + 1]));
+            let width = _mm_unpacklo_pd(p0, p1);
+            let next = _mm_unpackhi_pd(p0, p1);
+            let u = _mm_sub_pd(
+                _mm_castsi128_pd(_mm_or_si128(one, _mm_srli_epi64::<12>(v))),
+                half_ulp_below_one,
+            );
+            let x = _mm_mul_pd(u, width);
+            let ok = _mm_movemask_pd(_mm_cmplt_pd(x, next)) as u32;
+            // Bit `LAYER_BITS` of each word to its sign bit.
+            let sign = _mm_and_si128(
+                _mm_slli_epi64::<{ 63 - LAYER_BITS as i32 }>(v),
+                _mm_set1_epi64x(i64::MIN),
+            );
+            _mm_storeu_pd(z.as_mut_ptr().add(l), _mm_or_pd(x, _mm_castsi128_pd(sign)));
+            rejected |= (!ok & 3) << l;
+        }
+    }
+    rejected
+}
+
 /// The first steps of [`slow`] for `G` words the fast path rejected, side by side: the wedge
 /// test with each word's first further word `a[l]`, and where it rejects, the fast path on
 /// the second, `b[l]`. Returns the normals and a mask of the lanes (bit `l` for lane `l`)

@@ -43,16 +43,39 @@ impl SampleRng {
             return;
         }
         let _ = set;
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::aes() && crate::cpu::fma() {
+            // SAFETY: the CPU has AES-NI, SSE4.1 and FMA (checked just above).
+            unsafe { self.fill_aesni_fma(first as u64, w, n, s) };
+            return;
+        }
         if w <= 4 {
-            self.fill_body::<4, false>(first as u64, w, n, s);
+            self.fill_body::<4, false, false>(first as u64, w, n, s);
         } else {
-            self.fill_body::<GROUP, false>(first as u64, w, n, s);
+            self.fill_body::<GROUP, false, false>(first as u64, w, n, s);
         }
     }
 
-    /// Groups of `G` lanes side by side (`fill_group`).
+    /// The portable build where the CPU has AES-NI and FMA: the rounds inline into the lane
+    /// loop (a call per block and its counters passed through memory cost a quarter of a
+    /// `cheating` Reparam sample), and the slow path's `mul_add`s are instructions.
+    ///
+    /// # Safety
+    /// The CPU must have AES-NI, SSE4.1 and FMA.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "sse4.1,aes,fma")]
+    unsafe fn fill_aesni_fma(&self, first: u64, w: usize, n: usize, s: &mut [f64]) {
+        if w <= 4 {
+            self.fill_body::<4, false, true>(first, w, n, s);
+        } else {
+            self.fill_body::<GROUP, false, true>(first, w, n, s);
+        }
+    }
+
+    /// Groups of `G` lanes side by side (`fill_group`). `AES`: the caller is compiled with
+    /// AES-NI and SSE4.1, which the CPU has.
     #[inline(always)]
-    pub(super) fn fill_body<const G: usize, const AVX2: bool>(
+    pub(super) fn fill_body<const G: usize, const AVX2: bool, const AES: bool>(
         &self,
         first: u64,
         w: usize,
@@ -61,7 +84,7 @@ impl SampleRng {
     ) {
         let t = normal::tables();
         for g0 in (0..w).step_by(G) {
-            self.fill_group::<G, AVX2>(t, first, w, n, s, g0);
+            self.fill_group::<G, AVX2, AES>(t, first, w, n, s, g0);
         }
     }
 
@@ -70,7 +93,7 @@ impl SampleRng {
     // Indexed lane loops over several arrays at once: the shape LLVM vectorises.
     #[allow(clippy::needless_range_loop)]
     #[inline(always)]
-    pub(super) fn fill_group<const G: usize, const AVX2: bool>(
+    pub(super) fn fill_group<const G: usize, const AVX2: bool, const AES: bool>(
         &self,
         t: &Ziggurat,
         first: u64,
@@ -80,19 +103,17 @@ impl SampleRng {
         g0: usize,
     ) {
         let gw = G.min(w - g0);
+        // Each lane's counter but its first word (the block), which is zero here.
+        let mut ctr = [[0u32; 4]; G];
+        for (l, c) in ctr.iter_mut().enumerate() {
+            *c = self.counter(0, first + (g0 + l) as u64);
+        }
         for b in 0..n.div_ceil(2) {
-            let mut c = [[0u32; G]; 4];
-            for l in 0..G {
-                let ctr = self.counter(normal_head(b as u64), first + (g0 + l) as u64);
-                for (word, v) in ctr.into_iter().enumerate() {
-                    c[word][l] = v;
-                }
-            }
-            let words = self.block_words::<G, AVX2>(&c);
+            let words = self.block_words::<G, AES>(&ctr, normal_head(b as u64));
             let k = 2 * b;
             for h in 0..2.min(n - k) {
                 let mut z = [0.0; G];
-                let rejected = normal::fast_lanes::<G, AVX2>(t, &words[h], &mut z);
+                let rejected = fast_lanes::<G, AVX2, AES>(t, &words[h], &mut z);
                 let mut todo = rejected & lane_mask(gw);
                 while todo != 0 {
                     let l = todo.trailing_zeros() as usize;
@@ -106,23 +127,52 @@ impl SampleRng {
         }
     }
 
-    /// Each lane's block under this generator's key, as the two words the normals read
-    /// ([`ars::words64`]): all lanes' rounds side by side in AES-NI where the CPU has it (the
-    /// same numbers), else one block at a time.
+    /// Each lane's block under this generator's key, its counter `ctr[l]` with the first
+    /// word `head`, as the two words the normals read ([`ars::words64`]): all lanes' rounds
+    /// side by side in AES-NI where the CPU has it (the same numbers), else one block at a
+    /// time.
     #[inline(always)]
-    fn block_words<const G: usize, const AVX2: bool>(&self, c: &[[u32; G]; 4]) -> [[u64; G]; 2] {
+    fn block_words<const G: usize, const AES: bool>(
+        &self,
+        ctr: &[[u32; 4]; G],
+        head: u32,
+    ) -> [[u64; G]; 2] {
+        #[cfg(target_arch = "x86_64")]
+        if AES {
+            // SAFETY: the caller is compiled with AES-NI and SSE4.1, which the CPU has (the
+            // promise of `AES`): the rounds inline there.
+            return unsafe { ars::blocks_aesni_heads_inline(ctr, head, &self.keys) };
+        }
         #[cfg(target_arch = "x86_64")]
         if crate::cpu::aes() {
-            // SAFETY: the CPU has AES-NI (checked just above).
-            return unsafe { ars::blocks_aesni(c, &self.keys) };
+            // SAFETY: the CPU has AES-NI and SSE4.1 (checked just above).
+            return unsafe { ars::blocks_aesni_heads(ctr, head, &self.keys) };
         }
         let mut out = [[0u64; G]; 2];
         for l in 0..G {
-            let block = ars::block([c[0][l], c[1][l], c[2][l], c[3][l]], &self.keys);
+            let [_, c1, c2, c3] = ctr[l];
+            let block = ars::block([head, c1, c2, c3], &self.keys);
             (out[0][l], out[1][l]) = ars::words64(block);
         }
         out
     }
+}
+
+/// [`normal::fast_lanes`], in 128-bit vectors where `AES` says the caller is compiled with
+/// SSE4.1 (the same bits).
+#[inline(always)]
+fn fast_lanes<const G: usize, const AVX2: bool, const AES: bool>(
+    t: &Ziggurat,
+    w: &[u64; G],
+    z: &mut [f64; G],
+) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if AES && !AVX2 && G.is_multiple_of(2) {
+        // SAFETY: the caller is compiled with SSE4.1, which the CPU has (the promise of
+        // `AES`).
+        return unsafe { normal::fast_lanes_sse(t, w, z) };
+    }
+    normal::fast_lanes::<G, AVX2>(t, w, z)
 }
 
 /// The bits of lanes `0..gw` (`gw <= 32`).

@@ -37,7 +37,7 @@ impl SampleRng {
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn fill_avx2(&self, first: u64, w: usize, n: usize, s: &mut [f64]) {
         if w <= 4 {
-            self.fill_body::<4, true>(first, w, n, s);
+            self.fill_body::<4, true, false>(first, w, n, s);
             return;
         }
         let t = normal::tables();
@@ -55,7 +55,7 @@ impl SampleRng {
                     }
                 }
             } else {
-                self.fill_group::<GROUP, true>(t, first, w, n, s, g0);
+                self.fill_group::<GROUP, true, false>(t, first, w, n, s, g0);
             }
         }
         // SAFETY: as above; the list is empty unless the CPU has AES-NI.
