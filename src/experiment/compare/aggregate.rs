@@ -140,7 +140,7 @@ impl ModelComparison {
     }
 }
 
-/// Groups `reports` (one per job of [`jobs`], same order) by arm.
+/// Groups `reports` (one per job of [`jobs`](super::jobs), same order) by arm.
 pub fn aggregate(
     model: &str,
     arms: &[Arm],
