@@ -197,34 +197,7 @@ fn subsampled_lyy18_gradients_are_unbiased() {
         let theta = Problem::new(&model).unwrap().family().init();
         let mut full = engine(&model, None);
         let mut sub = engine(&model, Some(m));
-        let d = theta.len();
-        let batches = 1500;
-        let (mut sum, mut sq) = (vec![0.0; d], vec![0.0; d]);
-        for it in 0..batches {
-            let key = StreamKey::new(5, it, Purpose::Step);
-            full.evaluate(&theta, key, 16, false).unwrap();
-            sub.evaluate(&theta, key, 16, false).unwrap();
-            assert!(sub.subsample().is_some());
-            for p in 0..d {
-                let diff = sub.mean_gradient()[p] - full.mean_gradient()[p];
-                sum[p] += diff;
-                sq[p] += diff * diff;
-            }
-        }
-        let k = batches as f64;
-        let mut moved = 0;
-        for p in 0..d {
-            let mean = sum[p] / k;
-            let var = (sq[p] / k - mean * mean) * k / (k - 1.0);
-            let se = (var / k).sqrt();
-            if se > 0.0 {
-                moved += 1;
-            }
-            assert!(
-                mean.abs() <= 4.0 * se + 1e-12,
-                "n {n} m {m} row latents {rl}: component {p}: mean difference {mean}, se {se}"
-            );
-        }
-        assert!(moved > 0, "the subsample changed nothing");
+        let what = format!("n {n} m {m} row latents {rl}");
+        plate_models::assert_subsample_unbiased(&mut full, &mut sub, &theta, &what);
     }
 }
