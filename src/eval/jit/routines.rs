@@ -212,7 +212,7 @@ fn exp_reduced_scaled(b: &mut Body, s: Set) {
 }
 
 /// `exp_of_nonpositive_tabled` of the clamped argument in `x[1]`: `e^x` into `x[4]` (it uses
-/// `x[1..8]`). The table's entry `j` is read by `vpermt2pd` from the table's two halves (one
+/// `x[1..9]`). The table's entry `j` is read by `vpermt2pd` from the table's two halves (one
 /// loaded, one the memory operand) with `kr` itself as the index: the instruction reads only
 /// an index's low four bits, which are `j`. The scaling by `2^m`, `m = floor(k)`, is
 /// `vscalefpd` by `k` (see [`exp_reduced_scaled`]).
@@ -230,12 +230,13 @@ fn exp_tabled(b: &mut Body, s: Set) {
     b.push(move |a| a.vmovupd(x[5], half(0)));
     b.push(move |a| a.vpermt2pd(x[5], x[2], half(1))); // t = 2^(j/16)
     b.push(move |a| a.vmulpd(x[6], x[4], x[4])); // r2
-    // Q in Horner's order.
-    b.push(move |a| a.vbroadcastsd(x[7], load(C_TABLED_COEFF + 1)));
-    b.push(move |a| a.vfmadd231pd(x[7], x[4], c(0)));
-    for i in 2..5 {
-        b.push(move |a| a.vfmadd213pd(x[7], x[4], c(i)));
-    }
+    // Q in Estrin's order.
+    b.push(move |a| a.vbroadcastsd(x[7], load(C_TABLED_COEFF + 2)));
+    b.push(move |a| a.vfmadd231pd(x[7], x[4], c(1))); // c1 r + c2
+    b.push(move |a| a.vbroadcastsd(x[8], load(C_TABLED_COEFF + 4)));
+    b.push(move |a| a.vfmadd231pd(x[8], x[4], c(3))); // low = c3 r + c4
+    b.push(move |a| a.vfmadd231pd(x[7], x[6], c(0))); // high = c0 r2 + (c1 r + c2)
+    b.push(move |a| a.vfmadd213pd(x[7], x[6], x[8])); // q = high r2 + low
     b.push(move |a| a.vfmadd213pd(x[7], x[6], x[4])); // s = r2 q + r
     b.push(move |a| a.vfmadd213pd(x[5], x[7], x[5])); // p = t s + t
     b.push(move |a| a.vscalefpd(x[4], x[5], x[3])); // e

@@ -241,12 +241,13 @@ fn exp_tabled(b: &mut Body, r: [AsmRegisterYmm; 8]) {
     b.push(move |a| a.vpcmpeqq(r[5], r[5], r[5])); // every lane gathered
     b.push(move |a| a.vgatherqpd_3(r[6], ptr(rbp + r[4] * 8 + EXP2_SIXTEENTHS_AT), r[5])); // t
     b.push(move |a| a.vmulpd(r[3], r[1], r[1])); // r2
-    // Q in Horner's order.
-    b.push(move |a| a.vmovupd(r[4], c(1)));
-    b.push(move |a| a.vfmadd231pd(r[4], r[1], c(0)));
-    for i in 2..5 {
-        b.push(move |a| a.vfmadd213pd(r[4], r[1], c(i)));
-    }
+    // Q in Estrin's order.
+    b.push(move |a| a.vmovupd(r[4], c(2)));
+    b.push(move |a| a.vfmadd231pd(r[4], r[1], c(1))); // c1 r + c2
+    b.push(move |a| a.vmovupd(r[5], c(4)));
+    b.push(move |a| a.vfmadd231pd(r[5], r[1], c(3))); // low = c3 r + c4
+    b.push(move |a| a.vfmadd231pd(r[4], r[3], c(0))); // high = c0 r2 + (c1 r + c2)
+    b.push(move |a| a.vfmadd213pd(r[4], r[3], r[5])); // q = high r2 + low
     b.push(move |a| a.vfmadd213pd(r[4], r[3], r[1])); // s = r2 q + r
     b.push(move |a| a.vfmadd213pd(r[6], r[4], r[6])); // p = t s + t
     b.push(move |a| a.vpaddq(r[2], r[2], k(C_TABLED_BIAS)));
