@@ -909,7 +909,7 @@ fn compiled_plain_weights_give_the_interpreters_bits() {
 /// The plain weights' routines give the interpreter's bits over the whole range of a guard:
 /// weights near one half, in the tails, where the small weight turns subnormal and where it
 /// underflows to zero, at every entry of the exponential's table (the guards spread over
-/// many sixteenths of `ln 2` per unit of `eta`).
+/// many sixteenths of `ln 2` per unit of `eta`), and infinite and NaN guards.
 #[test]
 fn compiled_plain_weights_give_the_interpreters_bits_over_the_guards_range() {
     let b = Builder::new();
@@ -924,9 +924,17 @@ fn compiled_plain_weights_give_the_interpreters_bits_over_the_guards_range() {
             .map(|i| {
                 let u = rng.next();
                 let sign = if rng.next() < 0.5 { -1.0 } else { 1.0 };
-                match (round + i) % 4 {
+                match (round + i) % 9 {
+                    // NaN guards, quiet and signalling, of either sign, with payloads.
+                    4 | 5 => {
+                        let quiet = if (round + i) % 9 == 5 { 1u64 << 51 } else { 0 };
+                        let nan =
+                            f64::from_bits(0x7ff0_0000_0000_0001 | quiet | (u.to_bits() >> 14));
+                        if sign < 0.0 { -nan } else { nan }
+                    }
+                    6 => sign * f64::INFINITY,
                     // |x| up to 800 at eta 1: past the clamp at 750.
-                    0 => sign * 800.0 * u,
+                    0 | 7 => sign * 800.0 * u,
                     // the subnormal small weights, and their end near 745.
                     1 => sign * (700.0 + 50.0 * u),
                     2 => sign * 4.0 * u,
