@@ -126,9 +126,7 @@ pub(super) fn forward_chunk(
 }
 
 /// The forward sweep in the layout's machine code where it can run (AVX-512, or AVX2 and FMA
-/// with `avx2`; a full chunk of reparameterised noise, smoothed or crisp semantics, no
-/// per-lane forcing), in the interpreter's build of the same width otherwise.
-#[cfg(all(feature = "jit", target_arch = "x86_64"))]
+/// with `avx2`), in the interpreter's build of the same width otherwise.
 fn forward_jit(
     tape: &Tape,
     layout: &Layout,
@@ -137,22 +135,42 @@ fn forward_jit(
     x: &Input,
     avx2: bool,
 ) {
-    let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
-    let interpreter = if avx2 {
+    #[cfg(all(feature = "jit", target_arch = "x86_64"))]
+    if forward_compiled(tape, layout, ws, semantics, x, avx2) {
+        return;
+    }
+    let _ = tape;
+    let set = if avx2 {
         KernelSet::Avx2
     } else {
         KernelSet::Avx512
     };
+    forward_in(set, &layout.steps, &layout.chains, ws, semantics, x);
+}
+
+/// The forward sweep in the layout's machine code, if it is compiled and can run (a full
+/// chunk of reparameterised noise, smoothed or crisp semantics, no per-lane forcing) and
+/// fits the workspace. Returns whether it ran.
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
+fn forward_compiled(
+    tape: &Tape,
+    layout: &Layout,
+    ws: &mut Workspace,
+    semantics: Semantics,
+    x: &Input,
+    avx2: bool,
+) -> bool {
+    let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
     let crisp = match semantics {
         Semantics::Smoothed { .. } => false,
         // The forced layout (LYY18's workspaces) is not compiled: its crisp sweep is a
         // small part of LYY18's time, and its code would be one more copy of the tape's
         // (on the 10,000-student survey, LYY18's peak memory went from 91 to 109 MB).
         Semantics::Crisp if !ws.forced_layout => true,
-        _ => return forward_in(interpreter, steps, chains, ws, semantics, x),
+        _ => return false,
     };
     let Latents::Affine { noise, loc, scale } = x.latents else {
-        return forward_in(interpreter, steps, chains, ws, semantics, x);
+        return false;
     };
     let code = match tape.forward_code(layout, crisp, avx2) {
         Some(code)
@@ -168,7 +186,7 @@ fn forward_jit(
         {
             code
         }
-        _ => return forward_in(interpreter, steps, chains, ws, semantics, x),
+        _ => return false,
     };
     let (values, weights) = (&mut ws.values[..], &mut ws.weights[..]);
     let mut env = CallBackEnv {
@@ -204,6 +222,7 @@ fn forward_jit(
     // SAFETY: checked just above: the code's places, parameters and latents are all in the
     // buffers the frame points to, and `call_back` runs the interpreter on the same ones.
     unsafe { code.run(&mut frame) };
+    true
 }
 
 /// What the compiled code's calls back into the interpreter need.
@@ -243,26 +262,6 @@ unsafe extern "sysv64" fn call_back(frame: *mut jit::Frame, from: u32, to: u32) 
             forward_avx512(steps, env.chains, values, weights, env.semantics, env.x);
         }
     }
-}
-
-/// [`forward_jit`] where no machine code is compiled (built without the `jit` feature, or
-/// for a target other than x86-64).
-#[cfg(not(all(feature = "jit", target_arch = "x86_64")))]
-fn forward_jit(
-    _: &Tape,
-    layout: &Layout,
-    ws: &mut Workspace,
-    semantics: Semantics,
-    x: &Input,
-    avx2: bool,
-) {
-    let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
-    let set = if avx2 {
-        KernelSet::Avx2
-    } else {
-        KernelSet::Avx512
-    };
-    forward_in(set, steps, chains, ws, semantics, x);
 }
 
 /// Crisp values of `steps` only (a subset of the tape's lane steps, in order) for one chunk
