@@ -106,46 +106,44 @@ pub(super) fn forward_chunk(
     semantics: Semantics,
     x: &Input,
 ) {
-    let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
     match ws.kernels {
-        Some(KernelSet::Jit) => forward_jit(tape, layout, ws, semantics, x, false),
-        Some(KernelSet::Avx2Jit) => forward_jit(tape, layout, ws, semantics, x, true),
-        Some(set) => forward_in(set, steps, chains, ws, semantics, x),
+        Some(set) => forward_with(set, tape, layout, ws, semantics, x),
         None if kernel_choice::builds().len() > 1 => {
             // Taken out while the sweeps borrow the workspace.
             let mut choice = *ws.choice_for(layout);
-            choice.run(semantics, |set| match set {
-                KernelSet::Jit => forward_jit(tape, layout, ws, semantics, x, false),
-                KernelSet::Avx2Jit => forward_jit(tape, layout, ws, semantics, x, true),
-                _ => forward_in(set, steps, chains, ws, semantics, x),
+            choice.run(semantics, |set| {
+                forward_with(set, tape, layout, ws, semantics, x)
             });
             *ws.choice_for(layout) = choice;
         }
-        None => forward_in(KernelSet::best(), steps, chains, ws, semantics, x),
+        None => forward_with(KernelSet::best(), tape, layout, ws, semantics, x),
     }
 }
 
-/// The forward sweep in the layout's machine code where it can run (AVX-512, or AVX2 and FMA
-/// with `avx2`), in the interpreter's build of the same width otherwise.
-fn forward_jit(
+/// The forward sweep of the layout in the build `set`: for a compiled set, in the layout's
+/// machine code where it can run (AVX-512's, or AVX2 and FMA's), in the interpreter's build
+/// of the same width otherwise.
+fn forward_with(
+    set: KernelSet,
     tape: &Tape,
     layout: &Layout,
     ws: &mut Workspace,
     semantics: Semantics,
     x: &Input,
-    avx2: bool,
 ) {
+    let interpreter = match set {
+        KernelSet::Jit => KernelSet::Avx512,
+        KernelSet::Avx2Jit => KernelSet::Avx2,
+        _ => set,
+    };
     #[cfg(all(feature = "jit", target_arch = "x86_64"))]
-    if forward_compiled(tape, layout, ws, semantics, x, avx2) {
+    if interpreter != set
+        && forward_compiled(tape, layout, ws, semantics, x, set == KernelSet::Avx2Jit)
+    {
         return;
     }
     let _ = tape;
-    let set = if avx2 {
-        KernelSet::Avx2
-    } else {
-        KernelSet::Avx512
-    };
-    forward_in(set, &layout.steps, &layout.chains, ws, semantics, x);
+    forward_in(interpreter, &layout.steps, &layout.chains, ws, semantics, x);
 }
 
 /// The forward sweep in the layout's machine code, if it is compiled and can run (a full
