@@ -36,6 +36,16 @@ pub enum Branch {
     Else,
 }
 
+impl Branch {
+    /// `then_` for [`Branch::Then`], `else_` for [`Branch::Else`].
+    pub(crate) fn pick<T>(self, then_: T, else_: T) -> T {
+        match self {
+            Branch::Then => then_,
+            Branch::Else => else_,
+        }
+    }
+}
+
 /// One node of the DAG.
 #[derive(Copy, Clone, Debug)]
 pub enum Node {
