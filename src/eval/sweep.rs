@@ -186,20 +186,17 @@ fn forward_compiled(
         }
         _ => return false,
     };
-    let (values, weights) = (&mut ws.values[..], &mut ws.weights[..]);
     let mut env = CallBackEnv {
         avx2,
         steps,
         chains,
         semantics,
         x,
-        values: values.as_mut_ptr(),
-        n_values: values.len(),
-        weights: weights.as_mut_ptr(),
-        n_weights: weights.len(),
+        values: SharedLanes::of(&mut ws.values),
+        weights: SharedLanes::of(&mut ws.weights),
     };
     let mut frame = jit::Frame {
-        values: env.values,
+        values: env.values.ptr,
         params: x.params.as_ptr(),
         noise: noise[x.start..].as_ptr(),
         stride: x.batch * std::mem::size_of::<f64>(),
@@ -207,7 +204,7 @@ fn forward_compiled(
         scale: scale.as_ptr(),
         sign: -0.0,
         consts: code.consts.as_ptr(),
-        weights: env.weights,
+        weights: env.weights.ptr,
         adjoints: std::ptr::null_mut(),
         inv_eta: match semantics {
             // As `kernels::smooth_weights` scales the guard.
@@ -233,10 +230,37 @@ struct CallBackEnv<'a> {
     chains: &'a [(u32, bool)],
     semantics: Semantics,
     x: &'a Input<'a>,
-    values: *mut Lanes,
-    n_values: usize,
-    weights: *mut Lanes,
-    n_weights: usize,
+    values: SharedLanes,
+    weights: SharedLanes,
+}
+
+/// A workspace buffer that compiled code and its calls back into the interpreter share:
+/// where it starts and how many lanes it holds, so that a call back can make the slice again.
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SharedLanes {
+    /// The first lanes (what the compiled code's frame points to).
+    pub(super) ptr: *mut Lanes,
+    len: usize,
+}
+
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
+impl SharedLanes {
+    pub(super) fn of(buffer: &mut [Lanes]) -> SharedLanes {
+        SharedLanes {
+            ptr: buffer.as_mut_ptr(),
+            len: buffer.len(),
+        }
+    }
+
+    /// The buffer again.
+    ///
+    /// # Safety
+    /// The buffer outlives `'a`, and nothing else reads or writes it while the slice lives.
+    pub(super) unsafe fn slice<'a>(self) -> &'a mut [Lanes] {
+        // SAFETY: the caller's contract; `ptr` and `len` are those of a live slice.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
 }
 
 /// Runs lane steps `from..to` in the interpreter's AVX-512 build (AVX2 for the AVX2 code),
@@ -251,8 +275,7 @@ unsafe extern "sysv64" fn call_back(frame: *mut jit::Frame, from: u32, to: u32) 
     // call touches until it returns.
     unsafe {
         let env = &*((*frame).env as *const CallBackEnv);
-        let values = std::slice::from_raw_parts_mut(env.values, env.n_values);
-        let weights = std::slice::from_raw_parts_mut(env.weights, env.n_weights);
+        let (values, weights) = (env.values.slice(), env.weights.slice());
         let steps = &env.steps[from as usize..to as usize];
         if env.avx2 {
             forward_avx2(steps, env.chains, values, weights, env.semantics, env.x);
