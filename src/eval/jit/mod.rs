@@ -14,6 +14,7 @@
 //! locations and scales of latents below `latents`.
 
 mod avx2;
+mod avx512;
 mod consts;
 mod emit;
 mod entry;
@@ -24,6 +25,7 @@ mod repeat;
 mod reverse;
 mod routines;
 mod sweep;
+mod vector;
 
 use std::ffi::c_void;
 use std::sync::OnceLock;
@@ -215,9 +217,9 @@ impl ForwardCode {
             return None;
         }
         let (parts, entry, consts, coverage) = if avx2 {
-            avx2::forward(steps, chains, constants, pinned, crisp, plain).ok()?
+            emit::forward::<avx2::Avx2>(steps, chains, constants, pinned, crisp, plain).ok()?
         } else {
-            emit::forward(steps, chains, constants, pinned, crisp, plain).ok()?
+            emit::forward::<avx512::Avx512>(steps, chains, constants, pinned, crisp, plain).ok()?
         };
         let code = parts.map()?;
         Some(ForwardCode {

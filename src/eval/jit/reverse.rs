@@ -272,6 +272,7 @@ impl Emitter<'_> {
         entry::enter(
             &mut self.a,
             &[(r13, frame::ADJOINTS), (r14, frame::WEIGHTS)],
+            entry::constants,
         )
     }
 
@@ -316,7 +317,7 @@ impl Emitter<'_> {
     /// Runs reverse steps `from..to` in the interpreter, with every adjoint in memory.
     fn call_back(&mut self, from: usize, to: usize) -> Result<(), IcedError> {
         self.flush()?;
-        entry::call_back(&mut self.a, from, to)
+        entry::call_back(&mut self.a, from, to, entry::constants)
     }
 
     fn assemble_part(&mut self, bytes: &mut Parts) -> Result<(), IcedError> {

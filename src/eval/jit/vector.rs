@@ -1,0 +1,186 @@
+//! What the compiled sweeps need of a vector width, so that one emitter serves both: the
+//! AVX-512 build (`avx512.rs`: `zmm` registers of eight lanes, mask registers, broadcast
+//! operands) and the AVX2 build (`avx2/`: `ymm` registers of four lanes, selects by
+//! `vblendvpd`, every constant a whole vector in the table).
+//!
+//! Why a trait: the two builds ran the same steps in the same order and differed only in the
+//! instructions of a few operations (a comparison, a select, a zeroing-masked product, a
+//! constant's operand, a logarithm's stand-in) and in how many registers they have. Written
+//! twice, a fix to one build's step was a fix the other could miss; here the steps are
+//! written once (`emit/steps.rs`) and each width says how it does what differs.
+//!
+//! In the forward code a value takes a pair of registers (`pair(p, h)`, `h` 0 or 1): the
+//! chunk's two halves in AVX-512, the two vectors of the half chunk a loop's iteration runs in
+//! AVX2 ([`Vector::LOOPS_OVER_HALVES`]).
+
+use iced_x86::IcedError;
+use iced_x86::code_asm::*;
+
+use super::sweep::Routine;
+
+/// A vector operand that may come from memory: a register, or a memory operand (a place, or
+/// a constant: a broadcast in AVX-512, a whole vector in AVX2).
+#[derive(Clone, Copy)]
+pub(super) enum Src<R> {
+    Reg(R),
+    Mem(AsmMemoryOperand),
+}
+
+/// The lane-wise arithmetic every width has as one instruction with a register or memory
+/// second operand.
+#[derive(Clone, Copy)]
+pub(super) enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+/// A vector width, as the forward emitter uses it.
+pub(super) trait Vector {
+    type Reg: Copy + PartialEq + 'static;
+
+    /// Whether the forward code runs each segment of inline steps as a loop over the chunk's
+    /// two halves (a value pair holds a half; AVX2) rather than once (a pair holds the whole
+    /// chunk; AVX-512, which then loops over repeated blocks instead).
+    const LOOPS_OVER_HALVES: bool;
+    /// Register pairs that cache values, and those a routine's call loses.
+    const PAIRS: usize;
+    const ROUTINE_PAIRS: std::ops::Range<usize>;
+    /// Whether the cache has pairs to spare for the operands a step reads only before it
+    /// first writes its result: AVX-512's ten keep them (they stay cached for later steps);
+    /// with AVX2's four a step keeps only the operands it reads after that write (a sum or
+    /// difference guard, a latent's offset), and a fused density term is computed in a
+    /// scratch register.
+    const SPARE_PAIRS: bool;
+    /// Bytes of one register's lanes.
+    const BYTES: i32;
+    /// Scratch registers (at least eight), none of them a cache pair's.
+    const X: &'static [Self::Reg];
+    /// The scratch register a stand-in's value is computed in (free of the width's
+    /// comparison results and of its stand-in's temporaries).
+    const STAND_IN: Self::Reg;
+
+    /// Register `h` of cache pair `p`.
+    fn pair(p: usize, h: usize) -> Self::Reg;
+    /// Register `i` of the routines' set for register `h` of a pair (`0` takes their
+    /// operand, `1` and `2` hold their results).
+    fn routine(h: usize, i: usize) -> Self::Reg;
+    /// The routines (weights, with the plain weights where `plain`; `ln`; `exp`).
+    fn routines(plain: bool) -> [Routine; 3];
+    /// The start of the code's constant table (the routines' constants).
+    fn table() -> Vec<f64>;
+    /// Appends constant `c` to `table`, returning its index for [`Vector::k`].
+    fn constant(table: &mut Vec<f64>, c: f64) -> usize;
+    /// Constant `i` of the table as an operand.
+    fn k(i: usize) -> AsmMemoryOperand;
+    /// `m` as a memory operand of one register's width.
+    fn ptr(m: AsmMemoryOperand) -> AsmMemoryOperand;
+    /// Sets the registers the width keeps constants in (at entry and after every call back).
+    fn constants(a: &mut CodeAssembler) -> Result<(), IcedError>;
+
+    fn arith(
+        a: &mut CodeAssembler,
+        op: Arith,
+        r: Self::Reg,
+        x: Self::Reg,
+        y: Src<Self::Reg>,
+    ) -> Result<(), IcedError>;
+    fn sqrt(a: &mut CodeAssembler, r: Self::Reg, x: Src<Self::Reg>) -> Result<(), IcedError>;
+    /// `r = x` (a register copy or a load).
+    fn mov(a: &mut CodeAssembler, r: Self::Reg, x: Src<Self::Reg>) -> Result<(), IcedError>;
+    fn store(a: &mut CodeAssembler, m: AsmMemoryOperand, x: Self::Reg) -> Result<(), IcedError>;
+    /// `r` = the double at `m` in every lane.
+    fn broadcast(a: &mut CodeAssembler, r: Self::Reg, m: AsmMemoryOperand)
+    -> Result<(), IcedError>;
+
+    /// `r = -x` (the sign bit flipped).
+    fn neg(a: &mut CodeAssembler, r: Self::Reg, x: Src<Self::Reg>) -> Result<(), IcedError>;
+    /// The condition [`Vector::blend`] reads = `g < 0` lane by lane (false on NaN).
+    fn negative(a: &mut CodeAssembler, g: Src<Self::Reg>) -> Result<(), IcedError>;
+    /// `r` = `t` where the condition [`Vector::negative`] set holds, else `e`.
+    fn blend(
+        a: &mut CodeAssembler,
+        r: Self::Reg,
+        e: Self::Reg,
+        t: Src<Self::Reg>,
+    ) -> Result<(), IcedError>;
+    /// The factor `1 / eta` for a product with a guard (a broadcast operand, or a register
+    /// it is loaded into).
+    fn inv_eta(a: &mut CodeAssembler) -> Result<Src<Self::Reg>, IcedError>;
+    /// `kernels::smooth_forward` into `r`, with the else and then weights in `we` and `wt`:
+    /// `wt t + we e`, a product whose weight is zero replaced by zero.
+    fn smooth_forward(
+        a: &mut CodeAssembler,
+        r: Self::Reg,
+        t: Src<Self::Reg>,
+        e: Src<Self::Reg>,
+        we: Self::Reg,
+        wt: Self::Reg,
+    ) -> Result<(), IcedError>;
+    /// `elementary::ln_stand_in` of `x` into `to` (not `x`).
+    fn ln_stand_in(a: &mut CodeAssembler, to: Self::Reg, x: Self::Reg) -> Result<(), IcedError>;
+    /// The stand-in of `softplus(x)` into `to` (not `x`): `max(x, 0)` (zero where `x` is zero
+    /// or below, the second operand where either is NaN), then `x + x` where `x` is NaN.
+    fn softplus(a: &mut CodeAssembler, to: Self::Reg, x: Self::Reg) -> Result<(), IcedError>;
+}
+
+/// The methods of [`Vector`] that are the same instructions at every width (`vaddpd`,
+/// `vmovupd`, ...), for a width's `impl` (the register type is the `impl`'s).
+macro_rules! same_at_every_width {
+    () => {
+        fn arith(
+            a: &mut CodeAssembler,
+            op: Arith,
+            r: Self::Reg,
+            x: Self::Reg,
+            y: Src<Self::Reg>,
+        ) -> Result<(), IcedError> {
+            macro_rules! emit {
+                ($f:ident) => {
+                    match y {
+                        Src::Reg(y) => a.$f(r, x, y),
+                        Src::Mem(m) => a.$f(r, x, m),
+                    }
+                };
+            }
+            match op {
+                Arith::Add => emit!(vaddpd),
+                Arith::Sub => emit!(vsubpd),
+                Arith::Mul => emit!(vmulpd),
+                Arith::Div => emit!(vdivpd),
+            }
+        }
+
+        fn sqrt(a: &mut CodeAssembler, r: Self::Reg, x: Src<Self::Reg>) -> Result<(), IcedError> {
+            match x {
+                Src::Reg(x) => a.vsqrtpd(r, x),
+                Src::Mem(m) => a.vsqrtpd(r, m),
+            }
+        }
+
+        fn mov(a: &mut CodeAssembler, r: Self::Reg, x: Src<Self::Reg>) -> Result<(), IcedError> {
+            match x {
+                Src::Reg(x) => a.vmovapd(r, x),
+                Src::Mem(m) => a.vmovupd(r, m),
+            }
+        }
+
+        fn store(
+            a: &mut CodeAssembler,
+            m: AsmMemoryOperand,
+            x: Self::Reg,
+        ) -> Result<(), IcedError> {
+            a.vmovupd(m, x)
+        }
+
+        fn broadcast(
+            a: &mut CodeAssembler,
+            r: Self::Reg,
+            m: AsmMemoryOperand,
+        ) -> Result<(), IcedError> {
+            a.vbroadcastsd(r, m)
+        }
+    };
+}
+pub(super) use same_at_every_width;
