@@ -6,6 +6,9 @@
 //! Register use in the forward code: `zmm0..zmm19` hold cached values (pair `p` is `zmm2p`,
 //! `zmm2p+1`), `zmm20..zmm29` are scratch. A routine uses `zmm10..zmm29` and so loses the
 //! cache pairs 5 to 9 (it borrows `zmm30` and `zmm31` and sets them again).
+//!
+//! In the reverse code ([`ReverseVector`]): `zmm0` the step's own adjoint (a half), `k6` its
+//! nonzero lanes, `zmm1..zmm15` scratch, `zmm16..zmm29` cached adjoints (halves).
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
@@ -13,7 +16,7 @@ use iced_x86::code_asm::*;
 use super::regs::*;
 use super::routines::{self, k};
 use super::sweep::Routine;
-use super::vector::{Arith, Src, Vector, same_at_every_width};
+use super::vector::{Arith, ReverseVector, Src, Vector, same_at_every_width};
 use super::{consts, entry, frame};
 
 /// The AVX-512 width.
@@ -155,5 +158,112 @@ impl Vector for Avx512 {
         a.vmaxpd(to, x, ZERO)?;
         a.vcmppd(k1, x, x, UNORD_Q)?;
         a.vaddpd(to.k1(), x, x)
+    }
+}
+
+/// The step's own adjoint, and the lanes where it is not zero.
+const OWN: AsmRegisterZmm = zmm0;
+const OWN_NONZERO: AsmRegisterK = k6;
+
+/// The reverse code's scratch registers.
+const R: [AsmRegisterZmm; 15] = [
+    zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14, zmm15,
+];
+
+impl ReverseVector for Avx512 {
+    const PARTS: usize = 2;
+    const CONSTS: &'static [f64] = &[1.0, 2.0, 0.5, -1.0];
+    const OWN: AsmRegisterZmm = OWN;
+    const ZERO: AsmRegisterZmm = ZERO;
+    const R: &'static [AsmRegisterZmm] = &R;
+    const ACC: &'static [AsmRegisterZmm] = &[
+        zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27, zmm28,
+        zmm29,
+    ];
+    const GUARD: [AsmRegisterZmm; 2] = [R[8], R[9]];
+    const FOLD: AsmRegisterZmm = R[10];
+
+    fn reverse_constants(a: &mut CodeAssembler) -> Result<(), IcedError> {
+        entry::constants(a)
+    }
+
+    fn load_constant(a: &mut CodeAssembler, r: AsmRegisterZmm, i: usize) -> Result<(), IcedError> {
+        a.vbroadcastsd(r, qword_ptr(rbp + 8 * i as i32))
+    }
+
+    fn negate(
+        a: &mut CodeAssembler,
+        r: AsmRegisterZmm,
+        x: AsmRegisterZmm,
+    ) -> Result<(), IcedError> {
+        a.vxorpd(r, x, SIGN)
+    }
+
+    fn negate_value(
+        a: &mut CodeAssembler,
+        r: AsmRegisterZmm,
+        m: AsmMemoryOperand,
+    ) -> Result<(), IcedError> {
+        a.vxorpd(r, SIGN, m)
+    }
+
+    fn times_inv_eta(
+        a: &mut CodeAssembler,
+        r: AsmRegisterZmm,
+        x: AsmRegisterZmm,
+    ) -> Result<(), IcedError> {
+        a.vmulpd(r, x, qword_bcst(rbx + frame::INV_ETA))
+    }
+
+    fn own_nonzero(a: &mut CodeAssembler) -> Result<(), IcedError> {
+        a.vcmppd(OWN_NONZERO, OWN, ZERO, NEQ_UQ)
+    }
+
+    /// A zeroing-masked product (under `k6` for the own adjoint, else `k1`).
+    fn masked(
+        a: &mut CodeAssembler,
+        r: AsmRegisterZmm,
+        d: AsmRegisterZmm,
+        local: Src<AsmRegisterZmm>,
+        own: bool,
+    ) -> Result<(), IcedError> {
+        let r = if own {
+            r.k6().z()
+        } else {
+            a.vcmppd(k1, d, ZERO, NEQ_UQ)?;
+            r.k1().z()
+        };
+        match local {
+            Src::Reg(l) => a.vmulpd(r, d, l),
+            Src::Mem(m) => a.vmulpd(r, d, m),
+        }
+    }
+
+    /// Under `k1`, the nonzero lanes of `w` among `k6`'s.
+    fn masked_by_weight(
+        a: &mut CodeAssembler,
+        r: AsmRegisterZmm,
+        x: AsmRegisterZmm,
+        y: Src<AsmRegisterZmm>,
+        w: AsmRegisterZmm,
+    ) -> Result<(), IcedError> {
+        a.vcmppd(k1.k6(), w, ZERO, NEQ_UQ)?;
+        match y {
+            Src::Reg(y) => a.vmulpd(r.k1().z(), x, y),
+            Src::Mem(m) => a.vmulpd(r.k1().z(), x, m),
+        }
+    }
+
+    /// Zeroing-masked copies under `k2` (`0 > g`) and its complement `k3`.
+    fn split_by_guard(
+        a: &mut CodeAssembler,
+        then: AsmRegisterZmm,
+        other: AsmRegisterZmm,
+        m: AsmMemoryOperand,
+    ) -> Result<(), IcedError> {
+        a.vcmppd(k2, ZERO, m, GT_OQ)?;
+        a.knotb(k3, k2)?;
+        a.vmovapd(then.k2().z(), OWN)?;
+        a.vmovapd(other.k3().z(), OWN)
     }
 }

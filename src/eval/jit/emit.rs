@@ -1,9 +1,9 @@
 //! The machine code of one forward sweep, at either width (`vector.rs`): each lane step of a
 //! layout becomes instructions on a register pair per value (the chunk's two halves of eight
 //! lanes in AVX-512; two vectors of four lanes, for each half in turn, in AVX2), with the
-//! values it just computed kept in registers for the steps that read them next; steps with no inline form (the
-//! elementary functions but `ln` and `sqrt`, and powers) become one call back into the
-//! interpreter per run of such steps.
+//! values it just computed kept in registers for the steps that read them next; steps with
+//! no inline form (the elementary functions but `ln` and `sqrt`, and powers) become one call
+//! back into the interpreter per run of such steps.
 //!
 //! Every inline form is the interpreter's own operations on the same operands in the same
 //! order (IEEE addition, subtraction, multiplication, division and square root are correctly
@@ -49,11 +49,11 @@ use cache::{Cache, Operand};
 const SLOT_BYTES: i32 = (CHUNK * 8) as i32;
 const HALF_BYTES: i32 = SLOT_BYTES / 2;
 
-/// Steps of one AVX2 segment at most ([`Vector::LOOPS_OVER_HALVES`]): its loop body runs
-/// twice, and a body of a few hundred steps (some 15 KB) stays in the instruction cache
-/// between its iterations. A longer run of inline steps is cut into several segments (its
+/// Steps of one AVX2 segment at most ([`Vector::LOOPS_OVER_HALVES`]; the reverse code's too):
+/// its loop body runs twice (four times in the reverse code), and a body of a few hundred
+/// steps (some 15 KB) stays in the instruction cache between its iterations. A longer run of inline steps is cut into several segments (its
 /// values crossing a cut go through memory).
-const SEGMENT_STEPS: usize = 256;
+pub(super) const SEGMENT_STEPS: usize = 256;
 
 /// How many steps the code runs itself and how many it hands back (for tests and reports).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

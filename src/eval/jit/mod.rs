@@ -361,9 +361,9 @@ impl ReverseCode {
             return None;
         }
         let (parts, consts, coverage) = if avx2 {
-            avx2::reverse::reverse(plan, smooth, constants).ok()?
+            reverse::reverse::<avx2::Avx2>(plan, smooth, constants).ok()?
         } else {
-            reverse::reverse(plan, smooth, constants).ok()?
+            reverse::reverse::<avx512::Avx512>(plan, smooth, constants).ok()?
         };
         let code = parts.map()?;
         Some(ReverseCode {

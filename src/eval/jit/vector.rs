@@ -26,6 +26,24 @@ pub(super) enum Src<R> {
     Mem(AsmMemoryOperand),
 }
 
+impl<R> From<AsmMemoryOperand> for Src<R> {
+    fn from(m: AsmMemoryOperand) -> Self {
+        Src::Mem(m)
+    }
+}
+
+impl From<AsmRegisterZmm> for Src<AsmRegisterZmm> {
+    fn from(r: AsmRegisterZmm) -> Self {
+        Src::Reg(r)
+    }
+}
+
+impl From<AsmRegisterYmm> for Src<AsmRegisterYmm> {
+    fn from(r: AsmRegisterYmm) -> Self {
+        Src::Reg(r)
+    }
+}
+
 /// The lane-wise arithmetic every width has as one instruction with a register or memory
 /// second operand.
 #[derive(Clone, Copy)]
@@ -38,7 +56,7 @@ pub(super) enum Arith {
 
 /// A vector width, as the forward emitter uses it.
 pub(super) trait Vector {
-    type Reg: Copy + PartialEq + 'static;
+    type Reg: Copy + PartialEq + Into<Src<Self::Reg>> + 'static;
 
     /// Whether the forward code runs each segment of inline steps as a loop over the chunk's
     /// two halves (a value pair holds a half; AVX2) rather than once (a pair holds the whole
@@ -184,3 +202,69 @@ macro_rules! same_at_every_width {
     };
 }
 pub(super) use same_at_every_width;
+
+/// A vector width, as the reverse emitter (`reverse.rs`) uses it: its registers' roles, its
+/// constants, and the operations it does its own way (a masked product, a select by the
+/// guard, a negation, a constant's load).
+pub(super) trait ReverseVector: Vector {
+    /// Registers of a value a step works on in one pass: the chunk's two halves (AVX-512),
+    /// or one quarter, with each segment of steps run as a loop over the four (AVX2).
+    const PARTS: usize;
+    /// The constants every reverse code reads, first in its table (each stored as
+    /// [`Vector::constant`] stores it).
+    const CONSTS: &'static [f64];
+    /// The step's own adjoint, and zero in every lane.
+    const OWN: Self::Reg;
+    const ZERO: Self::Reg;
+    /// Scratch registers (at least nine).
+    const R: &'static [Self::Reg];
+    /// The registers that cache adjoints, written back when evicted.
+    const ACC: &'static [Self::Reg];
+    /// The scratch registers of a smoothed guard's contribution (its factor and its branches'
+    /// difference), and of a folded guard's.
+    const GUARD: [Self::Reg; 2];
+    const FOLD: Self::Reg;
+
+    /// Sets the registers the reverse code keeps constants in (at entry and after every call
+    /// back).
+    fn reverse_constants(a: &mut CodeAssembler) -> Result<(), IcedError>;
+    /// `r` = constant `i` of the table in every lane.
+    fn load_constant(a: &mut CodeAssembler, r: Self::Reg, i: usize) -> Result<(), IcedError>;
+    /// `r = -x`.
+    fn negate(a: &mut CodeAssembler, r: Self::Reg, x: Self::Reg) -> Result<(), IcedError>;
+    /// `r` = minus the value at `m`.
+    fn negate_value(
+        a: &mut CodeAssembler,
+        r: Self::Reg,
+        m: AsmMemoryOperand,
+    ) -> Result<(), IcedError>;
+    /// `r = x * (1 / eta)`.
+    fn times_inv_eta(a: &mut CodeAssembler, r: Self::Reg, x: Self::Reg) -> Result<(), IcedError>;
+    /// Keeps the lanes where [`ReverseVector::OWN`] is not zero (for `masked` with `own`).
+    fn own_nonzero(a: &mut CodeAssembler) -> Result<(), IcedError>;
+    /// `r = masked(d, local)`: `d * local`, `+0.0` where `d` is zero (`own`: `d` is the own
+    /// adjoint, whose lanes [`ReverseVector::own_nonzero`] kept).
+    fn masked(
+        a: &mut CodeAssembler,
+        r: Self::Reg,
+        d: Self::Reg,
+        local: Src<Self::Reg>,
+        own: bool,
+    ) -> Result<(), IcedError>;
+    /// `r = x * y`, `+0.0` where the own adjoint (its lanes kept) or `w` is zero.
+    fn masked_by_weight(
+        a: &mut CodeAssembler,
+        r: Self::Reg,
+        x: Self::Reg,
+        y: Src<Self::Reg>,
+        w: Self::Reg,
+    ) -> Result<(), IcedError>;
+    /// A crisp if-statement's contributions: the own adjoint into `then` where `0 > g` (`g`
+    /// at `m`), into `other` elsewhere (NaN too), `+0.0` in the other lanes.
+    fn split_by_guard(
+        a: &mut CodeAssembler,
+        then: Self::Reg,
+        other: Self::Reg,
+        m: AsmMemoryOperand,
+    ) -> Result<(), IcedError>;
+}
