@@ -32,6 +32,10 @@ impl Vector for Avx512 {
     const SPARE_PAIRS: bool = true;
     const BYTES: i32 = 64;
     const X: &'static [AsmRegisterZmm] = &X;
+    const WEIGHTS: Routine = routines::weights;
+    const WEIGHTS_PLAIN: Routine = routines::weights_plain;
+    const LN: Routine = routines::ln;
+    const EXP: Routine = routines::exp;
     const STAND_IN: AsmRegisterZmm = X[5];
 
     fn pair(p: usize, h: usize) -> AsmRegisterZmm {
@@ -45,15 +49,6 @@ impl Vector for Avx512 {
             routines::SET_B
         };
         set.x[i]
-    }
-
-    fn routines(plain: bool) -> [Routine; 3] {
-        let weights = if plain {
-            routines::weights_plain
-        } else {
-            routines::weights
-        };
-        [weights, routines::ln, routines::exp]
     }
 
     fn table() -> Vec<f64> {
@@ -233,10 +228,7 @@ impl ReverseVector for Avx512 {
             a.vcmppd(k1, d, ZERO, NEQ_UQ)?;
             r.k1().z()
         };
-        match local {
-            Src::Reg(l) => a.vmulpd(r, d, l),
-            Src::Mem(m) => a.vmulpd(r, d, m),
-        }
+        product(a, r, d, local)
     }
 
     /// Under `k1`, the nonzero lanes of `w` among `k6`'s.
@@ -248,10 +240,7 @@ impl ReverseVector for Avx512 {
         w: AsmRegisterZmm,
     ) -> Result<(), IcedError> {
         a.vcmppd(k1.k6(), w, ZERO, NEQ_UQ)?;
-        match y {
-            Src::Reg(y) => a.vmulpd(r.k1().z(), x, y),
-            Src::Mem(m) => a.vmulpd(r.k1().z(), x, m),
-        }
+        product(a, r.k1().z(), x, y)
     }
 
     /// Zeroing-masked copies under `k2` (`0 > g`) and its complement `k3`.
@@ -265,5 +254,18 @@ impl ReverseVector for Avx512 {
         a.knotb(k3, k2)?;
         a.vmovapd(then.k2().z(), OWN)?;
         a.vmovapd(other.k3().z(), OWN)
+    }
+}
+
+/// `r = x * y` (`r` may carry a mask).
+fn product(
+    a: &mut CodeAssembler,
+    r: AsmRegisterZmm,
+    x: AsmRegisterZmm,
+    y: Src<AsmRegisterZmm>,
+) -> Result<(), IcedError> {
+    match y {
+        Src::Reg(y) => a.vmulpd(r, x, y),
+        Src::Mem(m) => a.vmulpd(r, x, m),
     }
 }

@@ -51,8 +51,8 @@ const HALF_BYTES: i32 = SLOT_BYTES / 2;
 
 /// Steps of one AVX2 segment at most ([`Vector::LOOPS_OVER_HALVES`]; the reverse code's too):
 /// its loop body runs twice (four times in the reverse code), and a body of a few hundred
-/// steps (some 15 KB) stays in the instruction cache between its iterations. A longer run of inline steps is cut into several segments (its
-/// values crossing a cut go through memory).
+/// steps (some 15 KB) stays in the instruction cache between its iterations. A longer run of
+/// inline steps is cut into several segments (its values crossing a cut go through memory).
 pub(super) const SEGMENT_STEPS: usize = 256;
 
 /// How many steps the code runs itself and how many it hands back (for tests and reports).

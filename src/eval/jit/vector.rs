@@ -18,6 +18,10 @@ use iced_x86::code_asm::*;
 
 use super::sweep::Routine;
 
+/// The assembler the methods below write to, and what they return.
+pub(super) type Asm = CodeAssembler;
+pub(super) type Done = Result<(), IcedError>;
+
 /// A vector operand that may come from memory: a register, or a memory operand (a place, or
 /// a constant: a broadcast in AVX-512, a whole vector in AVX2).
 #[derive(Clone, Copy)]
@@ -84,8 +88,22 @@ pub(super) trait Vector {
     /// Register `i` of the routines' set for register `h` of a pair (`0` takes their
     /// operand, `1` and `2` hold their results).
     fn routine(h: usize, i: usize) -> Self::Reg;
-    /// The routines (weights, with the plain weights where `plain`; `ln`; `exp`).
-    fn routines(plain: bool) -> [Routine; 3];
+    /// The routines: a smoothed if-statement's weights (with their corrections, or the plain
+    /// weights), the logarithm and the exponential.
+    const WEIGHTS: Routine;
+    const WEIGHTS_PLAIN: Routine;
+    const LN: Routine;
+    const EXP: Routine;
+    /// The routines a code starts with, in the order the emitter calls them by (the plain
+    /// weights where `plain`).
+    fn routines(plain: bool) -> [Routine; 3] {
+        let weights = if plain {
+            Self::WEIGHTS_PLAIN
+        } else {
+            Self::WEIGHTS
+        };
+        [weights, Self::LN, Self::EXP]
+    }
     /// The start of the code's constant table (the routines' constants).
     fn table() -> Vec<f64>;
     /// Appends constant `c` to `table`, returning its index for [`Vector::k`].
@@ -95,52 +113,40 @@ pub(super) trait Vector {
     /// `m` as a memory operand of one register's width.
     fn ptr(m: AsmMemoryOperand) -> AsmMemoryOperand;
     /// Sets the registers the width keeps constants in (at entry and after every call back).
-    fn constants(a: &mut CodeAssembler) -> Result<(), IcedError>;
+    fn constants(a: &mut Asm) -> Done;
 
-    fn arith(
-        a: &mut CodeAssembler,
-        op: Arith,
-        r: Self::Reg,
-        x: Self::Reg,
-        y: Src<Self::Reg>,
-    ) -> Result<(), IcedError>;
-    fn sqrt(a: &mut CodeAssembler, r: Self::Reg, x: Src<Self::Reg>) -> Result<(), IcedError>;
+    fn arith(a: &mut Asm, op: Arith, r: Self::Reg, x: Self::Reg, y: Src<Self::Reg>) -> Done;
+    fn sqrt(a: &mut Asm, r: Self::Reg, x: Src<Self::Reg>) -> Done;
     /// `r = x` (a register copy or a load).
-    fn mov(a: &mut CodeAssembler, r: Self::Reg, x: Src<Self::Reg>) -> Result<(), IcedError>;
-    fn store(a: &mut CodeAssembler, m: AsmMemoryOperand, x: Self::Reg) -> Result<(), IcedError>;
+    fn mov(a: &mut Asm, r: Self::Reg, x: Src<Self::Reg>) -> Done;
+    fn store(a: &mut Asm, m: AsmMemoryOperand, x: Self::Reg) -> Done;
     /// `r` = the double at `m` in every lane.
-    fn broadcast(a: &mut CodeAssembler, r: Self::Reg, m: AsmMemoryOperand)
-    -> Result<(), IcedError>;
+    fn broadcast(a: &mut Asm, r: Self::Reg, m: AsmMemoryOperand) -> Done;
 
     /// `r = -x` (the sign bit flipped).
-    fn neg(a: &mut CodeAssembler, r: Self::Reg, x: Src<Self::Reg>) -> Result<(), IcedError>;
+    fn neg(a: &mut Asm, r: Self::Reg, x: Src<Self::Reg>) -> Done;
     /// The condition [`Vector::blend`] reads = `g < 0` lane by lane (false on NaN).
-    fn negative(a: &mut CodeAssembler, g: Src<Self::Reg>) -> Result<(), IcedError>;
+    fn negative(a: &mut Asm, g: Src<Self::Reg>) -> Done;
     /// `r` = `t` where the condition [`Vector::negative`] set holds, else `e`.
-    fn blend(
-        a: &mut CodeAssembler,
-        r: Self::Reg,
-        e: Self::Reg,
-        t: Src<Self::Reg>,
-    ) -> Result<(), IcedError>;
+    fn blend(a: &mut Asm, r: Self::Reg, e: Self::Reg, t: Src<Self::Reg>) -> Done;
     /// The factor `1 / eta` for a product with a guard (a broadcast operand, or a register
     /// it is loaded into).
-    fn inv_eta(a: &mut CodeAssembler) -> Result<Src<Self::Reg>, IcedError>;
+    fn inv_eta(a: &mut Asm) -> Result<Src<Self::Reg>, IcedError>;
     /// `kernels::smooth_forward` into `r`, with the else and then weights in `we` and `wt`:
     /// `wt t + we e`, a product whose weight is zero replaced by zero.
     fn smooth_forward(
-        a: &mut CodeAssembler,
+        a: &mut Asm,
         r: Self::Reg,
         t: Src<Self::Reg>,
         e: Src<Self::Reg>,
         we: Self::Reg,
         wt: Self::Reg,
-    ) -> Result<(), IcedError>;
+    ) -> Done;
     /// `elementary::ln_stand_in` of `x` into `to` (not `x`).
-    fn ln_stand_in(a: &mut CodeAssembler, to: Self::Reg, x: Self::Reg) -> Result<(), IcedError>;
+    fn ln_stand_in(a: &mut Asm, to: Self::Reg, x: Self::Reg) -> Done;
     /// The stand-in of `softplus(x)` into `to` (not `x`): `max(x, 0)` (zero where `x` is zero
     /// or below, the second operand where either is NaN), then `x + x` where `x` is NaN.
-    fn softplus(a: &mut CodeAssembler, to: Self::Reg, x: Self::Reg) -> Result<(), IcedError>;
+    fn softplus(a: &mut Asm, to: Self::Reg, x: Self::Reg) -> Done;
 }
 
 /// The methods of [`Vector`] that are the same instructions at every width (`vaddpd`,
@@ -227,44 +233,29 @@ pub(super) trait ReverseVector: Vector {
 
     /// Sets the registers the reverse code keeps constants in (at entry and after every call
     /// back).
-    fn reverse_constants(a: &mut CodeAssembler) -> Result<(), IcedError>;
+    fn reverse_constants(a: &mut Asm) -> Done;
     /// `r` = constant `i` of the table in every lane.
-    fn load_constant(a: &mut CodeAssembler, r: Self::Reg, i: usize) -> Result<(), IcedError>;
+    fn load_constant(a: &mut Asm, r: Self::Reg, i: usize) -> Done;
     /// `r = -x`.
-    fn negate(a: &mut CodeAssembler, r: Self::Reg, x: Self::Reg) -> Result<(), IcedError>;
+    fn negate(a: &mut Asm, r: Self::Reg, x: Self::Reg) -> Done;
     /// `r` = minus the value at `m`.
-    fn negate_value(
-        a: &mut CodeAssembler,
-        r: Self::Reg,
-        m: AsmMemoryOperand,
-    ) -> Result<(), IcedError>;
+    fn negate_value(a: &mut Asm, r: Self::Reg, m: AsmMemoryOperand) -> Done;
     /// `r = x * (1 / eta)`.
-    fn times_inv_eta(a: &mut CodeAssembler, r: Self::Reg, x: Self::Reg) -> Result<(), IcedError>;
+    fn times_inv_eta(a: &mut Asm, r: Self::Reg, x: Self::Reg) -> Done;
     /// Keeps the lanes where [`ReverseVector::OWN`] is not zero (for `masked` with `own`).
-    fn own_nonzero(a: &mut CodeAssembler) -> Result<(), IcedError>;
+    fn own_nonzero(a: &mut Asm) -> Done;
     /// `r = masked(d, local)`: `d * local`, `+0.0` where `d` is zero (`own`: `d` is the own
     /// adjoint, whose lanes [`ReverseVector::own_nonzero`] kept).
-    fn masked(
-        a: &mut CodeAssembler,
-        r: Self::Reg,
-        d: Self::Reg,
-        local: Src<Self::Reg>,
-        own: bool,
-    ) -> Result<(), IcedError>;
+    fn masked(a: &mut Asm, r: Self::Reg, d: Self::Reg, local: Src<Self::Reg>, own: bool) -> Done;
     /// `r = x * y`, `+0.0` where the own adjoint (its lanes kept) or `w` is zero.
     fn masked_by_weight(
-        a: &mut CodeAssembler,
+        a: &mut Asm,
         r: Self::Reg,
         x: Self::Reg,
         y: Src<Self::Reg>,
         w: Self::Reg,
-    ) -> Result<(), IcedError>;
+    ) -> Done;
     /// A crisp if-statement's contributions: the own adjoint into `then` where `0 > g` (`g`
     /// at `m`), into `other` elsewhere (NaN too), `+0.0` in the other lanes.
-    fn split_by_guard(
-        a: &mut CodeAssembler,
-        then: Self::Reg,
-        other: Self::Reg,
-        m: AsmMemoryOperand,
-    ) -> Result<(), IcedError>;
+    fn split_by_guard(a: &mut Asm, then: Self::Reg, other: Self::Reg, m: AsmMemoryOperand) -> Done;
 }

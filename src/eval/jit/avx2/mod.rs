@@ -62,6 +62,10 @@ impl Vector for Avx2 {
     const SPARE_PAIRS: bool = false;
     const BYTES: i32 = 32;
     const X: &'static [AsmRegisterYmm] = &X;
+    const WEIGHTS: Routine = routines::weights;
+    const WEIGHTS_PLAIN: Routine = routines::weights_plain;
+    const LN: Routine = routines::ln;
+    const EXP: Routine = routines::exp;
     const STAND_IN: AsmRegisterYmm = X[3];
 
     fn pair(p: usize, h: usize) -> AsmRegisterYmm {
@@ -70,15 +74,6 @@ impl Vector for Avx2 {
 
     fn routine(h: usize, i: usize) -> AsmRegisterYmm {
         routines::SETS[h][i]
-    }
-
-    fn routines(plain: bool) -> [Routine; 3] {
-        let weights = if plain {
-            routines::weights_plain
-        } else {
-            routines::weights
-        };
-        [weights, routines::ln, routines::exp]
     }
 
     fn table() -> Vec<f64> {

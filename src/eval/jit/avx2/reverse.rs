@@ -104,11 +104,7 @@ impl ReverseVector for Avx2 {
             a.vcmppd(MASK, d, ZERO, NEQ_UQ)?;
             MASK
         };
-        match local {
-            Src::Reg(l) => a.vmulpd(r, d, l)?,
-            Src::Mem(m) => a.vmulpd(r, d, m)?,
-        }
-        a.vandpd(r, r, mask)
+        product_where(a, r, d, local, mask)
     }
 
     fn masked_by_weight(
@@ -120,11 +116,7 @@ impl ReverseVector for Avx2 {
     ) -> Result<(), IcedError> {
         a.vcmppd(MASK, w, ZERO, NEQ_UQ)?;
         a.vandpd(MASK, MASK, OWN_NONZERO)?;
-        match y {
-            Src::Reg(y) => a.vmulpd(r, x, y)?,
-            Src::Mem(m) => a.vmulpd(r, x, m)?,
-        }
-        a.vandpd(r, r, MASK)
+        product_where(a, r, x, y, MASK)
     }
 
     fn split_by_guard(
@@ -137,4 +129,20 @@ impl ReverseVector for Avx2 {
         a.vandpd(then, MASK, OWN)?;
         a.vandnpd(other, MASK, OWN)
     }
+}
+
+/// `r = x * y` in the lanes of `mask`, `+0.0` in the others (`vandpd`, as a zeroing-masked
+/// product gives).
+fn product_where(
+    a: &mut CodeAssembler,
+    r: AsmRegisterYmm,
+    x: AsmRegisterYmm,
+    y: Src<AsmRegisterYmm>,
+    mask: AsmRegisterYmm,
+) -> Result<(), IcedError> {
+    match y {
+        Src::Reg(y) => a.vmulpd(r, x, y)?,
+        Src::Mem(m) => a.vmulpd(r, x, m)?,
+    }
+    a.vandpd(r, r, mask)
 }
