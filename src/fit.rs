@@ -106,15 +106,7 @@ pub fn gradient_samples_cancellable(
         vec![("n", n.to_string())],
         Footprint::of(model).gradient_bytes(n as u64),
     )?;
-    let problem = crate::experiment::run::problem_for(model, config)?;
-    if theta.len() != problem.dim() {
-        return Err(RunError::Config(format!(
-            "theta has {} components, the model's family has {} ({})",
-            theta.len(),
-            problem.dim(),
-            problem.family().names().join(", ")
-        )));
-    }
+    let problem = problem_at(model, config, theta)?;
     let names = problem.family().names().to_vec();
     let sign = problem.objective_sign();
     let key = StreamKey::new(config.seed, iteration, Purpose::Measure);
@@ -132,6 +124,18 @@ pub fn gradient_samples_cancellable(
             .collect(),
         values: all.values.iter().map(|v| sign * v).collect(),
     })
+}
+
+/// `model` compiled for `config` (the problem a run of it samples), with `theta` checked to be
+/// a point of its family: what a measurement's and a step's gradient samples start from.
+pub(crate) fn problem_at(
+    model: &Model,
+    config: &RunConfig,
+    theta: &[f64],
+) -> Result<estimate::Problem, RunError> {
+    let problem = crate::experiment::run::problem_for(model, config)?;
+    problem.check_theta(theta).map_err(RunError::Config)?;
+    Ok(problem)
 }
 
 /// The `n` samples of `problem` at `theta` (gradients, component-major per lane, and

@@ -67,19 +67,6 @@ fn fitted_latents(problem: &Problem) -> Vec<usize> {
         .collect()
 }
 
-/// Refuses a `theta` of the wrong length, naming the components.
-fn check_dim(problem: &Problem, theta: &[f64]) -> Result<(), ThetaError> {
-    let d = problem.dim();
-    if theta.len() != d {
-        return Err(ThetaError::Invalid(format!(
-            "theta has {} entries; this model's theta has {d} ({})",
-            theta.len(),
-            problem.family().names().join(", ")
-        )));
-    }
-    Ok(())
-}
-
 /// The stream tag of [`draws_at`]'s draws.
 const SAMPLE_TAG: u32 = 1;
 
@@ -98,7 +85,7 @@ pub fn draws_at(
     cancel: &AtomicBool,
 ) -> Result<Vec<f64>, ThetaError> {
     let problem = Problem::new(model).map_err(invalid)?;
-    check_dim(&problem, theta)?;
+    problem.check_theta(theta).map_err(ThetaError::Invalid)?;
     let mut state: FamilyState = problem.family().state();
     state.update(problem.family(), theta).map_err(invalid)?;
     let fitted = fitted_latents(&problem);
@@ -135,8 +122,7 @@ pub fn step_gradients(
     iteration: u64,
     cancel: &AtomicBool,
 ) -> Result<Vec<f64>, ThetaError> {
-    let problem = crate::experiment::run::problem_for(model, config).map_err(invalid)?;
-    check_dim(&problem, theta)?;
+    let problem = crate::fit::problem_at(model, config, theta).map_err(invalid)?;
     let d = problem.dim();
     let key = StreamKey::new(config.seed, iteration, Purpose::Step);
     let all = crate::fit::sample_all(problem, config, theta, n, key, cancel)

@@ -48,7 +48,7 @@ fn run(
     let mut fwd = vec![0.0; BATCH];
     tape.forward(&mut ws, sem, params, zs, &mut fwd);
     out.extend(bits(&fwd));
-    if set.is_none() && dsgd::cpu::avx512() {
+    if set.is_none() && dsgd::eval::chooses_forward_build() {
         assert!(
             ws.forward_kernels(sem).is_some(),
             "{sem:?}: no build chosen after {BATCH} lanes"
@@ -100,7 +100,7 @@ fn a_chosen_build_is_one_the_cpu_runs() {
         assert_ne!(chosen, KernelSet::Portable, "{chosen:?}");
     }
     // Not yet timed under another semantics, where the CPU has a choice to make.
-    if dsgd::cpu::avx512() {
+    if dsgd::eval::chooses_forward_build() {
         assert_eq!(ws.forward_kernels(Semantics::Crisp), None);
     }
 }

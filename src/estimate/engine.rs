@@ -117,6 +117,35 @@ pub enum NonFinite {
     },
 }
 
+/// What one evaluation computes: where its lanes start in the batch, how many, which values,
+/// and when it stops. Each of [`Engine`]'s evaluations sets a few of these.
+#[derive(Clone, Copy, Debug)]
+struct Request<'c> {
+    /// The batch's chunk the first lane is in (lanes from `first_chunk * CHUNK`).
+    first_chunk: usize,
+    /// How many lanes.
+    batch: usize,
+    /// Whether the crisp `f` is computed too.
+    want_crisp: bool,
+    /// How the `f` values are computed.
+    wanted: Values,
+    /// Read before each chunk: the evaluation stops once it has risen.
+    cancel: Option<&'c AtomicBool>,
+}
+
+impl Request<'_> {
+    /// `batch` lanes from the first, exact values, no crisp ones, no cancel.
+    fn lanes(batch: usize) -> Request<'static> {
+        Request {
+            first_chunk: 0,
+            batch,
+            want_crisp: false,
+            wanted: Values::Exact,
+            cancel: None,
+        }
+    }
+}
+
 impl Engine {
     /// An engine; its chunks run on the problem's per-thread scratches.
     pub fn new(problem: Problem, estimator: Box<dyn Estimator>) -> Engine {
@@ -226,8 +255,11 @@ impl Engine {
         batch: usize,
         want_crisp: bool,
     ) -> Result<(), FamilyError> {
-        self.evaluate_with(theta, key, 0, batch, want_crisp, Values::Exact, None)
-            .map(|_| ())
+        let request = Request {
+            want_crisp,
+            ..Request::lanes(batch)
+        };
+        self.evaluate_with(theta, key, request).map(|_| ())
     }
 
     /// [`Engine::evaluate`] that stops early when `cancel` rises, checked before each chunk:
@@ -240,17 +272,14 @@ impl Engine {
         key: StreamKey,
         batch: usize,
         want_crisp: bool,
-        cancel: &std::sync::atomic::AtomicBool,
+        cancel: &AtomicBool,
     ) -> Result<bool, FamilyError> {
-        self.evaluate_with(
-            theta,
-            key,
-            0,
-            batch,
+        let request = Request {
             want_crisp,
-            Values::Exact,
-            Some(cancel),
-        )
+            cancel: Some(cancel),
+            ..Request::lanes(batch)
+        };
+        self.evaluate_with(theta, key, request)
     }
 
     /// Lanes `first_chunk * CHUNK .. first_chunk * CHUNK + batch` of a batch of `key`: what
@@ -267,16 +296,12 @@ impl Engine {
         batch: usize,
         want_crisp: bool,
     ) -> Result<(), FamilyError> {
-        self.evaluate_with(
-            theta,
-            key,
+        let request = Request {
             first_chunk,
-            batch,
             want_crisp,
-            Values::Exact,
-            None,
-        )
-        .map(|_| ())
+            ..Request::lanes(batch)
+        };
+        self.evaluate_with(theta, key, request).map(|_| ())
     }
 
     /// Every sample of a batch of `n` at `theta` (its gradients sample-major, `[l * dim +
@@ -337,24 +362,30 @@ impl Engine {
     /// is all a step reads them for), and no crisp values. Logarithms (`ln`, `log1p`,
     /// `softplus`) that only `f` reads are not computed (a third of a textmsg sample).
     pub fn step(&mut self, theta: &[f64], key: StreamKey, batch: usize) -> Result<(), FamilyError> {
-        self.evaluate_with(theta, key, 0, batch, false, Values::Checked, None)
-            .map(|_| ())
+        let request = Request {
+            wanted: Values::Checked,
+            ..Request::lanes(batch)
+        };
+        self.evaluate_with(theta, key, request).map(|_| ())
     }
 
-    // The batch's position, what to compute and when to stop: each caller sets a few.
-    #[allow(clippy::too_many_arguments)]
+    /// The evaluation of `request` at `theta` with `key`'s streams: `Ok(false)` when its
+    /// cancel flag rose before the last chunk.
     fn evaluate_with(
         &mut self,
         theta: &[f64],
         key: StreamKey,
-        first_chunk: usize,
-        batch: usize,
-        want_crisp: bool,
-        wanted: Values,
-        cancel: Option<&std::sync::atomic::AtomicBool>,
+        request: Request<'_>,
     ) -> Result<bool, FamilyError> {
+        let Request {
+            first_chunk,
+            batch,
+            want_crisp,
+            wanted,
+            cancel,
+        } = request;
         let iteration = key.iteration;
-        let stopped = || cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed));
+        let stopped = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
         let per_chunk = self.rows_per_chunk.then_some(self.subsample).flatten();
         let sparse = match self.subsample {
             Some(m) if self.sparse_steps() => {

@@ -233,6 +233,20 @@ impl ProblemData {
         self.family.dim()
     }
 
+    /// Why `theta` is not a point of this problem's family (its length is not the family's
+    /// dimension), naming the components; `Ok` when it is one.
+    pub(crate) fn check_theta(&self, theta: &[f64]) -> Result<(), String> {
+        let d = self.dim();
+        if theta.len() != d {
+            return Err(format!(
+                "theta has {} entries; this model's theta has {d} ({})",
+                theta.len(),
+                self.family.names().join(", ")
+            ));
+        }
+        Ok(())
+    }
+
     /// Whether the smoothed sweeps read guards relative to their spread ([`Problem::relative`]).
     pub fn relative_guards(&self) -> bool {
         self.relative

@@ -12,7 +12,7 @@ use crate::ir::{Node, NodeId, Program};
 
 use super::checked;
 use super::crisp;
-use super::fuse;
+use super::fuse::{self, Pattern};
 use super::instr::{NONE, Op, Step};
 use super::layout;
 use super::plan::{Shape, plan, share_guard_weights, share_unread_weights};
@@ -78,7 +78,10 @@ impl Tape {
         for &(s, c) in &consts {
             constant[s as usize] = Some(c);
         }
-        let mut fused = fuse::fuse_normal_square(&mut steps, &uniform_steps, &constant, output);
+        let fuse_pass = |pattern, steps: &mut Vec<Step>| {
+            fuse::fuse(pattern, steps, &uniform_steps, &constant, output)
+        };
+        let mut fused = fuse_pass(Pattern::NormalSquare, &mut steps);
         let fused_squares = steps
             .iter()
             .filter(|st| {
@@ -88,7 +91,7 @@ impl Tape {
                 )
             })
             .count();
-        let poisson = fuse::fuse_poisson_term(&mut steps, &uniform_steps, &constant, output);
+        let poisson = fuse_pass(Pattern::PoissonTerm, &mut steps);
         let fused_poisson = poisson.len() / 2;
         fused.extend(poisson);
         let mut chains = Vec::new();

@@ -107,143 +107,38 @@ fn remove(steps: &mut Vec<Step>, gone: &[bool]) {
     });
 }
 
-/// Fuses `c * ((x - m) / s)^2` (four lane steps `sub`, `div`, `powi 2`, `mul` by a constant,
-/// either side) into one [`Op::NormalSquare`], and `c * (x - m)^2` (the same without the
-/// division) into one [`Op::SquareDiff`], where the intermediate results have no other
-/// reader and nothing but constants lies between the first and the last of the steps in
-/// slot order (so no other step's contribution to `x`, `m` or `s` falls between theirs,
-/// and the reverse sweep adds into every adjoint in the same order as unfused). Returns the
-/// slots fused away.
-pub(super) fn fuse_normal_square(
+/// The instruction that replaces a step and the slots of the steps it swallows.
+type Fused = (Op, Vec<u32>);
+
+/// The fusions [`fuse`] makes, each a function that gives, for step `i`, the instruction that
+/// replaces it and the slots of the steps it swallows (or `None` to keep it).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Pattern {
+    /// `c * ((x - m) / s)^2` and the forms without `m` or `s` (see [`normal_square`]).
+    NormalSquare,
+    /// `c * ln(r) - r` (see [`poisson_term`]).
+    PoissonTerm,
+}
+
+/// One fusion pass: every step `pattern` fuses is replaced, and the steps it swallows are
+/// dropped at the end (a later step sees the earlier ones already replaced). Returns the
+/// slots fused away, in the order the fusions gave them.
+pub(super) fn fuse(
+    pattern: Pattern,
     steps: &mut Vec<Step>,
     uniform_steps: &[Step],
     constant: &[Option<f64>],
     output: u32,
 ) -> Vec<u32> {
-    fuse_each(
-        steps,
-        uniform_steps,
-        constant.len(),
-        output,
-        |steps, scan, i| {
-            let (a, b) = binary_operands(steps[i].op, Binary::Mul)?;
-            let (c, p, _) = constant_operand(constant, a, b)?;
-            if !scan.single(p) {
-                return None;
-            }
-            let Op::Unary {
-                op: Unary::Powi(2),
-                a: u,
-            } = steps[scan.at(p)].op
-            else {
-                return None;
-            };
-            let out = steps[i].out;
-            // `c * (x / s)^2` or `c * x^2`: a square whose operand is no subtraction read by it
-            // alone (a normal density of location 0).
-            let op_of = |slot: u32| scan.single(slot).then(|| steps[scan.at(slot)].op);
-            let sub_of = |slot: u32| match op_of(slot) {
-                Some(Op::Binary {
-                    op: Binary::Sub,
-                    a,
-                    b,
-                }) => Some((a, b)),
-                _ => None,
-            };
-            let (d, s) = match op_of(u) {
-                Some(Op::Binary {
-                    op: Binary::Div,
-                    a,
-                    b,
-                }) => (a, Some(b)),
-                _ => (u, None),
-            };
-            if sub_of(d).is_none() {
-                let (x, s, first) = match s {
-                    Some(s) if d != s => (d, s, u),
-                    Some(_) => return None,
-                    None => (u, NONE_SLOT, p),
-                };
-                if !only_constants_between(constant, first, out, &[u, p]) {
-                    return None;
-                }
-                let gone_slots = if s == NONE_SLOT { vec![p] } else { vec![u, p] };
-                return Some((Op::Square { x, s, c }, gone_slots));
-            }
-            let (x, m) = sub_of(d)?;
-            if x == m || !only_constants_between(constant, d, out, &[u, p]) {
-                return None;
-            }
-            let Some(s) = s else {
-                return Some((Op::SquareDiff { x, m, c }, vec![u, p]));
-            };
-            if s == x || s == m || d == s {
-                return None;
-            }
-            Some((Op::NormalSquare { x, m, s, c }, vec![d, u, p]))
-        },
-    )
-}
-
-/// Fuses `c * ln(r) - r` (three lane steps `log`, `mul` by a constant, either side, and
-/// `sub`) into one [`Op::PoissonTerm`] where the two intermediate results have no other
-/// reader and nothing but constants lies between the first and the last of the three in
-/// slot order (so no other step's contribution to `r` falls between the subtraction's and
-/// the logarithm's in the reverse sweep). Returns the slots fused away.
-pub(super) fn fuse_poisson_term(
-    steps: &mut Vec<Step>,
-    uniform_steps: &[Step],
-    constant: &[Option<f64>],
-    output: u32,
-) -> Vec<u32> {
-    fuse_each(
-        steps,
-        uniform_steps,
-        constant.len(),
-        output,
-        |steps, scan, i| {
-            let (p, r) = binary_operands(steps[i].op, Binary::Sub)?;
-            if !scan.single(p) {
-                return None;
-            }
-            let (a, b) = binary_operands(steps[scan.at(p)].op, Binary::Mul)?;
-            let (c, l, c_left) = constant_operand(constant, a, b)?;
-            if !scan.single(l) {
-                return None;
-            }
-            let Op::Unary { op: Unary::Log, a } = steps[scan.at(l)].op else {
-                return None;
-            };
-            if a != r || !only_constants_between(constant, l, steps[i].out, &[p]) {
-                return None;
-            }
-            let op = Op::PoissonTerm {
-                r,
-                c,
-                c_left,
-                stand_in: false,
-            };
-            Some((op, vec![l, p]))
-        },
-    )
-}
-
-/// One fusion pass: `fuse(steps, scan, i)` gives the instruction that replaces step `i` and
-/// the slots of the steps it swallows, or `None` to keep it; the swallowed steps are dropped
-/// at the end (a later step sees the earlier ones already replaced). Returns the slots
-/// fused away, in the order the fusions gave them.
-fn fuse_each(
-    steps: &mut Vec<Step>,
-    uniform_steps: &[Step],
-    n: usize,
-    output: u32,
-    mut fuse: impl FnMut(&[Step], &Scan, usize) -> Option<(Op, Vec<u32>)>,
-) -> Vec<u32> {
-    let scan = Scan::new(steps, uniform_steps, n, output);
+    let fuse_at = match pattern {
+        Pattern::NormalSquare => normal_square,
+        Pattern::PoissonTerm => poisson_term,
+    };
+    let scan = Scan::new(steps, uniform_steps, constant.len(), output);
     let mut gone = vec![false; steps.len()];
     let mut fused = Vec::new();
     for i in 0..steps.len() {
-        let Some((op, swallowed)) = fuse(steps, &scan, i) else {
+        let Some((op, swallowed)) = fuse_at(steps, &scan, constant, i) else {
             continue;
         };
         steps[i].op = op;
@@ -254,6 +149,102 @@ fn fuse_each(
     }
     remove(steps, &gone);
     fused
+}
+
+/// Fuses `c * ((x - m) / s)^2` (four lane steps `sub`, `div`, `powi 2`, `mul` by a constant,
+/// either side) into one [`Op::NormalSquare`], and `c * (x - m)^2` (the same without the
+/// division) into one [`Op::SquareDiff`], where the intermediate results have no other
+/// reader and nothing but constants lies between the first and the last of the steps in
+/// slot order (so no other step's contribution to `x`, `m` or `s` falls between theirs,
+/// and the reverse sweep adds into every adjoint in the same order as unfused). Step `i`
+/// is the product; gives the fused instruction and the slots it swallows.
+fn normal_square(steps: &[Step], scan: &Scan, constant: &[Option<f64>], i: usize) -> Option<Fused> {
+    let (a, b) = binary_operands(steps[i].op, Binary::Mul)?;
+    let (c, p, _) = constant_operand(constant, a, b)?;
+    if !scan.single(p) {
+        return None;
+    }
+    let Op::Unary {
+        op: Unary::Powi(2),
+        a: u,
+    } = steps[scan.at(p)].op
+    else {
+        return None;
+    };
+    let out = steps[i].out;
+    // `c * (x / s)^2` or `c * x^2`: a square whose operand is no subtraction read by it
+    // alone (a normal density of location 0).
+    let op_of = |slot: u32| scan.single(slot).then(|| steps[scan.at(slot)].op);
+    let sub_of = |slot: u32| match op_of(slot) {
+        Some(Op::Binary {
+            op: Binary::Sub,
+            a,
+            b,
+        }) => Some((a, b)),
+        _ => None,
+    };
+    let (d, s) = match op_of(u) {
+        Some(Op::Binary {
+            op: Binary::Div,
+            a,
+            b,
+        }) => (a, Some(b)),
+        _ => (u, None),
+    };
+    if sub_of(d).is_none() {
+        let (x, s, first) = match s {
+            Some(s) if d != s => (d, s, u),
+            Some(_) => return None,
+            None => (u, NONE_SLOT, p),
+        };
+        if !only_constants_between(constant, first, out, &[u, p]) {
+            return None;
+        }
+        let gone_slots = if s == NONE_SLOT { vec![p] } else { vec![u, p] };
+        return Some((Op::Square { x, s, c }, gone_slots));
+    }
+    let (x, m) = sub_of(d)?;
+    if x == m || !only_constants_between(constant, d, out, &[u, p]) {
+        return None;
+    }
+    let Some(s) = s else {
+        return Some((Op::SquareDiff { x, m, c }, vec![u, p]));
+    };
+    if s == x || s == m || d == s {
+        return None;
+    }
+    Some((Op::NormalSquare { x, m, s, c }, vec![d, u, p]))
+}
+
+/// Fuses `c * ln(r) - r` (three lane steps `log`, `mul` by a constant, either side, and
+/// `sub`) into one [`Op::PoissonTerm`] where the two intermediate results have no other
+/// reader and nothing but constants lies between the first and the last of the three in
+/// slot order (so no other step's contribution to `r` falls between the subtraction's and
+/// the logarithm's in the reverse sweep). Step `i` is the subtraction; gives the fused
+/// instruction and the slots it swallows.
+fn poisson_term(steps: &[Step], scan: &Scan, constant: &[Option<f64>], i: usize) -> Option<Fused> {
+    let (p, r) = binary_operands(steps[i].op, Binary::Sub)?;
+    if !scan.single(p) {
+        return None;
+    }
+    let (a, b) = binary_operands(steps[scan.at(p)].op, Binary::Mul)?;
+    let (c, l, c_left) = constant_operand(constant, a, b)?;
+    if !scan.single(l) {
+        return None;
+    }
+    let Op::Unary { op: Unary::Log, a } = steps[scan.at(l)].op else {
+        return None;
+    };
+    if a != r || !only_constants_between(constant, l, steps[i].out, &[p]) {
+        return None;
+    }
+    let op = Op::PoissonTerm {
+        r,
+        c,
+        c_left,
+        stand_in: false,
+    };
+    Some((op, vec![l, p]))
 }
 
 /// The operands of `op` if it is the binary `want`.

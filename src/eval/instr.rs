@@ -53,7 +53,7 @@ pub(super) enum Op {
     },
     /// `c * ((x - m) / s)^2` for a constant `c`: the quadratic term of a normal log-density,
     /// four instructions whose intermediate results nobody else reads, fused so that they
-    /// stay in registers (see [`fuse_normal_square`](super::fuse::fuse_normal_square)). Same operations, same bits.
+    /// stay in registers (see [`Pattern::NormalSquare`](super::fuse::Pattern::NormalSquare)). Same operations, same bits.
     NormalSquare {
         x: u32,
         m: u32,
@@ -80,7 +80,7 @@ pub(super) enum Op {
     /// `c * ln(r) - r` for a constant `c` (`ln(r) * c` unless `c_left`): what a Poisson
     /// log-density of an observed count `c` keeps once its constant is hoisted, three
     /// instructions whose intermediate results nobody else reads (see
-    /// [`fuse_poisson_term`](super::fuse::fuse_poisson_term)). Same operations, same bits.
+    /// [`Pattern::PoissonTerm`](super::fuse::Pattern::PoissonTerm)). Same operations, same bits.
     PoissonTerm {
         r: u32,
         c: f64,

@@ -70,6 +70,12 @@ pub(super) fn builds() -> &'static [KernelSet] {
     }
 }
 
+/// Whether this process times builds of the forward sweep to choose one (AVX-512, or AVX2
+/// and FMA with the machine-code generator), rather than running the one widest build.
+pub fn chooses_forward_build() -> bool {
+    !builds().is_empty()
+}
+
 /// Sweeps of one semantics a workspace runs before its choice is made (at most): a timing
 /// of the engine's steady state (`experiment::cost`) warms up for at least this many chunks,
 /// so that no timed batch runs a build being tried.

@@ -61,5 +61,6 @@ pub use input::Latents;
 pub use instr::CHUNK;
 pub use jit::Coverage as JitCoverage;
 pub use kernel_choice::CHOICE_SWEEPS as KERNEL_CHOICE_SWEEPS;
+pub use kernel_choice::chooses_forward_build;
 pub use tape::{Tape, Values};
 pub use workspace::Workspace;

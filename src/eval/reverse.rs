@@ -16,6 +16,8 @@ use super::instr::{CHUNK, FOLD_A, FOLD_B, Lanes, NONE, Op, Plan, Target, forward
 #[cfg(all(feature = "jit", target_arch = "x86_64"))]
 use super::jit;
 use super::kernels::{self, Wants};
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
+use super::sweep::SharedLanes;
 use super::sweep::forced;
 use super::tape::Tape;
 #[cfg(target_arch = "x86_64")]
@@ -114,15 +116,12 @@ fn reverse_jit(
     let mut env = ReverseEnv {
         plan,
         semantics,
-        values: ws.values.as_mut_ptr(),
-        n_values: ws.values.len(),
-        adjoints: ws.adjoints.as_mut_ptr(),
-        n_adjoints: ws.adjoints.len(),
-        weights: ws.weights.as_mut_ptr(),
-        n_weights: ws.weights.len(),
+        values: SharedLanes::of(&mut ws.values),
+        adjoints: SharedLanes::of(&mut ws.adjoints),
+        weights: SharedLanes::of(&mut ws.weights),
     };
     let mut frame = jit::Frame {
-        values: env.values,
+        values: env.values.ptr,
         params: std::ptr::null(),
         noise: std::ptr::null(),
         stride: 0,
@@ -130,8 +129,8 @@ fn reverse_jit(
         scale: std::ptr::null(),
         sign: -0.0,
         consts: code.consts.as_ptr(),
-        weights: env.weights,
-        adjoints: env.adjoints,
+        weights: env.weights.ptr,
+        adjoints: env.adjoints.ptr,
         inv_eta: match semantics {
             // As `kernels::smooth_reverse_guard` scales the weights' product.
             Semantics::Smoothed { eta } => 1.0 / eta,
@@ -151,12 +150,9 @@ fn reverse_jit(
 struct ReverseEnv<'a> {
     plan: &'a Plan,
     semantics: Semantics,
-    values: *mut Lanes,
-    n_values: usize,
-    adjoints: *mut Lanes,
-    n_adjoints: usize,
-    weights: *mut Lanes,
-    n_weights: usize,
+    values: SharedLanes,
+    adjoints: SharedLanes,
+    weights: SharedLanes,
 }
 
 /// Runs reverse steps `from..to` in the interpreter's AVX2 build, for the compiled code.
@@ -170,9 +166,11 @@ unsafe extern "sysv64" fn reverse_call_back(frame: *mut jit::Frame, from: u32, t
     // call touches until it returns. The CPU has AVX-512 or AVX2 and FMA (the code's).
     unsafe {
         let env = &*((*frame).env as *const ReverseEnv);
-        let adj = std::slice::from_raw_parts_mut(env.adjoints, env.n_adjoints);
-        let values = std::slice::from_raw_parts(env.values, env.n_values);
-        let weights = std::slice::from_raw_parts(env.weights, env.n_weights);
+        let (adj, values, weights) = (
+            env.adjoints.slice(),
+            env.values.slice(),
+            env.weights.slice(),
+        );
         reverse_steps_avx2(
             env.plan,
             from as usize..to as usize,

@@ -106,53 +106,69 @@ pub(super) fn forward_chunk(
     semantics: Semantics,
     x: &Input,
 ) {
-    let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
     match ws.kernels {
-        Some(KernelSet::Jit) => forward_jit(tape, layout, ws, semantics, x, false),
-        Some(KernelSet::Avx2Jit) => forward_jit(tape, layout, ws, semantics, x, true),
-        Some(set) => forward_in(set, steps, chains, ws, semantics, x),
+        Some(set) => forward_with(set, tape, layout, ws, semantics, x),
         None if kernel_choice::builds().len() > 1 => {
             // Taken out while the sweeps borrow the workspace.
             let mut choice = *ws.choice_for(layout);
-            choice.run(semantics, |set| match set {
-                KernelSet::Jit => forward_jit(tape, layout, ws, semantics, x, false),
-                KernelSet::Avx2Jit => forward_jit(tape, layout, ws, semantics, x, true),
-                _ => forward_in(set, steps, chains, ws, semantics, x),
+            choice.run(semantics, |set| {
+                forward_with(set, tape, layout, ws, semantics, x)
             });
             *ws.choice_for(layout) = choice;
         }
-        None => forward_in(KernelSet::best(), steps, chains, ws, semantics, x),
+        None => forward_with(KernelSet::best(), tape, layout, ws, semantics, x),
     }
 }
 
-/// The forward sweep in the layout's machine code where it can run (AVX-512, or AVX2 and FMA
-/// with `avx2`; a full chunk of reparameterised noise, smoothed or crisp semantics, no
-/// per-lane forcing), in the interpreter's build of the same width otherwise.
+/// The forward sweep of the layout in the build `set`: for a compiled set, in the layout's
+/// machine code where it can run (AVX-512's, or AVX2 and FMA's), in the interpreter's build
+/// of the same width otherwise.
+fn forward_with(
+    set: KernelSet,
+    tape: &Tape,
+    layout: &Layout,
+    ws: &mut Workspace,
+    semantics: Semantics,
+    x: &Input,
+) {
+    let interpreter = match set {
+        KernelSet::Jit => KernelSet::Avx512,
+        KernelSet::Avx2Jit => KernelSet::Avx2,
+        _ => set,
+    };
+    #[cfg(all(feature = "jit", target_arch = "x86_64"))]
+    if interpreter != set
+        && forward_compiled(tape, layout, ws, semantics, x, set == KernelSet::Avx2Jit)
+    {
+        return;
+    }
+    let _ = tape;
+    forward_in(interpreter, &layout.steps, &layout.chains, ws, semantics, x);
+}
+
+/// The forward sweep in the layout's machine code, if it is compiled and can run (a full
+/// chunk of reparameterised noise, smoothed or crisp semantics, no per-lane forcing) and
+/// fits the workspace. Returns whether it ran.
 #[cfg(all(feature = "jit", target_arch = "x86_64"))]
-fn forward_jit(
+fn forward_compiled(
     tape: &Tape,
     layout: &Layout,
     ws: &mut Workspace,
     semantics: Semantics,
     x: &Input,
     avx2: bool,
-) {
+) -> bool {
     let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
-    let interpreter = if avx2 {
-        KernelSet::Avx2
-    } else {
-        KernelSet::Avx512
-    };
     let crisp = match semantics {
         Semantics::Smoothed { .. } => false,
         // The forced layout (LYY18's workspaces) is not compiled: its crisp sweep is a
         // small part of LYY18's time, and its code would be one more copy of the tape's
         // (on the 10,000-student survey, LYY18's peak memory went from 91 to 109 MB).
         Semantics::Crisp if !ws.forced_layout => true,
-        _ => return forward_in(interpreter, steps, chains, ws, semantics, x),
+        _ => return false,
     };
     let Latents::Affine { noise, loc, scale } = x.latents else {
-        return forward_in(interpreter, steps, chains, ws, semantics, x);
+        return false;
     };
     let code = match tape.forward_code(layout, crisp, avx2) {
         Some(code)
@@ -168,22 +184,19 @@ fn forward_jit(
         {
             code
         }
-        _ => return forward_in(interpreter, steps, chains, ws, semantics, x),
+        _ => return false,
     };
-    let (values, weights) = (&mut ws.values[..], &mut ws.weights[..]);
     let mut env = CallBackEnv {
         avx2,
         steps,
         chains,
         semantics,
         x,
-        values: values.as_mut_ptr(),
-        n_values: values.len(),
-        weights: weights.as_mut_ptr(),
-        n_weights: weights.len(),
+        values: SharedLanes::of(&mut ws.values),
+        weights: SharedLanes::of(&mut ws.weights),
     };
     let mut frame = jit::Frame {
-        values: env.values,
+        values: env.values.ptr,
         params: x.params.as_ptr(),
         noise: noise[x.start..].as_ptr(),
         stride: x.batch * std::mem::size_of::<f64>(),
@@ -191,7 +204,7 @@ fn forward_jit(
         scale: scale.as_ptr(),
         sign: -0.0,
         consts: code.consts.as_ptr(),
-        weights: env.weights,
+        weights: env.weights.ptr,
         adjoints: std::ptr::null_mut(),
         inv_eta: match semantics {
             // As `kernels::smooth_weights` scales the guard.
@@ -204,6 +217,7 @@ fn forward_jit(
     // SAFETY: checked just above: the code's places, parameters and latents are all in the
     // buffers the frame points to, and `call_back` runs the interpreter on the same ones.
     unsafe { code.run(&mut frame) };
+    true
 }
 
 /// What the compiled code's calls back into the interpreter need.
@@ -216,10 +230,37 @@ struct CallBackEnv<'a> {
     chains: &'a [(u32, bool)],
     semantics: Semantics,
     x: &'a Input<'a>,
-    values: *mut Lanes,
-    n_values: usize,
-    weights: *mut Lanes,
-    n_weights: usize,
+    values: SharedLanes,
+    weights: SharedLanes,
+}
+
+/// A workspace buffer that compiled code and its calls back into the interpreter share:
+/// where it starts and how many lanes it holds, so that a call back can make the slice again.
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SharedLanes {
+    /// The first lanes (what the compiled code's frame points to).
+    pub(super) ptr: *mut Lanes,
+    len: usize,
+}
+
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
+impl SharedLanes {
+    pub(super) fn of(buffer: &mut [Lanes]) -> SharedLanes {
+        SharedLanes {
+            ptr: buffer.as_mut_ptr(),
+            len: buffer.len(),
+        }
+    }
+
+    /// The buffer again.
+    ///
+    /// # Safety
+    /// The buffer outlives `'a`, and nothing else reads or writes it while the slice lives.
+    pub(super) unsafe fn slice<'a>(self) -> &'a mut [Lanes] {
+        // SAFETY: the caller's contract; `ptr` and `len` are those of a live slice.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
 }
 
 /// Runs lane steps `from..to` in the interpreter's AVX-512 build (AVX2 for the AVX2 code),
@@ -234,8 +275,7 @@ unsafe extern "sysv64" fn call_back(frame: *mut jit::Frame, from: u32, to: u32) 
     // call touches until it returns.
     unsafe {
         let env = &*((*frame).env as *const CallBackEnv);
-        let values = std::slice::from_raw_parts_mut(env.values, env.n_values);
-        let weights = std::slice::from_raw_parts_mut(env.weights, env.n_weights);
+        let (values, weights) = (env.values.slice(), env.weights.slice());
         let steps = &env.steps[from as usize..to as usize];
         if env.avx2 {
             forward_avx2(steps, env.chains, values, weights, env.semantics, env.x);
@@ -243,26 +283,6 @@ unsafe extern "sysv64" fn call_back(frame: *mut jit::Frame, from: u32, to: u32) 
             forward_avx512(steps, env.chains, values, weights, env.semantics, env.x);
         }
     }
-}
-
-/// [`forward_jit`] where no machine code is compiled (built without the `jit` feature, or
-/// for a target other than x86-64).
-#[cfg(not(all(feature = "jit", target_arch = "x86_64")))]
-fn forward_jit(
-    _: &Tape,
-    layout: &Layout,
-    ws: &mut Workspace,
-    semantics: Semantics,
-    x: &Input,
-    avx2: bool,
-) {
-    let (steps, chains) = (&layout.steps[..], &layout.chains[..]);
-    let set = if avx2 {
-        KernelSet::Avx2
-    } else {
-        KernelSet::Avx512
-    };
-    forward_in(set, steps, chains, ws, semantics, x);
 }
 
 /// Crisp values of `steps` only (a subset of the tape's lane steps, in order) for one chunk

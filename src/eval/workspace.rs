@@ -6,7 +6,7 @@
 use crate::ir::Semantics;
 
 use super::instr::{CHUNK, Lanes};
-use super::kernel_choice::ForwardChoice;
+use super::kernel_choice::{ForwardChoice, chooses_forward_build};
 use super::layout::{Layout, LayoutKind};
 use super::vmath::KernelSet;
 use crate::aligned::ArrayBuf;
@@ -78,11 +78,12 @@ impl Workspace {
     }
 
     /// The build the forward sweep runs in under `semantics`: the one set, or the one
-    /// chosen, once the first sweeps have timed the candidates (`None` until then).
+    /// chosen, once the first sweeps have timed the candidates (`None` until then) on a CPU
+    /// with builds to choose between ([`chooses_forward_build`]), else the widest build.
     pub fn forward_kernels(&self, semantics: Semantics) -> Option<KernelSet> {
         match self.kernels {
             Some(set) => Some(set),
-            None if crate::cpu::avx512() => self.forward_choice.chosen(semantics),
+            None if chooses_forward_build() => self.forward_choice.chosen(semantics),
             None => Some(KernelSet::best()),
         }
     }

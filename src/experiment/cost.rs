@@ -89,6 +89,27 @@ impl Cost {
     pub fn seconds_per_sample(&self) -> f64 {
         1.0 / self.samples_per_second
     }
+
+    /// The cost of `kind` from its repeats' samples per second (the median, the extremes).
+    fn of_repeats(kind: EstimatorKind, eta: f64, batch: usize, repeats: Vec<f64>) -> Cost {
+        let mut sorted = repeats.clone();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let median = if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
+        };
+        Cost {
+            estimator: kind.name().to_string(),
+            eta: kind.uses_eta().then_some(eta),
+            batch,
+            samples_per_second: median,
+            min: sorted[0],
+            max: sorted[n - 1],
+            repeats,
+        }
+    }
 }
 
 /// Times several estimators on `problem` on `config.threads` threads, interleaving their
@@ -112,7 +133,15 @@ pub fn measure_interleaved(
         .num_threads(config.threads)
         .build()
         .map_err(|e| RunError::Threads(e.to_string()))?;
-    pool.install(|| measure_here(problem, kinds, eta, decay, config))
+    pool.install(|| {
+        let mut timed = timed_engines(problem, kinds, eta, decay)?;
+        let repeats = time_interleaved(&mut timed, config)?;
+        Ok(kinds
+            .iter()
+            .zip(repeats)
+            .map(|(&kind, repeats)| Cost::of_repeats(kind, eta, config.batch, repeats))
+            .collect())
+    })
 }
 
 /// An engine being timed, with its own iteration counter.
@@ -141,31 +170,36 @@ impl Timed {
     }
 }
 
-fn measure_here(
+/// One engine per estimator, at iteration 4000, all on one compiled problem (as a run's
+/// engines share one: its tape, and the machine code compiled from it, are made once).
+fn timed_engines(
     problem: &Problem,
     kinds: &[EstimatorKind],
     eta: f64,
     decay: Option<f64>,
-    config: &CostConfig,
-) -> Result<Vec<Cost>, RunError> {
-    let mut timed = Vec::with_capacity(kinds.len());
-    // One compiled problem for every estimator, as a run's engines share one: its tape,
-    // and the machine code compiled from it, are made once.
-    for &kind in kinds {
-        let estimator = estimate::build(kind, problem, eta, decay)?;
-        let theta = problem.family().init();
-        timed.push(Timed {
-            engine: Engine::new(problem.clone(), estimator),
-            theta,
-            k: 4000,
-        });
-    }
-    let mut repeats = vec![Vec::with_capacity(config.repeats); kinds.len()];
+) -> Result<Vec<Timed>, RunError> {
+    kinds
+        .iter()
+        .map(|&kind| {
+            let estimator = estimate::build(kind, problem, eta, decay)?;
+            Ok(Timed {
+                engine: Engine::new(problem.clone(), estimator),
+                theta: problem.family().init(),
+                k: 4000,
+            })
+        })
+        .collect()
+}
+
+/// Each engine's samples per second in `config.repeats` repeats, interleaved, after a
+/// warm-up.
+fn time_interleaved(timed: &mut [Timed], config: &CostConfig) -> Result<Vec<Vec<f64>>, RunError> {
+    let mut repeats = vec![Vec::with_capacity(config.repeats); timed.len()];
     // Until every engine has chosen the build of its forward sweep (each batch is at
     // least one chunk): on a large model the trials of the slower builds would otherwise
     // fall into the first timed repeats.
     let choice = u64::from(crate::eval::KERNEL_CHOICE_SWEEPS);
-    for t in &mut timed {
+    for t in timed.iter_mut() {
         t.time(config.warmup_seconds, config.batch, choice)?;
     }
     for _ in 0..config.repeats {
@@ -173,29 +207,7 @@ fn measure_here(
             r.push(t.time(config.repeat_seconds, config.batch, 1)?);
         }
     }
-    Ok(kinds
-        .iter()
-        .zip(repeats)
-        .map(|(&kind, repeats)| {
-            let mut sorted = repeats.clone();
-            sorted.sort_by(f64::total_cmp);
-            let n = sorted.len();
-            let median = if n % 2 == 1 {
-                sorted[n / 2]
-            } else {
-                0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
-            };
-            Cost {
-                estimator: kind.name().to_string(),
-                eta: kind.uses_eta().then_some(eta),
-                batch: config.batch,
-                samples_per_second: median,
-                min: sorted[0],
-                max: sorted[n - 1],
-                repeats,
-            }
-        })
-        .collect())
+    Ok(repeats)
 }
 
 #[cfg(test)]

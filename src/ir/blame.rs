@@ -9,11 +9,10 @@
 //! a latent or parameter carry adjoints) remembers where each adjoint first became
 //! non-finite, and which term (the first in source order) each node's adjoint came through.
 
-use super::node::{Branch, Node, NodeId};
+use super::node::{Node, NodeId};
 use super::ops::{binary_derivatives, unary_derivative};
-use super::program::{Program, Semantics};
+use super::program::{IfRule, Program, Semantics};
 use super::term::TermNode;
-use crate::special::sigmoid;
 
 /// What went non-finite, and in which term.
 #[derive(Clone, Debug, PartialEq)]
@@ -100,30 +99,21 @@ fn non_finite_operand(
             then_,
             else_,
             index,
-        } => {
-            let g = vals[guard.index()];
-            match semantics {
-                Semantics::Smoothed { eta } => {
-                    let x = g * (1.0 / eta);
-                    let (wt, we) = (sigmoid(-x), sigmoid(x));
-                    if wt != 0.0 && !(wt * vals[then_.index()]).is_finite() {
-                        Some(then_)
-                    } else if we != 0.0 && !(we * vals[else_.index()]).is_finite() {
-                        Some(else_)
-                    } else {
-                        bad(guard).then_some(guard)
-                    }
-                }
-                Semantics::Forced { index: k, branch } if k == index => {
-                    let taken = if branch == Branch::Then { then_ } else { else_ };
-                    bad(taken).then_some(taken)
-                }
-                Semantics::Crisp | Semantics::Forced { .. } => {
-                    let taken = if g < 0.0 { then_ } else { else_ };
-                    bad(taken).then_some(taken)
+        } => match semantics.if_rule(index, vals[guard.index()]) {
+            IfRule::Smoothed { wt, we, .. } => {
+                if wt != 0.0 && !(wt * vals[then_.index()]).is_finite() {
+                    Some(then_)
+                } else if we != 0.0 && !(we * vals[else_.index()]).is_finite() {
+                    Some(else_)
+                } else {
+                    bad(guard).then_some(guard)
                 }
             }
-        }
+            IfRule::Taken(branch) => {
+                let taken = branch.pick(then_, else_);
+                bad(taken).then_some(taken)
+            }
+        },
     }
 }
 
@@ -247,11 +237,8 @@ fn gradient_origin(
                 then_,
                 else_,
                 index,
-            } => match semantics {
-                Semantics::Smoothed { eta } => {
-                    let g = v(guard);
-                    let x = g * (1.0 / eta);
-                    let (wt, we) = (sigmoid(-x), sigmoid(x));
+            } => match semantics.if_rule(index, v(guard)) {
+                IfRule::Smoothed { wt, we, inv_eta } => {
                     if wt != 0.0 {
                         push(then_, wt);
                     }
@@ -259,15 +246,10 @@ fn gradient_origin(
                         push(else_, we);
                     }
                     if wt * we != 0.0 {
-                        push(guard, wt * we * (1.0 / eta) * (v(else_) - v(then_)));
+                        push(guard, wt * we * inv_eta * (v(else_) - v(then_)));
                     }
                 }
-                Semantics::Forced { index: k, branch } if k == index => {
-                    push(if branch == Branch::Then { then_ } else { else_ }, 1.0);
-                }
-                Semantics::Crisp | Semantics::Forced { .. } => {
-                    push(if v(guard) < 0.0 { then_ } else { else_ }, 1.0);
-                }
+                IfRule::Taken(branch) => push(branch.pick(then_, else_), 1.0),
             },
         }
         for &(x, d) in &parts[..count] {

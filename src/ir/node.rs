@@ -36,6 +36,16 @@ pub enum Branch {
     Else,
 }
 
+impl Branch {
+    /// `then_` for [`Branch::Then`], `else_` for [`Branch::Else`].
+    pub(crate) fn pick<T>(self, then_: T, else_: T) -> T {
+        match self {
+            Branch::Then => then_,
+            Branch::Else => else_,
+        }
+    }
+}
+
 /// One node of the DAG.
 #[derive(Copy, Clone, Debug)]
 pub enum Node {
@@ -106,48 +116,33 @@ impl Node {
 /// pattern, and if-statements ignore their index (the same `If` built twice is one node).
 impl PartialEq for Node {
     fn eq(&self, other: &Self) -> bool {
-        match (*self, *other) {
+        let same_head = match (*self, *other) {
             (Node::Const(a), Node::Const(b)) => a.to_bits() == b.to_bits(),
-            (Node::Param(a), Node::Param(b)) => a == b,
-            (Node::Latent(a), Node::Latent(b)) => a == b,
-            (Node::Unary(o, a), Node::Unary(p, b)) => o == p && a == b,
-            (Node::Binary(o, a, b), Node::Binary(p, c, d)) => o == p && a == c && b == d,
-            (
-                Node::If {
-                    guard: g,
-                    then_: t,
-                    else_: e,
-                    ..
-                },
-                Node::If {
-                    guard: g2,
-                    then_: t2,
-                    else_: e2,
-                    ..
-                },
-            ) => g == g2 && t == t2 && e == e2,
+            (Node::Param(a), Node::Param(b)) | (Node::Latent(a), Node::Latent(b)) => a == b,
+            (Node::Unary(o, _), Node::Unary(p, _)) => o == p,
+            (Node::Binary(o, ..), Node::Binary(p, ..)) => o == p,
+            (Node::If { .. }, Node::If { .. }) => true,
             _ => false,
-        }
+        };
+        same_head && self.operands().eq(other.operands())
     }
 }
 
 impl Eq for Node {}
 
+/// Hashes what [`Node`]'s equality compares: the variant, its constant, input or operation,
+/// then its operands.
 impl Hash for Node {
     fn hash<H: Hasher>(&self, state: &mut H) {
         std::mem::discriminant(self).hash(state);
         match *self {
             Node::Const(c) => c.to_bits().hash(state),
             Node::Param(k) | Node::Latent(k) => k.hash(state),
-            Node::Unary(op, a) => (op, a).hash(state),
-            Node::Binary(op, a, b) => (op, a, b).hash(state),
-            Node::If {
-                guard,
-                then_,
-                else_,
-                ..
-            } => (guard, then_, else_).hash(state),
+            Node::Unary(op, _) => op.hash(state),
+            Node::Binary(op, ..) => op.hash(state),
+            Node::If { .. } => {}
         }
+        self.operands().for_each(|o| o.hash(state));
     }
 }
 

@@ -30,6 +30,40 @@ pub enum Semantics {
     },
 }
 
+/// How an if-statement weighs its branches at one guard value: the reference interpreter's
+/// rule for each [`Semantics`], shared by its value and derivative sweeps.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub(crate) enum IfRule {
+    /// One branch is taken.
+    Taken(Branch),
+    /// `wt * then + we * else`, with `wt = sigma(-g / eta)`, `we = sigma(g / eta)`, and
+    /// `1 / eta` for the guard's derivative.
+    Smoothed { wt: f64, we: f64, inv_eta: f64 },
+}
+
+impl Semantics {
+    /// How if-statement `index` weighs its branches where its guard is `g`.
+    pub(crate) fn if_rule(self, index: u32, g: f64) -> IfRule {
+        match self {
+            Semantics::Forced { index: k, branch } if k == index => IfRule::Taken(branch),
+            Semantics::Crisp | Semantics::Forced { .. } => {
+                IfRule::Taken(if g < 0.0 { Branch::Then } else { Branch::Else })
+            }
+            Semantics::Smoothed { eta } => {
+                // `g * (1 / eta)`: the engine's scaling (one division per chunk of lanes, not
+                // one per lane).
+                let inv_eta = 1.0 / eta;
+                let x = g * inv_eta;
+                IfRule::Smoothed {
+                    wt: sigmoid(-x),
+                    we: sigmoid(x),
+                    inv_eta,
+                }
+            }
+        }
+    }
+}
+
 /// A DAG of the paper's calculus, in topological order, with no dead nodes. Only the
 /// builder makes one (`Graph::into_program`, the dead-code elimination), hence the fields
 /// visible inside `ir`.
@@ -227,24 +261,10 @@ impl Program {
                     else_,
                     index,
                 } => {
-                    let (g, t, e) = (v[guard.index()], v[then_.index()], v[else_.index()]);
-                    match semantics {
-                        Semantics::Forced { index: k, branch } if k == index => match branch {
-                            Branch::Then => t,
-                            Branch::Else => e,
-                        },
-                        Semantics::Crisp | Semantics::Forced { .. } => {
-                            if g < 0.0 {
-                                t
-                            } else {
-                                e
-                            }
-                        }
-                        Semantics::Smoothed { eta } => {
-                            // `g * (1 / eta)`: the engine's scaling (one division per
-                            // chunk of lanes, not one per lane).
-                            let x = g * (1.0 / eta);
-                            let (wt, we) = (sigmoid(-x), sigmoid(x));
+                    let (t, e) = (v[then_.index()], v[else_.index()]);
+                    match semantics.if_rule(index, v[guard.index()]) {
+                        IfRule::Taken(branch) => branch.pick(t, e),
+                        IfRule::Smoothed { wt, we, .. } => {
                             let tt = if wt == 0.0 { 0.0 } else { wt * t };
                             let ee = if we == 0.0 { 0.0 } else { we * e };
                             tt + ee

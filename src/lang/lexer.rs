@@ -305,52 +305,46 @@ pub fn lex_cancellable(
             });
             continue;
         }
-        let two = |a: u8, b: u8| c == a && bytes.get(i + 1) == Some(&b);
-        let (tok, len) = if two(b'<', b'=') {
-            (Tok::Le, 2)
-        } else if two(b'>', b'=') {
-            (Tok::Ge, 2)
-        } else if two(b'=', b'=') {
-            (Tok::EqEq, 2)
-        } else if two(b'!', b'=') {
-            (Tok::Ne, 2)
-        } else if two(b'&', b'&') {
-            (Tok::AndAnd, 2)
-        } else if two(b'|', b'|') {
-            (Tok::OrOr, 2)
-        } else if two(b'.', b'.') {
-            (Tok::DotDot, 2)
-        } else {
-            let t = match c {
-                b'(' => Tok::LParen,
-                b')' => Tok::RParen,
-                b'{' => Tok::LBrace,
-                b'}' => Tok::RBrace,
-                b'[' => Tok::LBracket,
-                b']' => Tok::RBracket,
-                b',' => Tok::Comma,
-                b';' => Tok::Semi,
-                b'=' => Tok::Assign,
-                b'~' => Tok::Tilde,
-                b'+' => Tok::Plus,
-                b'-' => Tok::Minus,
-                b'*' => Tok::Star,
-                b'/' => Tok::Slash,
-                b'^' => Tok::Caret,
-                b'<' => Tok::Lt,
-                b'>' => Tok::Gt,
-                b'!' => Tok::Bang,
-                _ => {
-                    let ch = src[i..].chars().next().unwrap_or('?');
-                    let end = i + ch.len_utf8();
-                    return Err(Diag::new(
-                        span(i, end),
-                        format!("unexpected character `{}`", ch.escape_debug()),
-                        "a name, a number, an operator or punctuation",
-                    ));
-                }
-            };
-            (t, 1)
+        let (tok, len) = match bytes[i..] {
+            [b'<', b'=', ..] => (Tok::Le, 2),
+            [b'>', b'=', ..] => (Tok::Ge, 2),
+            [b'=', b'=', ..] => (Tok::EqEq, 2),
+            [b'!', b'=', ..] => (Tok::Ne, 2),
+            [b'&', b'&', ..] => (Tok::AndAnd, 2),
+            [b'|', b'|', ..] => (Tok::OrOr, 2),
+            [b'.', b'.', ..] => (Tok::DotDot, 2),
+            _ => {
+                let t = match c {
+                    b'(' => Tok::LParen,
+                    b')' => Tok::RParen,
+                    b'{' => Tok::LBrace,
+                    b'}' => Tok::RBrace,
+                    b'[' => Tok::LBracket,
+                    b']' => Tok::RBracket,
+                    b',' => Tok::Comma,
+                    b';' => Tok::Semi,
+                    b'=' => Tok::Assign,
+                    b'~' => Tok::Tilde,
+                    b'+' => Tok::Plus,
+                    b'-' => Tok::Minus,
+                    b'*' => Tok::Star,
+                    b'/' => Tok::Slash,
+                    b'^' => Tok::Caret,
+                    b'<' => Tok::Lt,
+                    b'>' => Tok::Gt,
+                    b'!' => Tok::Bang,
+                    _ => {
+                        let ch = src[i..].chars().next().unwrap_or('?');
+                        let end = i + ch.len_utf8();
+                        return Err(Diag::new(
+                            span(i, end),
+                            format!("unexpected character `{}`", ch.escape_debug()),
+                            "a name, a number, an operator or punctuation",
+                        ));
+                    }
+                };
+                (t, 1)
+            }
         };
         i += len;
         out.push(Token {

@@ -1,8 +1,9 @@
-//! The machine code of one forward sweep: each lane step of a layout becomes AVX-512
-//! instructions on the chunk's two halves (eight lanes each), with the values it just computed
-//! kept in registers for the steps that read them next; steps with no inline form (the
-//! elementary functions but `ln` and `sqrt`, and powers) become one call back into the
-//! interpreter per run of such steps.
+//! The machine code of one forward sweep, at either width (`vector.rs`): each lane step of a
+//! layout becomes instructions on a register pair per value (the chunk's two halves of eight
+//! lanes in AVX-512; two vectors of four lanes, for each half in turn, in AVX2), with the
+//! values it just computed kept in registers for the steps that read them next; steps with
+//! no inline form (the elementary functions but `ln` and `sqrt`, and powers) become one call
+//! back into the interpreter per run of such steps.
 //!
 //! Every inline form is the interpreter's own operations on the same operands in the same
 //! order (IEEE addition, subtraction, multiplication, division and square root are correctly
@@ -14,18 +15,17 @@
 //! Poisson term), each called once for both halves. Inlined in every step, they made
 //! textmsg's code larger than the instruction cache.
 //!
-//! Register use: `rbx` the frame, `r12` the values, `r13` the parameters, `r14` the noise of
-//! the chunk's first lane, `r15` the distance between two latents' noise, `rbp` the code's
-//! constants (`consts::ROUTINES` first, then the `c` of fused density terms); `zmm0..zmm19` hold
-//! cached values (pair `p` is `zmm2p`, `zmm2p+1`), `zmm20..zmm29` are scratch, `zmm30` holds
-//! `-0.0` in every lane and `zmm31` zero. A routine uses `zmm10..zmm29` and so loses the cache
-//! pairs 5 to 9 (it borrows `zmm30` and `zmm31` and sets them again). Inside a loop over a
-//! repeated block (`repeat.rs`), `rdx` and `r8`-`r11` advance the moving operands'
-//! addresses (`looping.rs`).
+//! Register use (both widths; see `avx512.rs` and `avx2/mod.rs` for their registers): `rbx`
+//! the frame, `r12` the values, `r13` the parameters, `r14` the noise of the chunk's (or the
+//! half's) first lane, `r15` the distance between two latents' noise, `rbp` the code's
+//! constants (the routines' first, then the `c` of fused density terms). Inside a loop over
+//! a repeated block (`repeat.rs`, AVX-512 only), `rdx` and `r8`-`r11` advance the moving
+//! operands' addresses (`looping.rs`); inside an AVX2 segment's loop over the chunk's two
+//! halves, `r12`, `r14` and the frame's weights pointer move by a half per iteration.
 //!
-//! Here: the two passes over a layout, the calls back, and what every step shares (places,
-//! the store of its value). The code of each kind of step is in `emit/steps.rs`, the register
-//! cache in `emit/cache.rs`.
+//! Here: the two passes over a layout, the calls back, the loops, and what every step shares
+//! (places, the store of its value), generic over the width ([`Vector`]). The code of each
+//! kind of step is in `emit/steps.rs`, the register cache in `emit/cache.rs`.
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
@@ -35,29 +35,25 @@ use crate::ir::{Binary, CompiledForm};
 use super::super::instr::{CHUNK, NONE, Op, Step, forward_only_op, non_primitive_op};
 use super::indicators::Indicators;
 use super::looping::{self, Looping};
-use super::regs::*;
 use super::repeat::{self, Repeat, Unit};
 use super::sweep::{self, Stores, Sweep};
+use super::vector::{Src, Vector};
 use super::{Parts, entry, frame};
-use super::{consts, routines};
 
 pub(super) mod cache;
 mod steps;
 
 use cache::{Cache, Operand};
 
-/// The routines' registers for half `h` of a chunk.
-fn set(h: usize) -> routines::Set {
-    if h == 0 {
-        routines::SET_A
-    } else {
-        routines::SET_B
-    }
-}
-
 /// Bytes of one slot (all its lanes) and of one half.
 const SLOT_BYTES: i32 = (CHUNK * 8) as i32;
 const HALF_BYTES: i32 = SLOT_BYTES / 2;
+
+/// Steps of one AVX2 segment at most ([`Vector::LOOPS_OVER_HALVES`]; the reverse code's too):
+/// its loop body runs twice (four times in the reverse code), and a body of a few hundred
+/// steps (some 15 KB) stays in the instruction cache between its iterations. A longer run of
+/// inline steps is cut into several segments (its values crossing a cut go through memory).
+pub(super) const SEGMENT_STEPS: usize = 256;
 
 /// How many steps the code runs itself and how many it hands back (for tests and reports).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -89,13 +85,13 @@ pub(super) fn inline(op: &Op) -> bool {
 /// took 100 MB; in parts, memory stays a few megabytes beside the code.
 pub(super) const PART_STEPS: usize = 2_048;
 
-/// The code of `steps` (the layout's lane steps) for the semantics `crisp` or smoothed (with
-/// the plain weights where `plain`), reading latents as noise reparameterised on load, with
-/// the offset of its entry point.
+/// The code of `steps` (the layout's lane steps) at width `W` for the semantics `crisp` or
+/// smoothed (with the plain weights where `plain`), reading latents as noise reparameterised
+/// on load, with the offset of its entry point.
 /// The routines come first, then the sweep, assembled in parts of [`PART_STEPS`] steps, each
 /// at its final offset (calls to the routines are relative, so the code runs wherever it is
 /// mapped).
-pub(super) fn forward(
+pub(super) fn forward<W: Vector>(
     steps: &[Step],
     chains: &[(u32, bool)],
     constants: &[(u32, f64)],
@@ -104,35 +100,30 @@ pub(super) fn forward(
     plain: bool,
 ) -> Result<(Parts, usize, Vec<f64>, Coverage), IcedError> {
     let indicators = Indicators::of(constants);
-    let weights = if plain {
-        routines::weights_plain
+    let repeats = if W::LOOPS_OVER_HALVES {
+        Vec::new()
     } else {
-        routines::weights
+        loops(steps, &indicators, crisp)
     };
-    let repeats = loops(steps, &indicators, crisp);
-    sweep::forward(
-        steps,
-        chains,
-        [weights, routines::ln, routines::exp],
-        |stores, routine_at| {
-            Ok(Emitter {
-                a: CodeAssembler::new(64)?,
-                routine_at,
-                cache: Cache::new(),
-                chains,
-                consts: consts::ROUTINES.to_vec(),
-                crisp,
-                coverage: Coverage::default(),
-                stores,
-                pinned: pinned as u32,
-                indicators: &indicators,
-                latent_pointers: false,
-                looping: None,
-                repeats: &repeats,
-                next_repeat: 0,
-            })
-        },
-    )
+    sweep::forward(steps, chains, W::routines(plain), |stores, routine_at| {
+        Ok(Emitter::<W> {
+            a: CodeAssembler::new(64)?,
+            routine_at,
+            cache: Cache::with(W::PAIRS, W::ROUTINE_PAIRS),
+            chains,
+            consts: W::table(),
+            crisp,
+            coverage: Coverage::default(),
+            stores,
+            pinned: pinned as u32,
+            indicators: &indicators,
+            latent_pointers: false,
+            looping: None,
+            repeats: &repeats,
+            next_repeat: 0,
+            width: std::marker::PhantomData,
+        })
+    })
 }
 
 /// The runs of repeated blocks of `steps` the code runs as loops, with their registers: runs
@@ -156,7 +147,7 @@ const WEIGHTS: usize = 0;
 const LN: usize = 1;
 const EXP: usize = 2;
 
-struct Emitter<'a> {
+struct Emitter<'a, W: Vector> {
     a: CodeAssembler,
     /// Where the routines start (offsets in the code, which starts with them).
     routine_at: [u64; 3],
@@ -180,9 +171,10 @@ struct Emitter<'a> {
     repeats: &'a [(Repeat, Looping)],
     /// The first of `repeats` not yet emitted.
     next_repeat: usize,
+    width: std::marker::PhantomData<W>,
 }
 
-impl Sweep for Emitter<'_> {
+impl<W: Vector> Sweep for Emitter<'_, W> {
     fn assembler(&mut self) -> &mut CodeAssembler {
         &mut self.a
     }
@@ -207,6 +199,7 @@ impl Sweep for Emitter<'_> {
                 (r14, frame::NOISE),
                 (r15, frame::STRIDE),
             ],
+            W::constants,
         )
     }
 
@@ -214,8 +207,19 @@ impl Sweep for Emitter<'_> {
         entry::leave(&mut self.a)
     }
 
-    /// A repeated block's run as a loop where one starts at `k`, else step `k`.
+    /// A repeated block's run as a loop where one starts at `k`, else step `k`; or, looping
+    /// over the halves, the inline steps from `k` on, up to [`SEGMENT_STEPS`] of them, as
+    /// one segment.
     fn inline_steps(&mut self, steps: &[Step], k: usize) -> Result<usize, IcedError> {
+        if W::LOOPS_OVER_HALVES {
+            let mut to = k;
+            while to < steps.len() && to - k < SEGMENT_STEPS && inline(&steps[to].op) {
+                to += 1;
+            }
+            self.segment(steps, k, to)?;
+            self.coverage.inline += to - k;
+            return Ok(to);
+        }
         let repeats = self.repeats;
         match repeats
             .get(self.next_repeat)
@@ -238,7 +242,7 @@ impl Sweep for Emitter<'_> {
 
     /// Runs steps `from..to` in the interpreter, which empties the register cache.
     fn call_back(&mut self, from: usize, to: usize) -> Result<(), IcedError> {
-        entry::call_back(&mut self.a, from, to)?;
+        entry::call_back(&mut self.a, from, to, W::constants)?;
         self.cache.clear();
         // The call may change any caller-saved register.
         self.latent_pointers = false;
@@ -257,23 +261,51 @@ impl Sweep for Emitter<'_> {
 const SCALE_AT: AsmRegister64 = rsi;
 const LOC_AT: AsmRegister64 = rdi;
 
-impl Emitter<'_> {
-    /// Half `half` of value place `slot` (as the first iteration has it, inside a loop).
-    fn slot_at(&self, slot: u32, half: usize) -> AsmMemoryOperand {
-        let disp = slot as i32 * SLOT_BYTES + half as i32 * HALF_BYTES;
+impl<W: Vector> Emitter<'_, W> {
+    /// Register `h` of value place `slot` (as the first iteration has it, inside a loop
+    /// over a repeated block; of the current half, inside a segment's loop over them).
+    fn slot_at(&self, slot: u32, h: usize) -> AsmMemoryOperand {
+        let disp = slot as i32 * SLOT_BYTES + h as i32 * W::BYTES;
         match self.moving(|l| l.place(Unit::Slot, slot)) {
-            Some((reg, scale)) => zmmword_ptr(r12 + reg * scale + disp),
-            None => zmmword_ptr(r12 + disp),
+            Some((reg, scale)) => W::ptr(r12 + reg * scale + disp),
+            None => W::ptr(r12 + disp),
         }
     }
 
-    /// Half `half` of weight place `cache` (and `next` after it), at `rcx`.
-    fn weight_at(&self, cache: u32, next: u32, half: usize) -> AsmMemoryOperand {
-        let disp = (cache + next) as i32 * SLOT_BYTES + half as i32 * HALF_BYTES;
+    /// Register `h` of weight place `cache` (and `next` after it), at `rcx`.
+    fn weight_at(&self, cache: u32, next: u32, h: usize) -> AsmMemoryOperand {
+        let disp = (cache + next) as i32 * SLOT_BYTES + h as i32 * W::BYTES;
         match self.moving(|l| l.place(Unit::Weight, cache)) {
-            Some((reg, scale)) => zmmword_ptr(rcx + reg * scale + disp),
-            None => zmmword_ptr(rcx + disp),
+            Some((reg, scale)) => W::ptr(rcx + reg * scale + disp),
+            None => W::ptr(rcx + disp),
         }
+    }
+
+    /// Steps `from..to` (all with an inline form) as a loop over the chunk's two halves
+    /// (AVX2: a pair holds a half), moving the values', the noise's and the weights' bases by
+    /// a half per iteration. The cache starts empty, so a value read in a later segment is
+    /// read from memory and the first pass stores it.
+    fn segment(&mut self, steps: &[Step], from: usize, to: usize) -> Result<(), IcedError> {
+        self.cache.reset();
+        let mut top = self.a.create_label();
+        self.a.set_label(&mut top)?;
+        for (k, step) in steps.iter().enumerate().take(to).skip(from) {
+            self.step(k, step)?;
+        }
+        let a = &mut self.a;
+        a.add(r12, HALF_BYTES)?;
+        a.add(r14, HALF_BYTES)?;
+        a.add(qword_ptr(rbx + frame::WEIGHTS), HALF_BYTES)?;
+        a.mov(rax, qword_ptr(rbx + frame::VALUES))?;
+        a.add(rax, SLOT_BYTES)?;
+        a.cmp(r12, rax)?;
+        a.jne(top)?;
+        a.sub(r12, SLOT_BYTES)?;
+        a.sub(r14, SLOT_BYTES)?;
+        a.sub(qword_ptr(rbx + frame::WEIGHTS), SLOT_BYTES)?;
+        // The registers hold the last half's values.
+        self.cache.reset();
+        Ok(())
     }
 
     /// Inside a loop, the register and scale `find` gives for a moving index.
@@ -322,20 +354,25 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// Half `h` of an operand as a register: its cached register, or `scratch` loaded.
-    fn reg(
-        &mut self,
-        o: Operand,
-        h: usize,
-        scratch: AsmRegisterZmm,
-    ) -> Result<AsmRegisterZmm, IcedError> {
+    /// Register `h` of an operand as a register: its cached register, or `scratch` loaded.
+    fn reg(&mut self, o: Operand, h: usize, scratch: W::Reg) -> Result<W::Reg, IcedError> {
         Ok(match o {
-            Operand::Pair(p) => ZMM[2 * p + h],
+            Operand::Pair(p) => W::pair(p, h),
             Operand::Slot(s) => {
-                self.a.vmovupd(scratch, self.slot_at(s, h))?;
+                let operand = Src::Mem(self.slot_at(s, h));
+                W::mov(&mut self.a, scratch, operand)?;
                 scratch
             }
         })
+    }
+
+    /// Register `h` of an operand as an instruction's operand: its cached register, or its
+    /// place.
+    fn src(&self, o: Operand, h: usize) -> Src<W::Reg> {
+        match o {
+            Operand::Pair(p) => Src::Reg(W::pair(p, h)),
+            Operand::Slot(s) => Src::Mem(self.slot_at(s, h)),
+        }
     }
 
     /// First pass: marks the values of the places looked up and not found since the last call
@@ -356,7 +393,7 @@ impl Emitter<'_> {
                 let (x, y) = (self.cache.find(a), self.cache.find(b));
                 let d = self.cache.take(&[x, y]);
                 for h in 0..2 {
-                    let r = ZMM[2 * d + h];
+                    let r = W::pair(d, h);
                     let xa = self.reg(x, h, r)?;
                     self.binary(op, r, xa, y, h)?;
                 }
@@ -404,7 +441,8 @@ impl Emitter<'_> {
         let store = self.stores.store(index, out, self.pinned);
         if store {
             for h in 0..2 {
-                self.a.vmovupd(self.slot_at(out, h), ZMM[2 * d + h])?;
+                let operand = self.slot_at(out, h);
+                W::store(&mut self.a, operand, W::pair(d, h))?;
             }
         }
         Ok(())
@@ -412,18 +450,19 @@ impl Emitter<'_> {
 
     /// The index of a new constant `c` in the table.
     fn constant(&mut self, c: f64) -> usize {
-        self.consts.push(c);
-        self.consts.len() - 1
+        W::constant(&mut self.consts, c)
     }
 
     /// Both halves of operand `x` into the routines' operand registers (`x[0]` of each set).
     fn routine_operand(&mut self, x: Operand) -> Result<(), IcedError> {
         for h in 0..2 {
-            let to = set(h).x[0];
+            let to = W::routine(h, 0);
             match x {
-                Operand::Pair(p) if ZMM[2 * p + h] == to => {}
-                Operand::Pair(p) => self.a.vmovapd(to, ZMM[2 * p + h])?,
-                Operand::Slot(s) => self.a.vmovupd(to, self.slot_at(s, h))?,
+                Operand::Pair(p) if W::pair(p, h) == to => {}
+                _ => {
+                    let operand = self.src(x, h);
+                    W::mov(&mut self.a, to, operand)?
+                }
             }
         }
         Ok(())

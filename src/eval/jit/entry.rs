@@ -1,7 +1,8 @@
 //! The instructions every compiled sweep starts and ends with, and its call back into the
 //! interpreter, shared by the forward and reverse code: the System V ABI's callee-saved
-//! registers, the frame (`rdi` on entry) kept in `rbx`, and `zmm30` and `zmm31` set to `-0.0`
-//! and zero (again after every call, which may change any vector register).
+//! registers, the frame (`rdi` on entry) kept in `rbx`, and the registers a width keeps
+//! constants in set (again after every call, which may change any vector register): `zmm30`
+//! and `zmm31` to `-0.0` and zero in AVX-512 code ([`constants`]).
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
@@ -11,11 +12,12 @@ use super::regs::{SIGN, ZERO};
 
 /// Saves the callee-saved registers, puts the frame in `rbx`, loads the value places into
 /// `r12`, each `(register, frame field offset)` of `loads`, the constants' table into `rbp`,
-/// and sets the constants' registers. Every sweep reads the values at `r12` and its constants
-/// at `rbp`; `loads` are the places of its own.
+/// and sets the constants' registers (`constants`). Every sweep reads the values at `r12` and
+/// its constants at `rbp`; `loads` are the places of its own.
 pub(super) fn enter(
     a: &mut CodeAssembler,
     loads: &[(AsmRegister64, i32)],
+    constants: Constants,
 ) -> Result<(), IcedError> {
     for r in [rbx, rbp, r12, r13, r14, r15] {
         a.push(r)?;
@@ -33,7 +35,10 @@ pub(super) fn enter(
     constants(a)
 }
 
-/// `zmm30` = `-0.0` and `zmm31` = zero in every lane.
+/// What sets the registers a width keeps constants in.
+pub(super) type Constants = fn(&mut CodeAssembler) -> Result<(), IcedError>;
+
+/// `zmm30` = `-0.0` and `zmm31` = zero in every lane (the AVX-512 code's [`Constants`]).
 pub(super) fn constants(a: &mut CodeAssembler) -> Result<(), IcedError> {
     a.vbroadcastsd(SIGN, qword_ptr(rbx + frame::SIGN))?;
     a.vxorpd(ZERO, ZERO, ZERO)
@@ -50,8 +55,13 @@ pub(super) fn leave(a: &mut CodeAssembler) -> Result<(), IcedError> {
 }
 
 /// Calls the frame's `call_back` on steps `from..to`, then sets the constants' registers
-/// again.
-pub(super) fn call_back(a: &mut CodeAssembler, from: usize, to: usize) -> Result<(), IcedError> {
+/// again (`constants`).
+pub(super) fn call_back(
+    a: &mut CodeAssembler,
+    from: usize,
+    to: usize,
+    constants: Constants,
+) -> Result<(), IcedError> {
     a.mov(rdi, rbx)?;
     a.mov(esi, from as u32)?;
     a.mov(edx, to as u32)?;

@@ -9,11 +9,21 @@
 //! `emit.rs`). It gives the interpreter's bits; `kernel_choice` times it against the other
 //! builds like any build and keeps the fastest.
 //!
+//! The map: `emit.rs` (with `emit/steps.rs`, `emit/cache.rs` and the driver `sweep.rs`)
+//! writes the forward code and `reverse.rs` (with `reverse/steps.rs`, `reverse/partials.rs`)
+//! the reverse code, each once for both widths; what a width does its own way is its
+//! `vector.rs` trait's, implemented in `avx512.rs` and `avx2/` (with each width's routines,
+//! `routines.rs` and `avx2/routines.rs`, and their shared constants, `consts.rs`). Loops
+//! over repeated blocks are `repeat.rs` and `looping.rs`; `entry.rs` is the code's entry, exit
+//! and calls back; `code.rs` holds the code once compiled.
+//!
 //! Safety: the code reads and writes only what [`ForwardCode::run`] checks before calling it:
 //! value places below [`ForwardCode::slots`], parameters below `params`, and the noise,
 //! locations and scales of latents below `latents`.
 
 mod avx2;
+mod avx512;
+mod code;
 mod consts;
 mod emit;
 mod entry;
@@ -24,11 +34,12 @@ mod repeat;
 mod reverse;
 mod routines;
 mod sweep;
+mod vector;
 
 use std::ffi::c_void;
-use std::sync::OnceLock;
 
 use super::instr::{Lanes, Op, Plan, Step, Target};
+use code::{Builds, Mapped, Parts, supported};
 
 pub use emit::Coverage;
 
@@ -43,45 +54,6 @@ const MAX_STEPS: usize = 200_000;
 /// call in 1,000 steps (cheating, crisp) 1.33x faster. Compiling takes about a microsecond a
 /// step, so a layout that cannot gain is not compiled at all.
 const STEPS_PER_CALL: usize = 32;
-
-/// Machine code assembled in parts, each at its final offset, before it is mapped.
-#[derive(Default)]
-pub(super) struct Parts {
-    parts: Vec<Vec<u8>>,
-    /// Where the next part goes (the length of the parts, and of any before them).
-    pub len: usize,
-}
-
-impl Parts {
-    /// Bytes so far: the offset of the next part.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn push(&mut self, part: Vec<u8>) {
-        self.len += part.len();
-        self.parts.push(part);
-    }
-
-    /// `other`'s parts after these (`other` was assembled from this one's end on).
-    pub fn append(&mut self, other: Parts) {
-        self.len = other.len;
-        self.parts.extend(other.parts);
-    }
-
-    /// The code in executable memory (`None` where the system gives none). Each part is freed
-    /// as soon as it is copied, so the code is not held twice: for a 100,000-step layout that
-    /// was 12 MB more at the peak of a run.
-    fn map(self) -> Option<memmap2::Mmap> {
-        let mut map = memmap2::MmapMut::map_anon(self.len.max(1)).ok()?;
-        let mut at = 0;
-        for part in self.parts {
-            map[at..at + part.len()].copy_from_slice(&part);
-            at += part.len();
-        }
-        map.make_exec().ok()
-    }
-}
 
 /// What the compiled code reads, in the order of the offsets below.
 #[repr(C)]
@@ -130,10 +102,10 @@ mod frame {
 }
 
 /// One layout's forward sweep in machine code.
+#[derive(Debug)]
 pub(super) struct ForwardCode {
-    code: memmap2::Mmap,
-    /// Where in `code` the sweep starts (the routines it calls come first).
-    entry: usize,
+    /// The code, entered where the sweep starts (the routines it calls come first).
+    code: Mapped,
     /// The constants the code reads (through [`Frame::consts`]).
     pub consts: Vec<f64>,
     /// Value places the code touches (all below this).
@@ -149,90 +121,7 @@ pub(super) struct ForwardCode {
     pub coverage: Coverage,
 }
 
-impl std::fmt::Debug for ForwardCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ForwardCode")
-            .field("bytes", &self.code.len())
-            .field("coverage", &self.coverage)
-            .finish()
-    }
-}
-
 impl ForwardCode {
-    /// The code of `steps` (crisp or smoothed) in AVX-512 instructions, or AVX2 ones
-    /// (`avx2`), or `None` where the CPU lacks them, the layout is too long or calls back too
-    /// often to gain, or the system gives no executable memory.
-    fn compile(
-        steps: &[Step],
-        chains: &[(u32, bool)],
-        constants: &[(u32, f64)],
-        pinned: usize,
-        crisp: bool,
-        avx2: bool,
-        plain: bool,
-    ) -> Option<ForwardCode> {
-        let runs = if avx2 {
-            crate::cpu::avx2_fma()
-        } else {
-            crate::cpu::avx512()
-        };
-        if !runs
-            || steps.len() > MAX_STEPS
-            || emit::call_backs(steps) * STEPS_PER_CALL > steps.len()
-        {
-            return None;
-        }
-        let (mut slots, mut params, mut latents, mut weights) = (0, 0, 0, 0);
-        for step in steps {
-            slots = slots.max(step.out as usize + 1);
-            let (ops, n) = super::instr::operands(&step.op);
-            let mut read = ops[..n].to_vec();
-            match step.op {
-                Op::Param { k } => params = params.max(k as usize + 1),
-                Op::If {
-                    cache,
-                    product,
-                    reuse,
-                    ..
-                } if !crisp && cache != super::instr::UNREAD => {
-                    let kept = if product && !reuse { 1 } else { 2 };
-                    weights = weights.max(cache as usize + kept);
-                }
-                Op::Latent { i } | Op::SelectLatent { i, .. } | Op::SelectLessLatent { i, .. } => {
-                    latents = latents.max(i as usize + 1)
-                }
-                Op::SumChain { from, to, .. } | Op::SelectChain { from, to, .. } => {
-                    read.extend(chains[from as usize..to as usize].iter().map(|&(t, _)| t));
-                }
-                _ => {}
-            }
-            for s in read {
-                slots = slots.max(s as usize + 1);
-            }
-        }
-        // Displacements are 32-bit.
-        if slots * std::mem::size_of::<Lanes>() > i32::MAX as usize / 2 {
-            return None;
-        }
-        let (parts, entry, consts, coverage) = if avx2 {
-            avx2::forward(steps, chains, constants, pinned, crisp, plain).ok()?
-        } else {
-            emit::forward(steps, chains, constants, pinned, crisp, plain).ok()?
-        };
-        let code = parts.map()?;
-        Some(ForwardCode {
-            code,
-            entry,
-            consts,
-            slots,
-            params,
-            latents,
-            weights,
-            steps: steps.len(),
-            coverage,
-        })
-    }
-
     /// Runs the code on `frame`.
     ///
     /// # Safety
@@ -240,26 +129,24 @@ impl ForwardCode {
     /// latents their location and scale and a full chunk of noise each; `call_back` must run
     /// the interpreter on the same places.
     pub unsafe fn run(&self, frame: &mut Frame) {
-        // SAFETY: the code was written for this signature by `emit::forward`, and it reads
-        // what the caller guarantees.
-        unsafe {
-            let f: unsafe extern "sysv64" fn(*mut Frame) =
-                std::mem::transmute(self.code.as_ptr().add(self.entry));
-            f(frame);
-        }
+        // SAFETY: the code was written for this entry by `emit::forward`, and it reads what
+        // the caller guarantees.
+        unsafe { self.code.enter(frame) }
     }
 }
 
 /// A layout's compiled forward sweeps, made at first use: smoothed and crisp, in AVX-512
 /// and in AVX2 instructions.
 #[derive(Default, Debug)]
-pub(super) struct Compiled([OnceLock<Option<ForwardCode>>; 4]);
+pub(super) struct Compiled(Builds<ForwardCode>);
 
 impl Compiled {
     /// The code for `steps` under crisp (or smoothed) semantics, in AVX2 instructions
     /// (`avx2`) or AVX-512 ones, compiled at the first call; `constants` are places that hold
     /// a constant for good (and its value); `plain`: the smoothing weights without their
-    /// corrections (`Tape::with_plain_weights`, the same for every call on one tape).
+    /// corrections (`Tape::with_plain_weights`, the same for every call on one tape). `None`
+    /// where the CPU lacks the instructions, the layout is too long or calls back too often to
+    /// gain, or the system gives no executable memory.
     #[allow(clippy::too_many_arguments)]
     pub fn get(
         &self,
@@ -271,11 +158,63 @@ impl Compiled {
         avx2: bool,
         plain: bool,
     ) -> Option<&ForwardCode> {
-        self.0[usize::from(crisp) + 2 * usize::from(avx2)]
-            .get_or_init(|| {
-                ForwardCode::compile(steps, chains, constants, pinned, crisp, avx2, plain)
+        self.0.get(crisp, avx2, || {
+            if !supported(avx2)
+                || steps.len() > MAX_STEPS
+                || emit::call_backs(steps) * STEPS_PER_CALL > steps.len()
+            {
+                return None;
+            }
+            let (mut slots, mut params, mut latents, mut weights) = (0, 0, 0, 0);
+            for step in steps {
+                slots = slots.max(step.out as usize + 1);
+                let (ops, n) = super::instr::operands(&step.op);
+                let mut read = ops[..n].to_vec();
+                match step.op {
+                    Op::Param { k } => params = params.max(k as usize + 1),
+                    Op::If {
+                        cache,
+                        product,
+                        reuse,
+                        ..
+                    } if !crisp && cache != super::instr::UNREAD => {
+                        let kept = if product && !reuse { 1 } else { 2 };
+                        weights = weights.max(cache as usize + kept);
+                    }
+                    Op::Latent { i }
+                    | Op::SelectLatent { i, .. }
+                    | Op::SelectLessLatent { i, .. } => latents = latents.max(i as usize + 1),
+                    Op::SumChain { from, to, .. } | Op::SelectChain { from, to, .. } => {
+                        read.extend(chains[from as usize..to as usize].iter().map(|&(t, _)| t));
+                    }
+                    _ => {}
+                }
+                for s in read {
+                    slots = slots.max(s as usize + 1);
+                }
+            }
+            // Displacements are 32-bit.
+            if slots * std::mem::size_of::<Lanes>() > i32::MAX as usize / 2 {
+                return None;
+            }
+            let (parts, entry, consts, coverage) = if avx2 {
+                emit::forward::<avx2::Avx2>(steps, chains, constants, pinned, crisp, plain).ok()?
+            } else {
+                emit::forward::<avx512::Avx512>(steps, chains, constants, pinned, crisp, plain)
+                    .ok()?
+            };
+            let code = Mapped::new(parts, entry)?;
+            Some(ForwardCode {
+                code,
+                consts,
+                slots,
+                params,
+                latents,
+                weights,
+                steps: steps.len(),
+                coverage,
             })
-            .as_ref()
+        })
     }
 }
 
@@ -288,8 +227,9 @@ impl Compiled {
 const MAX_REVERSE_STEPS: usize = 50_000;
 
 /// One reverse plan in machine code.
+#[derive(Debug)]
 pub(super) struct ReverseCode {
-    code: memmap2::Mmap,
+    code: Mapped,
     /// The constants the code reads (through [`Frame::consts`]).
     pub consts: Vec<f64>,
     /// Value places the code reads (all below this).
@@ -299,15 +239,6 @@ pub(super) struct ReverseCode {
     /// Weight places it reads (all below this).
     pub weights: usize,
     pub coverage: Coverage,
-}
-
-impl std::fmt::Debug for ReverseCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReverseCode")
-            .field("bytes", &self.code.len())
-            .field("coverage", &self.coverage)
-            .finish()
-    }
 }
 
 impl ReverseCode {
@@ -320,12 +251,7 @@ impl ReverseCode {
         constants: &[(u32, f64)],
         avx2: bool,
     ) -> Option<ReverseCode> {
-        let runs = if avx2 {
-            crate::cpu::avx2_fma()
-        } else {
-            crate::cpu::avx512()
-        };
-        if !runs
+        if !supported(avx2)
             || plan.steps.len() > MAX_REVERSE_STEPS
             || reverse::call_backs(plan) * STEPS_PER_CALL > plan.steps.len()
         {
@@ -359,11 +285,11 @@ impl ReverseCode {
             return None;
         }
         let (parts, consts, coverage) = if avx2 {
-            avx2::reverse::reverse(plan, smooth, constants).ok()?
+            reverse::reverse::<avx2::Avx2>(plan, smooth, constants).ok()?
         } else {
-            reverse::reverse(plan, smooth, constants).ok()?
+            reverse::reverse::<avx512::Avx512>(plan, smooth, constants).ok()?
         };
-        let code = parts.map()?;
+        let code = Mapped::new(parts, 0)?;
         Some(ReverseCode {
             code,
             consts,
@@ -380,19 +306,16 @@ impl ReverseCode {
     /// `frame` must point to `slots` value places, `adjoints` adjoint places and `weights`
     /// weight places; `call_back` must run the interpreter's reverse steps on the same places.
     pub unsafe fn run(&self, frame: &mut Frame) {
-        // SAFETY: the code was written for this signature by `reverse::reverse`, and it
-        // touches what the caller guarantees.
-        unsafe {
-            let f: unsafe extern "sysv64" fn(*mut Frame) = std::mem::transmute(self.code.as_ptr());
-            f(frame);
-        }
+        // SAFETY: the code was written for this entry by `reverse::reverse`, and it touches
+        // what the caller guarantees.
+        unsafe { self.code.enter(frame) }
     }
 }
 
 /// A tape's compiled reverse sweeps, made at first use: smoothed and crisp, in AVX-512 and
 /// in AVX2 instructions.
 #[derive(Default, Debug)]
-pub(super) struct CompiledReverse([OnceLock<Option<ReverseCode>>; 4]);
+pub(super) struct CompiledReverse(Builds<ReverseCode>);
 
 impl Clone for CompiledReverse {
     /// A clone compiles again when used.
@@ -412,8 +335,8 @@ impl CompiledReverse {
         constants: &[(u32, f64)],
         avx2: bool,
     ) -> Option<&ReverseCode> {
-        self.0[usize::from(smooth) + 2 * usize::from(avx2)]
-            .get_or_init(|| ReverseCode::compile(plan, smooth, constants, avx2))
-            .as_ref()
+        self.0.get(smooth, avx2, || {
+            ReverseCode::compile(plan, smooth, constants, avx2)
+        })
     }
 }

@@ -1,7 +1,8 @@
-//! The machine code of one reverse sweep: each step of a reverse plan becomes AVX-512
-//! instructions on the chunk's two halves, reading its own adjoint, the values and the
-//! smoothing weights it needs from their places and adding each contribution into its
-//! target's place; steps with no inline form (the local derivatives that need a function:
+//! The machine code of one reverse sweep, at either width ([`ReverseVector`]): each step of a
+//! reverse plan becomes instructions on the chunk's two halves (AVX-512) or on each of its
+//! quarters in turn (AVX2, a loop over a segment of steps), reading its own adjoint, the
+//! values and the smoothing weights it needs from their places and adding each contribution
+//! into its target's place; steps with no inline form (the local derivatives that need a function:
 //! `sin`, `lgamma`, powers, ... and steps whose operands are the same in every lane) become
 //! one call back into the interpreter per run of such steps.
 //!
@@ -14,17 +15,17 @@
 //! Every inline form is `reverse_body`'s operations (`sweep.rs`, `kernels.rs`) in the same
 //! order on the same operands, every product by a local derivative `masked` (exactly zero
 //! where the adjoint is zero) as a zeroing-masked multiplication, so the code gives the
-//! interpreter's bits.
+//! interpreter's bits (AVX2 masks a product with `vandpd`, which gives the same `+0.0`).
 //!
 //! Register use: `rbx` the frame, `r12` the values, `r13` the adjoints, `r14` the smoothing
-//! weights, `rbp` the code's constants ([`CONSTS`] first, then the `c` of fused density and
-//! Poisson terms); `zmm0` the step's own adjoint, `zmm1..zmm15` scratch, `zmm16..zmm29`
-//! cached adjoints, `zmm30` `-0.0` and `zmm31` zero in every lane. A repeated block of
-//! steps (`repeat.rs`) runs as a loop whose iterations each start and end with every adjoint
-//! in memory, `rdx` and `r8`-`r11` advancing its moving places (`looping.rs`).
+//! weights, `rbp` the code's constants (`ReverseVector::CONSTS` first, then the `c` of fused
+//! density and Poisson terms); the vector registers' roles are the width's (`avx512.rs`,
+//! `avx2/reverse.rs`). A repeated block of steps (`repeat.rs`, AVX-512 only) runs as a loop
+//! whose iterations each start and end with every adjoint in memory, `rdx` and `r8`-`r11`
+//! advancing its moving places (`looping.rs`); an AVX2 segment's loop moves `r12`, `r13` and
+//! `r14` by a quarter per iteration.
 
 use iced_x86::IcedError;
-use iced_x86::code_asm::asm_traits::CodeAsmVmulpd;
 use iced_x86::code_asm::*;
 
 use crate::ir::CompiledForm;
@@ -32,22 +33,21 @@ use crate::ir::CompiledForm;
 use super::super::instr::{
     CHUNK, NONE, Op, Plan, RevStep, Target, forward_only_op, non_primitive_op, reverse_reads,
 };
-use super::emit::Coverage;
+use super::emit::{Coverage, SEGMENT_STEPS};
 use super::indicators::Indicators;
 use super::looping::{self, Looping};
-use super::regs::*;
 use super::repeat::{self, Repeat, Unit};
+use super::vector::{Arith, ReverseVector, Src};
 use super::{Parts, entry, frame};
 
 mod partials;
 mod steps;
 
-/// Bytes of one place (all its lanes) and of one half.
+/// Bytes of one place (all its lanes).
 const SLOT_BYTES: i32 = (CHUNK * 8) as i32;
-const HALF_BYTES: i32 = SLOT_BYTES / 2;
 
-/// The constants every reverse code reads, first in its table.
-const CONSTS: [f64; 4] = [1.0, 2.0, 0.5, -1.0];
+/// Where the constants every reverse code reads are in its table
+/// (`ReverseVector::CONSTS`).
 const C_ONE: usize = 0;
 const C_MINUS_ONE: usize = 3;
 const C_TWO: usize = 1;
@@ -56,35 +56,24 @@ const C_HALF: usize = 2;
 /// Steps assembled at a time (see `emit::PART_STEPS`).
 const PART_STEPS: usize = 1_024;
 
-/// The step's own adjoint (half).
-const OWN: AsmRegisterZmm = zmm0;
-
-/// The lanes where [`OWN`] is not zero (see `Emitter::own_nonzero`).
-const OWN_NONZERO: AsmRegisterK = k6;
-
-/// The registers that cache adjoints (halves), written back when evicted.
-const ACC: [AsmRegisterZmm; 14] = [
-    zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27, zmm28,
-    zmm29,
-];
-
-/// Which adjoint half each of [`ACC`] holds, whether it differs from its place in memory, and
-/// when it was last used: a least-recently-used write-back cache, so that an adjoint that
-/// many steps add to (a shared operand's: textmsg's rates and change point take a
-/// contribution from each of its 37 if-statements) stays in a register between them.
+/// Which adjoint part (half or quarter) each of the width's cache registers
+/// (`ReverseVector::ACC`) holds, whether it differs from its place in memory, and when it was
+/// last used: a least-recently-used write-back cache, so that an adjoint that many steps add
+/// to (a shared operand's: textmsg's rates and change point take a contribution from each of
+/// its 37 if-statements) stays in a register between them.
 struct AdjCache {
-    holds: [Option<(u32, usize)>; ACC.len()],
-    dirty: [bool; ACC.len()],
-    used: [u64; ACC.len()],
+    holds: Vec<Option<(u32, usize)>>,
+    dirty: Vec<bool>,
+    used: Vec<u64>,
     clock: u64,
 }
 
 impl AdjCache {
-    fn new() -> Self {
+    fn new(registers: usize) -> Self {
         AdjCache {
-            holds: [None; ACC.len()],
-            dirty: [false; ACC.len()],
-            used: [0; ACC.len()],
+            holds: vec![None; registers],
+            dirty: vec![false; registers],
+            used: vec![0; registers],
             clock: 0,
         }
     }
@@ -114,31 +103,40 @@ pub(super) fn call_backs(plan: &Plan) -> usize {
     entry::runs(plan.steps.iter().map(|rs| !inline(rs)))
 }
 
-/// The code of `plan`'s steps under smoothed (`smooth`) or crisp semantics, with its
-/// constants: it starts at offset 0 and returns when the sweep is done. The adjoints the plan
-/// zeroes and the output's are set before it runs (by the caller).
-pub(super) fn reverse(
+/// The code of `plan`'s steps at width `W` under smoothed (`smooth`) or crisp semantics, with
+/// its constants: it starts at offset 0 and returns when the sweep is done. The adjoints the
+/// plan zeroes and the output's are set before it runs (by the caller).
+pub(super) fn reverse<W: ReverseVector>(
     plan: &Plan,
     smooth: bool,
     constants: &[(u32, f64)],
 ) -> Result<(Parts, Vec<f64>, Coverage), IcedError> {
     let indicators = Indicators::of(constants);
-    let mut e = Emitter {
+    let mut consts = Vec::new();
+    for &c in W::CONSTS {
+        W::constant(&mut consts, c);
+    }
+    let mut e = Emitter::<W> {
         indicators: &indicators,
         a: CodeAssembler::new(64)?,
-        cache: AdjCache::new(),
+        cache: AdjCache::new(W::ACC.len()),
         own_mask: false,
-        consts: CONSTS.to_vec(),
+        consts,
         chain_targets: &plan.chain_targets,
         smooth,
         looping: None,
         reads: ([0; 3], 0),
+        width: std::marker::PhantomData,
     };
     let mut bytes = Parts::default();
     let mut coverage = Coverage::default();
     e.prologue()?;
     let steps = &plan.steps;
-    let repeats = loops(steps, &indicators);
+    let repeats = if loops_over_quarters::<W>() {
+        Vec::new()
+    } else {
+        loops(steps, &indicators)
+    };
     let mut repeats = repeats.iter().peekable();
     let (mut i, mut part_from) = (0, 0);
     while i < steps.len() {
@@ -151,6 +149,13 @@ pub(super) fn reverse(
             coverage.inline += run.len();
             coverage.looped += run.len();
             i += run.len();
+        } else if inline(&steps[i]) && loops_over_quarters::<W>() {
+            let from = i;
+            while i < steps.len() && i - from < SEGMENT_STEPS && inline(&steps[i]) {
+                i += 1;
+            }
+            e.segment(&steps[from..i])?;
+            coverage.inline += i - from;
         } else if inline(&steps[i]) {
             e.step(&steps[i])?;
             coverage.inline += 1;
@@ -169,16 +174,17 @@ pub(super) fn reverse(
     Ok((bytes, e.consts, coverage))
 }
 
-/// Scratch registers.
-const R: [AsmRegisterZmm; 15] = [
-    zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14, zmm15,
-];
+/// Whether a step's pass covers less than the whole chunk, so that each segment of steps
+/// runs as a loop over the chunk's parts (AVX2's quarters).
+fn loops_over_quarters<W: ReverseVector>() -> bool {
+    (W::PARTS as i32) * W::BYTES < SLOT_BYTES
+}
 
-struct Emitter<'a> {
+struct Emitter<'a, W: ReverseVector> {
     a: CodeAssembler,
     cache: AdjCache,
-    /// Whether [`OWN_NONZERO`] holds the lanes where the step's own adjoint (this half) is
-    /// not zero: set at its first use in a step's half.
+    /// Whether the width holds the lanes where the step's own adjoint (this part) is not zero
+    /// (`ReverseVector::own_nonzero`): set at its first use in a step's part.
     own_mask: bool,
     consts: Vec<f64>,
     chain_targets: &'a [Target],
@@ -189,6 +195,7 @@ struct Emitter<'a> {
     /// The value places the step being emitted may read (`instr::reverse_reads`: those the
     /// layout kept for it; any other holds another value by then).
     reads: ([u32; 3], usize),
+    width: std::marker::PhantomData<W>,
 }
 
 /// The runs of repeated blocks of `steps` the code runs as loops, with their registers (see
@@ -205,7 +212,7 @@ fn loops(steps: &[RevStep], indicators: &Indicators) -> Vec<(Repeat, Looping)> {
     })
 }
 
-impl Emitter<'_> {
+impl<W: ReverseVector> Emitter<'_, W> {
     /// The steps of `run` as a loop whose body is its first iteration. Each iteration starts
     /// and ends with every adjoint in memory (the cache written back at its end, with the
     /// iteration's addresses), so that all find their adjoints where the first does.
@@ -226,9 +233,9 @@ impl Emitter<'_> {
         looping.back_edge(&mut self.a, top)
     }
 
-    /// Half `h` of place `x` of kind `unit` at `base` (inside a loop, `x` as its first
-    /// iteration has it).
-    /// `after` places after it.
+    /// Part `h` of place `x` of kind `unit` at `base` (inside a loop over a repeated block, `x`
+    /// as its first iteration has it; inside a segment's loop, the current quarter's), `after`
+    /// places after it.
     fn place(
         &self,
         base: AsmRegister64,
@@ -237,14 +244,14 @@ impl Emitter<'_> {
         after: u32,
         h: usize,
     ) -> AsmMemoryOperand {
-        let disp = (x + after) as i32 * SLOT_BYTES + h as i32 * HALF_BYTES;
+        let disp = (x + after) as i32 * SLOT_BYTES + h as i32 * W::BYTES;
         match self.looping.as_ref().and_then(|l| l.place(unit, x)) {
-            Some((reg, scale)) => zmmword_ptr(base + reg * scale + disp),
-            None => zmmword_ptr(base + disp),
+            Some((reg, scale)) => W::ptr(base + reg * scale + disp),
+            None => W::ptr(base + disp),
         }
     }
 
-    /// Half `h` of value place `s`, which the step being emitted must be one to read.
+    /// Part `h` of value place `s`, which the step being emitted must be one to read.
     fn value(&self, s: u32, h: usize) -> AsmMemoryOperand {
         let (reads, k) = self.reads;
         assert!(
@@ -262,7 +269,7 @@ impl Emitter<'_> {
         self.place(r14, Unit::Weight, c, 0, h)
     }
 
-    /// Half `h` of the weight place after `c` (the then weights, where `c` holds the else
+    /// Part `h` of the weight place after `c` (the then weights, where `c` holds the else
     /// ones): it moves as `c` does.
     fn weight_after(&self, c: u32, h: usize) -> AsmMemoryOperand {
         self.place(r14, Unit::Weight, c, 1, h)
@@ -272,33 +279,59 @@ impl Emitter<'_> {
         entry::enter(
             &mut self.a,
             &[(r13, frame::ADJOINTS), (r14, frame::WEIGHTS)],
+            W::reverse_constants,
         )
+    }
+
+    /// Steps `run` (all with an inline form) as a loop over the chunk's quarters, each
+    /// iteration starting and ending with every adjoint in memory.
+    fn segment(&mut self, run: &[RevStep]) -> Result<(), IcedError> {
+        let mut top = self.a.create_label();
+        self.a.set_label(&mut top)?;
+        for rs in run {
+            self.step(rs)?;
+        }
+        self.flush()?;
+        let a = &mut self.a;
+        for r in [r12, r13, r14] {
+            a.add(r, W::BYTES)?;
+        }
+        a.mov(rax, qword_ptr(rbx + frame::VALUES))?;
+        a.add(rax, SLOT_BYTES)?;
+        a.cmp(r12, rax)?;
+        a.jne(top)?;
+        for r in [r12, r13, r14] {
+            a.sub(r, SLOT_BYTES)?;
+        }
+        Ok(())
     }
 
     /// Writes every changed cached adjoint back to its place and empties the cache (before a
     /// call back, which reads and writes adjoints in memory, and at the end).
     fn flush(&mut self) -> Result<(), IcedError> {
-        for (i, &r) in ACC.iter().enumerate() {
+        for (i, &r) in W::ACC.iter().enumerate() {
             if let (Some((adj, h)), true) = (self.cache.holds[i], self.cache.dirty[i]) {
-                self.a.vmovupd(self.adjoint(adj, h), r)?;
+                let at = self.adjoint(adj, h);
+                W::store(&mut self.a, at, r)?;
             }
         }
-        self.cache = AdjCache::new();
+        self.cache = AdjCache::new(W::ACC.len());
         Ok(())
     }
 
-    /// A cache register for half `h` of adjoint `adj` (not cached): an empty one or the least
+    /// A cache register for part `h` of adjoint `adj` (not cached): an empty one or the least
     /// recently used, written back first if changed.
     fn take(&mut self, adj: u32, h: usize) -> Result<usize, IcedError> {
         let c = &mut self.cache;
         let i = match c.holds.iter().position(Option::is_none) {
             Some(i) => i,
-            None => (0..ACC.len())
+            None => (0..W::ACC.len())
                 .min_by_key(|&i| c.used[i])
                 .expect("registers"),
         };
         if let (Some((old, oh)), true) = (c.holds[i], c.dirty[i]) {
-            self.a.vmovupd(self.adjoint(old, oh), ACC[i])?;
+            let at = self.adjoint(old, oh);
+            W::store(&mut self.a, at, W::ACC[i])?;
         }
         let c = &mut self.cache;
         c.holds[i] = Some((adj, h));
@@ -316,7 +349,7 @@ impl Emitter<'_> {
     /// Runs reverse steps `from..to` in the interpreter, with every adjoint in memory.
     fn call_back(&mut self, from: usize, to: usize) -> Result<(), IcedError> {
         self.flush()?;
-        entry::call_back(&mut self.a, from, to)
+        entry::call_back(&mut self.a, from, to, W::reverse_constants)
     }
 
     fn assemble_part(&mut self, bytes: &mut Parts) -> Result<(), IcedError> {
@@ -328,28 +361,28 @@ impl Emitter<'_> {
 
     /// The index of a new constant `c` in the table.
     fn constant(&mut self, c: f64) -> usize {
-        self.consts.push(c);
-        self.consts.len() - 1
+        W::constant(&mut self.consts, c)
     }
 
     /// `r = masked(d, local)` lane by lane: `d * local`, exactly zero where `d` is zero.
-    fn masked<T>(&mut self, r: AsmRegisterZmm, d: AsmRegisterZmm, local: T) -> Result<(), IcedError>
-    where
-        CodeAssembler: CodeAsmVmulpd<AsmRegisterZmm, AsmRegisterZmm, T>,
-    {
-        if d == OWN {
+    fn masked(
+        &mut self,
+        r: W::Reg,
+        d: W::Reg,
+        local: impl Into<Src<W::Reg>>,
+    ) -> Result<(), IcedError> {
+        let own = d == W::OWN;
+        if own {
             self.own_nonzero()?;
-            return self.a.vmulpd(r.k6().z(), d, local);
         }
-        self.a.vcmppd(k1, d, ZERO, NEQ_UQ)?;
-        self.a.vmulpd(r.k1().z(), d, local)
+        W::masked(&mut self.a, r, d, local.into(), own)
     }
 
-    /// Sets [`OWN_NONZERO`] unless this half of the step has set it already: most steps
-    /// mask several products by their own adjoint.
+    /// Keeps the lanes where the own adjoint is not zero unless this part of the step has
+    /// already: most steps mask several products by their own adjoint.
     fn own_nonzero(&mut self) -> Result<(), IcedError> {
         if !self.own_mask {
-            self.a.vcmppd(OWN_NONZERO, OWN, ZERO, NEQ_UQ)?;
+            W::own_nonzero(&mut self.a)?;
             self.own_mask = true;
         }
         Ok(())
@@ -365,7 +398,7 @@ impl Emitter<'_> {
     /// `0.0 - d`). So every case is the plain addition and subtraction of `d`.
     fn sum_contributions(
         &mut self,
-        d: AsmRegisterZmm,
+        d: W::Reg,
         ta: Target,
         tb: Target,
         subtract_b: bool,
@@ -381,11 +414,11 @@ impl Emitter<'_> {
     }
 
     /// `add_into` (or `sub_into`, `subtract`) of contribution `c` into target `t`'s adjoint,
-    /// half `h`: `0.0 + c` (`0.0 - c`) for its first contribution.
+    /// part `h`: `0.0 + c` (`0.0 - c`) for its first contribution.
     fn accumulate(
         &mut self,
         t: Target,
-        c: AsmRegisterZmm,
+        c: W::Reg,
         h: usize,
         subtract: bool,
     ) -> Result<(), IcedError> {
@@ -394,24 +427,22 @@ impl Emitter<'_> {
             None => {
                 let i = self.take(t.adj, h)?;
                 if !t.first {
-                    self.a.vmovupd(ACC[i], self.adjoint(t.adj, h))?;
+                    let at = self.adjoint(t.adj, h);
+                    W::mov(&mut self.a, W::ACC[i], Src::Mem(at))?;
                 }
                 i
             }
         };
-        let r = ACC[i];
-        let from = if t.first { ZERO } else { r };
-        if subtract {
-            self.a.vsubpd(r, from, c)?;
-        } else {
-            self.a.vaddpd(r, from, c)?;
-        }
+        let r = W::ACC[i];
+        let from = if t.first { W::ZERO } else { r };
+        let op = if subtract { Arith::Sub } else { Arith::Add };
+        W::arith(&mut self.a, op, r, from, Src::Reg(c))?;
         self.cache.dirty[i] = true;
         Ok(())
     }
 
     /// `put`: [`Self::accumulate`] where the target has an adjoint.
-    fn put(&mut self, t: Target, c: AsmRegisterZmm, h: usize) -> Result<(), IcedError> {
+    fn put(&mut self, t: Target, c: W::Reg, h: usize) -> Result<(), IcedError> {
         if t.adj == NONE {
             return Ok(());
         }
@@ -420,13 +451,14 @@ impl Emitter<'_> {
 
     fn step(&mut self, rs: &RevStep) -> Result<(), IcedError> {
         self.reads = reverse_reads(rs, self.smooth);
-        for h in 0..2 {
+        for h in 0..W::PARTS {
             self.own_mask = false;
-            match self.cache.find(rs.ad, h) {
-                Some(i) => self.a.vmovapd(OWN, ACC[i])?,
-                None => self.a.vmovupd(OWN, self.adjoint(rs.ad, h))?,
-            }
-            self.step_half(rs, h)?;
+            let own = match self.cache.find(rs.ad, h) {
+                Some(i) => Src::Reg(W::ACC[i]),
+                None => Src::Mem(self.adjoint(rs.ad, h)),
+            };
+            W::mov(&mut self.a, W::OWN, own)?;
+            self.step_part(rs, h)?;
         }
         Ok(())
     }

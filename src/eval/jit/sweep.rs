@@ -120,10 +120,7 @@ pub(super) fn forward<E: Sweep>(
     for _pass in 0..2 {
         let mut e = make(stores, routine_at)?;
         let finding = matches!(e.stores(), Stores::Finding { .. });
-        let mut code = Parts {
-            len: bytes.len(),
-            ..Default::default()
-        };
+        let mut code = Parts::starting_at(bytes.len());
         e.prologue()?;
         let mut k = 0;
         let mut part_from = 0;

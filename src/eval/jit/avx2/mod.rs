@@ -1,22 +1,18 @@
-//! The forward sweep compiled for CPUs with AVX2 and FMA but not AVX-512: the AVX-512 code's
-//! steps (`emit.rs`, `emit/steps.rs`) on vectors of four lanes, none of its instructions
-//! AVX-512's.
+//! The AVX2 width of the compiled sweeps, for CPUs with AVX2 and FMA but not AVX-512
+//! ([`Vector`] for [`Avx2`]): the AVX-512 code's steps on vectors of four lanes, none of its
+//! instructions AVX-512's.
 //!
-//! Why a loop: AVX2 has 16 vector registers where AVX-512 has 32. Holding a chunk's 16 lanes
-//! as four registers per value would leave the register cache two values; instead each run
-//! of steps with an inline form (a segment, between two calls back into the interpreter, of
-//! at most [`SEGMENT_STEPS`] steps) is one loop over the chunk's two halves, each value a
-//! pair of registers (four lanes each, as the AVX-512 code's halves). Why not one register
-//! a value, over four quarters: a step's long routines (a smoothed if-statement's weights,
-//! the logarithm) are each one dependency chain, and with one vector a step nothing
-//! overlapped them (textmsg's smoothed sweep ran 0.67x the interpreter's AVX2 build); two
-//! calls back to back overlap in the CPU's reordering window. Lanes never mix (every step is
-//! per lane), so running a segment's steps half by half gives each lane the operations the
-//! interpreter gives it, in the same order: the same bits. A half is addressed by moving
-//! the values' (`r12`) and the noise's (`r14`) bases and the frame's weights pointer by 64
-//! bytes per iteration; the calls back run after a segment's last half, on whole chunks.
-//! The cache starts empty in every segment, so a value read in a later segment is read from
-//! memory and the first pass stores it.
+//! Why the forward code loops: AVX2 has 16 vector registers where AVX-512 has 32. Holding a
+//! chunk's 16 lanes as four registers per value would leave the register cache two values;
+//! instead each run of steps with an inline form (a segment, between two calls back into the
+//! interpreter, of at most `emit::SEGMENT_STEPS` steps) is one loop over the chunk's two
+//! halves, each value a pair of registers (four lanes each, as the AVX-512 code's halves).
+//! Why not one register a value, over four quarters: a step's long routines (a smoothed
+//! if-statement's weights, the logarithm) are each one dependency chain, and with one vector
+//! a step nothing overlapped them (textmsg's smoothed sweep ran 0.67x the interpreter's AVX2
+//! build); two calls back to back overlap in the CPU's reordering window. Lanes never mix
+//! (every step is per lane), so running a segment's steps half by half gives each lane the
+//! operations the interpreter gives it, in the same order: the same bits.
 //!
 //! What differs from the AVX-512 code besides the width: no mask registers (a comparison
 //! gives a vector of all-ones lanes, selects are `vblendvpd`, zero-masking is `vandpd`), no
@@ -24,39 +20,22 @@
 //! exponent arithmetic of `exp` and the logarithms' stand-ins in integer instructions
 //! (`routines.rs`).
 //!
-//! Register use: `rbx` the frame, `r12` the values, `r13` the parameters, `r14` the noise of
-//! the quarter's first lane, `r15` the distance between two latents' noise, `rbp` the
-//! constants; `ymm0..ymm7` cache four values (pair `p` is `ymm2p`, `ymm2p+1`), `ymm8..ymm15`
-//! are scratch; a routine uses all sixteen (a call loses every cached value). Repeated
-//! blocks are not looped over (`repeat.rs`): each step is emitted once.
+//! Register use in the forward code: `ymm0..ymm7` cache four values (pair `p` is `ymm2p`,
+//! `ymm2p+1`), `ymm8..ymm15` are scratch; a routine uses all sixteen (a call loses every
+//! cached value). Repeated blocks are not looped over (`repeat.rs`): each step is emitted
+//! once.
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
 
-use super::super::instr::{CHUNK, Step};
-use super::emit::cache::{Cache, Operand};
-use super::emit::{Coverage, inline};
-use super::indicators::Indicators;
-use super::sweep::{self, Stores, Sweep};
-use super::{Parts, frame};
+use super::frame;
+use super::sweep::Routine;
+use super::vector::{Arith, Src, Vector, same_at_every_width};
 
 pub(super) mod reverse;
 mod routines;
-mod steps;
 
-/// Steps of one segment at most: its loop body runs four times, and a body of a few hundred
-/// steps (some 15 KB) stays in the instruction cache between its iterations. A longer run of
-/// inline steps is cut into several segments (its values crossing a cut go through memory).
-const SEGMENT_STEPS: usize = 256;
-
-/// Bytes of one slot (all its lanes), of the half a loop's iteration runs, and of one
-/// register's lanes.
-const SLOT_BYTES: i32 = (CHUNK * 8) as i32;
-const HALF_BYTES: i32 = SLOT_BYTES / 2;
-const VECTOR_BYTES: i32 = 32;
-
-/// Registers a value takes (and vectors of a half).
-const H: usize = 2;
+use routines::{C_ONE, C_SIGN, C_ZERO, GT_OQ, LT_OQ, NEQ_UQ, UNORD_Q, k};
 
 /// Every vector register by number.
 const YMM: [AsmRegisterYmm; 16] = [
@@ -64,253 +43,177 @@ const YMM: [AsmRegisterYmm; 16] = [
     ymm15,
 ];
 
-/// Register pairs that cache values (`ymm0..ymm7`); a routine's call loses all of them.
-const CACHED: usize = 4;
-const ROUTINE_CACHED: std::ops::Range<usize> = 0..CACHED;
-
 /// Scratch registers (the routines' second set).
 const X: [AsmRegisterYmm; 8] = routines::SETS[1];
 
-/// The routines' registers for vector `h` of a half (`x[0]` their operand).
-fn set(h: usize) -> [AsmRegisterYmm; 8] {
-    routines::SETS[h]
-}
+/// The scratch register comparisons leave their lanes' masks in.
+const MASK: AsmRegisterYmm = X[5];
 
-/// Register `h` of pair `p`.
-fn pair(p: usize, h: usize) -> AsmRegisterYmm {
-    YMM[H * p + h]
-}
+/// The AVX2 width.
+pub(super) struct Avx2;
 
-/// The latents' scales and locations, kept between latent loads (as in `emit.rs`).
-const SCALE_AT: AsmRegister64 = rsi;
-const LOC_AT: AsmRegister64 = rdi;
+impl Vector for Avx2 {
+    type Reg = AsmRegisterYmm;
 
-/// Which routine: indices into `Emitter::routine_at`.
-const WEIGHTS: usize = 0;
-const LN: usize = 1;
-const EXP: usize = 2;
+    const LOOPS_OVER_HALVES: bool = true;
+    /// `ymm0..ymm7`; a routine's call loses all of them.
+    const PAIRS: usize = 4;
+    const ROUTINE_PAIRS: std::ops::Range<usize> = 0..4;
+    const SPARE_PAIRS: bool = false;
+    const BYTES: i32 = 32;
+    const X: &'static [AsmRegisterYmm] = &X;
+    const WEIGHTS: Routine = routines::weights;
+    const WEIGHTS_PLAIN: Routine = routines::weights_plain;
+    const LN: Routine = routines::ln;
+    const EXP: Routine = routines::exp;
+    const STAND_IN: AsmRegisterYmm = X[3];
 
-/// The AVX2 code of `steps`, as `emit::forward` gives the AVX-512 code (with the plain
-/// weights where `plain`): routines first, then the sweep, with its entry's offset, its
-/// constants and its coverage.
-pub(super) fn forward(
-    steps: &[Step],
-    chains: &[(u32, bool)],
-    constants: &[(u32, f64)],
-    pinned: usize,
-    crisp: bool,
-    plain: bool,
-) -> Result<(Parts, usize, Vec<f64>, Coverage), IcedError> {
-    let indicators = Indicators::of(constants);
-    let weights = if plain {
-        routines::weights_plain
-    } else {
-        routines::weights
-    };
-    sweep::forward(
-        steps,
-        chains,
-        [weights, routines::ln, routines::exp],
-        |stores, routine_at| {
-            Ok(Emitter {
-                a: CodeAssembler::new(64)?,
-                routine_at,
-                cache: Cache::with(CACHED, ROUTINE_CACHED),
-                chains,
-                consts: routines::table(),
-                crisp,
-                coverage: Coverage::default(),
-                stores,
-                pinned: pinned as u32,
-                indicators: &indicators,
-                latent_pointers: false,
-            })
-        },
-    )
-}
-
-struct Emitter<'a> {
-    a: CodeAssembler,
-    routine_at: [u64; 3],
-    cache: Cache,
-    chains: &'a [(u32, bool)],
-    /// The constants the code reads from `rbp`, each four times.
-    consts: Vec<f64>,
-    crisp: bool,
-    coverage: Coverage,
-    stores: Stores,
-    pinned: u32,
-    indicators: &'a Indicators,
-    /// Whether [`SCALE_AT`] and [`LOC_AT`] hold the frame's scale and location pointers.
-    latent_pointers: bool,
-}
-
-impl Sweep for Emitter<'_> {
-    fn assembler(&mut self) -> &mut CodeAssembler {
-        &mut self.a
+    fn pair(p: usize, h: usize) -> AsmRegisterYmm {
+        YMM[2 * p + h]
     }
 
-    fn cache(&self) -> &Cache {
-        &self.cache
+    fn routine(h: usize, i: usize) -> AsmRegisterYmm {
+        routines::SETS[h][i]
     }
 
-    fn stores(&mut self) -> &mut Stores {
-        &mut self.stores
+    fn table() -> Vec<f64> {
+        routines::table()
     }
 
-    fn coverage(&mut self) -> &mut Coverage {
-        &mut self.coverage
+    /// Stored four times.
+    fn constant(table: &mut Vec<f64>, c: f64) -> usize {
+        table.extend([c; routines::WIDTH]);
+        table.len() / routines::WIDTH - 1
     }
 
-    /// Saves the callee-saved registers, puts the frame in `rbx` and loads the bases.
-    fn prologue(&mut self) -> Result<(), IcedError> {
-        let a = &mut self.a;
-        for r in [rbx, rbp, r12, r13, r14, r15] {
-            a.push(r)?;
-        }
-        // Six pushes and the return address: 56 bytes; calls need 16-byte alignment.
-        a.sub(rsp, 8)?;
-        a.mov(rbx, rdi)?;
-        for (r, field) in [
-            (r12, frame::VALUES),
-            (r13, frame::PARAMS),
-            (r14, frame::NOISE),
-            (r15, frame::STRIDE),
-            (rbp, frame::CONSTS),
-        ] {
-            a.mov(r, qword_ptr(rbx + field))?;
-        }
+    fn k(i: usize) -> AsmMemoryOperand {
+        k(i)
+    }
+
+    fn ptr(m: AsmMemoryOperand) -> AsmMemoryOperand {
+        ymmword_ptr(m)
+    }
+
+    /// None: the constants are read from the table.
+    fn constants(_: &mut CodeAssembler) -> Result<(), IcedError> {
         Ok(())
     }
 
-    fn epilogue(&mut self) -> Result<(), IcedError> {
-        let a = &mut self.a;
-        a.vzeroupper()?;
-        a.add(rsp, 8)?;
-        for r in [r15, r14, r13, r12, rbp, rbx] {
-            a.pop(r)?;
-        }
-        a.ret()
-    }
+    same_at_every_width!();
 
-    /// The inline steps from `k` on, up to [`SEGMENT_STEPS`] of them, as one segment.
-    fn inline_steps(&mut self, steps: &[Step], k: usize) -> Result<usize, IcedError> {
-        let mut to = k;
-        while to < steps.len() && to - k < SEGMENT_STEPS && inline(&steps[to].op) {
-            to += 1;
-        }
-        self.segment(steps, k, to)?;
-        self.coverage.inline += to - k;
-        Ok(to)
-    }
-
-    /// Runs steps `from..to` in the interpreter (on whole chunks).
-    fn call_back(&mut self, from: usize, to: usize) -> Result<(), IcedError> {
-        let a = &mut self.a;
-        a.mov(rdi, rbx)?;
-        a.mov(esi, from as u32)?;
-        a.mov(edx, to as u32)?;
-        a.call(qword_ptr(rbx + frame::CALL_BACK))?;
-        self.cache.clear();
-        self.latent_pointers = false;
-        Ok(())
-    }
-
-    fn finish(self) -> (Vec<f64>, Coverage) {
-        (self.consts, self.coverage)
-    }
-}
-
-impl Emitter<'_> {
-    /// Vector `h` of the current half of value place `slot`.
-    fn slot_at(&self, slot: u32, h: usize) -> AsmMemoryOperand {
-        ymmword_ptr(r12 + slot as i32 * SLOT_BYTES + h as i32 * VECTOR_BYTES)
-    }
-
-    /// Vector `h` of the current half of weight place `cache + next`, at `rcx`.
-    fn weight_at(&self, cache: u32, next: u32, h: usize) -> AsmMemoryOperand {
-        ymmword_ptr(rcx + (cache + next) as i32 * SLOT_BYTES + h as i32 * VECTOR_BYTES)
-    }
-
-    /// Steps `from..to` (all with an inline form) as a loop over the chunk's two halves.
-    fn segment(&mut self, steps: &[Step], from: usize, to: usize) -> Result<(), IcedError> {
-        self.cache.reset();
-        let mut top = self.a.create_label();
-        self.a.set_label(&mut top)?;
-        for (k, step) in steps.iter().enumerate().take(to).skip(from) {
-            self.step(k, step)?;
-        }
-        let a = &mut self.a;
-        a.add(r12, HALF_BYTES)?;
-        a.add(r14, HALF_BYTES)?;
-        a.add(qword_ptr(rbx + frame::WEIGHTS), HALF_BYTES)?;
-        a.mov(rax, qword_ptr(rbx + frame::VALUES))?;
-        a.add(rax, SLOT_BYTES)?;
-        a.cmp(r12, rax)?;
-        a.jne(top)?;
-        a.sub(r12, SLOT_BYTES)?;
-        a.sub(r14, SLOT_BYTES)?;
-        a.sub(qword_ptr(rbx + frame::WEIGHTS), SLOT_BYTES)?;
-        // The registers hold the last half's values.
-        self.cache.reset();
-        Ok(())
-    }
-
-    /// Vector `h` of an operand as a register: its cached register, or `scratch` loaded.
-    fn reg(
-        &mut self,
-        o: Operand,
-        h: usize,
-        scratch: AsmRegisterYmm,
-    ) -> Result<AsmRegisterYmm, IcedError> {
-        Ok(match o {
-            Operand::Pair(p) => pair(p, h),
-            Operand::Slot(s) => {
-                self.a.vmovupd(scratch, self.slot_at(s, h))?;
-                scratch
+    fn neg(
+        a: &mut CodeAssembler,
+        r: AsmRegisterYmm,
+        x: Src<AsmRegisterYmm>,
+    ) -> Result<(), IcedError> {
+        let x = match x {
+            Src::Reg(x) => x,
+            Src::Mem(m) => {
+                a.vmovupd(r, m)?;
+                r
             }
-        })
+        };
+        a.vxorpd(r, x, k(C_SIGN))
     }
 
-    /// First pass: marks the values of the places looked up and not found as needed.
-    fn note_reads(&mut self) {
-        self.stores.note_missed(self.cache.take_missed());
-    }
-
-    /// Step `index`: its value into a cache register, and into its place where something
-    /// reads it from memory.
-    fn step(&mut self, index: usize, step: &Step) -> Result<(), IcedError> {
-        let d = self.step_value(step)?;
-        self.cache.set(d, step.out);
-        self.note_reads();
-        let store = self.stores.store(index, step.out, self.pinned);
-        if store {
-            for h in 0..H {
-                self.a.vmovupd(self.slot_at(step.out, h), pair(d, h))?;
+    /// [`MASK`] = `g < 0` (from memory as `0 > g`, the operand order `vcmppd` allows).
+    fn negative(a: &mut CodeAssembler, g: Src<AsmRegisterYmm>) -> Result<(), IcedError> {
+        match g {
+            Src::Reg(g) => a.vcmppd(MASK, g, k(C_ZERO), LT_OQ),
+            Src::Mem(m) => {
+                a.vxorpd(MASK, MASK, MASK)?;
+                a.vcmppd(MASK, MASK, m, GT_OQ)
             }
         }
-        Ok(())
     }
 
-    /// The index of a new constant `c` in the table (stored four times).
-    fn constant(&mut self, c: f64) -> usize {
-        self.consts.extend([c; routines::WIDTH]);
-        self.consts.len() / routines::WIDTH - 1
-    }
-
-    /// Routine `routine` (`LN` or `EXP`) of both vectors of `x`, into `x[1]` of each of the
-    /// routines' sets (`x[0]` holding the operand); the cache loses every pair.
-    fn elementary(&mut self, routine: usize, x: Operand) -> Result<(), IcedError> {
-        for h in 0..H {
-            let to = set(h)[0];
-            match x {
-                Operand::Pair(p) if pair(p, h) == to => {}
-                Operand::Pair(p) => self.a.vmovapd(to, pair(p, h))?,
-                Operand::Slot(s) => self.a.vmovupd(to, self.slot_at(s, h))?,
-            }
+    fn blend(
+        a: &mut CodeAssembler,
+        r: AsmRegisterYmm,
+        e: AsmRegisterYmm,
+        t: Src<AsmRegisterYmm>,
+    ) -> Result<(), IcedError> {
+        match t {
+            Src::Reg(t) => a.vblendvpd(r, e, t, MASK),
+            Src::Mem(m) => a.vblendvpd(r, e, m, MASK),
         }
-        self.a.call(self.routine_at[routine])?;
-        self.cache.lose_routine_pairs();
-        Ok(())
+    }
+
+    /// Broadcast into `X[6]`.
+    fn inv_eta(a: &mut CodeAssembler) -> Result<Src<AsmRegisterYmm>, IcedError> {
+        a.vbroadcastsd(X[6], qword_ptr(rbx + frame::INV_ETA))?;
+        Ok(Src::Reg(X[6]))
+    }
+
+    /// Each product and the mask of its nonzero weight's lanes (`vandpd`: `+0.0` where the
+    /// mask is clear, as a zeroing-masked product gives).
+    fn smooth_forward(
+        a: &mut CodeAssembler,
+        r: AsmRegisterYmm,
+        t: Src<AsmRegisterYmm>,
+        e: Src<AsmRegisterYmm>,
+        we: AsmRegisterYmm,
+        wt: AsmRegisterYmm,
+    ) -> Result<(), IcedError> {
+        a.vcmppd(X[6], wt, k(C_ZERO), NEQ_UQ)?;
+        match t {
+            Src::Reg(t) => a.vmulpd(X[4], wt, t)?,
+            Src::Mem(m) => a.vmulpd(X[4], wt, m)?,
+        }
+        a.vandpd(X[4], X[4], X[6])?;
+        a.vcmppd(X[6], we, k(C_ZERO), NEQ_UQ)?;
+        match e {
+            Src::Reg(e) => a.vmulpd(X[5], we, e)?,
+            Src::Mem(m) => a.vmulpd(X[5], we, m)?,
+        }
+        a.vandpd(X[5], X[5], X[6])?;
+        a.vaddpd(r, X[4], X[5])
+    }
+
+    /// Uses `X[1]` and `X[2]` (so `to` is neither): the exponent field of `x` (of `x 2^54`
+    /// where `x` is below the smallest normal number) read as `2^52 + field` and less
+    /// `2^52 + 1023` (or `+ 1077`), exactly, times `ln 2`; `x + x` where `x` is not below
+    /// `+inf`, and the logarithm's values at zero and below, as the scalar function computes
+    /// them.
+    fn ln_stand_in(
+        a: &mut CodeAssembler,
+        to: AsmRegisterYmm,
+        x: AsmRegisterYmm,
+    ) -> Result<(), IcedError> {
+        use routines::{
+            C_E_BIAS, C_E_BIAS_SUB, C_E_BITS, C_INF, C_LN_2, C_MIN_POSITIVE, C_NAN, C_NEG_INF,
+            C_SUB_SCALE, EQ_OQ, LE_OQ,
+        };
+        let (t1, t2) = (X[1], X[2]);
+        a.vcmppd(t1, x, k(C_MIN_POSITIVE), LT_OQ)?; // sub
+        a.vmovupd(to, k(C_ONE))?;
+        a.vblendvpd(to, to, k(C_SUB_SCALE), t1)?;
+        a.vmulpd(to, x, to)?;
+        a.vpsrlq(to, to, 52)?;
+        a.vpor(to, to, k(C_E_BITS))?; // 2^52 + field (and the sign, where x < 0)
+        a.vmovupd(t2, k(C_E_BIAS))?;
+        a.vblendvpd(t2, t2, k(C_E_BIAS_SUB), t1)?;
+        a.vsubpd(to, to, t2)?; // the exponent
+        a.vmulpd(to, to, k(C_LN_2))?;
+        a.vcmppd(t1, x, k(C_INF), LT_OQ)?;
+        a.vaddpd(t2, x, x)?;
+        a.vblendvpd(to, t2, to, t1)?;
+        a.vcmppd(t1, x, k(C_ZERO), EQ_OQ)?;
+        a.vmovupd(t2, k(C_NAN))?;
+        a.vblendvpd(t2, t2, k(C_NEG_INF), t1)?;
+        a.vcmppd(t1, x, k(C_ZERO), LE_OQ)?;
+        a.vblendvpd(to, to, t2, t1)
+    }
+
+    /// Through `X[6]` and [`MASK`].
+    fn softplus(
+        a: &mut CodeAssembler,
+        to: AsmRegisterYmm,
+        x: AsmRegisterYmm,
+    ) -> Result<(), IcedError> {
+        a.vmaxpd(to, x, k(C_ZERO))?;
+        a.vcmppd(MASK, x, x, UNORD_Q)?;
+        a.vaddpd(X[6], x, x)?;
+        a.vblendvpd(to, to, X[6], MASK)
     }
 }

@@ -1,18 +1,11 @@
 //! The register cache of the forward emitter: which value place each register pair holds,
 //! which pair a new value takes, and which places were looked up and not found (read from
-//! memory, so their values must be stored). The AVX2 forward code (`jit/avx2`) keeps one
-//! register per value, and fewer of them: [`Cache::with`].
+//! memory, so their values must be stored). How many pairs, and which a routine's call
+//! loses, is the width's (`Vector::PAIRS`).
 
 use std::cell::RefCell;
 
 use super::super::super::instr::NONE;
-
-/// Register pairs that cache values.
-const PAIRS: usize = 10;
-
-/// The cache pairs whose registers (`zmm10..zmm19`) the routines use as scratch: a call to
-/// one loses them.
-const ROUTINE_PAIRS: std::ops::Range<usize> = 5..10;
 
 /// Where a value is: in register pair `p`, or only in its slot.
 #[derive(Clone, Copy)]
@@ -33,11 +26,7 @@ pub(in super::super) struct Cache {
 }
 
 impl Cache {
-    pub(super) fn new() -> Self {
-        Cache::with(PAIRS, ROUTINE_PAIRS)
-    }
-
-    /// A cache of `entries` registers (or pairs), of which a routine's call loses `routine`.
+    /// A cache of `entries` register pairs, of which a routine's call loses `routine`.
     pub(in super::super) fn with(entries: usize, routine: std::ops::Range<usize>) -> Self {
         Cache {
             holds: vec![NONE; entries],
@@ -63,7 +52,7 @@ impl Cache {
         self.next = 0;
     }
 
-    /// Forgets the pairs a routine uses as scratch ([`ROUTINE_PAIRS`]).
+    /// Forgets the pairs a routine uses as scratch.
     pub(in super::super) fn lose_routine_pairs(&mut self) {
         for p in self.routine.clone() {
             self.holds[p] = NONE;

@@ -1,7 +1,13 @@
-//! The forward emitter's code for each kind of step ([`Emitter::step`] dispatches here):
-//! each writes the step's value into a register pair it returns, by the interpreter's own
-//! operations in the same order; and the instruction sequences several kinds share
-//! (operands in registers or memory, blends, sum chains, latents, smoothing weights).
+//! The forward emitter's code for each kind of step ([`Emitter::step`] dispatches here), at
+//! either width: each writes the step's value into a register pair it returns, by the
+//! interpreter's own operations in the same order; and the instruction sequences several
+//! kinds share (operands in registers or memory, blends, sum chains, latents, smoothing
+//! weights). What a width does its own way (a comparison, a select, a masked product, a
+//! stand-in) is its [`Vector`]'s.
+//!
+//! A step writes register `h` of its result only after reading register `h` of its operands
+//! (or through scratch registers), and registers of different `h` are different: so a result
+//! may take the pair of an operand that only the other register still reads.
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
@@ -9,15 +15,15 @@ use iced_x86::code_asm::*;
 use crate::ir::{Binary, Unary, unary_called_back, unary_without_stand_in};
 
 use super::super::super::instr::{NONE, UNREAD};
+use super::super::consts::C_ONE;
 use super::super::frame;
 use super::super::indicators::Indicator;
-use super::super::regs::*;
 use super::super::repeat::Unit;
-use super::super::routines::{self, k};
+use super::super::vector::{Arith, Src, Vector};
 use super::cache::Operand;
-use super::{EXP, Emitter, HALF_BYTES, LN, LOC_AT, SCALE_AT, WEIGHTS, set};
+use super::{EXP, Emitter, LN, LOC_AT, SCALE_AT, WEIGHTS};
 
-impl Emitter<'_> {
+impl<W: Vector> Emitter<'_, W> {
     /// Parameter `k` broadcast into a new pair.
     pub(super) fn param(&mut self, k: u32) -> Result<usize, IcedError> {
         let d = self.cache.take(&[]);
@@ -26,7 +32,7 @@ impl Emitter<'_> {
             None => qword_ptr(r13 + 8 * k as i32),
         };
         for h in 0..2 {
-            self.a.vbroadcastsd(ZMM[2 * d + h], at)?;
+            W::broadcast(&mut self.a, W::pair(d, h), at)?;
         }
         Ok(d)
     }
@@ -36,7 +42,7 @@ impl Emitter<'_> {
         let d = self.cache.take(&[]);
         self.latent_factors(i)?;
         for h in 0..2 {
-            self.latent(ZMM[2 * d + h], h)?;
+            self.latent(W::pair(d, h), h)?;
         }
         Ok(d)
     }
@@ -59,7 +65,7 @@ impl Emitter<'_> {
         self.elementary(routine, x)?;
         let d = self.cache.take(&[]);
         for h in 0..2 {
-            self.a.vmovapd(ZMM[2 * d + h], set(h).x[1])?;
+            W::mov(&mut self.a, W::pair(d, h), Src::Reg(W::routine(h, 1)))?;
         }
         Ok(d)
     }
@@ -68,12 +74,11 @@ impl Emitter<'_> {
     pub(super) fn by_instruction(&mut self, neg: bool, x: Operand) -> Result<usize, IcedError> {
         let d = self.cache.take(&[x]);
         for h in 0..2 {
-            let r = ZMM[2 * d + h];
-            match (neg, x) {
-                (true, Operand::Pair(p)) => self.a.vxorpd(r, ZMM[2 * p + h], SIGN)?,
-                (true, Operand::Slot(s)) => self.a.vxorpd(r, SIGN, self.slot_at(s, h))?,
-                (false, Operand::Pair(p)) => self.a.vsqrtpd(r, ZMM[2 * p + h])?,
-                (false, Operand::Slot(s)) => self.a.vsqrtpd(r, self.slot_at(s, h))?,
+            let (r, x) = (W::pair(d, h), self.src(x, h));
+            if neg {
+                W::neg(&mut self.a, r, x)?;
+            } else {
+                W::sqrt(&mut self.a, r, x)?;
             }
         }
         Ok(d)
@@ -88,17 +93,17 @@ impl Emitter<'_> {
         Ok(match self.cache.free(&keep) {
             Some(d) => {
                 for h in 0..2 {
-                    self.chain(ZMM[2 * d + h], x, from, to, &terms, h)?;
+                    self.chain(W::pair(d, h), x, from, to, &terms, h)?;
                 }
                 d
             }
-            // Every pair holds an operand: each half is summed in a scratch register and
-            // then written over its half of a pair, whose term that half of the sum has read.
+            // Every pair holds an operand: each register of the sum is computed in a scratch
+            // register and then written over its register of a pair, whose term it has read.
             None => {
                 let d = self.cache.take(&[]);
                 for h in 0..2 {
-                    self.chain(X[4], x, from, to, &terms, h)?;
-                    self.a.vmovapd(ZMM[2 * d + h], X[4])?;
+                    self.chain(W::X[4], x, from, to, &terms, h)?;
+                    W::mov(&mut self.a, W::pair(d, h), Src::Reg(W::X[4]))?;
                 }
                 d
             }
@@ -129,11 +134,15 @@ impl Emitter<'_> {
         }
         for h in 0..2 {
             let (we, wt) = if reuse {
-                self.a.vmovupd(X[1], self.weight_at(cache, 0, h))?;
-                self.a.vmovupd(X[2], self.weight_at(cache, 1, h))?;
-                (X[1], X[2])
+                let x = W::X;
+                let (else_at, then_at) = (self.weight_at(cache, 0, h), self.weight_at(cache, 1, h));
+                W::mov(&mut self.a, x[1], Src::Mem(else_at))?;
+                W::mov(&mut self.a, x[2], Src::Mem(then_at))?;
+                (x[1], x[2])
             } else {
-                let (we, wt) = (set(h).x[1], set(h).x[2]);
+                // Register 0 writes only registers of the first set, whose weights it has
+                // read; register 1's weights are in the second.
+                let (we, wt) = (W::routine(h, 1), W::routine(h, 2));
                 if keep {
                     self.keep_weights(cache, product, h, we, wt)?;
                 }
@@ -152,8 +161,9 @@ impl Emitter<'_> {
         self.select_where_negative(g, t, e, Self::blend)
     }
 
-    /// A new pair `d` chosen where `g < 0` between `t` and `e`: half by half, `k1` set where
-    /// `g` is negative, then `choose(self, d, h, t, e)` writes half `h` of `d`.
+    /// A new pair `d` chosen where `g < 0` between `t` and `e`: register by register, the
+    /// condition set where `g` is negative, then `choose(self, d, h, t, e)` writes register
+    /// `h` of `d`.
     fn select_where_negative(
         &mut self,
         g: u32,
@@ -170,7 +180,9 @@ impl Emitter<'_> {
         Ok(d)
     }
 
-    /// `t` where `a op b < 0` (`op` a sum or difference), else `e`, into a new pair.
+    /// `t` where `a op b < 0` (`op` a sum or difference), else `e`, into a new pair (the
+    /// guard is computed in a scratch register, so without pairs to spare only the
+    /// branches' pairs are kept).
     pub(super) fn select_by(
         &mut self,
         op: Binary,
@@ -181,11 +193,16 @@ impl Emitter<'_> {
     ) -> Result<usize, IcedError> {
         let (p, q) = (self.cache.find(a), self.cache.find(b));
         let (y, z) = (self.cache.find(t), self.cache.find(e));
-        let d = self.cache.take(&[p, q, y, z]);
+        let d = if W::SPARE_PAIRS {
+            self.cache.take(&[p, q, y, z])
+        } else {
+            self.cache.take(&[y, z])
+        };
+        let x4 = W::X[4];
         for h in 0..2 {
-            let pa = self.reg(p, h, X[4])?;
-            self.binary(op, X[4], pa, q, h)?;
-            self.a.vcmppd(k1, X[4], ZERO, LT_OQ)?;
+            let pa = self.reg(p, h, x4)?;
+            self.binary(op, x4, pa, q, h)?;
+            W::negative(&mut self.a, Src::Reg(x4))?;
             self.blend(d, h, y, z)?;
         }
         Ok(d)
@@ -195,25 +212,21 @@ impl Emitter<'_> {
     pub(super) fn stand_in(&mut self, op: Unary, a: u32) -> Result<usize, IcedError> {
         let x = self.cache.find(a);
         let d = self.cache.take(&[x]);
+        let (x4, x6, to) = (W::X[4], W::X[6], W::STAND_IN);
         for h in 0..2 {
-            let xa = self.reg(x, h, X[4])?;
+            let xa = self.reg(x, h, x4)?;
+            let a = &mut self.a;
             match op {
-                Unary::Log => self.ln_stand_in(X[5], xa)?,
+                Unary::Log => W::ln_stand_in(a, to, xa)?,
                 Unary::Log1p => {
                     // `ln_stand_in(1 + x)`.
-                    self.a.vaddpd(X[6], xa, k(routines::C_ONE))?;
-                    self.ln_stand_in(X[5], X[6])?;
+                    W::arith(a, Arith::Add, x6, xa, Src::Mem(W::k(C_ONE)))?;
+                    W::ln_stand_in(a, to, x6)?;
                 }
-                Unary::Softplus => {
-                    // `max(x, 0)` (zero where `x` is zero or below, the second operand where
-                    // either is NaN), then `x + x` where `x` is NaN.
-                    self.a.vmaxpd(X[5], xa, ZERO)?;
-                    self.a.vcmppd(k1, xa, xa, UNORD_Q)?;
-                    self.a.vaddpd(X[5].k1(), xa, xa)?;
-                }
+                Unary::Softplus => W::softplus(a, to, xa)?,
                 unary_without_stand_in!() => unreachable!("no stand-in for {op:?}"),
             }
-            self.a.vmovapd(ZMM[2 * d + h], X[5])?;
+            W::mov(a, W::pair(d, h), Src::Reg(to))?;
         }
         Ok(d)
     }
@@ -228,14 +241,16 @@ impl Emitter<'_> {
         stand_in: bool,
     ) -> Result<usize, IcedError> {
         let x = self.cache.find(r);
+        let (x4, to) = (W::X[4], W::STAND_IN);
         if stand_in {
             let d = self.cache.take(&[x]);
             let ci = self.constant(c);
             for h in 0..2 {
-                let xa = self.reg(x, h, X[4])?;
-                self.ln_stand_in(X[5], xa)?;
-                self.a.vmulpd(X[5], X[5], k(ci))?;
-                self.a.vsubpd(ZMM[2 * d + h], X[5], xa)?;
+                let xa = self.reg(x, h, x4)?;
+                let a = &mut self.a;
+                W::ln_stand_in(a, to, xa)?;
+                W::arith(a, Arith::Mul, to, to, Src::Mem(W::k(ci)))?;
+                W::arith(a, Arith::Sub, W::pair(d, h), to, Src::Reg(xa))?;
             }
             return Ok(d);
         }
@@ -245,8 +260,9 @@ impl Emitter<'_> {
         let ci = self.constant(c);
         for h in 0..2 {
             // Through a scratch register: `d` may be the pair that held `r`.
-            self.a.vmulpd(X[4], set(h).x[1], k(ci))?;
-            self.a.vsubpd(ZMM[2 * d + h], X[4], set(h).x[0])?;
+            let a = &mut self.a;
+            W::arith(a, Arith::Mul, x4, W::routine(h, 1), Src::Mem(W::k(ci)))?;
+            W::arith(a, Arith::Sub, W::pair(d, h), x4, Src::Reg(W::routine(h, 0)))?;
         }
         Ok(d)
     }
@@ -254,13 +270,12 @@ impl Emitter<'_> {
     /// `-a` where `g < 0`, else `e`, into a new pair.
     pub(super) fn select_neg(&mut self, g: u32, a: u32, e: u32) -> Result<usize, IcedError> {
         self.select_where_negative(g, a, e, |s, d, h, y, z| {
-            match y {
-                Operand::Pair(p) => s.a.vxorpd(X[4], ZMM[2 * p + h], SIGN)?,
-                Operand::Slot(p) => s.a.vxorpd(X[4], SIGN, s.slot_at(p, h))?,
-            }
-            let r = ZMM[2 * d + h];
+            let x4 = W::X[4];
+            let operand = s.src(y, h);
+            W::neg(&mut s.a, x4, operand)?;
+            let r = W::pair(d, h);
             let ea = s.reg(z, h, r)?;
-            s.a.vblendmpd(r.k1(), ea, X[4])
+            W::blend(&mut s.a, r, ea, Src::Reg(x4))
         })
     }
 
@@ -274,14 +289,19 @@ impl Emitter<'_> {
     ) -> Result<usize, IcedError> {
         let b = b.map(|b| self.cache.find(b));
         let (y, z) = (self.cache.find(t), self.cache.find(e));
-        let d = self.cache.take(&[y, z, b.unwrap_or(Operand::Slot(NONE))]);
+        let d = if W::SPARE_PAIRS {
+            self.cache.take(&[y, z, b.unwrap_or(Operand::Slot(NONE))])
+        } else {
+            self.cache.take(&[y, z])
+        };
         self.latent_factors(i)?;
+        let x4 = W::X[4];
         for h in 0..2 {
-            self.latent(X[4], h)?;
+            self.latent(x4, h)?;
             if let Some(b) = b {
-                self.binary(Binary::Sub, X[4], X[4], b, h)?;
+                self.binary(Binary::Sub, x4, x4, b, h)?;
             }
-            self.a.vcmppd(k1, X[4], ZERO, LT_OQ)?;
+            W::negative(&mut self.a, Src::Reg(x4))?;
             self.blend(d, h, y, z)?;
         }
         Ok(d)
@@ -302,16 +322,22 @@ impl Emitter<'_> {
         let (y, z) = (self.cache.find(t), self.cache.find(e));
         let mut keep = terms.clone();
         keep.extend([x, y, z]);
-        // The sum goes through a scratch register, so with every pair holding an operand only
-        // the branches' pairs must survive (each half's guard is summed before the blend
-        // writes that half).
-        let d = match self.cache.free(&keep) {
+        // The sum goes through a scratch register, so with every pair holding an operand (or
+        // none to spare) only the branches' pairs must survive (each register's guard is
+        // summed before the blend writes that register).
+        let spare = if W::SPARE_PAIRS {
+            self.cache.free(&keep)
+        } else {
+            None
+        };
+        let d = match spare {
             Some(d) => d,
             None => self.cache.take(&[y, z]),
         };
+        let x4 = W::X[4];
         for h in 0..2 {
-            self.chain(X[4], x, from, to, &terms, h)?;
-            self.a.vcmppd(k1, X[4], ZERO, LT_OQ)?;
+            self.chain(x4, x, from, to, &terms, h)?;
+            W::negative(&mut self.a, Src::Reg(x4))?;
             self.blend(d, h, y, z)?;
         }
         Ok(d)
@@ -322,7 +348,7 @@ impl Emitter<'_> {
     /// as `kernels::sum_step`.
     pub(super) fn chain(
         &mut self,
-        r: AsmRegisterZmm,
+        r: W::Reg,
         base: Operand,
         from: u32,
         to: u32,
@@ -333,15 +359,15 @@ impl Emitter<'_> {
         for (&(_, right), &t) in self.chains[from as usize..to as usize].iter().zip(terms) {
             if right {
                 // `t + acc`: the term is the first operand.
-                let ta = self.reg(t, h, X[5])?;
-                self.a.vaddpd(r, ta, acc)?;
+                let ta = self.reg(t, h, W::X[5])?;
+                W::arith(&mut self.a, Arith::Add, r, ta, Src::Reg(acc))?;
             } else {
                 self.binary(Binary::Add, r, acc, t, h)?;
             }
             acc = r;
         }
         if acc != r {
-            self.a.vmovapd(r, acc)?;
+            W::mov(&mut self.a, r, Src::Reg(acc))?;
         }
         Ok(())
     }
@@ -365,29 +391,31 @@ impl Emitter<'_> {
             None => {}
         }
         let disp = 8 * i as i32;
+        let x = W::X;
         match word {
             Some((reg, scale)) => {
-                a.vbroadcastsd(X[0], qword_ptr(SCALE_AT + reg * scale + disp))?;
-                a.vbroadcastsd(X[1], qword_ptr(LOC_AT + reg * scale + disp))
+                W::broadcast(a, x[0], qword_ptr(SCALE_AT + reg * scale + disp))?;
+                W::broadcast(a, x[1], qword_ptr(LOC_AT + reg * scale + disp))
             }
             None => {
-                a.vbroadcastsd(X[0], qword_ptr(SCALE_AT + disp))?;
-                a.vbroadcastsd(X[1], qword_ptr(LOC_AT + disp))
+                W::broadcast(a, x[0], qword_ptr(SCALE_AT + disp))?;
+                W::broadcast(a, x[1], qword_ptr(LOC_AT + disp))
             }
         }
     }
 
-    /// Half `h` of the latent whose factors [`Self::latent_factors`] loaded, into `r`:
+    /// Register `h` of the latent whose factors [`Self::latent_factors`] loaded, into `r`:
     /// `loc + scale * s`, multiplied then added (never fused), as `Latents::load`.
-    pub(super) fn latent(&mut self, r: AsmRegisterZmm, h: usize) -> Result<(), IcedError> {
-        let noise = zmmword_ptr(r14 + rax + (h as i32 * HALF_BYTES));
-        self.a.vmulpd(r, X[0], noise)?;
-        self.a.vaddpd(r, X[1], r)
+    pub(super) fn latent(&mut self, r: W::Reg, h: usize) -> Result<(), IcedError> {
+        let noise = W::ptr(r14 + rax + (h as i32 * W::BYTES));
+        W::arith(&mut self.a, Arith::Mul, r, W::X[0], Src::Mem(noise))?;
+        W::arith(&mut self.a, Arith::Add, r, W::X[1], Src::Reg(r))
     }
 
     /// A fused density term, `c * u^2` with `u = (x - m) / s` (either part left out where
     /// absent), minus `k` where given: each operation as the unfused instruction's (the
-    /// square as `u * u`, what `powi(2)` computes). Returns the result's pair.
+    /// square as `u * u`, what `powi(2)` computes). Returns the result's pair. Without pairs to
+    /// spare, computed in a scratch register, so that the result may take any pair.
     pub(super) fn square(
         &mut self,
         x: u32,
@@ -399,10 +427,18 @@ impl Emitter<'_> {
         let none = Operand::Slot(NONE);
         let find = |o: Option<u32>| o.map_or(none, |o| self.cache.find(o));
         let (xo, mo, so, ko) = (self.cache.find(x), find(m), find(s), find(k));
-        let d = self.cache.take(&[xo, mo, so, ko]);
-        let ci = self.constant(c) as i32;
+        let d = if W::SPARE_PAIRS {
+            self.cache.take(&[xo, mo, so, ko])
+        } else {
+            self.cache.take(&[])
+        };
+        let ci = self.constant(c);
         for h in 0..2 {
-            let r = ZMM[2 * d + h];
+            let r = if W::SPARE_PAIRS {
+                W::pair(d, h)
+            } else {
+                W::X[4]
+            };
             let mut u = self.reg(xo, h, r)?;
             if m.is_some() {
                 self.binary(Binary::Sub, r, u, mo, h)?;
@@ -412,44 +448,31 @@ impl Emitter<'_> {
                 self.binary(Binary::Div, r, u, so, h)?;
                 u = r;
             }
-            self.a.vmulpd(r, u, u)?;
-            self.a.vmulpd(r, r, qword_bcst(rbp + 8 * ci))?;
+            W::arith(&mut self.a, Arith::Mul, r, u, Src::Reg(u))?;
+            W::arith(&mut self.a, Arith::Mul, r, r, Src::Mem(W::k(ci)))?;
             if k.is_some() {
                 self.binary(Binary::Sub, r, r, ko, h)?;
+            }
+            if !W::SPARE_PAIRS {
+                W::mov(&mut self.a, W::pair(d, h), Src::Reg(r))?;
             }
         }
         Ok(d)
     }
 
-    /// `elementary::ln_stand_in` of `x` into `to` (not `x`): the exponent as a double
-    /// (`vgetexppd`: `-inf` at zero, `+inf` at `+inf`, NaN quieted), times `ln 2`, and NaN
-    /// where `x < 0` (`-inf` included), as the scalar function computes them.
-    pub(super) fn ln_stand_in(
-        &mut self,
-        to: AsmRegisterZmm,
-        x: AsmRegisterZmm,
-    ) -> Result<(), IcedError> {
-        self.a.vgetexppd(to, x)?;
-        self.a.vmulpd(to, to, k(routines::C_LN_2))?;
-        self.a.vcmppd(k1, x, ZERO, LT_OQ)?;
-        self.a
-            .vbroadcastsd(to.k1(), qword_ptr(rbp + 8 * routines::C_NAN as i32))
-    }
-
-    /// `kernels::smooth_weights` of both halves of the guard `g`: the else weights into
-    /// `x[1]` and the then weights into `x[2]` of each set.
+    /// `kernels::smooth_weights` of both registers of the guard `g`: the else weights into
+    /// `x[1]` and the then weights into `x[2]` of each routine set.
     pub(super) fn smooth_weights(&mut self, g: Operand) -> Result<(), IcedError> {
         // x = g * (1 / eta), then the shared routine.
+        let inv_eta = W::inv_eta(&mut self.a)?;
         for h in 0..2 {
-            let x = set(h).x[0];
+            let x = W::routine(h, 0);
             match g {
-                Operand::Pair(p) => {
-                    self.a
-                        .vmulpd(x, ZMM[2 * p + h], qword_bcst(rbx + frame::INV_ETA))?
-                }
+                Operand::Pair(p) => W::arith(&mut self.a, Arith::Mul, x, W::pair(p, h), inv_eta)?,
                 Operand::Slot(s) => {
-                    self.a.vmovupd(x, self.slot_at(s, h))?;
-                    self.a.vmulpd(x, x, qword_bcst(rbx + frame::INV_ETA))?;
+                    let at = self.slot_at(s, h);
+                    W::mov(&mut self.a, x, Src::Mem(at))?;
+                    W::arith(&mut self.a, Arith::Mul, x, x, inv_eta)?;
                 }
             }
         }
@@ -463,15 +486,18 @@ impl Emitter<'_> {
         cache: u32,
         product: bool,
         h: usize,
-        we: AsmRegisterZmm,
-        wt: AsmRegisterZmm,
+        we: W::Reg,
+        wt: W::Reg,
     ) -> Result<(), IcedError> {
         if product {
-            self.a.vmulpd(X[3], wt, we)?; // wt * we
-            self.a.vmovupd(self.weight_at(cache, 0, h), X[3])
+            let x3 = W::X[3];
+            W::arith(&mut self.a, Arith::Mul, x3, wt, Src::Reg(we))?; // wt * we
+            let at = self.weight_at(cache, 0, h);
+            W::store(&mut self.a, at, x3)
         } else {
-            self.a.vmovupd(self.weight_at(cache, 0, h), we)?;
-            self.a.vmovupd(self.weight_at(cache, 1, h), wt)
+            let (else_at, then_at) = (self.weight_at(cache, 0, h), self.weight_at(cache, 1, h));
+            W::store(&mut self.a, else_at, we)?;
+            W::store(&mut self.a, then_at, wt)
         }
     }
 
@@ -484,14 +510,14 @@ impl Emitter<'_> {
         d: usize,
         h: usize,
         which: Indicator,
-        we: AsmRegisterZmm,
-        wt: AsmRegisterZmm,
+        we: W::Reg,
+        wt: W::Reg,
     ) -> Result<(), IcedError> {
         let w = match which {
             Indicator::Then => wt,
             Indicator::Else => we,
         };
-        self.a.vmovapd(ZMM[2 * d + h], w)
+        W::mov(&mut self.a, W::pair(d, h), Src::Reg(w))
     }
 
     /// `kernels::smooth_forward` of half `h` into pair `d`, with the else and then weights in
@@ -502,58 +528,40 @@ impl Emitter<'_> {
         h: usize,
         t: Operand,
         e: Operand,
-        we: AsmRegisterZmm,
-        wt: AsmRegisterZmm,
+        we: W::Reg,
+        wt: W::Reg,
     ) -> Result<(), IcedError> {
-        let r = ZMM[2 * d + h];
-        self.a.vcmppd(k4, wt, ZERO, NEQ_UQ)?;
-        match t {
-            Operand::Pair(p) => self.a.vmulpd(r.k4().z(), wt, ZMM[2 * p + h])?,
-            Operand::Slot(s) => self.a.vmulpd(r.k4().z(), wt, self.slot_at(s, h))?,
-        }
-        self.a.vcmppd(k5, we, ZERO, NEQ_UQ)?;
-        match e {
-            Operand::Pair(p) => self.a.vmulpd(X[4].k5().z(), we, ZMM[2 * p + h])?,
-            Operand::Slot(s) => self.a.vmulpd(X[4].k5().z(), we, self.slot_at(s, h))?,
-        }
-        self.a.vaddpd(r, r, X[4])
+        let (t, e) = (self.src(t, h), self.src(e, h));
+        W::smooth_forward(&mut self.a, W::pair(d, h), t, e, we, wt)
     }
 
-    /// `r = x op y` on half `h`.
+    /// `r = x op y` on register `h`.
     pub(super) fn binary(
         &mut self,
         op: Binary,
-        r: AsmRegisterZmm,
-        x: AsmRegisterZmm,
+        r: W::Reg,
+        x: W::Reg,
         y: Operand,
         h: usize,
     ) -> Result<(), IcedError> {
-        macro_rules! emit {
-            ($f:ident) => {
-                match y {
-                    Operand::Pair(p) => self.a.$f(r, x, ZMM[2 * p + h]),
-                    Operand::Slot(s) => self.a.$f(r, x, self.slot_at(s, h)),
-                }
-            };
-        }
-        match op {
-            Binary::Add => emit!(vaddpd),
-            Binary::Sub => emit!(vsubpd),
-            Binary::Mul => emit!(vmulpd),
-            Binary::Div => emit!(vdivpd),
+        let op = match op {
+            Binary::Add => Arith::Add,
+            Binary::Sub => Arith::Sub,
+            Binary::Mul => Arith::Mul,
+            Binary::Div => Arith::Div,
             Binary::Pow => unreachable!("no inline form"),
-        }
+        };
+        let operand = self.src(y, h);
+        W::arith(&mut self.a, op, r, x, operand)
     }
 
-    /// `k1` = half `h` of the guard `g < 0`.
+    /// The condition [`Vector::blend`] reads = register `h` of the guard `g < 0`.
     pub(super) fn negative(&mut self, g: Operand, h: usize) -> Result<(), IcedError> {
-        match g {
-            Operand::Pair(p) => self.a.vcmppd(k1, ZMM[2 * p + h], ZERO, LT_OQ),
-            Operand::Slot(s) => self.a.vcmppd(k1, ZERO, self.slot_at(s, h), GT_OQ),
-        }
+        let operand = self.src(g, h);
+        W::negative(&mut self.a, operand)
     }
 
-    /// Half `h` of pair `d` = `t` where `k1`, else `e`.
+    /// Register `h` of pair `d` = `t` where the condition holds, else `e`.
     pub(super) fn blend(
         &mut self,
         d: usize,
@@ -561,11 +569,9 @@ impl Emitter<'_> {
         t: Operand,
         e: Operand,
     ) -> Result<(), IcedError> {
-        let r = ZMM[2 * d + h];
+        let r = W::pair(d, h);
         let ea = self.reg(e, h, r)?;
-        match t {
-            Operand::Pair(p) => self.a.vblendmpd(r.k1(), ea, ZMM[2 * p + h]),
-            Operand::Slot(s) => self.a.vblendmpd(r.k1(), ea, self.slot_at(s, h)),
-        }
+        let operand = self.src(t, h);
+        W::blend(&mut self.a, r, ea, operand)
     }
 }

@@ -1,4 +1,5 @@
-//! The reverse sweep's local derivatives and fused terms in machine code: a unary
+//! The reverse sweep's local derivatives and fused terms in machine code, at either width: a
+//! unary
 //! function's derivative, a quotient's partials, a smoothed if-statement's guard and branch
 //! contributions, and the fused density terms' reverse steps.
 //!
@@ -11,58 +12,62 @@ use iced_x86::code_asm::*;
 use crate::ir::{Binary, Unary, unary_called_back};
 
 use super::super::super::instr::{FOLD_A, FOLD_B, NONE, RevStep, Target};
-use super::super::frame;
 use super::super::indicators::Indicator;
-use super::super::regs::*;
-use super::super::routines::k;
-use super::{C_HALF, C_MINUS_ONE, C_ONE, C_TWO, Emitter, OWN, R};
+use super::super::vector::{Arith, ReverseVector, Src};
+use super::{C_HALF, C_MINUS_ONE, C_ONE, C_TWO, Emitter};
 
-impl Emitter<'_> {
-    /// `r` = the local derivative of unary `op` at operand `a` and value `out`, half `h`
+impl<W: ReverseVector> Emitter<'_, W> {
+    /// `r` = the local derivative of unary `op` at operand `a` and value `out`, part `h`
     /// (`ir::unary_derivative`).
     pub(super) fn unary_local(
         &mut self,
-        r: AsmRegisterZmm,
+        r: W::Reg,
         op: Unary,
         a: u32,
         out: u32,
         h: usize,
     ) -> Result<(), IcedError> {
-        let one = qword_ptr(rbp + 8 * C_ONE as i32);
-        let [_, _, _, _, _, s0, s1, ..] = R;
+        let (s0, s1) = (W::R[5], W::R[6]);
+        // What the derivative reads: the operand (`ln`, `ln_1p`) or the value (the step keeps
+        // no other place for it).
+        let read = match op {
+            Unary::Log | Unary::Log1p => a,
+            _ => out,
+        };
+        let x = Src::Mem(self.value(read, h));
+        let a = &mut self.a;
         match op {
-            Unary::Exp => self.a.vmovupd(r, self.value(out, h)),
+            Unary::Exp => W::mov(a, r, x),
             Unary::Log => {
-                self.a.vbroadcastsd(s0, one)?;
-                self.a.vdivpd(r, s0, self.value(a, h))
+                W::load_constant(a, s0, C_ONE)?;
+                W::arith(a, Arith::Div, r, s0, x)
             }
             Unary::Log1p => {
-                self.a.vbroadcastsd(s0, one)?;
-                self.a.vaddpd(s1, s0, self.value(a, h))?;
-                self.a.vdivpd(r, s0, s1)
+                W::load_constant(a, s0, C_ONE)?;
+                W::arith(a, Arith::Add, s1, s0, x)?;
+                W::arith(a, Arith::Div, r, s0, Src::Reg(s1))
             }
             Unary::Expm1 => {
-                self.a.vmovupd(s0, self.value(out, h))?;
-                self.a.vaddpd(r, s0, k(C_ONE))
+                W::mov(a, s0, x)?;
+                W::arith(a, Arith::Add, r, s0, Src::Mem(W::k(C_ONE)))
             }
             Unary::Sqrt => {
-                self.a
-                    .vbroadcastsd(s0, qword_ptr(rbp + 8 * C_HALF as i32))?;
-                self.a.vdivpd(r, s0, self.value(out, h))
+                W::load_constant(a, s0, C_HALF)?;
+                W::arith(a, Arith::Div, r, s0, x)
             }
             Unary::Sigmoid => {
                 // v * (1 - v)
-                self.a.vbroadcastsd(s0, one)?;
-                self.a.vsubpd(s0, s0, self.value(out, h))?;
-                self.a.vmovupd(s1, self.value(out, h))?;
-                self.a.vmulpd(r, s1, s0)
+                W::load_constant(a, s0, C_ONE)?;
+                W::arith(a, Arith::Sub, s0, s0, x)?;
+                W::mov(a, s1, x)?;
+                W::arith(a, Arith::Mul, r, s1, Src::Reg(s0))
             }
             Unary::Tanh => {
                 // 1 - v * v
-                self.a.vmovupd(s1, self.value(out, h))?;
-                self.a.vmulpd(s1, s1, s1)?;
-                self.a.vbroadcastsd(r, one)?;
-                self.a.vsubpd(r, r, s1)
+                W::mov(a, s1, x)?;
+                W::arith(a, Arith::Mul, s1, s1, Src::Reg(s1))?;
+                W::load_constant(a, r, C_ONE)?;
+                W::arith(a, Arith::Sub, r, r, Src::Reg(s1))
             }
             Unary::Neg | unary_called_back!() => unreachable!("no inline form of {op} here"),
         }
@@ -71,72 +76,74 @@ impl Emitter<'_> {
     /// The quotient's partials `1 / b` into `p` and `-v / b` into `q` (`v` the quotient).
     pub(super) fn div_partials(
         &mut self,
-        p: AsmRegisterZmm,
-        q: AsmRegisterZmm,
+        p: W::Reg,
+        q: W::Reg,
         b: u32,
         out: u32,
         h: usize,
     ) -> Result<(), IcedError> {
-        self.a.vbroadcastsd(p, qword_ptr(rbp + 8 * C_ONE as i32))?;
-        self.a.vdivpd(p, p, self.value(b, h))?;
-        self.a.vxorpd(q, SIGN, self.value(out, h))?;
-        self.a.vdivpd(q, q, self.value(b, h))
+        let (b, v) = (self.value(b, h), self.value(out, h));
+        let a = &mut self.a;
+        W::load_constant(a, p, C_ONE)?;
+        W::arith(a, Arith::Div, p, p, Src::Mem(b))?;
+        W::negate_value(a, q, v)?;
+        W::arith(a, Arith::Div, q, q, Src::Mem(b))
     }
 
     /// `kernels::smooth_reverse_guard` into `r`: `ad * (w * (1 / eta)) * (e - t)`, zero where
     /// the adjoint or the weights' product `w` is.
     pub(super) fn smooth_guard(
         &mut self,
-        r: AsmRegisterZmm,
-        wr: AsmRegisterZmm,
+        r: W::Reg,
+        wr: W::Reg,
         t: u32,
         e: u32,
         h: usize,
     ) -> Result<(), IcedError> {
-        let [_, _, _, _, _, _, _, _, p, d, ..] = R;
+        let [p, d] = W::GUARD;
         // `e - t` of an indicator is exactly -1 (then 1, else 0) or 1, in every lane.
         let difference = self.indicators.between(t, e).map(|which| match which {
             Indicator::Then => C_MINUS_ONE,
             Indicator::Else => C_ONE,
         });
-        self.a.vmulpd(p, wr, qword_bcst(rbx + frame::INV_ETA))?;
-        self.a.vmulpd(p, OWN, p)?;
+        W::times_inv_eta(&mut self.a, p, wr)?;
+        W::arith(&mut self.a, Arith::Mul, p, W::OWN, Src::Reg(p))?;
         if difference.is_none() {
-            self.a.vmovupd(d, self.value(e, h))?;
-            self.a.vsubpd(d, d, self.value(t, h))?;
+            let (e, t) = (self.value(e, h), self.value(t, h));
+            W::mov(&mut self.a, d, Src::Mem(e))?;
+            W::arith(&mut self.a, Arith::Sub, d, d, Src::Mem(t))?;
         }
         self.own_nonzero()?;
-        self.a.vcmppd(k1.k6(), wr, ZERO, NEQ_UQ)?;
-        match difference {
-            Some(c) => self.a.vmulpd(r.k1().z(), p, qword_bcst(rbp + 8 * c as i32)),
-            None => self.a.vmulpd(r.k1().z(), p, d),
-        }
+        let factor = match difference {
+            Some(c) => Src::Mem(W::k(c)),
+            None => Src::Reg(d),
+        };
+        W::masked_by_weight(&mut self.a, r, p, factor, wr)
     }
 
     /// `kernels::smooth_reverse_branch` into `r`: `ad * w`, zero where either is.
     pub(super) fn smooth_branch(
         &mut self,
-        r: AsmRegisterZmm,
+        r: W::Reg,
         w: AsmMemoryOperand,
     ) -> Result<(), IcedError> {
-        let wr = R[7];
+        let wr = W::R[7];
         self.own_nonzero()?;
-        self.a.vmovupd(wr, w)?;
-        self.a.vcmppd(k1.k6(), wr, ZERO, NEQ_UQ)?;
-        self.a.vmulpd(r.k1().z(), OWN, wr)
+        W::mov(&mut self.a, wr, Src::Mem(w))?;
+        W::masked_by_weight(&mut self.a, r, W::OWN, Src::Reg(wr), wr)
     }
 
     /// `fold_guard` (`sweep.rs`) of the guard's contribution `cg`.
     pub(super) fn fold_guard(
         &mut self,
         op: Binary,
-        cg: AsmRegisterZmm,
+        cg: W::Reg,
         to: [Target; 5],
         h: usize,
     ) -> Result<(), IcedError> {
         let (ta, tb) = (to[FOLD_A], to[FOLD_B]);
-        let d = R[10];
-        self.a.vaddpd(d, ZERO, cg)?;
+        let d = W::FOLD;
+        W::arith(&mut self.a, Arith::Add, d, W::ZERO, Src::Reg(cg))?;
         self.sum_contributions(d, ta, tb, op == Binary::Sub, h)
     }
 
@@ -153,21 +160,27 @@ impl Emitter<'_> {
         h: usize,
     ) -> Result<(), IcedError> {
         let [t0, t1, t2, ..] = rs.to;
-        let [u, udx, adp, adu, p, ucs, ucx, inv_s, ..] = R;
+        let [u, udx, adp, adu, p, ucs, ucx, inv_s, ..] = *W::R else {
+            unreachable!("a width has nine scratch registers")
+        };
+        let zero = W::ZERO;
         let ci = self.constant(c);
         // u
-        self.a.vmovupd(u, self.value(x, h))?;
+        let at = self.value(x, h);
+        W::mov(&mut self.a, u, Src::Mem(at))?;
         if let Some(m) = m {
-            self.a.vsubpd(u, u, self.value(m, h))?;
+            let at = self.value(m, h);
+            W::arith(&mut self.a, Arith::Sub, u, u, Src::Mem(at))?;
         }
         if let Some(s) = s {
-            self.a.vmovapd(udx, u)?;
-            self.a.vdivpd(u, u, self.value(s, h))?;
+            W::mov(&mut self.a, udx, Src::Reg(u))?;
+            let at = self.value(s, h);
+            W::arith(&mut self.a, Arith::Div, u, u, Src::Mem(at))?;
         }
         // adp = 0.0 + masked(ad, c); the square's local derivative 2 u.
-        self.masked(adp, OWN, k(ci))?;
-        self.a.vaddpd(adp, ZERO, adp)?;
-        self.a.vmulpd(p, u, k(C_TWO))?;
+        self.masked(adp, W::OWN, W::k(ci))?;
+        W::arith(&mut self.a, Arith::Add, adp, zero, Src::Reg(adp))?;
+        W::arith(&mut self.a, Arith::Mul, p, u, Src::Mem(W::k(C_TWO)))?;
         // `2.0 * u` with the constant first, as `f64::from(2) * u.powi(1)`: the same product.
         self.masked(adu, adp, p)?;
         let Some(s) = s else {
@@ -176,38 +189,38 @@ impl Emitter<'_> {
                 None => {
                     // `square_reverse` without `s`: `ucs` is zero.
                     if t0.adj != NONE {
-                        self.put(t0, ZERO, h)?;
+                        self.put(t0, zero, h)?;
                     }
                     self.put(t1, adu, h)
                 }
                 Some(_) => {
-                    self.a.vaddpd(adu, ZERO, adu)?;
+                    W::arith(&mut self.a, Arith::Add, adu, zero, Src::Reg(adu))?;
                     self.difference(rs, adu, h)
                 }
             };
         };
-        self.a.vaddpd(adu, ZERO, adu)?;
+        W::arith(&mut self.a, Arith::Add, adu, zero, Src::Reg(adu))?;
         // (dd, ds) = (1 / s, -u / s)
-        self.a
-            .vbroadcastsd(inv_s, qword_ptr(rbp + 8 * C_ONE as i32))?;
-        self.a.vdivpd(inv_s, inv_s, self.value(s, h))?;
+        let s = self.value(s, h);
+        W::load_constant(&mut self.a, inv_s, C_ONE)?;
+        W::arith(&mut self.a, Arith::Div, inv_s, inv_s, Src::Mem(s))?;
         let want_s = t0.adj != NONE;
         if m.is_none() {
             // `square_reverse` with `s`: ucs then ucx, both masked from `adu`.
-            self.a.vxorpd(udx, u, SIGN)?;
-            self.a.vdivpd(udx, udx, self.value(s, h))?;
+            W::negate(&mut self.a, udx, u)?;
+            W::arith(&mut self.a, Arith::Div, udx, udx, Src::Mem(s))?;
             self.masked(ucs, adu, udx)?;
             self.masked(ucx, adu, inv_s)?;
             self.put(t0, ucs, h)?;
             return self.put(t1, ucx, h);
         }
         if want_s {
-            self.a.vxorpd(udx, u, SIGN)?;
-            self.a.vdivpd(udx, udx, self.value(s, h))?;
+            W::negate(&mut self.a, udx, u)?;
+            W::arith(&mut self.a, Arith::Div, udx, udx, Src::Mem(s))?;
             self.masked(ucs, adu, udx)?;
         }
         self.masked(ucx, adu, inv_s)?;
-        self.a.vaddpd(ucx, ZERO, ucx)?;
+        W::arith(&mut self.a, Arith::Add, ucx, zero, Src::Reg(ucx))?;
         if want_s {
             self.put(t0, ucs, h)?;
         }
@@ -220,7 +233,7 @@ impl Emitter<'_> {
     pub(super) fn difference(
         &mut self,
         rs: &RevStep,
-        ad_d: AsmRegisterZmm,
+        ad_d: W::Reg,
         h: usize,
     ) -> Result<(), IcedError> {
         let [_, t1, t2, ..] = rs.to;
