@@ -207,8 +207,7 @@ impl SampleRng {
             }
             if count != 0 {
                 let (rejected, at) = (&rejected[..count], (first, g0, gw, w, n));
-                // SAFETY: the CPU has AVX2, FMA and AES-NI, and VAES where `VAES` (this
-                // function's promise).
+                // SAFETY: the CPU has the features of `G`'s build (this function's promise).
                 unsafe { group.redo(self, t, at, rejected, pending, s) };
             }
         }
@@ -529,10 +528,12 @@ impl Rounds for Zmm {
 
 /// The fast path on the staged words of block `block` (normals `2 block` and `2 block + 1`)
 /// of the sixteen lanes from column `g0` of `s` (`w` columns, `n` normals per lane), of
-/// which the first `gw` are drawn: the normals into `s`, and the mask of rejected words.
+/// which the first `gw` are drawn: the normals into `s`, and the mask of rejected words (in
+/// the order of `G`'s build).
 ///
 /// # Safety
-/// The CPU must have AVX2, and the caller must be compiled with it: it inlines there.
+/// The CPU must have AVX2, and AVX-512 if `G::ZMM`, and the caller must be compiled with
+/// them: it inlines there.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
