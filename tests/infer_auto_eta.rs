@@ -298,6 +298,7 @@ fn the_starting_race_picks_opposite_amplitudes_on_temperature_and_xornet() {
             samples: 1000,
             decay,
             seed: 0,
+            subsample: None,
         };
         let start = Start {
             k: 0,

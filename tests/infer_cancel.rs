@@ -82,6 +82,7 @@ fn a_raised_flag_stops_the_starting_race() {
         samples: 100,
         decay: 0.5,
         seed: 0,
+        subsample: None,
     };
     let candidates = auto.race_at(0).unwrap();
     let finish = |raised: bool| {

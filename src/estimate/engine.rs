@@ -77,6 +77,8 @@ pub struct Engine {
     /// A dense subsampled step's (Score, RLOO, LYY18 over row latents) touched components:
     /// its gradient is zero at the undrawn rows' guides, which the optimiser then leaves.
     dense_touched: Option<Vec<u32>>,
+    /// Plate rows read so far, summed over samples ([`Engine::rows_read`]).
+    rows_read: std::sync::atomic::AtomicU64,
 }
 
 /// Drawing the next batch's noise beside the current one pays off from about this many
@@ -168,6 +170,7 @@ impl Engine {
             drawn: None,
             mean_support: None,
             dense_touched: None,
+            rows_read: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -222,6 +225,12 @@ impl Engine {
     /// drew its own).
     pub fn subsample(&self) -> Option<&super::Subsample> {
         self.drawn.as_ref()
+    }
+
+    /// The plate rows the engine's batches have read, summed over their samples: a measure
+    /// of work that, under a subsample, does not grow with the data.
+    pub fn rows_read(&self) -> u64 {
+        self.rows_read.load(Ordering::Relaxed)
     }
 
     /// The compiled model the engine samples.
@@ -443,6 +452,7 @@ impl Engine {
         let batch_subsample = self.drawn.as_ref();
         let semantics = estimator.semantics(iteration);
         let crisp_differs = semantics != crate::ir::Semantics::Crisp;
+        let rows_read = &self.rows_read;
         let run = |c: usize,
                    grads: &mut [f64],
                    values: &mut [f64],
@@ -455,7 +465,16 @@ impl Engine {
             let own =
                 per_chunk.and_then(|m| problem.subsample_stream(key, m, state, first_chunk + c));
             let subsample = own.as_ref().or(batch_subsample);
+            let rows: usize = (problem.plates.iter().enumerate())
+                .map(
+                    |(p, pr)| match subsample.and_then(|s| s.plates[p].as_ref()) {
+                        Some((drawn, _)) => drawn.len(),
+                        None => pr.plate.rows,
+                    },
+                )
+                .sum();
             problem.with_scratch(|sc| {
+                rows_read.fetch_add((rows * values.len()) as u64, Ordering::Relaxed);
                 let first = (first_chunk + c) * CHUNK;
                 let w = values.len();
                 match ahead {

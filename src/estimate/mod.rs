@@ -5,6 +5,7 @@
 //! their own Gaussian noise (the engine does), so all five see the same `z` for the same key.
 
 mod adaptive;
+mod analysis;
 mod ars;
 mod column_sums;
 mod engine;
@@ -22,6 +23,7 @@ mod share;
 mod subsample;
 
 pub use adaptive::{Adjustment, AutoEta, GapProbe, START_AMPLITUDE, race};
+pub(crate) use analysis::body_guards;
 pub use engine::{AllSamples, Engine, NonFinite, on_a_worker};
 pub use lyy18::Lyy18;
 pub use pathwise::Pathwise;

@@ -14,26 +14,10 @@ use super::subsample::{SharedPart, Subsample};
 use crate::eval::{BatchGradient, CHUNK, ForcedScratch, Tape, Values, Workspace};
 use crate::family::{Family, FamilyError, FamilyState};
 use crate::ir::{
-    Analysis, GuardScaled, Mode, Model, Plate, PlateFactors, Program, analyse, scale_guards,
+    Analysis, GuardScaled, Mode, Model, Plate, PlateFactors, Program, scale_guards,
     scale_plate_guards,
 };
 use pathwise::PathwisePlan;
-
-/// The outer program's analysis with each plate body's guards after its own (renumbered),
-/// and the deepest nesting of all.
-fn analysis_with_plates(model: &Model) -> Analysis {
-    let mut a = analyse(&model.program);
-    for plate in &model.plates {
-        let view = super::plates::analysis_view(plate, model.program.param_names());
-        let b = analyse(&view);
-        a.nesting_depth = a.nesting_depth.max(b.nesting_depth);
-        for mut g in b.guards {
-            g.index = a.guards.len();
-            a.guards.push(g);
-        }
-    }
-    a
-}
 
 /// Scratch slots per problem: one per thread of the current pool, and at least one per core.
 fn scratch_slots() -> usize {
@@ -175,7 +159,7 @@ impl Problem {
             tape,
             guard_scaled,
             relative,
-            analysis: analysis_with_plates(model),
+            analysis: super::analysis::analysis_with_plates(model),
             if_statements: model.program.if_count()
                 + model
                     .plates
@@ -217,8 +201,8 @@ impl ProblemData {
     }
 
     /// The analysis of the outer program's if-statements, then of each plate's body's (once
-    /// per plate, in the model's terms: see `plates::analysis_view`); for the count of
-    /// if-statements per row, [`ProblemData::if_statements`].
+    /// per plate, with the verdicts the unrolled loop's rows get: see `estimate::analysis`);
+    /// for the count of if-statements per row, [`ProblemData::if_statements`].
     pub fn analysis(&self) -> &Analysis {
         &self.analysis
     }

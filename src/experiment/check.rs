@@ -3,8 +3,6 @@
 
 use serde::Serialize;
 
-mod plate_guards;
-
 use crate::ir::{LoopOutcome, Mode, Model, Span, analyse};
 
 /// Everything `dsgd check` says about a model. Its keys are documented in docs/json.md.
@@ -169,7 +167,7 @@ impl CheckReport {
         };
         // Every if-statement: the program's, then each plate body's once (numbered after the
         // program's), standing for its rows', with the verdicts the unrolled rows get.
-        let (body, body_depth) = plate_guards::body_guards(model);
+        let (body, body_depth) = crate::estimate::body_guards(model);
         let all: Vec<Guard> = a
             .guards
             .iter()

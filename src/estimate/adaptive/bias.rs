@@ -69,16 +69,20 @@ fn crisp_estimator(problem: &Problem) -> Option<Box<dyn Estimator>> {
     Some(Box::new(Rloo))
 }
 
-/// The test at `theta`, iteration `k`, smoothing with `schedule`; `None` when no crisp
-/// estimator is unbiased or an evaluation fails.
+/// The test at `theta`, iteration `k`, smoothing with `schedule`, each chunk of samples
+/// reading `subsample` rows of every plate of its own (`None`: every row); `None` when no
+/// crisp estimator is unbiased or an evaluation fails. With it, the plate rows the test read.
 pub fn bias_test(
     problem: &Problem,
     theta: &[f64],
     k: u64,
     schedule: Schedule,
     seed: u64,
-) -> Option<BiasTest> {
-    let crisp = crisp_estimator(problem)?;
+    subsample: Option<usize>,
+) -> (Option<BiasTest>, u64) {
+    let Some(crisp) = crisp_estimator(problem) else {
+        return (None, 0);
+    };
     let crisp_kind = crisp.kind();
     let key = StreamKey::new(seed, k, Purpose::Other(TAG));
     let mut c = Engine::new(problem.clone(), crisp);
@@ -86,8 +90,30 @@ pub fn bias_test(
         problem.clone(),
         Box::new(Pathwise::new(EstimatorKind::Dsgd, schedule)),
     );
-    c.evaluate(theta, key, SAMPLES, false).ok()?;
-    s.evaluate(theta, key, SAMPLES, false).ok()?;
+    // Under a subsample the chunks' rows are drawn independently, so the chunk means the
+    // t-statistics read are independent estimates, the rows' sampling included.
+    for e in [&mut c, &mut s] {
+        e.set_subsample(subsample);
+        e.set_rows_per_chunk(true);
+    }
+    let evaluated = c.evaluate(theta, key, SAMPLES, false).is_ok()
+        && s.evaluate(theta, key, SAMPLES, false).is_ok();
+    let rows_read = c.rows_read() + s.rows_read();
+    (
+        evaluated
+            .then(|| test_of(problem, &c, &s, crisp_kind))
+            .flatten(),
+        rows_read,
+    )
+}
+
+/// The test's finding from the evaluated crisp (`c`) and smoothed (`s`) engines.
+fn test_of(
+    problem: &Problem,
+    c: &Engine,
+    s: &Engine,
+    crisp_kind: EstimatorKind,
+) -> Option<BiasTest> {
     let (mut crisp_t, mut smoothed_t): (f64, f64) = (0.0, 0.0);
     for p in 0..problem.dim() {
         crisp_t = crisp_t.max(chunk_t(c.component(p)));

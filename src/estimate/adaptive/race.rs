@@ -21,6 +21,12 @@
 //! [`super::bias`] test, which asks whether the crisp problem's gradient is visibly nonzero
 //! where the smoothed run has settled.
 //!
+//! Under `--subsample M` the candidates' steps, the comparison and the test read the run's
+//! subsample (each batch `M` rows of every plate drawn from its key, the sums scaled by
+//! `n / M`): unbiased, as the run's own steps are, and at a cost that does not grow with
+//! the data. The candidates read the same rows at the same iteration (the draw is a function
+//! of the key), so their comparison stays paired.
+//!
 //! Every input is a function of (model, options, seed), so the choice is too.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,6 +57,8 @@ pub struct RaceConfig {
     pub decay: f64,
     /// The run's seed: the candidates share its step and measurement streams.
     pub seed: u64,
+    /// The run's `--subsample`: rows of each plate a batch reads (`None`: every row).
+    pub subsample: Option<usize>,
 }
 
 /// Where the candidates start: the run's state before iteration `k`.
@@ -87,6 +95,8 @@ pub struct Race {
     pub test: Option<BiasTest>,
     /// The amplitude the run starts with.
     pub chosen: f64,
+    /// The plate rows the race's evaluations read, summed over their samples.
+    pub rows_read: u64,
 }
 
 /// Decides the amplitude from `start` among `candidates` (in the order of preference): at
@@ -102,7 +112,14 @@ pub fn race(problem: &Problem, cfg: &RaceConfig, start: &Start, candidates: &[f6
         eta: candidates[0],
         decay: cfg.decay,
     };
-    let test = bias_test(problem, start.theta, start.k, schedule, cfg.seed);
+    let (test, rows_read) = bias_test(
+        problem,
+        start.theta,
+        start.k,
+        schedule,
+        cfg.seed,
+        cfg.subsample,
+    );
     let chosen = match (&test, candidates.get(1)) {
         (Some(t), Some(&half)) if t.rejects() => half,
         _ => candidates[0],
@@ -111,6 +128,7 @@ pub fn race(problem: &Problem, cfg: &RaceConfig, start: &Start, candidates: &[f6
         entries: Vec::new(),
         test,
         chosen,
+        rows_read,
     }
 }
 
@@ -159,12 +177,14 @@ impl Runner {
             eta: a,
             decay: cfg.decay,
         };
+        let mut engine = Engine::new(
+            problem.clone(),
+            Box::new(Pathwise::new(EstimatorKind::Dsgd, schedule)),
+        );
+        engine.set_subsample(cfg.subsample);
         Runner {
             amplitude: a,
-            engine: Engine::new(
-                problem.clone(),
-                Box::new(Pathwise::new(EstimatorKind::Dsgd, schedule)),
-            ),
+            engine,
             theta: start.theta.to_vec(),
             optimizer: start.optimizer.clone_box(),
             k: Some(start.k),
@@ -189,8 +209,18 @@ impl Runner {
                 self.k = None;
                 return;
             }
-            self.optimizer
-                .step(&mut self.theta, self.engine.mean_gradient());
+            // A subsampled step with row latents steps only what the drawn rows moved, as
+            // the run's steps do.
+            match self.engine.touched() {
+                Some(touched) => self.optimizer.step_touched(
+                    &mut self.theta,
+                    self.engine.mean_gradient(),
+                    touched,
+                ),
+                None => self
+                    .optimizer
+                    .step(&mut self.theta, self.engine.mean_gradient()),
+            }
         }
         self.k = Some(end.max(from));
     }
@@ -204,11 +234,12 @@ impl Runner {
         };
         let Some(k) = self.k else { return failed };
         let key = StreamKey::new(cfg.seed, k, Purpose::Measure);
-        if self
-            .engine
-            .evaluate(&self.theta, key, cfg.samples, true)
-            .is_err()
-        {
+        // Under a subsample each chunk of samples reads rows of its own (as the run's
+        // measurements do): the per-sample values are unbiased for the full-data objective.
+        self.engine.set_rows_per_chunk(true);
+        let evaluated = self.engine.evaluate(&self.theta, key, cfg.samples, true);
+        self.engine.set_rows_per_chunk(false);
+        if evaluated.is_err() {
             return failed;
         }
         let sign = self.engine.problem().objective_sign();
@@ -244,6 +275,7 @@ fn halving(
         .map(|&a| Runner::new(problem, cfg, start, a))
         .collect();
     let mut entries = Vec::new();
+    let mut rows_read = 0;
     for (i, &end) in checkpoints.iter().enumerate() {
         for r in &mut alive {
             r.advance(cfg, start.k + end, start.cancel);
@@ -268,13 +300,15 @@ fn halving(
             })
             .map(|(j, _)| j)
             .unwrap_or(0);
-        alive.remove(worst);
+        rows_read += alive.remove(worst).engine.rows_read();
     }
+    rows_read += alive.iter().map(|r| r.engine.rows_read()).sum::<u64>();
     let chosen = pick(&entries).unwrap_or(alive[0].amplitude);
     Race {
         entries,
         test: None,
         chosen,
+        rows_read,
     }
 }
 

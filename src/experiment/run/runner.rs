@@ -222,6 +222,7 @@ impl<'a> Runner<'a> {
                 samples: cfg.log_samples,
                 decay: auto.decay(),
                 seed: cfg.seed,
+                subsample: cfg.subsample,
             },
             &estimate::race::Start {
                 k,
