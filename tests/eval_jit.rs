@@ -906,6 +906,41 @@ fn compiled_plain_weights_give_the_interpreters_bits() {
     }
 }
 
+/// A tape whose latents are their noise (a plate body's: location `-0.0`, scale 1) gives the
+/// interpreter's bits in every compiled build, on the locations and scales
+/// `Tape::noise_factors` hands out (known by their address) and on copies of them (read); and
+/// on other locations and scales too, where its code, which never reads them, must not run:
+/// skipping that check fails here.
+#[test]
+fn compiled_noise_latents_give_the_interpreters_bits() {
+    let mut rng = Lcg(0x5e1f);
+    for name in ["temperature", "cheating", "textmsg"] {
+        let model = dsgd::models::builtin(name).unwrap().unwrap();
+        let tape = Tape::compile(&model.program, 0)
+            .with_plain_weights()
+            .with_noise_latents();
+        let n = tape.latent_count();
+        let params = vec![0.4; model.program.param_count()];
+        let zs = noise(&mut rng, n);
+        let (loc, scale) = Tape::noise_factors(n).expect("few latents");
+        let (loc_copy, scale_copy) = (vec![-0.0; n], vec![1.0; n]);
+        let (loc_other, scale_other) = (vec![0.25; n], vec![1.5; n]);
+        for sem in SEMANTICS {
+            for (l, s, what) in [
+                (loc, scale, "the handed-out factors"),
+                (&loc_copy[..], &scale_copy[..], "copies of them"),
+                (&loc_other[..], &scale_other[..], "other factors"),
+            ] {
+                let want = run_affine(&tape, KernelSet::Portable, sem, &params, &zs, l, s);
+                for set in compiled_sets() {
+                    let got = run_affine(&tape, set, sem, &params, &zs, l, s);
+                    assert!(got == want, "{name}, {what}, {sem:?}: {set:?} differs");
+                }
+            }
+        }
+    }
+}
+
 /// The plain weights' routines give the interpreter's bits over the whole range of a guard:
 /// weights near one half, in the tails, where the small weight turns subnormal and where it
 /// underflows to zero, at every entry of the exponential's table (the guards spread over

@@ -161,6 +161,7 @@ impl Tape {
         Tape::new(Compiled {
             id: NEXT_TAPE_ID.fetch_add(1, Ordering::Relaxed),
             plain_weights: false,
+            noise_latents: false,
             len: adj.len(),
             consts,
             uniform_steps,

@@ -179,6 +179,8 @@ fn forward_compiled(
                 && x.params.len() >= code.params
                 && loc.len() >= code.latents
                 && scale.len() >= code.latents
+                && (!code.noise_latents
+                    || noise_only(&loc[..code.latents], &scale[..code.latents]))
                 && (code.latents == 0
                     || (code.latents - 1) * x.batch + x.start + CHUNK <= noise.len()) =>
         {
@@ -218,6 +220,23 @@ fn forward_compiled(
     // buffers the frame points to, and `call_back` runs the interpreter on the same ones.
     unsafe { code.run(&mut frame) };
     true
+}
+
+/// Whether every latent of locations `loc` and scales `scale` is its noise itself
+/// (location `-0.0`, scale 1), as code that reads latents as their noise needs: known by
+/// their address where they are `Tape::noise_factors`' (a slice that starts where an
+/// immutable static does lies in it), else read.
+#[cfg(all(feature = "jit", target_arch = "x86_64"))]
+fn noise_only(loc: &[f64], scale: &[f64]) -> bool {
+    use super::tape::{NOISE_LOC, NOISE_SCALE};
+    if std::ptr::eq(loc.as_ptr(), NOISE_LOC.as_ptr())
+        && std::ptr::eq(scale.as_ptr(), NOISE_SCALE.as_ptr())
+    {
+        return true;
+    }
+    let (zero, one) = ((-0.0f64).to_bits(), 1.0f64.to_bits());
+    let off = |xs: &[f64], want: u64| xs.iter().fold(0, |acc, x| acc | (x.to_bits() ^ want));
+    off(loc, zero) | off(scale, one) == 0
 }
 
 /// What the compiled code's calls back into the interpreter need.

@@ -63,7 +63,38 @@ impl Tape {
             .plain_weights = true;
         self
     }
+
+    /// This tape with its latents always handed over as their noise itself
+    /// (`Latents::Affine` of location `-0.0` and scale 1, as a plate hands over its rows'
+    /// inputs): its compiled forward sweeps then load each latent without the location and
+    /// scale, since `-0.0 + 1 * s` is `s` (for every `s` but a signalling NaN, which no data
+    /// value is). Only a promise about the inputs: a sweep on other latents runs the
+    /// interpreter, so the values never change. Called on a tape just compiled.
+    pub fn with_noise_latents(mut self) -> Tape {
+        Arc::get_mut(&mut self.0)
+            .expect("a tape just compiled, not yet shared")
+            .noise_latents = true;
+        self
+    }
+
+    /// Locations (`-0.0`) and scales (1) for `n` latents that are their noise itself, where
+    /// `n` is at most [`NOISE_FACTORS`]: a sweep of a tape [`Tape::with_noise_latents`] on
+    /// these knows them by their address, while on others it reads them all first (which,
+    /// before every chunk's sweep, took a tenth of a plate's gradient time).
+    pub fn noise_factors(n: usize) -> Option<(&'static [f64], &'static [f64])> {
+        (n <= NOISE_FACTORS).then(|| (&NOISE_LOC[..n], &NOISE_SCALE[..n]))
+    }
 }
+
+/// The most latents [`Tape::noise_factors`] covers.
+pub const NOISE_FACTORS: usize = 1024;
+
+/// The locations [`Tape::noise_factors`] hands out (an immutable static: its address alone
+/// tells its values).
+pub(super) static NOISE_LOC: [f64; NOISE_FACTORS] = [-0.0; NOISE_FACTORS];
+
+/// The scales [`Tape::noise_factors`] hands out.
+pub(super) static NOISE_SCALE: [f64; NOISE_FACTORS] = [1.0; NOISE_FACTORS];
 
 /// What a [`Tape`] holds.
 #[derive(Debug)]
@@ -119,6 +150,8 @@ pub struct Compiled {
     /// Whether its smoothed if-statements' weights are the plain ones
     /// (`kernels::smooth_weights_plain`; see [`Tape::with_plain_weights`]).
     pub(super) plain_weights: bool,
+    /// Whether its latents are always their noise itself ([`Tape::with_noise_latents`]).
+    pub(super) noise_latents: bool,
 }
 
 impl Tape {
@@ -259,6 +292,7 @@ impl Tape {
             crisp,
             avx2,
             self.plain_weights,
+            self.noise_latents,
         )?;
         // A tape has one layout of each kind: code compiled for another would give wrong
         // values (though never touch memory outside the workspace: its bounds are checked).

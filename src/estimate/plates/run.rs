@@ -37,6 +37,7 @@ impl PlateRun {
             let len = inputs * call.per * call.padded();
             let laid = self.call_inputs(ps, o, call, rows, at);
             at += len;
+            let n = inputs * call.per;
             for l in 0..o.w {
                 self.shared_values(ps, o, l);
                 // Split from the other fields of `ps` the call reads.
@@ -45,13 +46,19 @@ impl PlateRun {
                 } else {
                     &mut ps.group
                 };
+                // The body tapes' latents are their noise: locations and scales the compiled
+                // sweep knows by their address where there are few enough.
+                let (loc, scale) = match Tape::noise_factors(n) {
+                    Some(factors) => factors,
+                    None => (&ps.zero[..n], &ps.one[..n]),
+                };
                 let latents = Latents::Affine {
                     noise: match laid {
                         Some(at) => &self.laid[at..at + len],
                         None => &ps.inputs[l.min(ps.inputs.len() - 1)][..len],
                     },
-                    loc: &ps.zero[..inputs * call.per],
-                    scale: &ps.one[..inputs * call.per],
+                    loc,
+                    scale,
                 };
                 sweep(call, l, &rt.tape, ts, &ps.shared, latents);
             }

@@ -37,7 +37,10 @@ impl RowsTape {
         RowsTape {
             // The plain weights: a body's smoothed if-statements are most of a smoothed
             // gradient's time over the rows (see `Tape::with_plain_weights`).
-            tape: Tape::compile_active(&program, 0, Some(&mask)).with_plain_weights(),
+            // Its inputs are handed over as their noise (see `run_calls`).
+            tape: Tape::compile_active(&program, 0, Some(&mask))
+                .with_plain_weights()
+                .with_noise_latents(),
             rows,
             active,
         }

@@ -88,7 +88,8 @@ pub(super) const PART_STEPS: usize = 2_048;
 
 /// The code of `steps` (the layout's lane steps) at width `W` for the semantics `crisp` or
 /// smoothed (with the plain weights where `plain`), reading latents as noise reparameterised
-/// on load, with the offset of its entry point.
+/// on load (or as the noise itself where `noise_latents`: see [`Emitter::noise_latents`]),
+/// with the offset of its entry point.
 /// The routines come first, then the sweep, assembled in parts of [`PART_STEPS`] steps, each
 /// at its final offset (calls to the routines are relative, so the code runs wherever it is
 /// mapped).
@@ -99,6 +100,7 @@ pub(super) fn forward<W: Vector>(
     pinned: usize,
     crisp: bool,
     plain: bool,
+    noise_latents: bool,
 ) -> Result<(Parts, usize, Vec<f64>, Coverage), IcedError> {
     let indicators = Indicators::of(constants);
     let repeats = if W::LOOPS_OVER_HALVES {
@@ -119,6 +121,7 @@ pub(super) fn forward<W: Vector>(
             pinned: pinned as u32,
             indicators: &indicators,
             latent_pointers: false,
+            noise_latents,
             looping: None,
             repeats: &repeats,
             next_repeat: 0,
@@ -166,6 +169,10 @@ struct Emitter<'a, W: Vector> {
     /// Whether [`SCALE_AT`] and [`LOC_AT`] hold the frame's scale and location pointers
     /// (loaded at the first latent, and again after a call back).
     latent_pointers: bool,
+    /// Whether every latent is its noise itself (`Tape::with_noise_latents`: location `-0.0`
+    /// and scale 1, checked before each run), so that a latent is its noise loaded, without
+    /// the location and scale: `-0.0 + 1 * s` is `s`.
+    noise_latents: bool,
     /// Inside a loop over a repeated block: where its moving operands are.
     looping: Option<Looping>,
     /// The runs of repeated blocks run as loops, with their registers, by their first step.

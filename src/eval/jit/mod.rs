@@ -118,6 +118,10 @@ pub(super) struct ForwardCode {
     pub weights: usize,
     /// The lane steps it was compiled from.
     pub steps: usize,
+    /// Whether it reads each latent as its noise itself, never its location and scale
+    /// (`Tape::with_noise_latents`): it must then be run only on latents of location `-0.0`
+    /// and scale 1.
+    pub noise_latents: bool,
     pub coverage: Coverage,
 }
 
@@ -144,7 +148,8 @@ impl Compiled {
     /// The code for `steps` under crisp (or smoothed) semantics, in AVX2 instructions
     /// (`avx2`) or AVX-512 ones, compiled at the first call; `constants` are places that hold
     /// a constant for good (and its value); `plain`: the smoothing weights without their
-    /// corrections (`Tape::with_plain_weights`, the same for every call on one tape). `None`
+    /// corrections (`Tape::with_plain_weights`, the same for every call on one tape);
+    /// `noise_latents`: every latent its noise itself (`Tape::with_noise_latents`). `None`
     /// where the CPU lacks the instructions, the layout is too long or calls back too often to
     /// gain, or the system gives no executable memory.
     #[allow(clippy::too_many_arguments)]
@@ -157,6 +162,7 @@ impl Compiled {
         crisp: bool,
         avx2: bool,
         plain: bool,
+        noise_latents: bool,
     ) -> Option<&ForwardCode> {
         self.0.get(crisp, avx2, || {
             if !supported(avx2)
@@ -198,10 +204,27 @@ impl Compiled {
                 return None;
             }
             let (parts, entry, consts, coverage) = if avx2 {
-                emit::forward::<avx2::Avx2>(steps, chains, constants, pinned, crisp, plain).ok()?
+                emit::forward::<avx2::Avx2>(
+                    steps,
+                    chains,
+                    constants,
+                    pinned,
+                    crisp,
+                    plain,
+                    noise_latents,
+                )
+                .ok()?
             } else {
-                emit::forward::<avx512::Avx512>(steps, chains, constants, pinned, crisp, plain)
-                    .ok()?
+                emit::forward::<avx512::Avx512>(
+                    steps,
+                    chains,
+                    constants,
+                    pinned,
+                    crisp,
+                    plain,
+                    noise_latents,
+                )
+                .ok()?
             };
             let code = Mapped::new(parts, entry)?;
             Some(ForwardCode {
@@ -212,6 +235,7 @@ impl Compiled {
                 latents,
                 weights,
                 steps: steps.len(),
+                noise_latents,
                 coverage,
             })
         })

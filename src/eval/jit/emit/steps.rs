@@ -372,14 +372,14 @@ impl<W: Vector> Emitter<'_, W> {
         Ok(())
     }
 
-    /// Broadcasts latent `i`'s scale into `X[0]` and location into `X[1]`, and puts its
-    /// noise's offset in `rax`.
+    /// Broadcasts latent `i`'s scale into `X[0]` and location into `X[1]` (unless the
+    /// latents are their noise), and puts its noise's offset in `rax`.
     /// Inside a loop, a moving latent's are its first iteration's plus the loop's registers.
     pub(super) fn latent_factors(&mut self, i: u32) -> Result<(), IcedError> {
         let word = self.moving(|l| l.word(Unit::Latent, i));
         let noise = self.moving(|l| l.noise(i));
         let a = &mut self.a;
-        if !self.latent_pointers {
+        if !self.latent_pointers && !self.noise_latents {
             a.mov(SCALE_AT, qword_ptr(rbx + frame::SCALE))?;
             a.mov(LOC_AT, qword_ptr(rbx + frame::LOC))?;
             self.latent_pointers = true;
@@ -389,6 +389,9 @@ impl<W: Vector> Emitter<'_, W> {
             Some((reg, 1)) => a.add(rax, reg)?,
             Some((reg, scale)) => a.lea(rax, qword_ptr(rax + reg * scale))?,
             None => {}
+        }
+        if self.noise_latents {
+            return Ok(());
         }
         let disp = 8 * i as i32;
         let x = W::X;
@@ -405,9 +408,13 @@ impl<W: Vector> Emitter<'_, W> {
     }
 
     /// Register `h` of the latent whose factors [`Self::latent_factors`] loaded, into `r`:
-    /// `loc + scale * s`, multiplied then added (never fused), as `Latents::load`.
+    /// `loc + scale * s`, multiplied then added (never fused), as `Latents::load`; where the
+    /// latents are their noise, `s` itself (what `-0.0 + 1 * s` is).
     pub(super) fn latent(&mut self, r: W::Reg, h: usize) -> Result<(), IcedError> {
         let noise = W::ptr(r14 + rax + (h as i32 * W::BYTES));
+        if self.noise_latents {
+            return W::mov(&mut self.a, r, Src::Mem(noise));
+        }
         W::arith(&mut self.a, Arith::Mul, r, W::X[0], Src::Mem(noise))?;
         W::arith(&mut self.a, Arith::Add, r, W::X[1], Src::Reg(r))
     }
