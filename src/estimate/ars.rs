@@ -156,6 +156,28 @@ macro_rules! ars_rounds {
     }};
 }
 
+/// Round key `r` of `keys` as a vector.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn round_key(keys: &Keys, r: usize) -> std::arch::x86_64::__m128i {
+    // SAFETY: an unaligned 16-byte load of a 16-byte array (SSE2, which every x86-64 CPU has).
+    unsafe { std::arch::x86_64::_mm_loadu_si128(keys.round[r].as_ptr().cast()) }
+}
+
+/// The sixteen lanes' states after the first round key: counters `[_, lane[l], a, b]` (the
+/// head's word zero until a block's head is xored in) xor `k_0`, for both vector widths'
+/// groups to arrange.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn first_states(keys: &Keys, lane: [u32; 16], a: u32, b: u32) -> [std::arch::x86_64::__m128i; 16] {
+    use std::arch::x86_64::*;
+    let k0 = round_key(keys, 0);
+    std::array::from_fn(|l| {
+        // SAFETY: SSE2, which every x86-64 CPU has.
+        unsafe { _mm_xor_si128(_mm_set_epi32(b as i32, a as i32, lane[l] as i32, 0), k0) }
+    })
+}
+
 #[cfg(target_arch = "x86_64")]
 impl Group16 {
     /// The group of counters `[_, lane[l], a, b]` under `keys`.
@@ -166,20 +188,14 @@ impl Group16 {
     #[inline]
     pub unsafe fn new(keys: &Keys, lane: [u32; 16], a: u32, b: u32) -> Group16 {
         use std::arch::x86_64::*;
-        // SAFETY: an unaligned 16-byte load of a 16-byte array (SSE2, which every x86-64
-        // CPU has).
-        let load = |s: &[u8; 16]| unsafe { _mm_loadu_si128(s.as_ptr().cast()) };
-        let k0 = load(&keys.round[0]);
-        let state = |l: usize| {
-            let ctr = _mm_set_epi32(b as i32, a as i32, lane[l] as i32, 0);
-            _mm_xor_si128(ctr, k0)
-        };
+        let states = first_states(keys, lane, a, b);
+        let state = |l: usize| states[l];
         let base = std::array::from_fn(|v| {
             // Vector `v`: lanes `4q + p` and `4q + p + 2` with `q = v / 2`, `p = v % 2`.
             let l = 4 * (v / 2) + v % 2;
             _mm256_set_m128i(state(l + 2), state(l))
         });
-        let keys = std::array::from_fn(|r| _mm256_broadcastsi128_si256(load(&keys.round[r + 1])));
+        let keys = std::array::from_fn(|r| _mm256_broadcastsi128_si256(round_key(keys, r + 1)));
         Group16 { base, keys }
     }
 
@@ -270,21 +286,15 @@ impl Group16Zmm {
     #[inline]
     pub unsafe fn new(keys: &Keys, lane: [u32; 16], a: u32, b: u32) -> Group16Zmm {
         use std::arch::x86_64::*;
-        // SAFETY: an unaligned 16-byte load of a 16-byte array (SSE2, which every x86-64
-        // CPU has).
-        let load = |s: &[u8; 16]| unsafe { _mm_loadu_si128(s.as_ptr().cast()) };
-        let k0 = load(&keys.round[0]);
-        let state = |l: usize| {
-            let ctr = _mm_set_epi32(b as i32, a as i32, lane[l] as i32, 0);
-            _mm_xor_si128(ctr, k0)
-        };
+        let states = first_states(keys, lane, a, b);
+        let state = |l: usize| states[l];
         let base = std::array::from_fn(|v| {
             let l = 8 * (v / 2) + v % 2;
             let lo = _mm256_set_m128i(state(l + 2), state(l));
             let hi = _mm256_set_m128i(state(l + 6), state(l + 4));
             _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi)
         });
-        let keys = std::array::from_fn(|r| _mm512_broadcast_i32x4(load(&keys.round[r + 1])));
+        let keys = std::array::from_fn(|r| _mm512_broadcast_i32x4(round_key(keys, r + 1)));
         Group16Zmm { base, keys }
     }
 
