@@ -1,5 +1,6 @@
 //! Nanoseconds per standard normal: the bulk path (`SampleRng::fill_lanes`, what
-//! `Problem::draw_noise` uses) in the AVX2 and the portable build, against one
+//! `Problem::draw_noise` uses) in the AVX-512, the AVX2 and the portable build (a set the
+//! CPU lacks runs a narrower one), against one
 //! `SampleRng::normal` after another, for one chunk of 16 samples with as many latents as
 //! the paper models have.
 //!
@@ -23,6 +24,7 @@ fn bench_normals(c: &mut Criterion) {
         let mut s = vec![0.0; LANES * n];
         let mut k = 0u64;
         for (name, set) in [
+            ("bulk_avx512", KernelSet::Avx512),
             ("bulk", KernelSet::Avx2),
             ("bulk_portable", KernelSet::Portable),
         ] {

@@ -9,6 +9,8 @@ error of the polynomial with those rounded coefficients over its range, sampled 
 - exp: `e^r = 1 + r + r^2 Q(r)` for `|r| <= ln 2 / 2` (plus 2^-40 of slack for the rounding of
   the reduced argument). `Q` has degree 9 (so `e^r` degree 11); the fit minimises the
   largest `|r^2 (Q(r) - q(r))| / e^r`, the error relative to the result.
+- exp tabled: `e^r = 1 + r + r^2 Q(r)` for `|r| <= ln 2 / 32` (plus the same slack), `Q` of
+  degree 4, minimising the error relative to `e^r` (`EXP_TABLED_COEFFS`).
 - ln: `2 atanh(s) = 2s + s z R(z)` with `z = s^2`, `s = f / (2 + f)`, `f` in
   `[sqrt(1/2) - 1, sqrt(2) - 1]`, so `z <= (3 - 2 sqrt 2)^2`. `R` has degree 6; the fit
   minimises the largest `|s z (R(z) - r(z))| / (2 atanh s)`, again relative to the result
@@ -89,6 +91,16 @@ def fit_exp(deg_q):
     show("exp Q", c, rel, -h, h)
 
 
+def fit_exp_tabled(deg_q):
+    """`e^r = 1 + r + r^2 Q(r)` on `|r| <= ln 2 / 32` (`exp_of_nonpositive_tabled`, after its
+    table of sixteenths of `ln 2`), minimising the error relative to `e^r` itself."""
+    h = mp.log(2) / 32 + mp.mpf(2) ** -40
+    q = lambda r: mp.fsum(r**k / mp.factorial(k + 2) for k in range(80))
+    c = remez(q, lambda r: r**2 / mp.exp(r), -h, h, deg_q)
+    rel = lambda cd, r: r**2 * (mp.polyval([mp.mpf(x) for x in cd[::-1]], r) - q(r)) / mp.exp(r)
+    show("exp tabled Q", c, rel, -h, h)
+
+
 def fit_ln(deg_r):
     smax = (mp.sqrt(2) - 1) / (1 + mp.sqrt(2))
     zmax = smax**2 * (1 + mp.mpf(2) ** -40)
@@ -107,3 +119,4 @@ if __name__ == "__main__":
     dr = int(sys.argv[2]) if len(sys.argv) > 2 else 6
     fit_exp(dq)
     fit_ln(dr)
+    fit_exp_tabled(4)

@@ -158,6 +158,88 @@ fn exp_reduced(x: f64) -> (f64, u64) {
     (p, kb)
 }
 
+/// `1.5 * 2^48`: adding it rounds a double of magnitude below 2^47 to a multiple of 1/16,
+/// whose sixteenths then sit in the low bits of the sum's representation.
+pub(crate) const ROUND_SIXTEENTHS: f64 = 422_212_465_065_984.0;
+
+/// `2^(j/16)` for `j` in `0..16`, each the double nearest it (`tests/eval_vmath.rs` checks
+/// them): the table of [`exp_of_nonpositive_tabled`].
+pub const EXP2_SIXTEENTHS: [f64; 16] = [
+    f64::from_bits(0x3ff0000000000000), // 1.0
+    f64::from_bits(0x3ff0b5586cf9890f), // 1.0442737824274138
+    f64::from_bits(0x3ff172b83c7d517b), // 1.0905077326652577
+    f64::from_bits(0x3ff2387a6e756238), // 1.1387886347566916
+    f64::from_bits(0x3ff306fe0a31b715), // 1.189207115002721
+    f64::from_bits(0x3ff3dea64c123422), // 1.241857812073484
+    f64::from_bits(0x3ff4bfdad5362a27), // 1.2968395546510096
+    f64::from_bits(0x3ff5ab07dd485429), // 1.3542555469368927
+    f64::from_bits(0x3ff6a09e667f3bcd), // 1.4142135623730951
+    f64::from_bits(0x3ff7a11473eb0187), // 1.4768261459394993
+    f64::from_bits(0x3ff8ace5422aa0db), // 1.5422108254079407
+    f64::from_bits(0x3ff9c49182a3f090), // 1.6104903319492543
+    f64::from_bits(0x3ffae89f995ad3ad), // 1.681792830507429
+    f64::from_bits(0x3ffc199bdd85529c), // 1.7562521603732995
+    f64::from_bits(0x3ffd5818dcfba487), // 1.8340080864093424
+    f64::from_bits(0x3ffea4afa2a490da), // 1.9152065613971474
+];
+
+/// `Q(r)` in `e^r = 1 + r + r^2 Q(r)` on `|r| <= ln 2 / 32`, highest power first (evaluated
+/// in Estrin's order): degree 4, the minimax fit of the error relative to `e^r`
+/// (`scripts/fit_polys.py`), below 2^-56.2 with the coefficients rounded.
+pub(crate) const EXP_TABLED_COEFFS: [f64; 5] = [
+    f64::from_bits(0x3f56c14c6ebcb2b8), // 0.0013888594066415027
+    f64::from_bits(0x3f811123aae4eff1), // 0.008333471920757037
+    f64::from_bits(0x3fa55555558fca5e), // 0.04166666669324991
+    f64::from_bits(0x3fc555555548f893), // 0.1666666666441797
+    f64::from_bits(0x3fdfffffffffffb9), // 0.49999999999999606
+];
+
+/// What [`exp_of_nonpositive_tabled`] adds to the bits of its `kr` before a shift by 4 to
+/// get `m + 1087`, `m` the power of two of the result (`m + 64` biased as an exponent).
+pub(crate) const TABLED_BIAS: u64 = (16 * 1087u64).wrapping_sub(ROUND_SIXTEENTHS.to_bits());
+
+/// `e^x` for `x <= 0` (for a NaN or positive `x` the result is unspecified), within 1.5 ulp
+/// of the true value (subnormal results rounded once): the exponential of a plate body's smoothed
+/// if-statements' weights (`Tape::with_plain_weights`), eleven multiply-add-class operations
+/// where [`exp_of_nonpositive`] takes seventeen.
+///
+/// `x = (m + j/16) ln 2 + r` with `|r| <= ln 2 / 32`: `k = m + j/16` is `x / ln 2` rounded to
+/// a sixteenth by adding [`ROUND_SIXTEENTHS`] (its sixteenths `16 k` are the low bits of the
+/// sum, `j` the lowest four), and `r` is reduced in two parts as [`exp`]'s is (`k LN2_HI` is
+/// exact: `16 k` has at most 15 bits). `e^x = 2^m * T_j * (1 + s)`, `T_j = 2^(j/16)` from
+/// [`EXP2_SIXTEENTHS`] and `s = r + r^2 Q(r)` ([`EXP_TABLED_COEFFS`]), with `T_j (1 + s)`
+/// one fused multiply-add. Its error: `T_j`'s rounding (1/2 ulp of `T_j`, up to 1 ulp of a
+/// result just below a power of two), the last rounding (1/2 ulp), and `s`'s (its rounding,
+/// `r`'s and the fit's, together below 2^-56 relative): within 1.5 ulp, 1.105 ulp the worst
+/// measured over 10^7 inputs (`tests/eval_vmath.rs`; [`exp`]'s: 1.09). The scaling by `2^m`
+/// is [`exp_of_nonpositive`]'s, by `2^(m + 64)` (normal for every `m >= -1083` the clamp
+/// allows: exact) and then `2^-64` (rounding a subnormal result once), the correctly
+/// rounded product `vscalefpd` gives in one instruction.
+///
+/// Why a table: a shorter argument needs a polynomial of degree 6 where [`exp`]'s range
+/// needs 11; the compiled AVX-512 code reads `T_j` with one permutation of the table in two
+/// registers' worth of constants (`vpermt2pd`), the AVX2 code with a gather.
+#[inline(always)]
+pub fn exp_of_nonpositive_tabled(x: f64) -> f64 {
+    let x_c = x.max(EXP_FLOOR);
+    let kr = x_c.mul_add(INV_LN2, ROUND_SIXTEENTHS);
+    let k = kr - ROUND_SIXTEENTHS;
+    let r = (-k).mul_add(LN2_LO, (-k).mul_add(LN2_HI, x_c));
+    let t = EXP2_SIXTEENTHS[(kr.to_bits() & 15) as usize];
+    // Q in Estrin's order: two pairs side by side, joined by `r^2` twice (three multiply-adds
+    // deep after `r`, where Horner's order is four, with as many operations).
+    let c = &EXP_TABLED_COEFFS;
+    let r2 = r * r;
+    let low = c[3].mul_add(r, c[4]);
+    let high = c[0].mul_add(r2, c[1].mul_add(r, c[2]));
+    let q = high.mul_add(r2, low);
+    let s = r2.mul_add(q, r);
+    let p = t.mul_add(s, t);
+    // m + 1087 = (16 k + 16 * 1087) / 16, the sum non-negative.
+    let biased = kr.to_bits().wrapping_add(TABLED_BIAS) >> 4;
+    p * pow2_biased(biased) * TWO_TO_MINUS_64
+}
+
 /// `2^54`: [`ln_core`] and [`ln_stand_in`] scale a subnormal argument by it first.
 pub(crate) const SUBNORMAL_SCALE: f64 = 18_014_398_509_481_984.0;
 
@@ -373,6 +455,13 @@ pub fn sigmoid_big_small_plain(e: f64) -> (f64, f64) {
 /// The logistic function from [`sigmoid_big_small_plain`]'s weights (for its accuracy test).
 pub fn sigmoid_plain(x: f64) -> f64 {
     let (big, small) = sigmoid_big_small_plain(exp_of_nonpositive(-x.abs()));
+    sigmoid_pair_order(x, big, small).0
+}
+
+/// The logistic function as a plate body's smoothed if-statements weigh (for its accuracy
+/// test): [`sigmoid_big_small_plain`] of [`exp_of_nonpositive_tabled`].
+pub fn sigmoid_tabled(x: f64) -> f64 {
+    let (big, small) = sigmoid_big_small_plain(exp_of_nonpositive_tabled(-x.abs()));
     sigmoid_pair_order(x, big, small).0
 }
 

@@ -905,3 +905,60 @@ fn compiled_plain_weights_give_the_interpreters_bits() {
         );
     }
 }
+
+/// The plain weights' routines give the interpreter's bits over the whole range of a guard:
+/// weights near one half, in the tails, where the small weight turns subnormal and where it
+/// underflows to zero, at every entry of the exponential's table (the guards spread over
+/// many sixteenths of `ln 2` per unit of `eta`), and infinite and NaN guards.
+#[test]
+fn compiled_plain_weights_give_the_interpreters_bits_over_the_guards_range() {
+    let b = Builder::new();
+    let z = b.latent("z");
+    let w = b.latent("w");
+    let total = b.if_neg(z, w * 3.0, w - 1.0);
+    let program = b.finish(&[total]).unwrap();
+    let tape = Tape::compile(&program, 0).with_plain_weights();
+    let mut rng = Lcg(0x7ab1);
+    for round in 0..200 {
+        let zs: Vec<f64> = (0..2 * BATCH)
+            .map(|i| {
+                let u = rng.next();
+                let sign = if rng.next() < 0.5 { -1.0 } else { 1.0 };
+                match (round + i) % 9 {
+                    // NaN guards, quiet and signalling, of either sign, with payloads.
+                    4 | 5 => {
+                        let quiet = if (round + i) % 9 == 5 { 1u64 << 51 } else { 0 };
+                        let nan =
+                            f64::from_bits(0x7ff0_0000_0000_0001 | quiet | (u.to_bits() >> 14));
+                        if sign < 0.0 { -nan } else { nan }
+                    }
+                    6 => sign * f64::INFINITY,
+                    // |x| up to 800 at eta 1: past the clamp at 750.
+                    0 | 7 => sign * 800.0 * u,
+                    // the subnormal small weights, and their end near 745.
+                    1 => sign * (700.0 + 50.0 * u),
+                    2 => sign * 4.0 * u,
+                    _ => sign * 10f64.powf(-300.0 + 303.0 * u),
+                }
+            })
+            .collect();
+        for sem in [
+            Semantics::Smoothed { eta: 1.0 },
+            Semantics::Smoothed { eta: 0.37 },
+        ] {
+            let want = run_affine(
+                &tape,
+                KernelSet::Portable,
+                sem,
+                &[],
+                &zs,
+                &[0.0, 0.0],
+                &[1.0, 1.0],
+            );
+            for set in compiled_sets() {
+                let got = run_affine(&tape, set, sem, &[], &zs, &[0.0, 0.0], &[1.0, 1.0]);
+                assert!(got == want, "{set:?} {sem:?} round {round}: differs");
+            }
+        }
+    }
+}

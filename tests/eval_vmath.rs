@@ -509,6 +509,110 @@ fn the_plain_sigmoid_is_within_3_ulp() {
     assert!(e <= 3.0, "sigmoid_plain: {e} ulp at {x:e}");
 }
 
+/// The arguments of the plate weights' exponential (`exp_of_nonpositive_tabled`): uniform
+/// over its whole range and over the last binades before 0, log-uniform down to the smallest
+/// subnormal, and its edges (the clamp, where results turn subnormal and then 0).
+fn nonpositive_case(name: &'static str, f: fn(f64) -> f64) -> Case {
+    Case {
+        name,
+        f,
+        reference: ref_exp,
+        ranges: vec![
+            |g| g.uniform(-750.0, 0.0),
+            |g| g.uniform(-40.0, 0.0),
+            |g| g.uniform(-1.0, 0.0),
+            |g| g.uniform(-746.0, -700.0),
+            |g| -g.log_uniform(-1074, 10).abs(),
+        ],
+        // (Not 0: the four neighbours of each edge's bits on either side are checked too, and
+        // those of +-0 are positive or NaN. The test checks `+-0` itself.)
+        edges: vec![
+            -2.5e-323, -1e-300, -708.39, -708.4, -709.0, -744.4, -745.13, -745.14, -749.9, -750.0,
+        ],
+    }
+}
+
+/// The plate weights' exponential is within 1.5 ulp of the true value: 1/2 ulp from its
+/// table's rounding, 1/2 from its last, and its polynomial's and reduced argument's errors.
+#[test]
+fn the_tabled_exponential_is_within_1_5_ulp() {
+    let case = nonpositive_case(
+        "exp_of_nonpositive_tabled",
+        elementary::exp_of_nonpositive_tabled,
+    );
+    assert_eq!(elementary::exp_of_nonpositive_tabled(0.0), 1.0);
+    assert_eq!(elementary::exp_of_nonpositive_tabled(-0.0), 1.0);
+    assert_eq!(
+        elementary::exp_of_nonpositive_tabled(f64::NEG_INFINITY),
+        0.0
+    );
+    let (e, x) = worst(&case, 1 << 16, 0x7ab1);
+    eprintln!("exp_of_nonpositive_tabled: worst {e:.3} ulp at {x:e}");
+    assert!(e <= 1.5, "exp_of_nonpositive_tabled: {e} ulp at {x:e}");
+}
+
+#[test]
+#[ignore = "10^7 inputs: run with --release --ignored"]
+fn the_tabled_exponential_is_within_1_5_ulp_over_ten_million_inputs() {
+    let case = nonpositive_case(
+        "exp_of_nonpositive_tabled",
+        elementary::exp_of_nonpositive_tabled,
+    );
+    let per_range = 10_000_000usize.div_ceil(case.ranges.len());
+    let (e, x) = worst(&case, per_range, 0x5eed_0011);
+    eprintln!("exp_of_nonpositive_tabled: worst {e:.4} ulp at {x:e} over 10^7 inputs");
+    assert!(e <= 1.5, "exp_of_nonpositive_tabled: {e} ulp at {x:e}");
+}
+
+/// The tabled exponential's table holds the doubles nearest `2^(j/16)`: `T^16`, in
+/// double-double arithmetic, is `2^j` within 16 times half an ulp of `T`, and not within
+/// that for `T`'s neighbours.
+#[test]
+fn the_tabled_exponentials_table_is_rounded_to_nearest() {
+    // The relative error of `t` as `2^(j/16)`, to first order: (t^16 / 2^j - 1) / 16.
+    let rel = |t: f64, j: i32| {
+        let mut p = Dd::from(t);
+        for _ in 0..4 {
+            p = p.mul(p);
+        }
+        let d = p.ldexp(-j).sub(Dd::from(1.0));
+        (d.hi + d.lo) / 16.0
+    };
+    for (j, &t) in elementary::EXP2_SIXTEENTHS.iter().enumerate() {
+        let j = j as i32;
+        let half_ulp = pow2(-53); // t in [1, 2): half an ulp relative is at most 2^-53
+        let err = rel(t, j).abs() * t;
+        assert!(
+            err <= half_ulp * 1.0000001,
+            "entry {j}: {t:e} off by {err:e}"
+        );
+        for n in [t.next_up(), t.next_down()] {
+            assert!(
+                rel(n, j).abs() * n > err,
+                "entry {j}: its neighbour {n:e} is nearer"
+            );
+        }
+    }
+}
+
+/// A plate body's weights (`sigmoid_big_small_plain` of the tabled exponential) stay within
+/// 3 ulp of the correctly rounded sigmoid over the sigmoid's own ranges and edges.
+#[test]
+fn the_plate_sigmoid_is_within_3_ulp() {
+    let sigmoid = cases()
+        .into_iter()
+        .find(|c| c.name == "sigmoid")
+        .expect("the sigmoid's case");
+    let plate = Case {
+        name: "sigmoid_tabled",
+        f: elementary::sigmoid_tabled,
+        ..sigmoid
+    };
+    let (e, x) = worst(&plate, 1 << 17, 0x91a2);
+    eprintln!("sigmoid_tabled: worst {e:.3} ulp at {x:e}");
+    assert!(e <= 3.0, "sigmoid_tabled: {e} ulp at {x:e}");
+}
+
 /// The smoothed if-statement's weights take `exp(-|x|)` from `exp_of_nonpositive`, which
 /// scales by one power of two instead of `exp`'s two: it must give `exp`'s bits for every
 /// argument at most 0, subnormal results (below about -708.4) and the clamp at -750 included.

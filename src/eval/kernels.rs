@@ -463,18 +463,29 @@ pub fn select_reverse(g: &Lanes, ad: &Lanes, force: Option<bool>) -> (Lanes, Lan
 /// `eta` lane by lane: a vector division costs as much as a third of the `exp`.
 #[inline(always)]
 pub fn smooth_weights(g: &Lanes, eta: f64) -> (Lanes, Lanes) {
-    smooth_weights_by(g, eta, sigmoid_big_small)
+    smooth_weights_by(g, eta, elementary::exp_of_nonpositive, sigmoid_big_small)
 }
 
-/// [`smooth_weights`] with [`elementary::sigmoid_big_small_plain`]'s weights (a plate body's
-/// tape: `Tape::with_plain_weights`).
+/// [`smooth_weights`] with [`elementary::exp_of_nonpositive_tabled`] and
+/// [`elementary::sigmoid_big_small_plain`]'s weights (a plate body's tape:
+/// `Tape::with_plain_weights`).
 #[inline(always)]
 pub fn smooth_weights_plain(g: &Lanes, eta: f64) -> (Lanes, Lanes) {
-    smooth_weights_by(g, eta, elementary::sigmoid_big_small_plain)
+    smooth_weights_by(
+        g,
+        eta,
+        elementary::exp_of_nonpositive_tabled,
+        elementary::sigmoid_big_small_plain,
+    )
 }
 
 #[inline(always)]
-fn smooth_weights_by(g: &Lanes, eta: f64, big_small: impl Fn(f64) -> (f64, f64)) -> (Lanes, Lanes) {
+fn smooth_weights_by(
+    g: &Lanes,
+    eta: f64,
+    exp_of_nonpositive: impl Fn(f64) -> f64,
+    big_small: impl Fn(f64) -> (f64, f64),
+) -> (Lanes, Lanes) {
     let mut we = [0.0; CHUNK];
     let mut wt = [0.0; CHUNK];
     let inv_eta = 1.0 / eta;
@@ -482,7 +493,7 @@ fn smooth_weights_by(g: &Lanes, eta: f64, big_small: impl Fn(f64) -> (f64, f64))
     // `exp(-|x|)` without `exp`'s clamp from above and its NaN select: the argument is at
     // most 0 (so one scaling by a power of two suffices), and a NaN `x` gets its weights from
     // `sigmoid_pair_order`.
-    let e = map(|l| elementary::exp_of_nonpositive(-x[l].abs()));
+    let e = map(|l| exp_of_nonpositive(-x[l].abs()));
     // Arithmetic, then selects, in two loops: one loop returning the ordered pair may be
     // compiled lane by lane with branches.
     let mut big = [0.0; CHUNK];

@@ -16,8 +16,9 @@
 //! steps whose inputs changed and what they read that no place holds any more;
 //! `exp` and `ln` lanes come from `vmath`, the lane loops of `crate::elementary`'s scalar
 //! definitions (the reference's own functions). The one exception: a plate body's tapes
-//! (`Tape::with_plain_weights`) take their smoothing weights without the sigmoid's rounding
-//! corrections, in every build alike (a few ulp per weight from the reference's).
+//! (`Tape::with_plain_weights`) take their smoothing weights from a shorter, tabled `exp`
+//! and without the sigmoid's rounding corrections, in every build alike (within 3 ulp of
+//! the reference's sigmoid).
 //!
 //! The modules, each importing only those listed before it: `instr` (the instruction set),
 //! `input` (the latents a sweep reads: values, or noise reparameterised as it loads them),

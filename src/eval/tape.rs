@@ -52,8 +52,9 @@ impl Tape {
     }
 
     /// This tape with its smoothed if-statements' weights computed without their rounding
-    /// corrections (`elementary::sigmoid_big_small_plain`), in every build alike: a plate
-    /// body's tapes, whose weights are most of a smoothed gradient's time. Its smoothed
+    /// corrections (`elementary::sigmoid_big_small_plain`) and from a shorter exponential
+    /// (`elementary::exp_of_nonpositive_tabled`), in every build alike: a plate body's
+    /// tapes, whose weights are most of a smoothed gradient's time. Its smoothed
     /// values then differ from [`Tape::compile`]'s by a few ulp per weight; crisp sweeps are
     /// unchanged. Called on a tape just compiled (its machine code is made at first use).
     pub fn with_plain_weights(mut self) -> Tape {

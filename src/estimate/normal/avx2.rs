@@ -85,10 +85,13 @@ pub unsafe fn fast4v_avx2(
 /// operations on the loaded word (the integer units are idle in this loop), where computing
 /// the offsets in vectors and storing them cost a shift and an `and` on the vector units,
 /// which the AES rounds and the fast path keep busy.
+///
+/// The AVX-512 build ([`super::avx512`]) stages the same 32 words in the same order, eight
+/// to a 512-bit store (hence the alignment).
 #[derive(Clone, Copy, Default)]
-#[repr(C, align(32))]
+#[repr(C, align(64))]
 pub struct Staged32 {
-    words: [[u64; 4]; 8],
+    pub(super) words: [[u64; 4]; 8],
 }
 
 /// Stores the words `w` into `out` (see [`Staged32`]).

@@ -37,9 +37,10 @@ impl SampleRng {
         let s = &mut s[..n * w];
         #[cfg(target_arch = "x86_64")]
         if set != KernelSet::Portable && crate::cpu::avx2_fma() {
-            // SAFETY: the CPU has AVX2 and FMA (checked just above). (The AVX-512 set draws
-            // normals with this build too.)
-            unsafe { self.fill_avx2(first as u64, w, n, s) };
+            // The AVX-512 sets draw with this build's loop too, in 512-bit vectors.
+            let wide = matches!(set, KernelSet::Avx512 | KernelSet::Jit) && crate::cpu::avx512();
+            // SAFETY: the CPU has AVX2 and FMA (checked just above), and AVX-512 if `wide`.
+            unsafe { self.fill_avx2(first as u64, w, n, s, wide) };
             return;
         }
         let _ = set;

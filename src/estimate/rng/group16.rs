@@ -1,6 +1,6 @@
 //! The AVX2 and AES-NI (or VAES) build of bulk normals: sixteen lanes whose counters share
 //! their top words go from the AES rounds straight into the vector fast path, and the
-//! normals it rejects wait in a list to be redrawn eight at a time.
+//! normals it rejects wait in a list to be redrawn sixteen at a time.
 
 use super::super::ars;
 use super::super::normal::{self, Ziggurat};
@@ -13,11 +13,13 @@ use crate::cpu::feature_builds;
 #[cfg(target_arch = "x86_64")]
 const REDO_BLOCKS: usize = 64;
 
-/// Rejected normals redrawn together: their sixteen blocks (each's word and first slow
-/// block) go through the AES rounds side by side, and their first steps through the slow
-/// path in vector code.
+/// Rejected normals redrawn together: their blocks (each's word and first slow block) go
+/// through the AES rounds side by side, and their first steps through the slow path in
+/// vector code. A batch is bound by the latency of its rounds and its `exp`, so sixteen
+/// cost little more than eight (`cheating`, whose chunk rejects about 21 normals, ran
+/// about 1 % faster with sixteen in both vector builds).
 #[cfg(target_arch = "x86_64")]
-const REDO_BATCH: usize = 8;
+const REDO_BATCH: usize = 16;
 
 /// Normals the fast path rejected, waiting for [`SampleRng::redo_batch_sized`]: `(lane, k, at)`,
 /// the `k`-th normal of lane `lane`, for `s[at]`. The list outlives a pass and a group of
@@ -32,23 +34,37 @@ struct Pending {
 impl SampleRng {
     /// The AVX2 build: few lanes four at a time (so that one lane does not cost sixteen), else
     /// groups of sixteen lanes through [`SampleRng::fill_group16_avx2`] where the CPU has
-    /// AES-NI (VAES if it has it).
+    /// AES-NI (VAES if it has it; in 512-bit vectors if `wide` and it has VAES).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA, and AVX-512 (F, DQ, VL, BW) if `wide`.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn fill_avx2(&self, first: u64, w: usize, n: usize, s: &mut [f64]) {
+    pub(super) unsafe fn fill_avx2(
+        &self,
+        first: u64,
+        w: usize,
+        n: usize,
+        s: &mut [f64],
+        wide: bool,
+    ) {
         if w <= 4 {
             self.fill_body::<4, true, false>(first, w, n, s);
             return;
         }
         let t = normal::tables();
         let (aes, vaes) = (crate::cpu::aes(), crate::cpu::vaes());
+        let zmm = vaes && wide;
         let mut pending = Pending::default();
         for g0 in (0..w).step_by(GROUP) {
             let lane0 = first + g0 as u64;
             if aes && lane0 >> 32 == (lane0 + GROUP as u64 - 1) >> 32 {
-                // SAFETY: the CPU has AES-NI, and VAES where `vaes` (checked above).
+                // SAFETY: the CPU has AES-NI and VAES where `vaes` (checked above), and
+                // AVX-512 where `wide` (this function's promise).
                 unsafe {
-                    if vaes {
+                    if zmm {
+                        self.fill_group16_zmm(t, first, w, n, s, g0, &mut pending);
+                    } else if vaes {
                         self.fill_group16_vaes(t, first, w, n, s, g0, &mut pending);
                     } else {
                         self.fill_group16_aesni(t, first, w, n, s, g0, &mut pending);
@@ -75,7 +91,7 @@ impl SampleRng {
     /// ([`normal::fast32_avx2`]) and its results straight into `s`, and the block's mask of
     /// rejected words into a list; after every [`REDO_BLOCKS`] blocks,
     /// [`SampleRng::redo_rejected`] adds the rejected normals to `pending` and redraws them
-    /// eight at a time (the caller redraws the last ones). The same numbers, with VAES
+    /// sixteen at a time (the caller redraws the last ones). The same numbers, with VAES
     /// (`VAES`) or AES-NI.
     ///
     /// Why the slow path waits: called where a word is rejected (in 13 % of the blocks), it
@@ -85,10 +101,14 @@ impl SampleRng {
     /// # Safety
     /// The CPU must have AVX2, FMA and AES-NI, and VAES if `VAES` (the caller's target
     /// features: [`SampleRng::fill_group16_vaes`] or [`SampleRng::fill_group16_aesni`]).
+    ///
+    /// With `ZMM` (the CPU has AVX-512 and VAES: [`SampleRng::fill_group16_zmm`]) the rounds
+    /// and the fast path run in 512-bit vectors ([`ars::Group16Zmm`],
+    /// [`normal::fast32_avx512`]): the same numbers.
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn fill_group16_avx2<const VAES: bool>(
+    unsafe fn fill_group16_avx2<const VAES: bool, const ZMM: bool>(
         &self,
         t: &Ziggurat,
         first: u64,
@@ -99,54 +119,96 @@ impl SampleRng {
         pending: &mut Pending,
     ) {
         let lane0 = first + g0 as u64;
-        let gw = GROUP.min(w - g0);
         let lanes: [u32; GROUP] = std::array::from_fn(|l| (lane0 + l as u64) as u32);
         let [_, _, a, b] = self.counter(0, lane0);
-        // SAFETY: the CPU has AVX2 (this function's promise, from its callers' target
-        // features).
-        let group = unsafe { ars::Group16::new(&self.keys, lanes, a, b) };
+        // SAFETY: the CPU has AVX2, and AVX-512 and VAES where `ZMM` (this function's
+        // promise, from its callers' target features).
+        unsafe {
+            if ZMM {
+                let group = Zmm(ars::Group16Zmm::new(&self.keys, lanes, a, b));
+                self.fill_group16_with(t, first, w, n, s, g0, pending, &group);
+            } else {
+                let group = Ymm::<VAES>(ars::Group16::new(&self.keys, lanes, a, b));
+                self.fill_group16_with(t, first, w, n, s, g0, pending, &group);
+            }
+        }
+    }
+
+    /// [`SampleRng::fill_group16_avx2`]'s loop over the blocks of `group`.
+    ///
+    /// # Safety
+    /// As [`SampleRng::fill_group16_avx2`], with the features `G` needs.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn fill_group16_with<G: Rounds>(
+        &self,
+        t: &Ziggurat,
+        first: u64,
+        w: usize,
+        n: usize,
+        s: &mut [f64],
+        g0: usize,
+        pending: &mut Pending,
+        group: &G,
+    ) {
+        let gw = GROUP.min(w - g0);
         let blocks = n.div_ceil(2);
         // The blocks with rejected words, `block << 32 | mask`, written for every block and
         // kept for those with a rejection (no branch on the rare event).
         let mut rejected = [0u64; REDO_BLOCKS];
-        // The words of the block the fast path works on and of the next, staged while it
-        // does, so that the next block's AES rounds (two pipes) overlap the fast path's table
-        // loads and arithmetic (the others) in the out-of-order window. Even blocks in `even`,
-        // odd ones in `odd`: the loop is unrolled by two so that each buffer has a fixed
-        // place on the stack.
-        let (mut even, mut odd) = (normal::Staged32::default(), normal::Staged32::default());
-        // SAFETY: the CPU has AVX2 and AES-NI, and VAES where `VAES` (this function's
-        // promise), and this function inlines into its callers, which enable them.
-        unsafe { stage::<VAES>(&group, 0, &mut even) };
-        const { assert!(REDO_BLOCKS.is_multiple_of(2)) };
+        // The words of the blocks the fast path works on and of the next ones, staged while
+        // it does, so that the next blocks' AES rounds (two pipes) overlap the fast path's
+        // table loads and arithmetic (the others) in the out-of-order window. A build stages
+        // `G::UNIT` blocks at a time; even units in `even`, odd ones in `odd`: the loop is
+        // unrolled by two so that each buffer has a fixed place on the stack.
+        let unit = G::UNIT;
+        let (mut even, mut odd) = (
+            <[normal::Staged32; 2]>::default(),
+            <[normal::Staged32; 2]>::default(),
+        );
+        // SAFETY: the CPU has the features of `G`'s build (this function's promise), and
+        // this function inlines into its callers, which enable them.
+        unsafe { group.stage(0, &mut even) };
+        const { assert!(REDO_BLOCKS.is_multiple_of(4)) };
         for from in (0..blocks).step_by(REDO_BLOCKS) {
             let to = (from + REDO_BLOCKS).min(blocks);
             let mut count = 0;
-            for block in (from..to).step_by(2) {
-                if block + 1 < blocks {
-                    // SAFETY: as for the first block's `stage`.
-                    unsafe { stage::<VAES>(&group, block + 1, &mut odd) };
+            for start in (from..to).step_by(2 * unit) {
+                if start + unit < blocks {
+                    // SAFETY: as for the first blocks' `stage`.
+                    unsafe { group.stage(start + unit, &mut odd) };
                 }
-                // SAFETY: the CPU has AVX2, which this function's callers enable.
-                let mask = unsafe { fast_block(t, &even, block, w, n, g0, gw, s) };
-                rejected[count] = (block as u64) << 32 | u64::from(mask);
-                count += usize::from(mask != 0);
-                if block + 1 < to {
-                    if block + 2 < blocks {
-                        // SAFETY: as for the first block's `stage`.
-                        unsafe { stage::<VAES>(&group, block + 2, &mut even) };
+                for (i, staged) in even[..unit].iter().enumerate() {
+                    let block = start + i;
+                    if block < to {
+                        // SAFETY: as for the first blocks' `stage`.
+                        let mask = unsafe { fast_block::<G>(t, staged, block, w, n, g0, gw, s) };
+                        rejected[count] = (block as u64) << 32 | u64::from(mask);
+                        count += usize::from(mask != 0);
                     }
-                    // SAFETY: as for the even block's `fast_block`.
-                    let mask = unsafe { fast_block(t, &odd, block + 1, w, n, g0, gw, s) };
-                    rejected[count] = (block as u64 + 1) << 32 | u64::from(mask);
-                    count += usize::from(mask != 0);
+                }
+                if start + unit < to {
+                    if start + 2 * unit < blocks {
+                        // SAFETY: as for the first blocks' `stage`.
+                        unsafe { group.stage(start + 2 * unit, &mut even) };
+                    }
+                    for (i, staged) in odd[..unit].iter().enumerate() {
+                        let block = start + unit + i;
+                        if block < to {
+                            // SAFETY: as for the first blocks' `stage`.
+                            let mask =
+                                unsafe { fast_block::<G>(t, staged, block, w, n, g0, gw, s) };
+                            rejected[count] = (block as u64) << 32 | u64::from(mask);
+                            count += usize::from(mask != 0);
+                        }
+                    }
                 }
             }
             if count != 0 {
                 let (rejected, at) = (&rejected[..count], (first, g0, gw, w, n));
-                // SAFETY: the CPU has AVX2, FMA and AES-NI, and VAES where `VAES` (this
-                // function's promise).
-                unsafe { self.redo_rejected::<VAES>(t, at, rejected, pending, s) };
+                // SAFETY: the CPU has the features of `G`'s build (this function's promise).
+                unsafe { group.redo(self, t, at, rejected, pending, s) };
             }
         }
     }
@@ -154,8 +216,9 @@ impl SampleRng {
     /// The normals of lanes `first + g0..` (at most `gw`; at `s[k * w + g0 + l]`, `n` normals
     /// per lane; `at` is `(first, g0, gw, w, n)`) whose words the fast path rejected:
     /// `rejected` holds `block << 32 | mask` (the mask as [`normal::REJECTED_WORD`] reads it)
-    /// for each block with any. They join `pending`, which [`SampleRng::redo_batch_vaes`]
-    /// (`VAES`) or [`SampleRng::redo_batch_aesni`] redraws whenever it is full.
+    /// for each block with any (bit `16 r + l` for word `r` of lane `l` if `ZMM`). They join
+    /// `pending`, which [`SampleRng::redo_batch_vaes`] (`VAES`) or
+    /// [`SampleRng::redo_batch_aesni`] redraws whenever it is full.
     ///
     /// # Safety
     /// The CPU must have AVX2, FMA and AES-NI, and VAES if `VAES`.
@@ -163,7 +226,7 @@ impl SampleRng {
     #[target_feature(enable = "avx2,fma,aes")]
     #[inline(never)]
     #[cold]
-    unsafe fn redo_rejected<const VAES: bool>(
+    unsafe fn redo_rejected<const VAES: bool, const ZMM: bool>(
         &self,
         t: &Ziggurat,
         at: (u64, usize, usize, usize, usize),
@@ -177,7 +240,12 @@ impl SampleRng {
             while mask != 0 {
                 let bit = mask.trailing_zeros() as usize;
                 mask &= mask - 1;
-                let (v, e) = normal::REJECTED_WORD[bit];
+                // Bit `16 r + l` for word `r` of lane `l` in the 512-bit build.
+                let (v, e) = if ZMM {
+                    ((bit / 4) as u8, (bit % 4) as u8)
+                } else {
+                    normal::REJECTED_WORD[bit]
+                };
                 let (half, l) = (
                     usize::from(v) / 4,
                     4 * (usize::from(v) % 4) + usize::from(e),
@@ -228,7 +296,7 @@ impl SampleRng {
     /// word block and first slow block are a pair of AES states ([`ars::pairs`], one
     /// vector each with VAES), then their first steps through the slow path run side by side
     /// in vector code ([`normal::wedge_lanes`]); the few normals those leave unsettled go
-    /// through [`normal::slow`] one by one. In 2, 4 or 8 lanes, the fewest that hold them:
+    /// through [`normal::slow`] one by one. In 2, 4, 8 or 16 lanes, the fewest that hold them:
     /// a bulk draw's last batch is often short (a model of 41 latents rejects about three
     /// of a group's 656 words), and a lane costs about as much used as not.
     ///
@@ -250,6 +318,7 @@ impl SampleRng {
                 0 => {}
                 1..=2 => self.redo_batch::<2, VAES>(t, todo, s),
                 3..=4 => self.redo_batch::<4, VAES>(t, todo, s),
+                5..=8 => self.redo_batch::<8, VAES>(t, todo, s),
                 _ => self.redo_batch::<REDO_BATCH, VAES>(t, todo, s),
             }
         }
@@ -308,7 +377,7 @@ impl SampleRng {
                 pending: &mut Pending,
             ) {
                 // SAFETY: this function's features.
-                unsafe { self.fill_group16_avx2::<VAES>(t, first, w, n, s, g0, pending) }
+                unsafe { self.fill_group16_avx2::<VAES, false>(t, first, w, n, s, g0, pending) }
             }
         }
         /// [`SampleRng::fill_group16_avx2`] with VAES, in a build with its features (so the
@@ -323,39 +392,152 @@ impl SampleRng {
         /// The CPU must have AVX2, FMA and AES-NI.
         fill_group16_aesni = "avx2,fma,aes", const VAES: bool = false;
     }
+
+    /// [`SampleRng::fill_group16_avx2`] in 512-bit vectors: four AES states per VAES
+    /// instruction, eight lanes per instruction of the fast path.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512 (F, DQ, VL, BW), FMA, AES-NI and VAES.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw,avx2,fma,aes,vaes")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn fill_group16_zmm(
+        &self,
+        t: &Ziggurat,
+        first: u64,
+        w: usize,
+        n: usize,
+        s: &mut [f64],
+        g0: usize,
+        pending: &mut Pending,
+    ) {
+        // SAFETY: this function's features.
+        unsafe { self.fill_group16_avx2::<true, true>(t, first, w, n, s, g0, pending) }
+    }
 }
 
-/// The words of the normals' block `block` of `group`'s sixteen lanes, staged into `out`
-/// for [`normal::fast32_avx2`].
-///
-/// # Safety
-/// The CPU must have AVX2 and AES-NI, and VAES if `VAES`; the caller must be compiled with
-/// them (a function with the target features): it inlines there.
+/// A group's AES rounds in one build: the words of its normals' blocks, staged for the fast
+/// path, and the build's redraw of rejected normals.
 #[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn stage<const VAES: bool>(group: &ars::Group16, block: usize, out: &mut normal::Staged32) {
-    // SAFETY: the caller's promise.
-    unsafe {
-        let (a0, a1) = if VAES {
-            group.words_vaes(normal_head(block as u64))
-        } else {
-            group.words_aesni(normal_head(block as u64))
-        };
-        let words = [a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]];
-        normal::stage32_avx2(&words, out);
+trait Rounds {
+    /// The fast path runs in 512-bit vectors, and its mask of rejections has bit `16 r + l`
+    /// for word `r` of lane `l` ([`normal::fast32_avx512`]).
+    const ZMM: bool;
+
+    /// The blocks staged at a time (at most 2): as many as keep eight AES states in flight,
+    /// which the rounds' latency needs for the instructions to issue at their full rate.
+    const UNIT: usize;
+
+    /// The words of the normals' blocks `block..block + UNIT` of the group's sixteen lanes,
+    /// staged into `out` (blocks past the lanes' last are computed and not read).
+    ///
+    /// # Safety
+    /// The CPU must have the build's features, and the caller must be compiled with them
+    /// (a function with the target features): it inlines there.
+    unsafe fn stage(&self, block: usize, out: &mut [normal::Staged32; 2]);
+
+    /// [`SampleRng::redo_rejected`] in this build.
+    ///
+    /// # Safety
+    /// As [`Rounds::stage`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn redo(
+        &self,
+        rng: &SampleRng,
+        t: &Ziggurat,
+        at: (u64, usize, usize, usize, usize),
+        rejected: &[u64],
+        pending: &mut Pending,
+        s: &mut [f64],
+    );
+}
+
+/// A group's rounds in 256-bit vectors: VAES (`VAES`) or AES-NI.
+#[cfg(target_arch = "x86_64")]
+struct Ymm<const VAES: bool>(ars::Group16);
+
+#[cfg(target_arch = "x86_64")]
+impl<const VAES: bool> Rounds for Ymm<VAES> {
+    const ZMM: bool = false;
+    const UNIT: usize = 1;
+
+    #[inline(always)]
+    unsafe fn stage(&self, block: usize, out: &mut [normal::Staged32; 2]) {
+        // SAFETY: the caller's promise: AVX2, AES-NI, and VAES if `VAES`.
+        unsafe {
+            let (a0, a1) = if VAES {
+                self.0.words_vaes(normal_head(block as u64))
+            } else {
+                self.0.words_aesni(normal_head(block as u64))
+            };
+            let words = [a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]];
+            normal::stage32_avx2(&words, &mut out[0]);
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn redo(
+        &self,
+        rng: &SampleRng,
+        t: &Ziggurat,
+        at: (u64, usize, usize, usize, usize),
+        rejected: &[u64],
+        pending: &mut Pending,
+        s: &mut [f64],
+    ) {
+        // SAFETY: the caller's promise.
+        unsafe { rng.redo_rejected::<VAES, false>(t, at, rejected, pending, s) }
+    }
+}
+
+/// A group's rounds in 512-bit vectors (AVX-512 and VAES).
+#[cfg(target_arch = "x86_64")]
+struct Zmm(ars::Group16Zmm);
+
+#[cfg(target_arch = "x86_64")]
+impl Rounds for Zmm {
+    const ZMM: bool = true;
+    const UNIT: usize = 2;
+
+    #[inline(always)]
+    unsafe fn stage(&self, block: usize, out: &mut [normal::Staged32; 2]) {
+        // SAFETY: the caller's promise: AVX-512 F and VAES.
+        unsafe {
+            let [a, b] = self
+                .0
+                .words2([normal_head(block as u64), normal_head(block as u64 + 1)]);
+            normal::stage32_avx512(&a, &mut out[0]);
+            normal::stage32_avx512(&b, &mut out[1]);
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn redo(
+        &self,
+        rng: &SampleRng,
+        t: &Ziggurat,
+        at: (u64, usize, usize, usize, usize),
+        rejected: &[u64],
+        pending: &mut Pending,
+        s: &mut [f64],
+    ) {
+        // SAFETY: the caller's promise.
+        unsafe { rng.redo_rejected::<true, true>(t, at, rejected, pending, s) }
     }
 }
 
 /// The fast path on the staged words of block `block` (normals `2 block` and `2 block + 1`)
 /// of the sixteen lanes from column `g0` of `s` (`w` columns, `n` normals per lane), of
-/// which the first `gw` are drawn: the normals into `s`, and the mask of rejected words.
+/// which the first `gw` are drawn: the normals into `s`, and the mask of rejected words (in
+/// the order of `G`'s build).
 ///
 /// # Safety
-/// The CPU must have AVX2, and the caller must be compiled with it: it inlines there.
+/// The CPU must have AVX2, and AVX-512 if `G::ZMM`, and the caller must be compiled with
+/// them: it inlines there.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn fast_block(
+unsafe fn fast_block<G: Rounds>(
     t: &Ziggurat,
     staged: &normal::Staged32,
     block: usize,
@@ -373,18 +555,39 @@ unsafe fn fast_block(
             first_16(r1).expect("a full group"),
         );
         // SAFETY: the caller's promise.
-        unsafe { normal::fast32_avx2(t, staged, rows) }
+        unsafe { fast32::<G>(t, staged, rows) }
     } else {
         // The last lanes, or the last normal of an odd count.
         let mut z = [[0.0; GROUP]; 2];
         let [z0, z1] = &mut z;
         // SAFETY: the caller's promise.
-        let r = unsafe { normal::fast32_avx2(t, staged, (z0, z1)) };
+        let r = unsafe { fast32::<G>(t, staged, (z0, z1)) };
         s[at..at + gw].copy_from_slice(&z[0][..gw]);
         if 2 * block + 1 < n {
             s[at + w..at + w + gw].copy_from_slice(&z[1][..gw]);
         }
         r
+    }
+}
+
+/// The fast path of `G`'s build on 32 staged words.
+///
+/// # Safety
+/// As [`fast_block`], with the features of `G`'s build.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn fast32<G: Rounds>(
+    t: &Ziggurat,
+    staged: &normal::Staged32,
+    rows: (&mut [f64; 16], &mut [f64; 16]),
+) -> u32 {
+    // SAFETY: the caller's promise.
+    unsafe {
+        if G::ZMM {
+            normal::fast32_avx512(t, staged, rows)
+        } else {
+            normal::fast32_avx2(t, staged, rows)
+        }
     }
 }
 

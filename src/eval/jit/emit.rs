@@ -11,8 +11,9 @@
 //! so the code gives the interpreter's bits. The long ones are routines emitted once before
 //! the sweep and called with their operand and results in scratch registers: a smoothed
 //! if-statement's weights (`kernels::smooth_weights`: `elementary::exp_of_nonpositive`, then
-//! `sigmoid_big_small` and `sigmoid_pair_order`) and `elementary::ln` (the logarithm and the
-//! Poisson term), each called once for both halves. Inlined in every step, they made
+//! `sigmoid_big_small` and `sigmoid_pair_order`; a plate body's plain weights take
+//! `elementary::exp_of_nonpositive_tabled` and `sigmoid_big_small_plain`) and `elementary::ln`
+//! (the logarithm and the Poisson term), each called once for both halves. Inlined in every step, they made
 //! textmsg's code larger than the instruction cache.
 //!
 //! Register use (both widths; see `avx512.rs` and `avx2/mod.rs` for their registers): `rbx`

@@ -116,7 +116,8 @@ pub(super) fn weights(a: &mut CodeAssembler) -> Result<(), IcedError> {
     interleaved(a, weights_body)
 }
 
-/// [`weights`] with `sigmoid_big_small_plain` (a tape `with_plain_weights`).
+/// [`weights`] with `exp_of_nonpositive_tabled` and `sigmoid_big_small_plain` (a tape
+/// `with_plain_weights`).
 pub(super) fn weights_plain(a: &mut CodeAssembler) -> Result<(), IcedError> {
     interleaved(a, weights_plain_body)
 }
@@ -135,7 +136,11 @@ fn weights_with(s: Set, plain: bool) -> Body {
     let load = |i: usize| qword_ptr(rbp + 8 * i as i32);
     b.push(move |a| a.vorpd(x[1], x[0], SIGN)); // -|x|
     b.push(move |a| a.vmaxpd(x[1], x[1], k(C_FLOOR))); // x_c: the floor where -|x| is NaN
-    exp_reduced_scaled(&mut b, s);
+    if plain {
+        exp_tabled(&mut b, s);
+    } else {
+        exp_reduced_scaled(&mut b, s);
+    }
     b.push(move |a| a.vbroadcastsd(x[1], load(C_ONE)));
     b.push(move |a| a.vaddpd(x[2], x[1], x[4])); // d = 1 + e
     if plain {
@@ -204,6 +209,37 @@ fn exp_reduced_scaled(b: &mut Body, s: Set) {
     // instruction (`k` again from `kr`, exactly).
     b.push(move |a| a.vsubpd(x[2], x[2], k(C_ROUND))); // k
     b.push(move |a| a.vscalefpd(x[4], x[4], x[2])); // e
+}
+
+/// `exp_of_nonpositive_tabled` of the clamped argument in `x[1]`: `e^x` into `x[4]` (it uses
+/// `x[1..9]`). The table's entry `j` is read by `vpermt2pd` from the table's two halves (one
+/// loaded, one the memory operand) with `kr` itself as the index: the instruction reads only
+/// an index's low four bits, which are `j`. The scaling by `2^m`, `m = floor(k)`, is
+/// `vscalefpd` by `k` (see [`exp_reduced_scaled`]).
+fn exp_tabled(b: &mut Body, s: Set) {
+    let x = s.x;
+    let c = |i: usize| k(C_TABLED_COEFF + i);
+    let load = |i: usize| qword_ptr(rbp + 8 * i as i32);
+    let half = |h: i32| zmmword_ptr(rbp + 8 * C_EXP2_SIXTEENTHS as i32 + 64 * h);
+    b.push(move |a| a.vbroadcastsd(x[2], load(C_ROUND_SIXTEENTHS)));
+    b.push(move |a| a.vfmadd231pd(x[2], x[1], k(C_INV_LN2))); // kr
+    b.push(move |a| a.vsubpd(x[3], x[2], k(C_ROUND_SIXTEENTHS))); // k
+    b.push(move |a| a.vmovapd(x[4], x[1]));
+    b.push(move |a| a.vfnmadd231pd(x[4], x[3], k(C_LN2_HI)));
+    b.push(move |a| a.vfnmadd231pd(x[4], x[3], k(C_LN2_LO))); // r
+    b.push(move |a| a.vmovupd(x[5], half(0)));
+    b.push(move |a| a.vpermt2pd(x[5], x[2], half(1))); // t = 2^(j/16)
+    b.push(move |a| a.vmulpd(x[6], x[4], x[4])); // r2
+    // Q in Estrin's order.
+    b.push(move |a| a.vbroadcastsd(x[7], load(C_TABLED_COEFF + 2)));
+    b.push(move |a| a.vfmadd231pd(x[7], x[4], c(1))); // c1 r + c2
+    b.push(move |a| a.vbroadcastsd(x[8], load(C_TABLED_COEFF + 4)));
+    b.push(move |a| a.vfmadd231pd(x[8], x[4], c(3))); // low = c3 r + c4
+    b.push(move |a| a.vfmadd231pd(x[7], x[6], c(0))); // high = c0 r2 + (c1 r + c2)
+    b.push(move |a| a.vfmadd213pd(x[7], x[6], x[8])); // q = high r2 + low
+    b.push(move |a| a.vfmadd213pd(x[7], x[6], x[4])); // s = r2 q + r
+    b.push(move |a| a.vfmadd213pd(x[5], x[7], x[5])); // p = t s + t
+    b.push(move |a| a.vscalefpd(x[4], x[5], x[3])); // e
 }
 
 /// The exponential routine: `elementary::exp` of `x[0]` into `x[1]` (of each set).

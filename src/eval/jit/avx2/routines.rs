@@ -18,14 +18,14 @@
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
 
-use crate::elementary::{ROUND, TWO_TO_MINUS_64};
+use crate::elementary::{EXP2_SIXTEENTHS, ROUND, TABLED_BIAS, TWO_TO_MINUS_64};
 
 pub(super) use super::super::consts::*;
 pub(super) use super::super::regs::{EQ_OQ, GE_OQ, GT_OQ, LE_OQ, LT_OQ, NEQ_UQ, UNORD_Q};
 
 /// The AVX2 code's constants besides the routines' shared ones ([`ROUTINES`]), after them in
 /// its table.
-const OWN: [f64; 8] = [
+const OWN: [f64; 10] = [
     -0.0,
     0.0,
     // `exp_of_nonpositive`'s biased exponent `k + 1087` from the bits of `kr`.
@@ -34,6 +34,9 @@ const OWN: [f64; 8] = [
     f64::from_bits(1082u64.wrapping_sub(ROUND.to_bits())),
     f64::from_bits(482),
     TWO_TO_MINUS_64,
+    // `exp_of_nonpositive_tabled`'s bias of `kr`'s bits, and the mask of its table index.
+    f64::from_bits(TABLED_BIAS),
+    f64::from_bits(15),
     // Spare, so that the table's length is not a guess.
     0.0,
     0.0,
@@ -58,10 +61,17 @@ const CONSTS: [f64; ROUTINES.len() + OWN.len()] = {
 /// Lanes of one vector: copies of each constant in the table.
 pub(super) const WIDTH: usize = 4;
 
-/// The constant table's start: [`CONSTS`], each [`WIDTH`] times.
+/// The constant table's start: [`CONSTS`], each [`WIDTH`] times, then `EXP2_SIXTEENTHS` once
+/// (its entries side by side for a gather; a whole number of [`WIDTH`]s).
 pub(super) fn table() -> Vec<f64> {
-    CONSTS.iter().flat_map(|&c| [c; WIDTH]).collect()
+    let mut t: Vec<f64> = CONSTS.iter().flat_map(|&c| [c; WIDTH]).collect();
+    t.extend(EXP2_SIXTEENTHS);
+    t
 }
+
+/// Where `EXP2_SIXTEENTHS` starts in the table, in bytes.
+const EXP2_SIXTEENTHS_AT: i32 = (8 * WIDTH * CONSTS.len()) as i32;
+const _: () = assert!(EXP2_SIXTEENTHS.len().is_multiple_of(WIDTH));
 
 /// Indices in [`CONSTS`] of the AVX2 code's own constants (those of the routines are
 /// shared: `consts.rs`).
@@ -71,6 +81,8 @@ const C_NONPOSITIVE_BIAS: usize = C_SIGN + 2;
 const C_AT_MOST_BIAS: usize = C_SIGN + 3;
 const C_FACTOR_BIAS: usize = C_SIGN + 4;
 const C_TWO_TO_MINUS_64: usize = C_SIGN + 5;
+const C_TABLED_BIAS: usize = C_SIGN + 6;
+const C_FIFTEEN: usize = C_SIGN + 7;
 
 /// Constant `i` of the code's table as a whole vector.
 pub(super) fn k(i: usize) -> AsmMemoryOperand {
@@ -132,7 +144,8 @@ pub(super) fn weights(a: &mut CodeAssembler) -> Result<(), IcedError> {
     interleaved(a, |r, _| weights_with(r, false))
 }
 
-/// [`weights`] with `sigmoid_big_small_plain` (a tape `with_plain_weights`).
+/// [`weights`] with `exp_of_nonpositive_tabled` and `sigmoid_big_small_plain` (a tape
+/// `with_plain_weights`).
 pub(super) fn weights_plain(a: &mut CodeAssembler) -> Result<(), IcedError> {
     interleaved(a, |r, _| weights_with(r, true))
 }
@@ -141,12 +154,16 @@ fn weights_with(r: [AsmRegisterYmm; 8], plain: bool) -> Body {
     let mut b = Body(Vec::new());
     b.push(move |a| a.vorpd(r[1], r[0], k(C_SIGN))); // -|x|
     b.push(move |a| a.vmaxpd(r[1], r[1], k(C_FLOOR))); // x_c: the floor where -|x| is NaN
-    exp_reduced(&mut b, r);
-    // `p * pow2_biased(kb + 5) * 2^-64`: `kb + 5` from the bits of `kr`.
-    b.push(move |a| a.vpaddq(r[2], r[2], k(C_NONPOSITIVE_BIAS)));
-    b.push(move |a| a.vpsllq(r[2], r[2], 52));
-    b.push(move |a| a.vmulpd(r[1], r[1], r[2]));
-    b.push(move |a| a.vmulpd(r[1], r[1], k(C_TWO_TO_MINUS_64))); // e
+    if plain {
+        exp_tabled(&mut b, r);
+    } else {
+        exp_reduced(&mut b, r);
+        // `p * pow2_biased(kb + 5) * 2^-64`: `kb + 5` from the bits of `kr`.
+        b.push(move |a| a.vpaddq(r[2], r[2], k(C_NONPOSITIVE_BIAS)));
+        b.push(move |a| a.vpsllq(r[2], r[2], 52));
+        b.push(move |a| a.vmulpd(r[1], r[1], r[2]));
+        b.push(move |a| a.vmulpd(r[1], r[1], k(C_TWO_TO_MINUS_64))); // e
+    }
     b.push(move |a| a.vmovupd(r[3], k(C_ONE)));
     b.push(move |a| a.vaddpd(r[2], r[3], r[1])); // d = 1 + e
     if plain {
@@ -208,6 +225,36 @@ fn exp_reduced(b: &mut Body, r: [AsmRegisterYmm; 8]) {
     b.push(move |a| a.vfmadd231pd(r[4], r[6], r[5])); // q = p4 r8 + s0
     b.push(move |a| a.vfmadd231pd(r[1], r[3], r[4])); // r2 q + r
     b.push(move |a| a.vaddpd(r[1], r[1], k(C_ONE))); // p = 1 + (r2 q + r)
+}
+
+/// `exp_of_nonpositive_tabled` of the clamped argument in `r[1]`: `e^x` into `r[1]` (it uses
+/// `r[1..7]`). The table's entry `j` (the low four bits of `kr`) is read by a gather, and the
+/// scaling by `2^m` is the scalar code's: `m + 1087` from the bits of `kr`, then two products.
+fn exp_tabled(b: &mut Body, r: [AsmRegisterYmm; 8]) {
+    let c = |i: usize| k(C_TABLED_COEFF + i);
+    b.push(move |a| a.vmovupd(r[2], k(C_ROUND_SIXTEENTHS)));
+    b.push(move |a| a.vfmadd231pd(r[2], r[1], k(C_INV_LN2))); // kr
+    b.push(move |a| a.vsubpd(r[3], r[2], k(C_ROUND_SIXTEENTHS))); // k
+    b.push(move |a| a.vfnmadd231pd(r[1], r[3], k(C_LN2_HI)));
+    b.push(move |a| a.vfnmadd231pd(r[1], r[3], k(C_LN2_LO))); // r
+    b.push(move |a| a.vpand(r[4], r[2], k(C_FIFTEEN))); // j
+    b.push(move |a| a.vpcmpeqq(r[5], r[5], r[5])); // every lane gathered
+    b.push(move |a| a.vgatherqpd_3(r[6], ptr(rbp + r[4] * 8 + EXP2_SIXTEENTHS_AT), r[5])); // t
+    b.push(move |a| a.vmulpd(r[3], r[1], r[1])); // r2
+    // Q in Estrin's order.
+    b.push(move |a| a.vmovupd(r[4], c(2)));
+    b.push(move |a| a.vfmadd231pd(r[4], r[1], c(1))); // c1 r + c2
+    b.push(move |a| a.vmovupd(r[5], c(4)));
+    b.push(move |a| a.vfmadd231pd(r[5], r[1], c(3))); // low = c3 r + c4
+    b.push(move |a| a.vfmadd231pd(r[4], r[3], c(0))); // high = c0 r2 + (c1 r + c2)
+    b.push(move |a| a.vfmadd213pd(r[4], r[3], r[5])); // q = high r2 + low
+    b.push(move |a| a.vfmadd213pd(r[4], r[3], r[1])); // s = r2 q + r
+    b.push(move |a| a.vfmadd213pd(r[6], r[4], r[6])); // p = t s + t
+    b.push(move |a| a.vpaddq(r[2], r[2], k(C_TABLED_BIAS)));
+    b.push(move |a| a.vpsrlq(r[2], r[2], 4));
+    b.push(move |a| a.vpsllq(r[2], r[2], 52)); // 2^(m + 64)
+    b.push(move |a| a.vmulpd(r[1], r[6], r[2]));
+    b.push(move |a| a.vmulpd(r[1], r[1], k(C_TWO_TO_MINUS_64))); // e
 }
 
 /// The exponential routine: `elementary::exp` of `r[0]` into `r[1]`.
