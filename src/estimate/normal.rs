@@ -370,6 +370,40 @@ fn tail(r: f64, next: &mut impl FnMut() -> Option<u64>) -> f64 {
     }
 }
 
+/// What the vector fast paths' tests share: the words they try, and the run of one 32-word
+/// block into two rows of sixteen lanes.
+#[cfg(all(test, target_arch = "x86_64"))]
+mod fast_path_cases {
+    use super::LAYERS;
+
+    /// Every layer with both signs, at the smallest, the largest and middling uniforms (the
+    /// top layer and the base strip's widest points included).
+    pub(super) fn words() -> Vec<u64> {
+        let uniforms = [
+            0,
+            u64::MAX >> 12,
+            1 << 51,
+            0x000f_ffff_0000_0000,
+            0x8_0000_0001,
+        ];
+        (0..2 * LAYERS as u64)
+            .flat_map(|j| uniforms.map(|u| u << 12 | j))
+            .collect()
+    }
+
+    /// The 32 normals and the rejection mask that `fast32` writes into two rows of sixteen.
+    pub(super) fn joined(
+        fast32: impl FnOnce((&mut [f64; 16], &mut [f64; 16])) -> u32,
+    ) -> ([f64; 32], u32) {
+        let (mut r0, mut r1) = ([0.0; 16], [0.0; 16]);
+        let mask = fast32((&mut r0, &mut r1));
+        let mut z = [0.0; 32];
+        z[..16].copy_from_slice(&r0);
+        z[16..].copy_from_slice(&r1);
+        (z, mask)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -93,7 +93,7 @@ pub unsafe fn fast32_avx512(
 /// The vector path's tests run where it exists, on x86-64.
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
-    use super::super::{fast, tables};
+    use super::super::{fast, fast_path_cases, tables};
     use super::*;
 
     /// [`fast32_avx512`] in a build with AVX-512 F.
@@ -105,16 +105,13 @@ mod tests {
             // SAFETY: eight words of 32.
             unsafe { _mm512_loadu_si512(words[8 * q..].as_ptr().cast()) }
         });
-        let (mut r0, mut r1) = ([0.0; 16], [0.0; 16]);
-        // SAFETY: this function's feature, which the caller checked.
-        let mask = unsafe {
-            stage32_avx512(&v, &mut staged);
-            fast32_avx512(t, &staged, (&mut r0, &mut r1))
-        };
-        let mut z = [0.0; 32];
-        z[..16].copy_from_slice(&r0);
-        z[16..].copy_from_slice(&r1);
-        (z, mask)
+        fast_path_cases::joined(|rows| {
+            // SAFETY: this function's feature, which the caller checked.
+            unsafe {
+                stage32_avx512(&v, &mut staged);
+                fast32_avx512(t, &staged, rows)
+            }
+        })
     }
 
     #[test]
@@ -123,18 +120,7 @@ mod tests {
             return;
         }
         let t = tables();
-        // Every layer with both signs, at the smallest, the largest and middling uniforms
-        // (the top layer and the base strip's widest points included).
-        let uniforms = [
-            0,
-            u64::MAX >> 12,
-            1 << 51,
-            0x000f_ffff_0000_0000,
-            0x8_0000_0001,
-        ];
-        let words: Vec<u64> = (0..2 * LAYERS as u64)
-            .flat_map(|j| uniforms.map(|u| u << 12 | j))
-            .collect();
+        let words = fast_path_cases::words();
         let mut rejected = 0;
         for chunk in words.chunks_exact(32) {
             let chunk: &[u64; 32] = chunk.try_into().expect("32 words");
