@@ -31,13 +31,13 @@
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
 
-use crate::ir::{Binary, CompiledForm};
+use crate::ir::Binary;
 
-use super::super::instr::{CHUNK, NONE, Op, Step, forward_only_op, non_primitive_op};
+use super::super::instr::{CHUNK, NONE, Op, Step};
 use super::indicators::Indicators;
 use super::looping::{self, Looping};
 use super::repeat::{self, Repeat, Unit};
-use super::sweep::{self, Stores, Sweep};
+use super::sweep::{self, Coverage, Stores, Sweep, inline};
 use super::vector::{Src, Vector};
 use super::{Parts, entry, frame};
 
@@ -56,41 +56,11 @@ const HALF_BYTES: i32 = SLOT_BYTES / 2;
 /// inline steps is cut into several segments (its values crossing a cut go through memory).
 pub(super) const SEGMENT_STEPS: usize = 256;
 
-/// How many steps the code runs itself and how many it hands back (for tests and reports).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Coverage {
-    pub inline: usize,
-    pub called: usize,
-    /// Of the steps run inline, those in loops over repeated blocks (`repeat.rs`).
-    pub looped: usize,
-}
-
-/// Runs of consecutive steps without an inline form: the calls back the code would make.
-pub(super) fn call_backs(steps: &[Step]) -> usize {
-    entry::runs(steps.iter().map(|step| !inline(&step.op)))
-}
-
-/// Whether `op` has an inline form (under smoothed and crisp semantics alike: forced sweeps
-/// and per-lane forcing are never compiled): a primitive where its descriptor says so
-/// (`exp`, `ln`, `sqrt`, negation and the arithmetic), every other step.
-pub(super) fn inline(op: &Op) -> bool {
-    match *op {
-        Op::Binary { op, .. } => op.info().forward == CompiledForm::Inline,
-        Op::Unary { op, .. } => op.info().forward == CompiledForm::Inline,
-        non_primitive_op!() | forward_only_op!() => true,
-    }
-}
-
-/// Steps assembled at a time. The assembler keeps every instruction of its part until it
-/// encodes them (about 40 bytes each, some twenty a step): a 100,000-step layout in one part
-/// took 100 MB; in parts, memory stays a few megabytes beside the code.
-pub(super) const PART_STEPS: usize = 2_048;
-
 /// The code of `steps` (the layout's lane steps) at width `W` for the semantics `crisp` or
 /// smoothed (with the plain weights where `plain`), reading latents as noise reparameterised
 /// on load (or as the noise itself where `noise_latents`: see [`Emitter::noise_latents`]),
 /// with the offset of its entry point.
-/// The routines come first, then the sweep, assembled in parts of [`PART_STEPS`] steps, each
+/// The routines come first, then the sweep, assembled in parts of [`sweep::PART_STEPS`] steps, each
 /// at its final offset (calls to the routines are relative, so the code runs wherever it is
 /// mapped).
 pub(super) fn forward<W: Vector>(

@@ -41,7 +41,7 @@ use std::ffi::c_void;
 use super::instr::{Lanes, Op, Plan, Step, Target};
 use code::{Builds, Mapped, Parts, supported};
 
-pub use emit::Coverage;
+pub use sweep::Coverage;
 
 /// Layouts with more lane steps than this are not compiled (code of about 40 bytes a step:
 /// the interpreter's loop then costs less than streaming the code through the caches).
@@ -167,7 +167,7 @@ impl Compiled {
         self.0.get(crisp, avx2, || {
             if !supported(avx2)
                 || steps.len() > MAX_STEPS
-                || emit::call_backs(steps) * STEPS_PER_CALL > steps.len()
+                || sweep::call_backs(steps) * STEPS_PER_CALL > steps.len()
             {
                 return None;
             }

@@ -33,10 +33,11 @@ use crate::ir::CompiledForm;
 use super::super::instr::{
     CHUNK, NONE, Op, Plan, RevStep, Target, forward_only_op, non_primitive_op, reverse_reads,
 };
-use super::emit::{Coverage, SEGMENT_STEPS};
+use super::emit::SEGMENT_STEPS;
 use super::indicators::Indicators;
 use super::looping::{self, Looping};
 use super::repeat::{self, Repeat, Unit};
+use super::sweep::Coverage;
 use super::vector::{Arith, ReverseVector, Src};
 use super::{Parts, entry, frame};
 
@@ -53,7 +54,7 @@ const C_MINUS_ONE: usize = 3;
 const C_TWO: usize = 1;
 const C_HALF: usize = 2;
 
-/// Steps assembled at a time (see `emit::PART_STEPS`).
+/// Steps assembled at a time (see `sweep::PART_STEPS`).
 const PART_STEPS: usize = 1_024;
 
 /// Which adjoint part (half or quarter) each of the width's cache registers

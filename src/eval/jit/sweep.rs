@@ -8,10 +8,41 @@
 use iced_x86::IcedError;
 use iced_x86::code_asm::CodeAssembler;
 
-use super::super::instr::{NONE, Step, each_read};
-use super::Parts;
+use crate::ir::CompiledForm;
+
+use super::super::instr::{NONE, Op, Step, each_read, forward_only_op, non_primitive_op};
 use super::emit::cache::Cache;
-use super::emit::{Coverage, PART_STEPS, inline};
+use super::{Parts, entry};
+
+/// How many steps the code runs itself and how many it hands back (for tests and reports).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Coverage {
+    pub inline: usize,
+    pub called: usize,
+    /// Of the steps run inline, those in loops over repeated blocks (`repeat.rs`).
+    pub looped: usize,
+}
+
+/// Runs of consecutive steps without an inline form: the calls back the code would make.
+pub(super) fn call_backs(steps: &[Step]) -> usize {
+    entry::runs(steps.iter().map(|step| !inline(&step.op)))
+}
+
+/// Whether `op` has an inline form (under smoothed and crisp semantics alike: forced sweeps
+/// and per-lane forcing are never compiled): a primitive where its descriptor says so
+/// (`exp`, `ln`, `sqrt`, negation and the arithmetic), every other step.
+pub(super) fn inline(op: &Op) -> bool {
+    match *op {
+        Op::Binary { op, .. } => op.info().forward == CompiledForm::Inline,
+        Op::Unary { op, .. } => op.info().forward == CompiledForm::Inline,
+        non_primitive_op!() | forward_only_op!() => true,
+    }
+}
+
+/// Steps assembled at a time. The assembler keeps every instruction of its part until it
+/// encodes them (about 40 bytes each, some twenty a step): a 100,000-step layout in one part
+/// took 100 MB; in parts, memory stays a few megabytes beside the code.
+pub(super) const PART_STEPS: usize = 2_048;
 
 /// A routine's body, emitted once at the start of the code and called.
 pub(super) type Routine = fn(&mut CodeAssembler) -> Result<(), IcedError>;
