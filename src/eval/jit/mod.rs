@@ -32,6 +32,7 @@ mod looping;
 mod regs;
 mod repeat;
 mod reverse;
+mod routine_parts;
 mod routines;
 mod sweep;
 mod vector;
@@ -203,29 +204,21 @@ impl Compiled {
             if slots * std::mem::size_of::<Lanes>() > i32::MAX as usize / 2 {
                 return None;
             }
-            let (parts, entry, consts, coverage) = if avx2 {
-                emit::forward::<avx2::Avx2>(
-                    steps,
-                    chains,
-                    constants,
-                    pinned,
-                    crisp,
-                    plain,
-                    noise_latents,
-                )
-                .ok()?
+            let emit_forward = if avx2 {
+                emit::forward::<avx2::Avx2>
             } else {
-                emit::forward::<avx512::Avx512>(
-                    steps,
-                    chains,
-                    constants,
-                    pinned,
-                    crisp,
-                    plain,
-                    noise_latents,
-                )
-                .ok()?
+                emit::forward::<avx512::Avx512>
             };
+            let (parts, entry, consts, coverage) = emit_forward(
+                steps,
+                chains,
+                constants,
+                pinned,
+                crisp,
+                plain,
+                noise_latents,
+            )
+            .ok()?;
             let code = Mapped::new(parts, entry)?;
             Some(ForwardCode {
                 code,

@@ -19,6 +19,7 @@ use iced_x86::code_asm::*;
 
 pub(super) use super::consts::*;
 use super::regs::*;
+use super::routine_parts::{Insn, SigmoidRegs, ln_split, sigmoid_big_small};
 
 /// A broadcast of constant `i` of the code's table.
 pub(super) fn k(i: usize) -> AsmMemoryOperand {
@@ -75,9 +76,6 @@ pub(super) const SET_B: Set = Set {
     long: 3,
     short: 4,
 };
-
-/// One instruction of a routine, for one set's registers.
-type Insn = Box<dyn Fn(&mut CodeAssembler) -> Result<(), IcedError>>;
 
 /// Collects a routine's instructions for one set.
 struct Body(Vec<Insn>);
@@ -142,27 +140,18 @@ fn weights_with(s: Set, plain: bool) -> Body {
         exp_reduced_scaled(&mut b, s);
     }
     b.push(move |a| a.vbroadcastsd(x[1], load(C_ONE)));
-    b.push(move |a| a.vaddpd(x[2], x[1], x[4])); // d = 1 + e
-    if plain {
-        // sigmoid_big_small_plain(e): big into x[7], small into x[8].
-        b.push(move |a| a.vdivpd(x[7], x[1], x[2])); // big = 1 / d
-        b.push(move |a| a.vmulpd(x[8], x[4], x[7])); // small = e big
-    } else {
-        // sigmoid_big_small(e).
-        b.push(move |a| a.vsubpd(x[3], x[1], x[2]));
-        b.push(move |a| a.vaddpd(x[3], x[3], x[4])); // d_err = (1 - d) + e
-        b.push(move |a| a.vdivpd(x[5], x[1], x[2])); // inv = 1 / d
-        b.push(move |a| a.vmovapd(x[6], x[1]));
-        b.push(move |a| a.vfnmadd231pd(x[6], x[5], x[2]));
-        b.push(move |a| a.vfnmadd231pd(x[6], x[5], x[3]));
-        b.push(move |a| a.vmovapd(x[7], x[5]));
-        b.push(move |a| a.vfmadd231pd(x[7], x[6], x[5])); // big
-        b.push(move |a| a.vmulpd(x[8], x[4], x[5])); // s0 = e inv
-        b.push(move |a| a.vmovapd(x[9], x[4]));
-        b.push(move |a| a.vfnmadd231pd(x[9], x[8], x[2]));
-        b.push(move |a| a.vfnmadd231pd(x[9], x[8], x[3]));
-        b.push(move |a| a.vfmadd231pd(x[8], x[9], x[5])); // small
-    }
+    let regs = SigmoidRegs {
+        one: x[1],
+        e: x[4],
+        d: x[2],
+        d_err: x[3],
+        inv: x[5],
+        big_err: x[6],
+        big: x[7],
+        small: x[8],
+        spare: x[9],
+    };
+    sigmoid_big_small(&mut b.0, regs, plain);
     // sigmoid_pair_order(x, big, small), and x + x for both where x is NaN.
     let m = s.short;
     b.push(move |a| a.vcmppd(K[m], x[0], ZERO, GE_OQ));
@@ -279,14 +268,7 @@ fn ln_body(s: Set) -> Body {
     b.push(move |a| a.vbroadcastsd(r[1], load(C_ONE)));
     b.push(move |a| a.vbroadcastsd(under(r[1], sub), load(C_SUB_SCALE)));
     b.push(move |a| a.vmulpd(r[1], x, r[1])); // m
-    b.push(move |a| a.vpaddq(r[2], r[1], k(C_LN_OFFSET)));
-    b.push(move |a| a.vpsrlq(r[2], r[2], 52)); // eb
-    b.push(move |a| a.vpsubq(r[3], r[2], k(C_1023)));
-    b.push(move |a| a.vpsllq(r[3], r[3], 52));
-    b.push(move |a| a.vpsubq(r[3], r[1], r[3])); // mantissa
-    b.push(move |a| a.vsubpd(r[4], r[3], k(C_ONE))); // f
-    b.push(move |a| a.vaddpd(r[3], r[3], k(C_ONE)));
-    b.push(move |a| a.vdivpd(r[5], r[4], r[3])); // s = f / (mantissa + 1)
+    ln_split(&mut b.0, [r[0], r[1], r[2], r[3], r[4], r[5]], k);
     b.push(move |a| a.vporq(r[2], r[2], k(C_E_BITS)));
     b.push(move |a| a.vbroadcastsd(r[3], load(C_E_BIAS)));
     b.push(move |a| a.vbroadcastsd(under(r[3], sub), load(C_E_BIAS_SUB)));

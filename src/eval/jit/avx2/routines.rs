@@ -20,6 +20,8 @@ use iced_x86::code_asm::*;
 
 use crate::elementary::{EXP2_SIXTEENTHS, ROUND, TABLED_BIAS, TWO_TO_MINUS_64};
 
+use super::super::routine_parts::{Insn, SigmoidRegs, ln_split, sigmoid_big_small};
+
 pub(super) use super::super::consts::*;
 pub(super) use super::super::regs::{EQ_OQ, GE_OQ, GT_OQ, LE_OQ, LT_OQ, NEQ_UQ, UNORD_Q};
 
@@ -97,9 +99,6 @@ pub(super) const SETS: [[AsmRegisterYmm; 8]; 2] = [
     [ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14, ymm15],
 ];
 
-/// One instruction of a routine, for one set's registers.
-type Insn = Box<dyn Fn(&mut CodeAssembler) -> Result<(), IcedError>>;
-
 /// A routine's instructions for one set.
 struct Body(Vec<Insn>);
 
@@ -165,26 +164,18 @@ fn weights_with(r: [AsmRegisterYmm; 8], plain: bool) -> Body {
         b.push(move |a| a.vmulpd(r[1], r[1], k(C_TWO_TO_MINUS_64))); // e
     }
     b.push(move |a| a.vmovupd(r[3], k(C_ONE)));
-    b.push(move |a| a.vaddpd(r[2], r[3], r[1])); // d = 1 + e
-    if plain {
-        // sigmoid_big_small_plain(e): big into r[7], small into r[3].
-        b.push(move |a| a.vdivpd(r[7], r[3], r[2])); // big = 1 / d
-        b.push(move |a| a.vmulpd(r[3], r[1], r[7])); // small = e big
-    } else {
-        // sigmoid_big_small(e).
-        b.push(move |a| a.vsubpd(r[4], r[3], r[2]));
-        b.push(move |a| a.vaddpd(r[4], r[4], r[1])); // d_err = (1 - d) + e
-        b.push(move |a| a.vdivpd(r[5], r[3], r[2])); // inv = 1 / d
-        b.push(move |a| a.vmovapd(r[6], r[3]));
-        b.push(move |a| a.vfnmadd231pd(r[6], r[5], r[2]));
-        b.push(move |a| a.vfnmadd231pd(r[6], r[5], r[4]));
-        b.push(move |a| a.vmovapd(r[7], r[5]));
-        b.push(move |a| a.vfmadd231pd(r[7], r[6], r[5])); // big
-        b.push(move |a| a.vmulpd(r[3], r[1], r[5])); // s0 = e inv
-        b.push(move |a| a.vfnmadd231pd(r[1], r[3], r[2]));
-        b.push(move |a| a.vfnmadd231pd(r[1], r[3], r[4]));
-        b.push(move |a| a.vfmadd231pd(r[3], r[1], r[5])); // small
-    }
+    let regs = SigmoidRegs {
+        one: r[3],
+        e: r[1],
+        d: r[2],
+        d_err: r[4],
+        inv: r[5],
+        big_err: r[6],
+        big: r[7],
+        small: r[3],
+        spare: r[1],
+    };
+    sigmoid_big_small(&mut b.0, regs, plain);
     // sigmoid_pair_order(x, big, small), and x + x for both where x is NaN.
     b.push(move |a| a.vcmppd(r[4], r[0], k(C_ZERO), GE_OQ));
     b.push(move |a| select(a, r[1], r[3], r[7], r[4])); // else weight: big where x >= 0
@@ -306,14 +297,7 @@ fn ln_body(r: [AsmRegisterYmm; 8], slots: i32) -> Body {
     b.push(move |a| a.vmovupd(r[1], k(C_ONE)));
     b.push(move |a| a.vblendvpd(r[1], r[1], k(C_SUB_SCALE), r[6]));
     b.push(move |a| a.vmulpd(r[1], x, r[1])); // m
-    b.push(move |a| a.vpaddq(r[2], r[1], k(C_LN_OFFSET)));
-    b.push(move |a| a.vpsrlq(r[2], r[2], 52)); // eb
-    b.push(move |a| a.vpsubq(r[3], r[2], k(C_1023)));
-    b.push(move |a| a.vpsllq(r[3], r[3], 52));
-    b.push(move |a| a.vpsubq(r[3], r[1], r[3])); // mantissa
-    b.push(move |a| a.vsubpd(r[4], r[3], k(C_ONE))); // f
-    b.push(move |a| a.vaddpd(r[3], r[3], k(C_ONE)));
-    b.push(move |a| a.vdivpd(r[5], r[4], r[3])); // s = f / (mantissa + 1)
+    ln_split(&mut b.0, [r[0], r[1], r[2], r[3], r[4], r[5]], k);
     b.push(move |a| a.vpor(r[2], r[2], k(C_E_BITS)));
     b.push(move |a| a.vmovupd(r[3], k(C_E_BIAS)));
     b.push(move |a| a.vblendvpd(r[3], r[3], k(C_E_BIAS_SUB), r[6]));
