@@ -34,6 +34,7 @@ impl Compiled {
         _: bool,
         _: bool,
         _: bool,
+        _: bool,
     ) -> Option<&ForwardCode> {
         None
     }
