@@ -1,7 +1,7 @@
 //! What the CPU can run, detected at run time: the one place that asks, so every choice of a
 //! vector code path (the tape's sweeps, the estimators' loops, the vector maths) agrees.
 //!
-//! The answers are worked out once per process ([`Features`]), so asking costs one atomic
+//! The answers are worked out once per process (`Features`), so asking costs one atomic
 //! load; the hot loops ask per chunk.
 //!
 //! The builds, narrowest first: baseline x86-64 (SSE2; every `f64::mul_add` a call to the

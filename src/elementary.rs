@@ -89,7 +89,7 @@ fn pow2_biased(biased: u64) -> f64 {
 ///
 /// `x = k ln 2 + r` with `|r| <= ln 2 / 2`: `x - k LN2_HI` is exact (the product needs no rounding
 /// and the difference fits 53 bits), and the `LN2_LO` term rounds `r` once, by at most 2^-55. `e^r
-/// = 1 + (r + r^2 Q(r))` ([`EXP_COEFFS`], within 2^-55.7): the bracket rounds by at most 2^-55 and
+/// = 1 + (r + r^2 Q(r))` (`EXP_COEFFS`, within 2^-55.7): the bracket rounds by at most 2^-55 and
 /// the last addition by half an ulp, so the error from the true value stays near `1/2 + 1/4 + 1/4`
 /// ulp where `e^r < 1` and below 0.81 ulp above, plus the fit's 2^-55.7 relative (1.09 ulp from the
 /// true value measured over 10^7 inputs). No double-double tail (which kept the error near 1/2
@@ -122,7 +122,7 @@ fn exp_of_at_most(x: f64) -> f64 {
 /// smoothed if-statement's weights take `exp(-|x|)` and [`sigmoid_pair_order`] sets both to
 /// `x + x` for a NaN `x`. With `k <= 0`, `2^(k + 64)` is normal for every `k` the clamp
 /// allows, so the scaling is one exact multiplication by it and one by the constant `2^-64`,
-/// which rounds a subnormal result once: the bits of [`exp_of_at_most`]'s two factors with
+/// which rounds a subnormal result once: the bits of `exp_of_at_most`'s two factors with
 /// fewer operations.
 #[inline(always)]
 pub fn exp_of_nonpositive(x: f64) -> f64 {
@@ -204,10 +204,10 @@ pub(crate) const TABLED_BIAS: u64 = (16 * 1087u64).wrapping_sub(ROUND_SIXTEENTHS
 /// where [`exp_of_nonpositive`] takes seventeen.
 ///
 /// `x = (m + j/16) ln 2 + r` with `|r| <= ln 2 / 32`: `k = m + j/16` is `x / ln 2` rounded to
-/// a sixteenth by adding [`ROUND_SIXTEENTHS`] (its sixteenths `16 k` are the low bits of the
+/// a sixteenth by adding `ROUND_SIXTEENTHS` (its sixteenths `16 k` are the low bits of the
 /// sum, `j` the lowest four), and `r` is reduced in two parts as [`exp`]'s is (`k LN2_HI` is
 /// exact: `16 k` has at most 15 bits). `e^x = 2^m * T_j * (1 + s)`, `T_j = 2^(j/16)` from
-/// [`EXP2_SIXTEENTHS`] and `s = r + r^2 Q(r)` ([`EXP_TABLED_COEFFS`]), with `T_j (1 + s)`
+/// [`EXP2_SIXTEENTHS`] and `s = r + r^2 Q(r)` (`EXP_TABLED_COEFFS`), with `T_j (1 + s)`
 /// one fused multiply-add. Its error: `T_j`'s rounding (1/2 ulp of `T_j`, up to 1 ulp of a
 /// result just below a power of two), the last rounding (1/2 ulp), and `s`'s (its rounding,
 /// `r`'s and the fit's, together below 2^-56 relative): within 1.5 ulp, 1.105 ulp the worst

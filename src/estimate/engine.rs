@@ -162,7 +162,7 @@ impl Engine {
     }
 
     /// Whether a subsampled batch reads and moves only what it needs
-    /// ([`super::subsample::Sparse`]): a step engine (one subsample for the batch) of a
+    /// (`super::subsample::Sparse`): a step engine (one subsample for the batch) of a
     /// problem with row latents, under a pathwise estimator (DSGD, Fixed, Reparam; the
     /// others' per-latent loops read every latent).
     pub fn sparse_steps(&self) -> bool {

@@ -88,7 +88,7 @@ impl Problem {
     /// The problem whose smoothed sweeps read each guard linear in the latents in units of
     /// its spread under the guide (`ir::scale_guards`): DSGD's relative smoothing. Its crisp
     /// values are those of [`Problem::new`]; only the estimators that run the tape through
-    /// [`ProblemData::sweep_gradient`] and [`ProblemData::crisp_values`] may use it.
+    /// `ProblemData::sweep_gradient` and [`ProblemData::crisp_values`] may use it.
     pub fn relative(model: &Model) -> Result<Problem, FamilyError> {
         let plates: Vec<(Plate, PlateFactors)> = model
             .plates
@@ -447,7 +447,7 @@ impl ProblemData {
     }
 
     /// Whether some plate has latents of its own per row (a subsampled step then reads and
-    /// moves only the drawn rows': [`super::subsample::Sparse`]).
+    /// moves only the drawn rows': `super::subsample::Sparse`).
     pub fn has_row_latents(&self) -> bool {
         self.shared.is_some()
     }

@@ -13,7 +13,7 @@ use super::instr::{Op, Step, operands};
 /// Not a slot.
 const NONE_SLOT: u32 = u32::MAX;
 
-/// The most additions one [`Op::SumChain`] instruction makes: a longer chain becomes several,
+/// The most additions one `Op::SumChain` instruction makes: a longer chain becomes several,
 /// each continuing from the partial sum of the one before (a slot of its own). Its terms then
 /// need to live only until their segment's end, not until the end of a chain that may run
 /// through the whole program, so a tape's lanes can share memory (`layout.rs`).

@@ -36,7 +36,7 @@ pub fn run_parallel(
 /// its run ends (from the worker thread, before `progress`), so that a caller can write a
 /// run's files while the other runs go on.
 ///
-/// The workers take the jobs longest first (by [`expected_work`]) from one shared queue, so
+/// The workers take the jobs longest first (by `expected_work`) from one shared queue, so
 /// that the sweep ends on short runs: split in halves the way a parallel iterator splits,
 /// the reproduction's heaviest runs (`cheating`'s, in the middle of its job list) came
 /// last, and one core idled while the other finished them.

@@ -18,7 +18,7 @@
 //! to smooth), no smoother.
 //!
 //! Later, a check from the run's current state decides whether to halve the amplitude: the
-//! [`super::bias`] test, which asks whether the crisp problem's gradient is visibly nonzero
+//! `super::bias` test, which asks whether the crisp problem's gradient is visibly nonzero
 //! where the smoothed run has settled.
 //!
 //! Under `--subsample M` the candidates' steps, the comparison and the test read the run's

@@ -68,7 +68,7 @@ impl Engine {
         Ok(Some(out))
     }
 
-    /// Lanes per part of [`Engine::sample_all`] for this problem: about [`BLOCK_WORK`]
+    /// Lanes per part of [`Engine::sample_all`] for this problem: about `BLOCK_WORK`
     /// node evaluations (about 10 ms of temperature's samples on two cores: the longest a
     /// cancel waits), and at least a chunk per thread of the pool. Parts this size cost
     /// nothing measurable against one batch (`tests/perf_engine.rs` checks the bits).

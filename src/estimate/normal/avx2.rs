@@ -86,7 +86,7 @@ pub unsafe fn fast4v_avx2(
 /// the offsets in vectors and storing them cost a shift and an `and` on the vector units,
 /// which the AES rounds and the fast path keep busy.
 ///
-/// The AVX-512 build ([`super::avx512`]) stages the same 32 words in the same order, eight
+/// The AVX-512 build (`super::avx512`) stages the same 32 words in the same order, eight
 /// to a 512-bit store (hence the alignment).
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(64))]

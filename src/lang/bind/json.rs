@@ -8,7 +8,7 @@ use super::{DEFAULT_MAX_VALUES, DataError, DataSet, DataValue, Items};
 
 impl DataSet {
     /// Reads a JSON object of numbers and (nested) arrays of numbers, at most
-    /// [`DEFAULT_MAX_VALUES`] values.
+    /// `DEFAULT_MAX_VALUES` values.
     pub fn from_json_str(text: &str, origin: &str) -> Result<DataSet, DataError> {
         DataSet::from_json_str_within(text, origin, DEFAULT_MAX_VALUES)
     }
