@@ -166,19 +166,19 @@ pub fn vaes() -> bool {
 ///
 /// The braces hold the attributes every build shares, then in brackets what comes before
 /// the name (`fn`, `unsafe fn`, ...), then the parameters, return type and body; each build
-/// follows with its doc comment, name and features, and optionally a constant its body
+/// follows with its doc comment, name and features, and optionally constants its body
 /// reads (where the builds differ in a generic argument).
 macro_rules! feature_builds {
     ({ $($item:tt)* }) => {};
     (
         { $($item:tt)* }
         $(#[$doc:meta])* $name:ident = $features:literal
-        $(, const $konst:ident: $kty:ty = $value:expr)?;
+        $(, const $konst:ident: $kty:ty = $value:expr)*;
         $($builds:tt)*
     ) => {
         $crate::cpu::feature_builds!(
             @stamp [$(#[$doc])* #[target_feature(enable = $features)]] $name
-            [$(const $konst: $kty = $value;)?] $($item)*
+            [$(const $konst: $kty = $value;)*] $($item)*
         );
         $crate::cpu::feature_builds!({ $($item)* } $($builds)*);
     };

@@ -382,7 +382,7 @@ impl SampleRng {
                 pending: &mut Pending,
             ) {
                 // SAFETY: this function's features.
-                unsafe { self.fill_group16_avx2::<VAES, false>(t, first, w, n, s, g0, pending) }
+                unsafe { self.fill_group16_avx2::<VAES, ZMM>(t, first, w, n, s, g0, pending) }
             }
         }
         /// [`SampleRng::fill_group16_avx2`] with VAES, in a build with its features (so the
@@ -390,34 +390,19 @@ impl SampleRng {
         ///
         /// # Safety
         /// The CPU must have AVX2, FMA, AES-NI and VAES.
-        fill_group16_vaes = "avx2,fma,aes,vaes", const VAES: bool = true;
+        fill_group16_vaes = "avx2,fma,aes,vaes", const VAES: bool = true, const ZMM: bool = false;
         /// [`SampleRng::fill_group16_avx2`] with AES-NI, one block per instruction.
         ///
         /// # Safety
         /// The CPU must have AVX2, FMA and AES-NI.
-        fill_group16_aesni = "avx2,fma,aes", const VAES: bool = false;
-    }
-
-    /// [`SampleRng::fill_group16_avx2`] in 512-bit vectors: four AES states per VAES
-    /// instruction, eight lanes per instruction of the fast path.
-    ///
-    /// # Safety
-    /// The CPU must have AVX-512 (F, DQ, VL, BW), FMA, AES-NI and VAES.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw,avx2,fma,aes,vaes")]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn fill_group16_zmm(
-        &self,
-        t: &Ziggurat,
-        first: u64,
-        w: usize,
-        n: usize,
-        s: &mut [f64],
-        g0: usize,
-        pending: &mut Pending,
-    ) {
-        // SAFETY: this function's features.
-        unsafe { self.fill_group16_avx2::<true, true>(t, first, w, n, s, g0, pending) }
+        fill_group16_aesni = "avx2,fma,aes", const VAES: bool = false, const ZMM: bool = false;
+        /// [`SampleRng::fill_group16_avx2`] in 512-bit vectors: four AES states per VAES
+        /// instruction, eight lanes per instruction of the fast path.
+        ///
+        /// # Safety
+        /// The CPU must have AVX-512 (F, DQ, VL, BW), FMA, AES-NI and VAES.
+        fill_group16_zmm = "avx512f,avx512dq,avx512vl,avx512bw,avx2,fma,aes,vaes",
+            const VAES: bool = true, const ZMM: bool = true;
     }
 }
 
